@@ -1,0 +1,43 @@
+// Package ids mints record identifiers and secret tokens from crypto/rand.
+package ids
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"strings"
+)
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// New returns prefix + "_" + 20 random base32 characters (100 bits): unique
+// without coordination and safe to show, but never a secret.
+func New(prefix string) string {
+	var b [13]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return prefix + "_" + lowerBase32.EncodeToString(b[:])[:20]
+}
+
+// Secret returns 256 random bits, base64url without padding (43 characters),
+// for tokens that prove possession: API keys, session ids, invite links.
+func Secret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Valid reports whether s looks like an id of the given prefix. Handlers use
+// it to answer "not found" for garbage without a query.
+func Valid(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix+"_")
+	if !ok || len(rest) != 20 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
