@@ -1,0 +1,310 @@
+// Package config reads the service's settings from the environment, once, into
+// one Config value. A bad value stops the start with a message that names the
+// variable, so an operator never runs with a setting silently ignored.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/netguard"
+)
+
+// Config is every setting of one svc process.
+type Config struct {
+	Addr   string // SVC_ADDR: listen address
+	DBPath string // SVC_DB: SQLite file
+
+	// APIKey is the bootstrap bearer token (SVC_API_KEY). Empty means open dev
+	// mode: headerless requests act as admin of the default tenant.
+	APIKey string
+
+	PluginDir      string // SVC_PLUGIN_DIR
+	ProviderPlugin string // SVC_PROVIDER_PLUGIN: a binary for the provider slot
+	EmailPlugin    string // SVC_EMAIL_PLUGIN
+	SOMPlugin      string // SVC_SOM_PLUGIN
+
+	ProviderAPIKey  string // PROVIDER_API_KEY: set means the live provider
+	ProviderBaseURL string // PROVIDER_BASE_URL
+
+	PolicyDir        string        // SVC_POLICY_DIR
+	LearningInterval time.Duration // SVC_LEARNING_INTERVAL; 0 turns the timer off
+	AutoPromote      bool          // SVC_AUTO_PROMOTE
+
+	LogLevel hclog.Level // SVC_LOG_LEVEL
+	LogJSON  bool        // SVC_LOG_JSON
+
+	CacheTTL      time.Duration // SVC_CACHE_TTL
+	CacheMaxBytes int64         // SVC_CACHE_MAX_BYTES
+
+	// WebAllowPrivate lists the internal destinations an operator opened
+	// (SVC_WEB_ALLOW_PRIVATE), exempt from the private-address guard.
+	WebAllowPrivate netguard.Allowlist
+
+	RateLimit       int           // SVC_RATE_LIMIT: /api/v1 requests per minute per caller; 0 is off
+	MaxBodyBytes    int64         // SVC_MAX_BODY_BYTES: request body limit
+	ShutdownTimeout time.Duration // SVC_SHUTDOWN_TIMEOUT: how long in-flight requests may finish
+
+	AdminEmail        string // SVC_ADMIN_EMAIL
+	AdminPassword     string // SVC_ADMIN_PASSWORD
+	RequireLogin      bool   // SVC_REQUIRE_LOGIN
+	AllowPublicSignup bool   // SVC_ALLOW_PUBLIC_SIGNUP
+	AppBaseURL        string // SVC_APP_BASE_URL: base of accept and verify links
+	EmailProviderKey  string // EMAIL_PROVIDER_API_KEY
+	EmailProviderURL  string // EMAIL_PROVIDER_URL
+	EmailFrom         string // SVC_EMAIL_FROM
+	SMTPHost          string // SMTP_HOST
+	SMTPPort          int    // SMTP_PORT
+	SMTPUsername      string // SMTP_USERNAME
+	SMTPPassword      string // SMTP_PASSWORD
+	SMTPTLS           string // SMTP_TLS: starttls, tls or none
+	MockLatencyMS     int    // MOCK_LATENCY_MS, passed to the mock provider
+	ExecutableDir     string // folder of the running binary, for default paths
+}
+
+// OpenDevMode reports whether no bootstrap token is configured.
+func (c *Config) OpenDevMode() bool { return c.APIKey == "" }
+
+// ProviderName is "openai" when a live provider key is set, otherwise "mock".
+func (c *Config) ProviderName() string {
+	if c.ProviderAPIKey != "" {
+		return "openai"
+	}
+	return "mock"
+}
+
+// Vars lists every variable FromEnv reads, with its default, for the README
+// and for --help.
+var Vars = []struct{ Name, Default, Purpose string }{
+	{"SVC_ADDR", ":4100", "listen address"},
+	{"SVC_DB", "./data/svc.db", "SQLite database file (folder created when missing)"},
+	{"SVC_API_KEY", "unset (open dev mode)", "bootstrap bearer token, admin of the default tenant; at least 16 characters"},
+	{"SVC_PLUGIN_DIR", "plugins/ beside the svc binary", "folder of plugin binaries"},
+	{"SVC_PROVIDER_PLUGIN", "unset", "binary for the provider slot"},
+	{"SVC_EMAIL_PLUGIN", "unset", "binary for the email slot"},
+	{"SVC_SOM_PLUGIN", "unset", "binary for the external page compiler"},
+	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
+	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
+	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
+	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
+	{"SVC_LEARNING_INTERVAL", "5m", "learning timer (Go duration; 0 turns it off)"},
+	{"SVC_AUTO_PROMOTE", "false", "promote artifacts that pass the gates without an operator"},
+	{"SVC_LOG_LEVEL", "info", "trace, debug, info, warn or error"},
+	{"SVC_LOG_JSON", "false", "log as JSON lines"},
+	{"SVC_CACHE_TTL", "1h", "lifetime of exact-cache entries (Go duration)"},
+	{"SVC_CACHE_MAX_BYTES", "67108864", "size bound of the exact cache"},
+	{"SVC_WEB_ALLOW_PRIVATE", "unset", "comma-separated host:port or CIDR exempt from the private-address guard"},
+	{"SVC_RATE_LIMIT", "1200", "/api/v1 requests per minute per caller (burst a tenth of it); 0 turns it off"},
+	{"SVC_MAX_BODY_BYTES", "4194304", "largest request body accepted"},
+	{"SVC_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish on SIGTERM"},
+	{"SVC_ADMIN_EMAIL", "unset", "bootstrap admin account's email"},
+	{"SVC_ADMIN_PASSWORD", "unset", "bootstrap admin account's first password"},
+	{"SVC_REQUIRE_LOGIN", "false", "require login even before the first user exists"},
+	{"SVC_ALLOW_PUBLIC_SIGNUP", "false", "open self-serve signup with email verification"},
+	{"SVC_APP_BASE_URL", "http://localhost:4100", "base URL of invite, verify and reset links"},
+	{"EMAIL_PROVIDER_API_KEY", "unset (console transport)", "send email through the provider"},
+	{"EMAIL_PROVIDER_URL", "https://api.resend.com/emails", "the email provider's send endpoint"},
+	{"SVC_EMAIL_FROM", "svc <no-reply@localhost>", "sender identity"},
+	{"SMTP_HOST", "unset", "SMTP server of the email-smtp plugin"},
+	{"SMTP_PORT", "587", "SMTP port"},
+	{"SMTP_USERNAME", "unset", "SMTP user"},
+	{"SMTP_PASSWORD", "unset", "SMTP password"},
+	{"SMTP_TLS", "starttls", "starttls, tls or none"},
+}
+
+// FromEnv reads the configuration through getenv (os.Getenv in production).
+// Every bad value is reported, each naming its variable.
+func FromEnv(getenv func(string) string) (*Config, error) {
+	p := parser{getenv: getenv}
+	c := &Config{
+		Addr:             p.addr("SVC_ADDR", ":4100"),
+		DBPath:           p.str("SVC_DB", "./data/svc.db"),
+		APIKey:           p.apiKey("SVC_API_KEY"),
+		PluginDir:        p.str("SVC_PLUGIN_DIR", ""),
+		ProviderPlugin:   p.str("SVC_PROVIDER_PLUGIN", ""),
+		EmailPlugin:      p.str("SVC_EMAIL_PLUGIN", ""),
+		SOMPlugin:        p.str("SVC_SOM_PLUGIN", ""),
+		ProviderAPIKey:   p.str("PROVIDER_API_KEY", ""),
+		ProviderBaseURL:  p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
+		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
+		PolicyDir:        p.str("SVC_POLICY_DIR", ""),
+		LearningInterval: p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
+		AutoPromote:      p.boolean("SVC_AUTO_PROMOTE"),
+		LogLevel:         p.logLevel("SVC_LOG_LEVEL"),
+		LogJSON:          p.boolean("SVC_LOG_JSON"),
+		CacheTTL:         p.duration("SVC_CACHE_TTL", time.Hour),
+		CacheMaxBytes:    int64(p.intRange("SVC_CACHE_MAX_BYTES", 64<<20, 0, 1<<40)),
+		WebAllowPrivate:  p.allowlist("SVC_WEB_ALLOW_PRIVATE"),
+		RateLimit:        p.intRange("SVC_RATE_LIMIT", 1200, 0, 1_000_000_000),
+		MaxBodyBytes:     int64(p.intRange("SVC_MAX_BODY_BYTES", 4<<20, 1024, 1<<30)),
+		ShutdownTimeout:  p.duration("SVC_SHUTDOWN_TIMEOUT", 30*time.Second),
+
+		AdminEmail:        p.str("SVC_ADMIN_EMAIL", ""),
+		AdminPassword:     p.str("SVC_ADMIN_PASSWORD", ""),
+		RequireLogin:      p.boolean("SVC_REQUIRE_LOGIN"),
+		AllowPublicSignup: p.boolean("SVC_ALLOW_PUBLIC_SIGNUP"),
+		AppBaseURL:        strings.TrimRight(p.httpURL("SVC_APP_BASE_URL", "http://localhost:4100"), "/"),
+		EmailProviderKey:  p.str("EMAIL_PROVIDER_API_KEY", ""),
+		EmailProviderURL:  p.httpURL("EMAIL_PROVIDER_URL", "https://api.resend.com/emails"),
+		EmailFrom:         p.str("SVC_EMAIL_FROM", "svc <no-reply@localhost>"),
+		SMTPHost:          p.str("SMTP_HOST", ""),
+		SMTPPort:          p.intRange("SMTP_PORT", 587, 1, 65535),
+		SMTPUsername:      p.str("SMTP_USERNAME", ""),
+		SMTPPassword:      p.str("SMTP_PASSWORD", ""),
+		SMTPTLS:           p.oneOf("SMTP_TLS", "starttls", "starttls", "tls", "none"),
+	}
+	if (c.AdminEmail == "") != (c.AdminPassword == "") {
+		p.fail("SVC_ADMIN_EMAIL", "SVC_ADMIN_EMAIL and SVC_ADMIN_PASSWORD must be set together")
+	}
+	if c.LearningInterval < 0 {
+		p.fail("SVC_LEARNING_INTERVAL", "must not be negative")
+	}
+	if c.CacheTTL <= 0 {
+		p.fail("SVC_CACHE_TTL", "must be positive")
+	}
+	if c.ShutdownTimeout <= 0 {
+		p.fail("SVC_SHUTDOWN_TIMEOUT", "must be positive")
+	}
+	if exe, err := os.Executable(); err == nil {
+		c.ExecutableDir = filepath.Dir(exe)
+	}
+	if c.PluginDir == "" && c.ExecutableDir != "" {
+		c.PluginDir = filepath.Join(c.ExecutableDir, "plugins")
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+// parser collects every bad variable instead of stopping at the first, so an
+// operator fixes them all in one go.
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) apiKey(name string) string {
+	v := p.getenv(name)
+	switch {
+	case v == "":
+		return ""
+	case strings.TrimSpace(v) != v || strings.ContainsAny(v, " \t\r\n"):
+		p.fail(name, "must not contain white space")
+	case len(v) < 16:
+		p.fail(name, "must be at least 16 characters (for example the output of `openssl rand -hex 32`)")
+	}
+	return v
+}
+
+func (p *parser) addr(name, def string) string {
+	v := p.str(name, def)
+	if _, port, err := net.SplitHostPort(v); err != nil {
+		p.fail(name, "%q is not a host:port address", v)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.fail(name, "%q has an invalid port", v)
+	}
+	return v
+}
+
+func (p *parser) httpURL(name, def string) string {
+	v := p.str(name, def)
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail(name, "%q is not an absolute http(s) URL", v)
+	}
+	return v
+}
+
+func (p *parser) boolean(name string) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "", "0", "false", "no", "off":
+		return false
+	case "1", "true", "yes", "on":
+		return true
+	default:
+		p.fail(name, "%q is not a boolean (use true or false)", v)
+		return false
+	}
+}
+
+func (p *parser) intRange(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, "%q is not a whole number from %d to %d", v, lo, hi)
+		return def
+	}
+	return n
+}
+
+func (p *parser) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	if v == "0" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		p.fail(name, "%q is not a duration (for example 90s, 5m, 1h)", v)
+		return def
+	}
+	return d
+}
+
+func (p *parser) logLevel(name string) hclog.Level {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return hclog.Info
+	}
+	l := hclog.LevelFromString(v)
+	if l == hclog.NoLevel || l == hclog.Off {
+		p.fail(name, "%q is not a log level (trace, debug, info, warn, error)", v)
+		return hclog.Info
+	}
+	return l
+}
+
+func (p *parser) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(p.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	return def
+}
+
+func (p *parser) allowlist(name string) netguard.Allowlist {
+	l, err := netguard.ParseAllowlist(p.getenv(name))
+	if err != nil {
+		p.fail(name, "%v", err)
+	}
+	return l
+}

@@ -1,0 +1,114 @@
+package config_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := config.FromEnv(env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, ":4100", c.Addr)
+	assert.Equal(t, "./data/svc.db", c.DBPath)
+	assert.True(t, c.OpenDevMode())
+	assert.Equal(t, "mock", c.ProviderName())
+	assert.Equal(t, "https://api.openai.com/v1", c.ProviderBaseURL)
+	assert.Equal(t, 5*time.Minute, c.LearningInterval)
+	assert.Equal(t, time.Hour, c.CacheTTL)
+	assert.Equal(t, hclog.Info, c.LogLevel)
+	assert.Equal(t, 1200, c.RateLimit)
+	assert.Equal(t, int64(4<<20), c.MaxBodyBytes)
+	assert.Equal(t, "http://localhost:4100", c.AppBaseURL)
+	assert.Equal(t, "starttls", c.SMTPTLS)
+	assert.NotEmpty(t, c.PluginDir, "defaults to plugins/ beside the binary")
+}
+
+func TestValues(t *testing.T) {
+	c, err := config.FromEnv(env(map[string]string{
+		"SVC_ADDR": "127.0.0.1:0", "SVC_DB": "/tmp/x.db", "SVC_API_KEY": "0123456789abcdef",
+		"PROVIDER_API_KEY": "sk-1", "SVC_LEARNING_INTERVAL": "0", "SVC_LOG_LEVEL": "debug", "SVC_LOG_JSON": "1",
+		"SVC_AUTO_PROMOTE": "true", "SVC_WEB_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1:8080",
+		"SVC_APP_BASE_URL": "https://svc.example.com/", "SVC_PLUGIN_DIR": "/opt/svc/plugins", "SMTP_TLS": "TLS",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:0", c.Addr)
+	assert.False(t, c.OpenDevMode())
+	assert.Equal(t, "openai", c.ProviderName())
+	assert.Zero(t, c.LearningInterval)
+	assert.Equal(t, hclog.Debug, c.LogLevel)
+	assert.True(t, c.LogJSON)
+	assert.True(t, c.AutoPromote)
+	assert.Equal(t, "https://svc.example.com", c.AppBaseURL, "trailing slash trimmed")
+	assert.Equal(t, "/opt/svc/plugins", c.PluginDir)
+	assert.Equal(t, "tls", c.SMTPTLS)
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	for name, value := range map[string]string{
+		"SVC_ADDR":                "4100",
+		"SVC_API_KEY":             "short",
+		"SVC_CACHE_TTL":           "forever",
+		"SVC_LEARNING_INTERVAL":   "-5m",
+		"SVC_LOG_LEVEL":           "loud",
+		"SVC_LOG_JSON":            "maybe",
+		"SVC_RATE_LIMIT":          "-1",
+		"SVC_MAX_BODY_BYTES":      "1k",
+		"SVC_APP_BASE_URL":        "ftp://x",
+		"PROVIDER_BASE_URL":       "not a url",
+		"SVC_WEB_ALLOW_PRIVATE":   "10.0.0.0/99",
+		"SMTP_PORT":               "70000",
+		"SMTP_TLS":                "ssl",
+		"SVC_ALLOW_PUBLIC_SIGNUP": "2",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.FromEnv(env(map[string]string{name: value}))
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), name+": "), err.Error())
+		})
+	}
+}
+
+func TestEveryBadValueIsReported(t *testing.T) {
+	_, err := config.FromEnv(env(map[string]string{"SVC_CACHE_TTL": "x", "SVC_RATE_LIMIT": "y"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SVC_CACHE_TTL")
+	assert.Contains(t, err.Error(), "SVC_RATE_LIMIT")
+}
+
+func TestAdminPairMustBeComplete(t *testing.T) {
+	_, err := config.FromEnv(env(map[string]string{"SVC_ADMIN_EMAIL": "a@b.c"}))
+	assert.ErrorContains(t, err, "SVC_ADMIN_PASSWORD")
+}
+
+func TestVarsListsEveryVariableRead(t *testing.T) {
+	read := map[string]bool{}
+	_, _ = config.FromEnv(func(k string) string { read[k] = true; return "" })
+	listed := map[string]bool{}
+	for _, v := range config.Vars {
+		listed[v.Name] = true
+	}
+	for k := range read {
+		assert.True(t, listed[k], "%s is read but not documented in config.Vars", k)
+	}
+	for k := range listed {
+		assert.True(t, read[k], "%s is documented but never read", k)
+	}
+}
+
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for _, v := range config.Vars {
+		assert.Contains(t, string(readme), "| `"+v.Name+"` | "+v.Default+" |", "README's configuration table is out of date; regenerate the row of %s", v.Name)
+	}
+}
