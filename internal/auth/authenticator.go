@@ -1,0 +1,154 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
+
+// The identity headers a caller may send.
+const (
+	HeaderApp     = "X-Svc-App"
+	HeaderAgent   = "X-Svc-Agent"
+	HeaderSubject = "X-Svc-Subject"
+)
+
+// maxHeaderValue bounds identity header values: they end up in keys,
+// records and logs.
+const maxHeaderValue = 200
+
+// Sessions resolves signed-in people. It is the seam for account mode; a nil
+// Sessions means no accounts exist.
+type Sessions interface {
+	// FromRequest returns the identity of r's session cookie, or nil when
+	// there is none. An invalid or expired cookie is nil, not an error.
+	FromRequest(r *http.Request) (*Identity, error)
+	// LoginRequired reports whether management calls need a session or a
+	// token even in open dev mode: once a user exists, or when
+	// SVC_REQUIRE_LOGIN is set.
+	LoginRequired(ctx context.Context) bool
+}
+
+// Scope says which surface a request is for; account mode treats the gateway
+// and the management API differently.
+type Scope uint8
+
+// The scopes.
+const (
+	ScopeManagement Scope = iota // /api/v1: sessions count, login may be required
+	ScopeGateway                 // /v1: API-key rules only
+)
+
+// Authenticator resolves a request to an Identity.
+type Authenticator struct {
+	bootstrapHash [32]byte
+	bootstrap     bool
+	keys          *Keys
+	sessions      Sessions
+}
+
+// NewAuthenticator returns an authenticator. An empty bootstrap token means
+// open dev mode. sessions may be nil.
+func NewAuthenticator(bootstrap string, keys *Keys, sessions Sessions) *Authenticator {
+	a := &Authenticator{keys: keys, sessions: sessions, bootstrap: bootstrap != ""}
+	if a.bootstrap {
+		a.bootstrapHash = sha256.Sum256([]byte(bootstrap))
+	}
+	return a
+}
+
+// Identify resolves r's caller. A bearer token, when present, must be valid
+// in every mode. Without one: a session identifies a person; otherwise open
+// dev mode grants admin of the default tenant, and bearer mode answers
+// errs.Unauthorized. Identity headers that are too long or hold control
+// characters are errs.Invalid.
+func (a *Authenticator) Identify(r *http.Request, scope Scope) (*Identity, error) {
+	id, err := a.credential(r, scope)
+	if err != nil {
+		return nil, err
+	}
+	return id, applyHeaders(id, r.Header)
+}
+
+func (a *Authenticator) credential(r *http.Request, scope Scope) (*Identity, error) {
+	if token, ok := bearer(r.Header.Get("Authorization")); ok {
+		return a.token(r.Context(), token)
+	} else if r.Header.Get("Authorization") != "" {
+		return nil, errs.E(errs.Unauthorized, "invalid_authorization", "the Authorization header must be \"Bearer <token>\"")
+	}
+	if scope == ScopeManagement && a.sessions != nil {
+		id, err := a.sessions.FromRequest(r)
+		if err != nil || id != nil {
+			return id, err
+		}
+	}
+	loginRequired := scope == ScopeManagement && a.sessions != nil && a.sessions.LoginRequired(r.Context())
+	if a.bootstrap || loginRequired {
+		return nil, errs.E(errs.Unauthorized, "missing_credentials", "sign in or send Authorization: Bearer <token>")
+	}
+	return &Identity{TenantID: tenant.DefaultID, Via: ViaOpen, Mode: Optimize, Admin: true}, nil
+}
+
+func (a *Authenticator) token(ctx context.Context, token string) (*Identity, error) {
+	if a.bootstrap {
+		h := sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(h[:], a.bootstrapHash[:]) == 1 {
+			return &Identity{TenantID: tenant.DefaultID, Via: ViaBootstrap, Mode: Optimize, Admin: true}, nil
+		}
+	}
+	if !strings.HasPrefix(token, TokenPrefix) {
+		return nil, errInvalidToken
+	}
+	k, err := a.keys.Lookup(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &Identity{TenantID: k.TenantID, KeyID: k.ID, Via: ViaKey, Mode: k.Mode, Admin: k.Admin, App: k.AppID}, nil
+}
+
+// applyHeaders copies the identity headers onto id; a key's pinned app wins
+// over X-Svc-App.
+func applyHeaders(id *Identity, h http.Header) error {
+	for _, f := range [...]struct {
+		name string
+		dst  *string
+	}{{HeaderApp, &id.App}, {HeaderAgent, &id.Agent}, {HeaderSubject, &id.Subject}} {
+		v := h.Get(f.name)
+		if v == "" {
+			continue
+		}
+		if len(v) > maxHeaderValue || !validHeaderValue(v) {
+			return errs.Invalidf(f.name, "%s must be printable text of at most %d bytes", f.name, maxHeaderValue)
+		}
+		if f.name == HeaderApp && id.App != "" && id.Via == ViaKey {
+			continue // pinned
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" value.
+func bearer(v string) (string, bool) {
+	const scheme = "bearer "
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return "", false
+	}
+	t := strings.TrimSpace(v[len(scheme):])
+	return t, t != ""
+}
+
+// validHeaderValue reports whether v is printable: no control characters.
+func validHeaderValue(v string) bool {
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,225 @@
+// Package settings holds each tenant's settings: their defaults, the rules a
+// value must meet, and the public view that never shows a secret.
+package settings
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/netguard"
+)
+
+// The setting keys, named as the spec names them.
+const (
+	RetentionDays             = "retention_days"
+	Redaction                 = "redaction"
+	WebhookURL                = "webhook_url"
+	WebhookSecret             = "webhook_secret"
+	ApprovalExceptionTTLHours = "approval_exception_ttl_hours"
+	CanaryEnabled             = "canary_enabled"
+)
+
+// Keys lists every supported setting, in display order.
+var Keys = []string{RetentionDays, Redaction, WebhookURL, WebhookSecret, ApprovalExceptionTTLHours, CanaryEnabled}
+
+// SecretMarker is what a read shows in place of a secret that is set.
+const SecretMarker = "[set]"
+
+// Settings is one tenant's settings, defaults filled in.
+type Settings struct {
+	RetentionDays             float64
+	Redaction                 bool
+	WebhookURL                *string
+	WebhookSecret             *string
+	ApprovalExceptionTTLHours float64
+	CanaryEnabled             bool
+}
+
+// Defaults returns the settings of a tenant that changed nothing.
+func Defaults() Settings {
+	return Settings{RetentionDays: 30, ApprovalExceptionTTLHours: 24}
+}
+
+// Public returns the settings as the API shows them: snake_case keys, the
+// webhook secret replaced by SecretMarker.
+func (s Settings) Public() map[string]any {
+	var secret any
+	if s.WebhookSecret != nil {
+		secret = SecretMarker
+	}
+	return map[string]any{
+		RetentionDays:             s.RetentionDays,
+		Redaction:                 s.Redaction,
+		WebhookURL:                s.WebhookURL,
+		WebhookSecret:             secret,
+		ApprovalExceptionTTLHours: s.ApprovalExceptionTTLHours,
+		CanaryEnabled:             s.CanaryEnabled,
+	}
+}
+
+// Store persists settings that differ from the defaults, as JSON values.
+type Store interface {
+	// TenantSettings returns the stored values of the tenant.
+	TenantSettings(ctx context.Context, tenantID string) (map[string]json.RawMessage, error)
+	// PutTenantSetting stores one value.
+	PutTenantSetting(ctx context.Context, tenantID, key string, value json.RawMessage, at time.Time) error
+}
+
+// URLChecker decides whether a URL may be called from the server.
+type URLChecker interface {
+	CheckURL(ctx context.Context, raw string) (*url.URL, error)
+}
+
+// Service reads and validates settings.
+type Service struct {
+	store Store
+	guard URLChecker
+	now   func() time.Time
+}
+
+// NewService returns a settings service. guard vets webhook URLs.
+func NewService(store Store, guard URLChecker, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, guard: guard, now: now}
+}
+
+// Get returns the tenant's settings.
+func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
+	stored, err := s.store.TenantSettings(ctx, tenantID)
+	if err != nil {
+		return Settings{}, err
+	}
+	out := Defaults()
+	for k, raw := range stored {
+		// Values were validated on the way in; one that no longer parses
+		// (a key from a newer version, say) keeps its default.
+		_ = out.apply(k, raw)
+	}
+	return out, nil
+}
+
+// Set validates and stores one setting, returning the settings after it.
+// Returns errs.Invalid naming the key for an unknown key or a bad value.
+func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawMessage) (Settings, error) {
+	if !slices.Contains(Keys, key) {
+		return Settings{}, errs.E(errs.Invalid, "unsupported_setting", "unsupported setting %q (supported: %s)", key, strings.Join(Keys, ", "))
+	}
+	normalized, err := s.validate(ctx, key, value)
+	if err != nil {
+		return Settings{}, err
+	}
+	if err := s.store.PutTenantSetting(ctx, tenantID, key, normalized, s.now()); err != nil {
+		return Settings{}, err
+	}
+	return s.Get(ctx, tenantID)
+}
+
+func invalid(key, format string, args ...any) error {
+	e := errs.Invalidf(key, key+": "+format, args...)
+	e.Code = "invalid_setting"
+	return e
+}
+
+// validate checks value for key and returns the JSON to store.
+func (s *Service) validate(ctx context.Context, key string, value json.RawMessage) (json.RawMessage, error) {
+	raw := strings.TrimSpace(string(value))
+	switch key {
+	case RetentionDays, ApprovalExceptionTTLHours:
+		var n float64
+		if err := json.Unmarshal([]byte(raw), &n); err != nil || raw == "null" {
+			return nil, invalid(key, "must be a positive number")
+		}
+		if n <= 0 || math.IsInf(n, 0) || math.IsNaN(n) || n > 1e6 {
+			return nil, invalid(key, "must be a positive number no larger than 1000000")
+		}
+		return json.Marshal(n)
+	case Redaction, CanaryEnabled:
+		if raw != "true" && raw != "false" {
+			return nil, invalid(key, "must be true or false")
+		}
+		return json.RawMessage(raw), nil
+	case WebhookURL:
+		str, isNull, err := nullableString(raw)
+		if err != nil {
+			return nil, invalid(key, "must be null or an http(s) URL")
+		}
+		if isNull {
+			return json.RawMessage("null"), nil
+		}
+		if len(str) > 2048 {
+			return nil, invalid(key, "must be at most 2048 characters")
+		}
+		u, err := s.guard.CheckURL(ctx, str)
+		if err != nil {
+			return nil, invalid(key, "%s", urlProblem(err))
+		}
+		return json.Marshal(u.String())
+	case WebhookSecret:
+		str, isNull, err := nullableString(raw)
+		if err != nil {
+			return nil, invalid(key, "must be null or a string")
+		}
+		if isNull {
+			return json.RawMessage("null"), nil
+		}
+		if len(str) > 1024 {
+			return nil, invalid(key, "must be at most 1024 characters")
+		}
+		return json.Marshal(str)
+	}
+	return nil, errs.E(errs.Internal, "internal", "setting %q has no validator", key)
+}
+
+// urlProblem turns a guard error into the reason a person reads.
+func urlProblem(err error) string {
+	switch {
+	case errors.Is(err, netguard.ErrBlocked):
+		return "must point to a public address: " + err.Error()
+	case errors.Is(err, netguard.ErrUnresolvable):
+		return "host does not resolve: " + err.Error()
+	default:
+		return "must be an http(s) URL: " + err.Error()
+	}
+}
+
+// nullableString reads a JSON string or null; the empty string counts as
+// null, so clearing a form field clears the setting.
+func nullableString(raw string) (string, bool, error) {
+	if raw == "null" {
+		return "", true, nil
+	}
+	var str string
+	if err := json.Unmarshal([]byte(raw), &str); err != nil {
+		return "", false, err
+	}
+	str = strings.TrimSpace(str)
+	return str, str == "", nil
+}
+
+// apply sets one stored value on s.
+func (s *Settings) apply(key string, raw json.RawMessage) error {
+	switch key {
+	case RetentionDays:
+		return json.Unmarshal(raw, &s.RetentionDays)
+	case ApprovalExceptionTTLHours:
+		return json.Unmarshal(raw, &s.ApprovalExceptionTTLHours)
+	case Redaction:
+		return json.Unmarshal(raw, &s.Redaction)
+	case CanaryEnabled:
+		return json.Unmarshal(raw, &s.CanaryEnabled)
+	case WebhookURL:
+		return json.Unmarshal(raw, &s.WebhookURL)
+	case WebhookSecret:
+		return json.Unmarshal(raw, &s.WebhookSecret)
+	}
+	return nil
+}
