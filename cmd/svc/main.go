@@ -1,0 +1,190 @@
+// Command svc is the policy-aware model gateway: an OpenAI-compatible
+// chat-completions endpoint that records, prices, governs and learns from
+// every call, with a management API and a dashboard.
+//
+// Configuration comes from the environment; see the README for every
+// variable and its default.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/web"
+)
+
+func main() {
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	flag.Usage = usage
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := NewMain()
+	if err := m.Run(ctx, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "svc:", err)
+		os.Exit(1)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-m.Failed():
+		m.Logger.Error("server stopped", "error", err)
+	}
+	stop()
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "svc: shutdown:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: svc [-version]\n\nsvc is configured through the environment:\n\n")
+	for _, v := range config.Vars {
+		fmt.Fprintf(os.Stderr, "  %-24s %s (default: %s)\n", v.Name, v.Purpose, v.Default)
+	}
+}
+
+// Main is one running svc: it exists apart from main so that Run and Close
+// can be driven by tests.
+type Main struct {
+	Config *config.Config
+	Logger hclog.Logger
+	Store  *store.Store
+
+	server   *http.Server
+	listener net.Listener
+	failed   chan error
+}
+
+// NewMain returns a Main that is not started.
+func NewMain() *Main {
+	return &Main{failed: make(chan error, 1)}
+}
+
+// Run reads the configuration through getenv, opens the database and starts
+// serving. It returns once the listener is open.
+func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	m.Config = cfg
+	m.Logger = hclog.New(&hclog.LoggerOptions{
+		Name:       "svc",
+		Level:      cfg.LogLevel,
+		JSONFormat: cfg.LogJSON,
+		Output:     os.Stderr,
+	})
+
+	m.Store, err = store.Open(ctx, cfg.DBPath)
+	if err != nil {
+		return fmt.Errorf("database %s: %w", cfg.DBPath, err)
+	}
+
+	keys := auth.NewKeys(m.Store, nil)
+	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate}
+	auditLog := audit.NewLog(m.Store, m.Logger.Named("audit"), nil)
+	api := httpapi.New(httpapi.Deps{
+		Config:   cfg,
+		Logger:   m.Logger.Named("http"),
+		Store:    m.Store,
+		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, nil),
+		Keys:     keys,
+		Settings: settings.NewService(m.Store, guard, nil),
+		Audit:    auditLog,
+		Web:      web.FS,
+		External: externalCompilerPresent(cfg),
+	})
+
+	m.listener, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SVC_ADDR): %w", cfg.Addr, err)
+	}
+	m.server = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// No WriteTimeout: it would cut streamed completions. Handlers
+		// bound their own work.
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       m.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	go func() {
+		if err := m.server.Serve(m.listener); !errors.Is(err, http.ErrServerClosed) {
+			m.failed <- err
+		}
+	}()
+
+	mode := "bearer"
+	if cfg.OpenDevMode() {
+		mode = "open dev mode: headerless requests are admin of the default tenant"
+	}
+	m.Logger.Info("listening", "addr", m.listener.Addr().String(), "version", version.Version,
+		"provider", cfg.ProviderName(), "auth", mode, "db", cfg.DBPath)
+	return nil
+}
+
+// Failed delivers an error when the server stops on its own.
+func (m *Main) Failed() <-chan error { return m.failed }
+
+// Addr is the address the server listens on.
+func (m *Main) Addr() string { return m.listener.Addr().String() }
+
+// Close stops in reverse order of start: the HTTP server lets in-flight
+// requests finish (up to SVC_SHUTDOWN_TIMEOUT), then the database closes.
+func (m *Main) Close() error {
+	var errList []error
+	if m.server != nil {
+		m.Logger.Info("shutting down", "timeout", m.Config.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)
+		defer cancel()
+		if err := m.server.Shutdown(ctx); err != nil {
+			errList = append(errList, fmt.Errorf("http: %w", err))
+		}
+	}
+	if m.Store != nil {
+		if err := m.Store.Close(); err != nil {
+			errList = append(errList, fmt.Errorf("database: %w", err))
+		}
+	}
+	if m.Logger != nil {
+		m.Logger.Info("stopped")
+	}
+	return errors.Join(errList...)
+}
+
+// externalCompilerPresent reports whether the external page compiler plugin
+// is installed.
+func externalCompilerPresent(cfg *config.Config) bool {
+	path := cfg.SOMPlugin
+	if path == "" {
+		path = filepath.Join(cfg.PluginDir, "svc-som-external")
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}

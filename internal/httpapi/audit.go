@@ -1,0 +1,29 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// listAudit lists the tenant's audit events, newest first; query limit and
+// decision (allow, deny, require_approval).
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := audit.Filter{Decision: q.Get("decision")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errs.Invalidf("limit", "limit must be a whole number")
+		}
+		f.Limit = n
+	}
+	events, err := s.Audit.List(r.Context(), identity(r).TenantID, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	return nil
+}

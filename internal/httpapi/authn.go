@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ratelimit"
+)
+
+// public serves h without an identity. Under /api/v1 the caller's address
+// still draws from the standard limiter.
+func (s *Server) public(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isManagementPath(r.URL.Path) {
+			if err := s.limit("ip:" + ratelimit.ClientKey(r.RemoteAddr)); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// api serves h to any valid identity of the management API, which it puts
+// in the request's context, and applies the standard limiter per caller.
+func (s *Server) api(h handlerFunc) http.Handler {
+	return s.identified(auth.ScopeManagement, false, h)
+}
+
+// admin is api for operations that need the admin right. A refusal is
+// audited.
+func (s *Server) admin(h handlerFunc) http.Handler {
+	return s.identified(auth.ScopeManagement, true, h)
+}
+
+func (s *Server) identified(scope auth.Scope, needAdmin bool, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.identify(w, r, scope, needAdmin, h); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Scope, needAdmin bool, h handlerFunc) error {
+	limited := scope == auth.ScopeManagement
+	id, err := s.Auth.Identify(r, scope)
+	if err != nil {
+		// Failed attempts draw from the address's bucket, so guessing
+		// tokens is slowed down like any other traffic.
+		if limited && errs.Is(err, errs.Unauthorized) {
+			if lerr := s.limit("ip:" + ratelimit.ClientKey(r.RemoteAddr)); lerr != nil {
+				return lerr
+			}
+		}
+		return err
+	}
+	info(r).tenant = id.TenantID
+	if limited {
+		if err := s.limit(limiterKey(id, r)); err != nil {
+			return err
+		}
+	}
+	if needAdmin {
+		if err := auth.RequireAdmin(id); err != nil {
+			s.Audit.Record(r.Context(), audit.Event{
+				TenantID: id.TenantID, Actor: id.Actor(), Action: "authz.denied", Decision: audit.Deny,
+				Target: r.Method + " " + r.URL.Path,
+			})
+			return err
+		}
+	}
+	return h(w, r.WithContext(auth.NewContext(r.Context(), id)))
+}
+
+// limiterKey is the standard limiter's bucket of a caller: its key, user or
+// the bootstrap token; open dev mode callers by address.
+func limiterKey(id *auth.Identity, r *http.Request) string {
+	switch id.Via {
+	case auth.ViaKey:
+		return "key:" + id.KeyID
+	case auth.ViaSession:
+		return "user:" + id.UserID
+	case auth.ViaBootstrap:
+		return "bootstrap"
+	default:
+		return "ip:" + ratelimit.ClientKey(r.RemoteAddr)
+	}
+}
+
+func (s *Server) limit(key string) error {
+	if ok, wait := s.apiLimiter.Allow(key); !ok {
+		e := errs.E(errs.RateLimited, "rate_limited", "too many requests; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
+		e.Retry = wait
+		return e
+	}
+	return nil
+}
+
+func isManagementPath(p string) bool { return len(p) >= 8 && p[:8] == "/api/v1/" }
+
+// identity returns the caller resolved by api or admin.
+func identity(r *http.Request) *auth.Identity {
+	id := auth.FromContext(r.Context())
+	if id == nil {
+		panic("httpapi: handler that needs an identity is not wrapped by api or admin")
+	}
+	return id
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ratelimit"
+)
+
+// statusOf is the one place an error kind becomes an HTTP status.
+var statusOf = map[errs.Kind]int{
+	errs.Internal:     http.StatusInternalServerError,
+	errs.Invalid:      http.StatusBadRequest,
+	errs.Unauthorized: http.StatusUnauthorized,
+	errs.Forbidden:    http.StatusForbidden,
+	errs.NotFound:     http.StatusNotFound,
+	errs.Conflict:     http.StatusConflict,
+	errs.TooLarge:     http.StatusRequestEntityTooLarge,
+	errs.Unsupported:  http.StatusUnsupportedMediaType,
+	errs.RateLimited:  http.StatusTooManyRequests,
+	errs.Upstream:     http.StatusBadGateway,
+	errs.Unavailable:  http.StatusServiceUnavailable,
+	errs.BadMethod:    http.StatusMethodNotAllowed,
+}
+
+// providerType is the chat-completions error "type" of each kind, for
+// errors on the /v1 gateway, which answer in the provider's shape.
+var providerType = map[errs.Kind]string{
+	errs.Invalid:      "invalid_request_error",
+	errs.Unauthorized: "authentication_error",
+	errs.Forbidden:    "permission_error",
+	errs.NotFound:     "not_found_error",
+	errs.Conflict:     "invalid_request_error",
+	errs.TooLarge:     "invalid_request_error",
+	errs.Unsupported:  "invalid_request_error",
+	errs.RateLimited:  "rate_limit_error",
+	errs.BadMethod:    "invalid_request_error",
+}
+
+// statusClientClosed is logged when the caller went away before the answer.
+const statusClientClosed = 499
+
+// errorBody is the management API's error shape.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+// providerErrorBody is the chat-completions error shape; it has code and
+// message too, so it also meets the management contract.
+type providerErrorBody struct {
+	Error providerErrorDetail `json:"error"`
+}
+
+type providerErrorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// writeError answers with err, mapped from its kind. An unclassified error
+// is logged with its cause and shown as "internal error".
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		err = errs.E(errs.TooLarge, "body_too_large", "request body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		info(r).status = statusClientClosed
+		return // nobody is listening
+	}
+	kind := errs.KindOf(err)
+	status := statusOf[kind]
+	if kind == errs.Internal {
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if e := errs.As(err); e != nil && kind == errs.RateLimited {
+		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(e.Retry)))
+	}
+	info(r).code = errs.Code(err)
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		d := providerErrorDetail{Message: errs.Public(err), Type: providerType[kind], Code: errs.Code(err)}
+		if d.Type == "" {
+			d.Type = "api_error"
+		}
+		if e := errs.As(err); e != nil && e.Param != "" {
+			d.Param = &e.Param
+		}
+		writeJSON(w, status, providerErrorBody{Error: d})
+		return
+	}
+	d := errorDetail{Code: errs.Code(err), Message: errs.Public(err)}
+	if e := errs.As(err); e != nil {
+		d.Param = e.Param
+	}
+	writeJSON(w, status, errorBody{Error: d})
+}

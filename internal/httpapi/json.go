@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
+}
+
+// decodeJSON reads r's body into dst, which should be a narrow struct made
+// for the endpoint. It refuses a media type other than JSON, unknown fields,
+// and anything after the one JSON value, each as a classified error.
+func decodeJSON(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return errs.E(errs.Unsupported, "unsupported_media_type", "Content-Type must be application/json")
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return errs.Invalidf("", "request body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+// jsonError explains a decoding failure to the person who sent the body.
+func jsonError(err error) error {
+	var (
+		syntax    *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+		tooLarge  *http.MaxBytesError
+		fieldName string
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return err
+	case errors.Is(err, io.EOF):
+		return errs.Invalidf("", "request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errs.Invalidf("", "request body is truncated JSON")
+	case errors.As(err, &syntax):
+		return errs.Invalidf("", "request body is not valid JSON (at byte %d)", syntax.Offset)
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return errs.Invalidf(typeErr.Field, "field %q must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
+		}
+		return errs.Invalidf("", "request body must be a JSON object")
+	}
+	if _, after, ok := strings.Cut(err.Error(), "json: unknown field "); ok {
+		fieldName = strings.Trim(after, `"`)
+		return errs.Invalidf(fieldName, "unknown field %q", fieldName)
+	}
+	return errs.Invalidf("", "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
+		return "a number"
+	}
+	return fmt.Sprintf("of type %s", goKind)
+}

@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// reqInfo collects what the request log line reports; handlers deeper in
+// the stack fill it in.
+type reqInfo struct {
+	status int
+	bytes  int64
+	tenant string
+	code   string
+}
+
+type infoKey struct{}
+
+// info returns the request's log record, or a throwaway one outside the
+// middleware (tests calling handlers directly).
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+// recordingWriter notes the status and size of the answer.
+type recordingWriter struct {
+	http.ResponseWriter
+	info        *reqInfo
+	wroteHeader bool
+}
+
+func (w *recordingWriter) WriteHeader(status int) {
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		if w.info.status == 0 {
+			w.info.status = status
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recordingWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.info.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes flushes through, for streamed answers.
+func (w *recordingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if !w.wroteHeader {
+			w.WriteHeader(http.StatusOK)
+		}
+		f.Flush()
+	}
+}
+
+// logRequests writes one structured line per request.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &reqInfo{}
+		rw := &recordingWriter{ResponseWriter: w, info: ri}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+		next.ServeHTTP(rw, r)
+		if ri.status == 0 {
+			ri.status = http.StatusOK
+		}
+		level := hclog.Info
+		if r.URL.Path == "/health" {
+			level = hclog.Debug
+		}
+		if s.log.GetLevel() > level {
+			return
+		}
+		args := []any{
+			"method", r.Method, "path", logPath(r), "status", ri.status,
+			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "bytes", ri.bytes,
+		}
+		if ri.tenant != "" {
+			args = append(args, "tenant", ri.tenant)
+		}
+		if ri.code != "" {
+			args = append(args, "code", ri.code)
+		}
+		s.log.Log(level, "request", args...)
+	})
+}
+
+// logPath is the path to log: the route pattern instead of the raw path when
+// the path carries a secret (one-time tokens travel in some URLs).
+func logPath(r *http.Request) string {
+	if strings.Contains(r.Pattern, "{token}") {
+		_, pattern, _ := strings.Cut(r.Pattern, " ")
+		return pattern
+	}
+	return r.URL.Path
+}
+
+// recoverPanics turns a panic into a 500 and a log line with the stack,
+// instead of a dropped connection.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { //nolint:errorlint // net/http compares the sentinel the same way
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", hclog.Stacktrace())
+			s.writeError(w, r, errs.E(errs.Internal, "internal", "internal error"))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// securityHeaders sets the headers every answer carries: no sniffing, no
+// caching of API answers, and for pages a strict content policy.
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if isAPIPath(r.URL.Path) {
+			h.Set("Cache-Control", "no-store")
+		} else {
+			h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("X-Frame-Options", "DENY")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isAPIPath(p string) bool {
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/health"
+}
+
+// CORS: browser code on another origin may call the API with a bearer token
+// and read svc's run headers. Credentials (cookies) are never allowed
+// cross-origin, which a wildcard origin guarantees.
+const (
+	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject"
+	corsExposeHeaders = "x-svc-run-id, x-svc-route, retry-after"
+	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+)
+
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isAPIPath(r.URL.Path) || r.Header.Get("Origin") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps every request body; reading past the cap fails with a
+// *http.MaxBytesError, which becomes 413.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.Config.MaxBodyBytes {
+			s.writeError(w, r, errs.E(errs.TooLarge, "body_too_large", "request body is larger than %d bytes", s.Config.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.Config.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, allowed []string) error {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	return errs.E(errs.BadMethod, "method_not_allowed", "method not allowed; use %s", strings.Join(allowed, ", "))
+}
+
+func notFound(msg string) error { return errs.E(errs.NotFound, "not_found", "%s", msg) }

@@ -1,0 +1,40 @@
+package httpapi
+
+import "net/http"
+
+// routes lists every route. Each handler is wrapped by what it needs:
+// api (a valid identity, the standard limiter), admin (api plus the admin
+// right) or public.
+func (s *Server) routes() {
+	s.mux.Handle("GET /health", s.public(s.health))
+
+	s.mux.Handle("POST /api/v1/keys", s.admin(s.createKey))
+	s.mux.Handle("GET /api/v1/keys", s.admin(s.listKeys))
+	s.mux.Handle("POST /api/v1/keys/{id}/revoke", s.admin(s.revokeKey))
+
+	s.mux.Handle("GET /api/v1/settings", s.api(s.getSettings))
+	s.mux.Handle("PUT /api/v1/settings", s.admin(s.putSettings))
+
+	s.mux.Handle("GET /api/v1/audit", s.api(s.listAudit))
+
+	s.mux.Handle("/api/", s.public(s.noRoute))
+	s.mux.Handle("/v1/", s.public(s.noRoute))
+	s.mux.Handle("/", s.public(s.static))
+}
+
+// noRoute answers an unknown API path: 405 when the path exists with other
+// methods, else 404, as JSON.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/api/" && pattern != "/v1/" && pattern != "/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		return methodNotAllowed(w, allowed)
+	}
+	return notFound("no route for " + r.Method + " " + r.URL.Path)
+}

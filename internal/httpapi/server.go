@@ -1,0 +1,73 @@
+// Package httpapi is svc's HTTP surface: routes, middleware, handlers and the
+// one table that turns error kinds into statuses. Handlers stay thin: they
+// decode, call a domain service and encode.
+package httpapi
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/ratelimit"
+	"github.com/svc-gateway/svc/internal/settings"
+)
+
+// Pinger reports whether storage answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps is what the HTTP layer needs from the rest of svc.
+type Deps struct {
+	Config   *config.Config
+	Logger   hclog.Logger
+	Store    Pinger
+	Auth     *auth.Authenticator
+	Keys     *auth.Keys
+	Settings *settings.Service
+	Audit    *audit.Log
+	Web      fs.FS // the dashboard's files
+	External bool  // whether the external page compiler is installed
+	Now      func() time.Time
+}
+
+// Server holds the HTTP handlers.
+type Server struct {
+	Deps
+	log hclog.Logger
+	mux *http.ServeMux
+	// apiLimiter is the standard limiter of /api/v1, one bucket per caller.
+	apiLimiter *ratelimit.Limiter
+	files      http.Handler // the dashboard's file server
+	handler    http.Handler
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &Server{Deps: d, log: d.Logger, mux: http.NewServeMux(), files: http.FileServerFS(d.Web)}
+	every := time.Duration(0)
+	if d.Config.RateLimit > 0 {
+		every = time.Minute / time.Duration(d.Config.RateLimit)
+	}
+	s.apiLimiter = ratelimit.New(every, max(1, d.Config.RateLimit/10), 100_000)
+	s.apiLimiter.Now = d.Now
+	s.routes()
+	s.handler = s.recoverPanics(s.logRequests(s.securityHeaders(s.cors(s.limitBody(s.mux)))))
+	return s
+}
+
+// Handler returns the root handler with every middleware applied.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// handlerFunc is a handler that returns its error instead of writing it, so
+// that no handler can forget to stop after a failure.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
