@@ -1,0 +1,55 @@
+# svc build, test and run. `make run` and `make test` are the two commands a
+# new user needs; everything else is a step of them.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/svc-gateway/svc/internal/version.Version=$(VERSION)
+PLUGINS  := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
+FUZZTIME ?= 30s
+
+.PHONY: all build svc plugins run test test-go fuzz bench lint clean
+
+all: build
+
+## build: bin/svc and every plugin into bin/plugins/svc-<name>
+build: svc plugins
+
+svc:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/svc ./cmd/svc
+
+plugins:
+	@mkdir -p bin/plugins
+	@for p in $(PLUGINS); do \
+		echo "$(GO) build -o bin/plugins/svc-$$p ./plugins/$$p"; \
+		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/plugins/svc-$$p ./plugins/$$p || exit 1; \
+	done
+
+## run: build and serve on :4100 with the embedded SQLite and the mock provider
+run: build
+	./bin/svc
+
+## test: every test
+test: build test-go
+
+test-go:
+	$(GO) test -race -count=1 ./...
+
+## fuzz: each fuzz target for FUZZTIME (seeds also run in every `make test`)
+fuzz:
+	@for target in $$($(GO) test -list '^Fuzz' ./... 2>/dev/null | grep '^Fuzz'); do \
+		pkg=$$(grep -rl "func $$target(" --include='*_test.go' . | xargs -n1 dirname | head -1); \
+		echo "fuzz $$target in $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+## bench: the Go benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin
