@@ -209,7 +209,7 @@ type fakeSessions struct {
 }
 
 func (s fakeSessions) FromRequest(*http.Request) (*auth.Identity, error) { return s.id, nil }
-func (s fakeSessions) LoginRequired(context.Context) bool             { return s.required }
+func (s fakeSessions) LoginRequired(context.Context) bool                { return s.required }
 
 func TestAccountModeSeam(t *testing.T) {
 	f := newFixture(t)

@@ -46,4 +46,3 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{"settings": st.Public()})
 	return nil
 }
-
