@@ -1,0 +1,84 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/store/storetest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestOneLogLinePerRequest(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	cfg, err := config.FromEnv(func(k string) string {
+		if k == "SVC_API_KEY" {
+			return bootstrap
+		}
+		return ""
+	})
+	require.NoError(t, err)
+	s := storetest.Open(t)
+	keys := auth.NewKeys(s, nil)
+	h := httpapi.New(httpapi.Deps{
+		Config: cfg, Logger: logger, Store: s, Auth: auth.NewAuthenticator(cfg.APIKey, keys, nil), Keys: keys,
+		Settings: settings.NewService(s, &netguard.Guard{}, nil), Audit: audit.NewLog(s, logger, nil), Web: fstest.MapFS{},
+	}).Handler()
+
+	req := httptest.NewRequest("GET", "/api/v1/settings", nil)
+	req.Header.Set("Authorization", "Bearer "+bootstrap)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/keys", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/health", nil)) // debug level: not logged
+
+	lines := buf.lines()
+	require.Len(t, lines, 2)
+	assert.Equal(t, "request", lines[0]["@message"])
+	assert.Equal(t, "GET", lines[0]["method"])
+	assert.Equal(t, "/api/v1/settings", lines[0]["path"])
+	assert.InDelta(t, float64(http.StatusOK), lines[0]["status"], 0)
+	assert.Equal(t, "default", lines[0]["tenant"])
+	assert.Contains(t, lines[0], "duration_ms")
+	assert.InDelta(t, float64(http.StatusUnauthorized), lines[1]["status"], 0)
+	assert.Equal(t, "missing_credentials", lines[1]["code"])
+	assert.NotContains(t, buf.b.String(), bootstrap, "credentials are never logged")
+}
