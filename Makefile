@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/svc-gateway/svc/internal/version.Version=$(VERSI
 PLUGINS  := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
 FUZZTIME ?= 30s
 
-.PHONY: all build svc plugins run test test-go fuzz bench lint clean
+.PHONY: all build svc plugins run test test-go fuzz bench lint proto clean
 
 all: build
 
@@ -50,6 +50,13 @@ bench:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## proto: regenerate the plugin protocol's Go code (needs protoc, protoc-gen-go
+## and protoc-gen-go-grpc on PATH; the generated files are committed)
+proto:
+	protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative \
+		pkg/pluginapi/proto/pluginapi.proto
 
 clean:
 	rm -rf bin

@@ -1,0 +1,18 @@
+package pluginapi
+
+import "fmt"
+
+// ProviderError is a failure reported in the provider's own terms, which svc
+// returns to the client as a chat-completions error object with Status.
+type ProviderError struct {
+	Status  int    // HTTP status to answer with (svc answers 5xx as 502)
+	Type    string // e.g. "invalid_request_error"
+	Code    string // e.g. "model_not_found"
+	Param   string // the offending request field, if any
+	Message string
+}
+
+// Error implements error.
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("provider error %d %s: %s", e.Status, e.Type, e.Message)
+}

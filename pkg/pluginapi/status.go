@@ -1,0 +1,92 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/svc-gateway/svc/pkg/pluginapi/proto"
+)
+
+// toStatus turns a plugin's error into a gRPC status that keeps a
+// *ProviderError's fields and the context errors' meaning.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *ProviderError
+	switch {
+	case errors.As(err, &pe):
+		st := status.New(codeForHTTP(pe.Status), pe.Message)
+		if withDetail, derr := st.WithDetails(&pb.ProviderError{
+			Status: int32(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message,
+		}); derr == nil {
+			st = withDetail
+		}
+		return st.Err()
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// fromStatus turns a gRPC error back into what the plugin returned: a
+// *ProviderError, a context error, or an error with the status message.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	for _, d := range st.Details() {
+		if pe, ok := d.(*pb.ProviderError); ok {
+			return &ProviderError{Status: int(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message}
+		}
+	}
+	switch st.Code() {
+	case codes.Canceled:
+		return context.Canceled
+	case codes.DeadlineExceeded:
+		return context.DeadlineExceeded
+	case codes.Unavailable:
+		return &UnavailableError{Err: err}
+	}
+	return errors.New(st.Message())
+}
+
+// UnavailableError reports that the plugin process could not be reached:
+// it died or is restarting.
+type UnavailableError struct{ Err error }
+
+// Error implements error.
+func (e *UnavailableError) Error() string { return "plugin unavailable: " + e.Err.Error() }
+
+// Unwrap returns the transport error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+func codeForHTTP(s int) codes.Code {
+	switch {
+	case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity:
+		return codes.InvalidArgument
+	case s == http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case s == http.StatusForbidden:
+		return codes.PermissionDenied
+	case s == http.StatusNotFound:
+		return codes.NotFound
+	case s == http.StatusTooManyRequests:
+		return codes.ResourceExhausted
+	case s == http.StatusGatewayTimeout:
+		return codes.DeadlineExceeded
+	case s >= 500:
+		return codes.Unavailable
+	}
+	return codes.FailedPrecondition
+}
