@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// sseStream reads a chat-completions event stream: "data:" lines (joined
+// by "\n" when an event has several), ":" comments and keep-alives,
+// "event:" names (an "error" event carries an error object), LF or CRLF
+// line ends, and "data: [DONE]" or EOF as the end.
+type sseStream struct {
+	br       *bufio.Reader
+	long     []byte // a line longer than br's buffer
+	data     []byte // the current event's data
+	lines    int    // data lines in the current event
+	errEvent bool   // the current event is "event: error"
+	limit    int64  // bytes of one event
+}
+
+const sseBufferSize = 32 << 10
+
+var errDone = errors.New("[DONE]")
+
+var ssePool = sync.Pool{New: func() any {
+	return &sseStream{br: bufio.NewReaderSize(nil, sseBufferSize)}
+}}
+
+func getSSE(r io.Reader, limit int64) *sseStream {
+	s := ssePool.Get().(*sseStream)
+	s.br.Reset(r)
+	s.limit = limit
+	return s
+}
+
+func putSSE(s *sseStream) {
+	s.br.Reset(nil)
+	if cap(s.data) > maxPooledBuf {
+		s.data = nil
+	}
+	if cap(s.long) > maxPooledBuf {
+		s.long = nil
+	}
+	s.data, s.long, s.lines, s.errEvent = s.data[:0], s.long[:0], 0, false
+	ssePool.Put(s)
+}
+
+// run reads events until [DONE] or EOF (nil), send fails (its error), the
+// context ends (ctx.Err()) or the upstream fails (a *ProviderError).
+func (s *sseStream) run(ctx context.Context, u *Upstream, send func(pluginapi.ChatChunk) error) error {
+	for {
+		line, rerr := s.readLine()
+		if rerr != nil && rerr != io.EOF {
+			return u.readError(ctx, rerr, "stream")
+		}
+		if len(line) > 0 {
+			if err := s.field(line, u, send); err != nil {
+				if err == errDone {
+					return nil
+				}
+				return err
+			}
+		}
+		if rerr == io.EOF { // the upstream ended without [DONE]: flush the last event
+			_, err := s.dispatch(u, send)
+			return err
+		}
+		if len(line) == 0 {
+			done, err := s.dispatch(u, send)
+			if err != nil || done {
+				return err
+			}
+		}
+	}
+}
+
+// readLine returns the next line without its LF or CRLF. The slice is
+// valid until the next call.
+func (s *sseStream) readLine() ([]byte, error) {
+	line, err := s.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		s.long = append(s.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			if int64(len(s.long)) > s.limit {
+				return nil, errTooLarge
+			}
+			line, err = s.br.ReadSlice('\n')
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+	}
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+	}
+	if n > 0 && line[n-1] == '\r' {
+		n--
+	}
+	return line[:n], err
+}
+
+// field handles one non-empty line.
+func (s *sseStream) field(line []byte, u *Upstream, send func(pluginapi.ChatChunk) error) error {
+	if line[0] == ':' { // comment, keep-alive
+		return nil
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		if s.lines == 1 && bytes.Equal(s.data, doneMarker) {
+			return errDone // [DONE] without the blank line after it
+		}
+		if s.lines > 0 {
+			// Some servers omit the blank line between events: an object
+			// or [DONE] after a complete object starts a new event. Only
+			// the first line is checked, so this stays linear.
+			if s.lines == 1 && (bytes.HasPrefix(value, []byte{'{'}) || bytes.Equal(value, doneMarker)) && json.Valid(s.data) {
+				if _, err := s.dispatch(u, send); err != nil {
+					return err
+				}
+			} else {
+				s.data = append(s.data, '\n')
+			}
+		}
+		if int64(len(s.data)+len(value)) > s.limit {
+			return u.readError(context.Background(), errTooLarge, "stream event")
+		}
+		s.data = append(s.data, value...)
+		s.lines++
+	case "event":
+		s.errEvent = string(value) == "error"
+	}
+	// id:, retry: and unknown fields are ignored.
+	return nil
+}
+
+// dispatch ends the current event: [DONE] reports done, an error object
+// becomes a *ProviderError, a chunk goes to send.
+func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) (done bool, err error) {
+	data := bytes.TrimSpace(s.data)
+	errEvent := s.errEvent
+	s.data, s.lines, s.errEvent = s.data[:0], 0, false
+	if len(data) == 0 {
+		return false, nil
+	}
+	if bytes.Equal(data, doneMarker) {
+		return true, nil
+	}
+	if errEvent {
+		return false, u.streamError(parseErrorBody(data))
+	}
+	var c pluginapi.ChatChunk
+	// Most chunks carry neither usage nor an error: skip decoding them.
+	if hasNonNullKey(data, keyUsage) || hasNonNullKey(data, keyError) {
+		var parsed struct {
+			Choices []struct{}      `json:"choices"`
+			Usage   *usageJSON      `json:"usage"`
+			Error   json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(data, &parsed) // a malformed chunk is relayed as is
+		if !isNull(parsed.Error) {
+			return false, u.inBodyError(parsed.Error)
+		}
+		if parsed.Usage != nil {
+			usage := parsed.Usage.usage()
+			c.Usage = &usage
+			c.UsageOnly = len(parsed.Choices) == 0
+		}
+	}
+	c.Data = bytes.Clone(data) // send may keep it; s.data is reused
+	return false, send(c)
+}
+
+var (
+	keyUsage = []byte(`"usage"`)
+	keyError = []byte(`"error"`)
+	litNull  = []byte("null")
+)
+
+// hasNonNullKey reports whether data may have member key (quoted) with a
+// value other than null. In valid JSON a quote inside a string is escaped,
+// so `"usage"` followed by ':' is a member name; a false positive only
+// costs a decode.
+func hasNonNullKey(data, key []byte) bool {
+	for {
+		i := bytes.Index(data, key)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(key):]
+		j := skipSpace(data, 0)
+		if j < len(data) && data[j] == ':' {
+			j = skipSpace(data, j+1)
+			if !bytes.HasPrefix(data[j:], litNull) {
+				return true
+			}
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
