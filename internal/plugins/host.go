@@ -1,0 +1,176 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// Host owns every plugin slot of one svc process.
+type Host struct {
+	provider *Slot
+	som      *Slot // nil when no external page compiler is installed
+	logger   hclog.Logger
+}
+
+// ProviderBinary names the provider plugin to run: the operator's override,
+// else provider-openai when a provider key is set, else provider-mock.
+func ProviderBinary(cfg *config.Config) string {
+	if cfg.ProviderPlugin != "" {
+		return cfg.ProviderPlugin
+	}
+	return filepath.Join(cfg.PluginDir, BinaryPrefix+"provider-"+cfg.ProviderName())
+}
+
+// SOMBinary names the external page compiler's binary.
+func SOMBinary(cfg *config.Config) string {
+	if cfg.SOMPlugin != "" {
+		return cfg.SOMPlugin
+	}
+	return filepath.Join(cfg.PluginDir, BinaryPrefix+"som-external")
+}
+
+// Start finds the plugins and starts the provider, so that a missing or
+// broken binary stops svc at start with a message naming the file.
+func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
+	h := &Host{logger: logger}
+	var err error
+	h.provider, err = NewSlot(pluginapi.ProviderName, ProviderBinary(cfg), ProviderEnv(cfg), logger)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.provider.Dispense(); err != nil {
+		return nil, err
+	}
+	if cfg.SOMPlugin != "" || checkExecutable(SOMBinary(cfg)) == nil {
+		h.som, err = NewSlot(pluginapi.PageCompilerName, SOMBinary(cfg), baseEnv(cfg), logger)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Provider returns the provider slot as a Provider: each call uses the
+// running plugin, restarting it when it died.
+func (h *Host) Provider() pluginapi.Provider { return &provider{slot: h.provider} }
+
+// ProviderSlot exposes the provider's slot, for tests that kill it.
+func (h *Host) ProviderSlot() *Slot { return h.provider }
+
+// External reports whether an external page compiler is installed.
+func (h *Host) External() bool { return h.som != nil }
+
+// Close kills every plugin process, in parallel.
+func (h *Host) Close() {
+	var wg sync.WaitGroup
+	for _, s := range []*Slot{h.provider, h.som} {
+		if s != nil {
+			wg.Go(s.Kill)
+		}
+	}
+	wg.Wait()
+}
+
+// baseEnv is what every plugin gets: enough to run and to reach the network
+// through the operator's proxy, and nothing of svc's own secrets.
+func baseEnv(cfg *config.Config) []string {
+	env := []string{"SVC_LOG_LEVEL=" + cfg.LogLevel.String()}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+		"http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// ProviderEnv is the environment of the provider plugin: the base, the live
+// provider's key and URL when set, and the mock's latency.
+func ProviderEnv(cfg *config.Config) []string {
+	env := baseEnv(cfg)
+	if cfg.ProviderAPIKey != "" {
+		env = append(env, "PROVIDER_API_KEY="+cfg.ProviderAPIKey, "PROVIDER_BASE_URL="+cfg.ProviderBaseURL)
+	}
+	if cfg.MockLatencyMS > 0 {
+		env = append(env, "MOCK_LATENCY_MS="+strconv.Itoa(cfg.MockLatencyMS))
+	}
+	return env
+}
+
+// provider calls the plugin in the provider slot. When the process turns
+// out to be gone, it restarts it and tries once more: nothing reached the
+// client yet, and the dead process's answer is lost anyway.
+type provider struct{ slot *Slot }
+
+var _ pluginapi.Provider = (*provider)(nil)
+
+func (p *provider) impl() (pluginapi.Provider, error) {
+	v, err := p.slot.Dispense()
+	if err != nil {
+		return nil, &pluginapi.UnavailableError{Err: err}
+	}
+	return v.(pluginapi.Provider), nil
+}
+
+// retry runs call, and once more on a fresh process if the plugin was
+// unreachable.
+func (p *provider) retry(call func(pluginapi.Provider) error) error {
+	for attempt := 0; ; attempt++ {
+		impl, err := p.impl()
+		if err != nil {
+			return err
+		}
+		err = call(impl)
+		var unavailable *pluginapi.UnavailableError
+		if attempt > 0 || !errors.As(err, &unavailable) {
+			return err
+		}
+		p.slot.Reset(impl)
+	}
+}
+
+func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	var res pluginapi.ChatResponse
+	err := p.retry(func(impl pluginapi.Provider) error {
+		var err error
+		res, err = impl.Chat(ctx, req)
+		return err
+	})
+	return res, err
+}
+
+func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	return p.retry(func(impl pluginapi.Provider) error {
+		sent := false
+		err := impl.StreamChat(ctx, req, func(c pluginapi.ChatChunk) error {
+			sent = true
+			return send(c)
+		})
+		if err != nil && sent {
+			// The client has part of an answer: no retry can continue it.
+			return fmt.Errorf("provider stream interrupted: %s", err)
+		}
+		return err
+	})
+}
+
+func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	var models []pluginapi.Model
+	err := p.retry(func(impl pluginapi.Provider) error {
+		var err error
+		models, err = impl.Models(ctx)
+		return err
+	})
+	return models, err
+}

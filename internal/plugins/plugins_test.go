@@ -1,0 +1,218 @@
+package plugins_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/plugins"
+	"github.com/svc-gateway/svc/internal/testbin"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
+// syncBuffer collects the host's log output, written from go-plugin's
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func configFor(t *testing.T, env map[string]string) *config.Config {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	return cfg
+}
+
+func startHost(t *testing.T, env map[string]string) (*plugins.Host, *syncBuffer) {
+	t.Helper()
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["SVC_PLUGIN_DIR"] = testbin.PluginDir(t)
+	logs := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: logs, Level: hclog.Trace, JSONFormat: true})
+	h, err := plugins.Start(configFor(t, env), logger)
+	require.NoError(t, err)
+	t.Cleanup(h.Close)
+	return h, logs
+}
+
+const hello = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the plugin host."}]}`
+
+func chat(t *testing.T, p pluginapi.Provider) pluginapi.ChatResponse {
+	t.Helper()
+	res, err := p.Chat(context.Background(), pluginapi.ChatRequest{Body: []byte(hello), Model: "gpt-4o-mini", RequestID: "run_test"})
+	require.NoError(t, err)
+	var body struct {
+		Object string `json:"object"`
+	}
+	require.NoError(t, json.Unmarshal(res.Body, &body))
+	assert.Equal(t, "chat.completion", body.Object)
+	assert.Positive(t, res.Usage.PromptTokens)
+	return res
+}
+
+func TestStartsTheMockProviderByDefault(t *testing.T) {
+	h, logs := startHost(t, map[string]string{"SVC_LOG_LEVEL": "debug"})
+	assert.Equal(t, filepath.Join(testbin.PluginDir(t), "svc-provider-mock"), h.ProviderSlot().Path())
+	assert.NotZero(t, h.ProviderSlot().Pid(), "the provider starts eagerly, at svc's start")
+	first := chat(t, h.Provider())
+	second := chat(t, h.Provider())
+	assert.Equal(t, first.Body, second.Body, "the mock is deterministic")
+	assert.False(t, h.External(), "no external page compiler installed")
+
+	// The plugin's own log lines reach the host's logger, under its name.
+	require.Eventually(t, func() bool {
+		return bytes.Contains([]byte(logs.String()), []byte("serving mock provider"))
+	}, 5*time.Second, 10*time.Millisecond, "plugin logs are bridged into svc's logger:\n%s", logs)
+}
+
+func TestStreamsChunkByChunk(t *testing.T) {
+	h, _ := startHost(t, nil)
+	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Write two sentences about rivers and the sea."}]}`
+	var chunks []pluginapi.ChatChunk
+	err := h.Provider().StreamChat(context.Background(), pluginapi.ChatRequest{Body: []byte(body), Model: "gpt-4o-mini", IncludeUsage: true},
+		func(c pluginapi.ChatChunk) error {
+			chunks = append(chunks, c)
+			return nil
+		})
+	require.NoError(t, err)
+	require.Greater(t, len(chunks), 3, "a stream arrives as many chunks")
+	last := chunks[len(chunks)-1]
+	require.NotNil(t, last.Usage, "usage is reported when asked for")
+	assert.Positive(t, last.Usage.CompletionTokens)
+}
+
+func TestStreamStopsWhenTheReceiverFails(t *testing.T) {
+	h, _ := startHost(t, nil)
+	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Write a long story about a lighthouse keeper."}]}`
+	calls := 0
+	err := h.Provider().StreamChat(context.Background(), pluginapi.ChatRequest{Body: []byte(body), Model: "gpt-4o-mini"},
+		func(pluginapi.ChatChunk) error {
+			calls++
+			return context.Canceled
+		})
+	require.Error(t, err)
+	assert.Equal(t, 1, calls, "no chunk is delivered after the receiver failed")
+	chat(t, h.Provider()) // the plugin is still serving
+}
+
+func TestKilledPluginRestartsOnNextUse(t *testing.T) {
+	h, logs := startHost(t, nil)
+	chat(t, h.Provider())
+	pid := h.ProviderSlot().Pid()
+	require.NotZero(t, pid)
+
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return h.ProviderSlot().Pid() == 0 },
+		10*time.Second, 10*time.Millisecond, "the host notices the process died")
+
+	chat(t, h.Provider()) // the next request succeeds, on a new process
+	assert.NotZero(t, h.ProviderSlot().Pid())
+	assert.NotEqual(t, pid, h.ProviderSlot().Pid())
+	assert.Contains(t, logs.String(), "plugin exited; restarting")
+}
+
+// A process that dies between the host's liveness check and the call is
+// caught by the call's failure: the host restarts it and tries once more.
+func TestCallOnADeadConnectionRetriesOnce(t *testing.T) {
+	h, _ := startHost(t, nil)
+	chat(t, h.Provider())
+	pid := h.ProviderSlot().Pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	// No waiting: the slot may still believe the process is alive.
+	chat(t, h.Provider())
+	assert.NotEqual(t, pid, h.ProviderSlot().Pid())
+}
+
+func TestCloseKillsThePlugins(t *testing.T) {
+	h, _ := startHost(t, nil)
+	pid := h.ProviderSlot().Pid()
+	require.NotZero(t, pid)
+	h.Close()
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH },
+		10*time.Second, 10*time.Millisecond, "the plugin process is gone after Close")
+	_, err := h.Provider().Chat(context.Background(), pluginapi.ChatRequest{Body: []byte(hello)})
+	assert.Error(t, err, "a closed host refuses calls")
+}
+
+func TestStartErrorsNameTheFileAndTheFix(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	broken := filepath.Join(dir, "broken")
+	require.NoError(t, os.WriteFile(broken, []byte("#!/bin/sh\necho 'not a plugin'\nexit 3\n"), 0o755))
+
+	cases := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"missing from the plugin folder", map[string]string{"SVC_PLUGIN_DIR": dir},
+			[]string{filepath.Join(dir, "svc-provider-mock"), "not found", "make build"}},
+		{"missing override", map[string]string{"SVC_PROVIDER_PLUGIN": filepath.Join(dir, "nope")},
+			[]string{filepath.Join(dir, "nope"), "make build"}},
+		{"not executable", map[string]string{"SVC_PROVIDER_PLUGIN": notExec},
+			[]string{notExec, "not executable", "make build"}},
+		{"exits at once", map[string]string{"SVC_PROVIDER_PLUGIN": broken},
+			[]string{broken, "make build"}},
+		{"a folder", map[string]string{"SVC_PROVIDER_PLUGIN": dir},
+			[]string{dir, "not a regular file"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plugins.Start(configFor(t, tc.env), hclog.NewNullLogger())
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestProviderBinaryFollowsTheProviderKey(t *testing.T) {
+	cfg := configFor(t, map[string]string{"SVC_PLUGIN_DIR": "/opt/svc/plugins"})
+	assert.Equal(t, "/opt/svc/plugins/svc-provider-mock", plugins.ProviderBinary(cfg))
+	cfg = configFor(t, map[string]string{"SVC_PLUGIN_DIR": "/opt/svc/plugins", "PROVIDER_API_KEY": "sk-test"})
+	assert.Equal(t, "/opt/svc/plugins/svc-provider-openai", plugins.ProviderBinary(cfg))
+	cfg = configFor(t, map[string]string{"SVC_PROVIDER_PLUGIN": "/usr/local/bin/my-provider", "PROVIDER_API_KEY": "sk-test"})
+	assert.Equal(t, "/usr/local/bin/my-provider", plugins.ProviderBinary(cfg))
+}
+
+// The plugin sees only what svc chooses to pass: never svc's own secrets.
+func TestPluginEnvironmentCarriesNoSvcSecrets(t *testing.T) {
+	t.Setenv("SVC_API_KEY", "bootstrap-secret-0123456789")
+	t.Setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+	env := plugins.ProviderEnv(configFor(t, map[string]string{"PROVIDER_API_KEY": "sk-live", "SVC_API_KEY": "bootstrap-secret-0123456789"}))
+	assert.Contains(t, env, "PROVIDER_API_KEY=sk-live")
+	assert.Contains(t, env, "HTTPS_PROXY=http://proxy.internal:3128")
+	for _, kv := range env {
+		assert.NotContains(t, kv, "bootstrap-secret")
+	}
+}
