@@ -1,0 +1,106 @@
+// Package pricing turns token usage into dollars with a per-model price
+// table. The built-in table holds list prices per million tokens; an operator
+// replaces or extends it with a JSON file (SVC_PRICE_FILE).
+package pricing
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Price is a model's price in US dollars per million tokens.
+type Price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// Table maps model names to prices. Lookups fall back to the longest known
+// prefix, so that dated variants ("gpt-4o-2024-08-06") find their family.
+type Table struct {
+	prices   map[string]Price
+	prefixes []string // longest first
+}
+
+// Defaults are list prices (USD per 1M tokens) of common models.
+var Defaults = map[string]Price{
+	"gpt-4o":        {Input: 2.50, Output: 10.00},
+	"gpt-4o-mini":   {Input: 0.15, Output: 0.60},
+	"gpt-4.1":       {Input: 2.00, Output: 8.00},
+	"gpt-4.1-mini":  {Input: 0.40, Output: 1.60},
+	"gpt-4.1-nano":  {Input: 0.10, Output: 0.40},
+	"gpt-4-turbo":   {Input: 10.00, Output: 30.00},
+	"gpt-3.5-turbo": {Input: 0.50, Output: 1.50},
+	"gpt-5":         {Input: 1.25, Output: 10.00},
+	"gpt-5-mini":    {Input: 0.25, Output: 2.00},
+	"gpt-5-nano":    {Input: 0.05, Output: 0.40},
+	"o1":            {Input: 15.00, Output: 60.00},
+	"o3":            {Input: 2.00, Output: 8.00},
+	"o3-mini":       {Input: 1.10, Output: 4.40},
+	"o4-mini":       {Input: 1.10, Output: 4.40},
+}
+
+// New returns a table of prices.
+func New(prices map[string]Price) *Table {
+	t := &Table{prices: make(map[string]Price, len(prices))}
+	for m, p := range prices {
+		m = strings.ToLower(m)
+		t.prices[m] = p
+		t.prefixes = append(t.prefixes, m)
+	}
+	sort.Slice(t.prefixes, func(i, j int) bool { return len(t.prefixes[i]) > len(t.prefixes[j]) })
+	return t
+}
+
+// Load returns the default table with the file at path laid over it (an
+// empty path means the defaults). The file is a JSON object
+// {"model": {"input": 0.15, "output": 0.6}}; a negative price is refused.
+func Load(path string) (*Table, error) {
+	prices := make(map[string]Price, len(Defaults))
+	for m, p := range Defaults {
+		prices[m] = p
+	}
+	if path == "" {
+		return New(prices), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var custom map[string]Price
+	if err := json.Unmarshal(b, &custom); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object of {\"model\": {\"input\": n, \"output\": n}}: %w", path, err)
+	}
+	for m, p := range custom {
+		if p.Input < 0 || p.Output < 0 {
+			return nil, fmt.Errorf("%s: model %q has a negative price", path, m)
+		}
+		prices[m] = p
+	}
+	return New(prices), nil
+}
+
+// Lookup returns model's price and whether the table knows it.
+func (t *Table) Lookup(model string) (Price, bool) {
+	model = strings.ToLower(model)
+	if p, ok := t.prices[model]; ok {
+		return p, true
+	}
+	for _, prefix := range t.prefixes {
+		if strings.HasPrefix(model, prefix) && len(model) > len(prefix) && (model[len(prefix)] == '-' || model[len(prefix)] == ':' || model[len(prefix)] == '@') {
+			return t.prices[prefix], true
+		}
+	}
+	return Price{}, false
+}
+
+// Cost prices a call; known is false when the model has no price.
+func (t *Table) Cost(model string, promptTokens, completionTokens int64) (usd float64, known bool) {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return (float64(promptTokens)*p.Input + float64(completionTokens)*p.Output) / 1e6, true
+}

@@ -1,0 +1,55 @@
+package pricing_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/pricing"
+)
+
+func TestCost(t *testing.T) {
+	tbl := pricing.New(pricing.Defaults)
+	usd, ok := tbl.Cost("gpt-4o-mini", 1_000_000, 1_000_000)
+	require.True(t, ok)
+	assert.InDelta(t, 0.75, usd, 1e-12)
+
+	usd, ok = tbl.Cost("gpt-4o-2024-08-06", 1000, 0)
+	require.True(t, ok, "a dated variant uses its family's price")
+	assert.InDelta(t, 0.0025, usd, 1e-12)
+
+	_, ok = tbl.Cost("gpt-4o-mini-2024-07-18", 1, 1)
+	assert.True(t, ok)
+	p, _ := tbl.Lookup("gpt-4o-mini-2024-07-18")
+	assert.InDelta(t, 0.15, p.Input, 0, "the longest prefix wins")
+
+	usd, ok = tbl.Cost("my-local-llama", 100, 100)
+	assert.False(t, ok)
+	assert.Zero(t, usd)
+	_, ok = tbl.Cost("gpt-4ox", 1, 1)
+	assert.False(t, ok, "a prefix must end at a separator")
+}
+
+func TestLoadOverrides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prices.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"gpt-4o":{"input":1,"output":2},"my-llama":{"input":0.01,"output":0.02}}`), 0o600))
+	tbl, err := pricing.Load(path)
+	require.NoError(t, err)
+	p, ok := tbl.Lookup("gpt-4o")
+	require.True(t, ok)
+	assert.Equal(t, pricing.Price{Input: 1, Output: 2}, p)
+	_, ok = tbl.Lookup("my-llama")
+	assert.True(t, ok)
+	_, ok = tbl.Lookup("gpt-4o-mini")
+	assert.True(t, ok, "defaults stay")
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"x":{"input":-1,"output":0}}`), 0o600))
+	_, err = pricing.Load(path)
+	assert.ErrorContains(t, err, "negative")
+	require.NoError(t, os.WriteFile(path, []byte(`[]`), 0o600))
+	_, err = pricing.Load(path)
+	assert.Error(t, err)
+}
