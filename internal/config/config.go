@@ -36,6 +36,7 @@ type Config struct {
 	ProviderAPIKey  string // PROVIDER_API_KEY: set means the live provider
 	ProviderBaseURL string // PROVIDER_BASE_URL
 
+	PriceFile        string        // SVC_PRICE_FILE: per-model prices laid over the built-in table
 	PolicyDir        string        // SVC_POLICY_DIR
 	LearningInterval time.Duration // SVC_LEARNING_INTERVAL; 0 turns the timer off
 	AutoPromote      bool          // SVC_AUTO_PROMOTE
@@ -95,6 +96,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
 	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
 	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
+	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
 	{"SVC_LEARNING_INTERVAL", "5m", "learning timer (Go duration; 0 turns it off)"},
 	{"SVC_AUTO_PROMOTE", "false", "promote artifacts that pass the gates without an operator"},
@@ -136,6 +138,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		ProviderAPIKey:   p.str("PROVIDER_API_KEY", ""),
 		ProviderBaseURL:  p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
 		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
+		PriceFile:        p.str("SVC_PRICE_FILE", ""),
 		PolicyDir:        p.str("SVC_POLICY_DIR", ""),
 		LearningInterval: p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
 		AutoPromote:      p.boolean("SVC_AUTO_PROMOTE"),
