@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Hash is a SHA-256 link of a run's chain, shown as hex.
+type Hash [32]byte
+
+// MarshalJSON writes the hash as a hex string.
+func (h Hash) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(h[:])) }
+
+// UnmarshalJSON reads a hex string.
+func (h *Hash) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	raw, err := hex.DecodeString(s)
+	if err != nil || len(raw) != len(h) {
+		return errors.New("hash must be 64 hex characters")
+	}
+	copy(h[:], raw)
+	return nil
+}
+
+// String returns the hash as hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// Seed is the hash before a run's first event. It binds the chain to its
+// tenant and run, so an event copied from another run never verifies.
+func Seed(tenantID, runID string) Hash {
+	h := sha256.New()
+	h.Write([]byte("svc-ledger/v1"))
+	writeField(h, []byte(tenantID))
+	writeField(h, []byte(runID))
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// Link computes e's hash from the previous one: SHA-256 of the previous
+// hash and a length-prefixed encoding of seq, type, time and payload.
+func Link(prev Hash, e *Event) Hash {
+	h := sha256.New()
+	h.Write(prev[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(e.Seq))
+	h.Write(n[:])
+	writeField(h, []byte(e.Type))
+	binary.BigEndian.PutUint64(n[:], uint64(e.At.UnixMilli()))
+	h.Write(n[:])
+	writeField(h, e.Payload)
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+func writeField(w io.Writer, b []byte) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	_, _ = w.Write(n[:])
+	_, _ = w.Write(b)
+}
+
+// Canonical returns payload in a canonical form — compact, object keys
+// sorted, numbers as written — so that the bytes hashed are the bytes a
+// verifier reads back. Payloads must be JSON objects.
+func Canonical(payload []byte) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("payload must be a JSON object: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("payload must be a single JSON object")
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// chain numbers events from start and links them from prev, returning the
+// new head.
+func chain(prev Hash, start int, events []Event, at time.Time) Hash {
+	for i := range events {
+		e := &events[i]
+		e.Seq = start + i
+		if e.At.IsZero() {
+			e.At = at
+		}
+		e.At = e.At.UTC().Truncate(time.Millisecond)
+		e.PrevHash = prev
+		e.Hash = Link(prev, e)
+		prev = e.Hash
+	}
+	return prev
+}
+
+// Integrity is the result of verifying a run's chain.
+type Integrity struct {
+	OK       bool   `json:"ok"`
+	Events   int    `json:"events"`
+	BrokenAt *int   `json:"brokenAt"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// The reasons a chain fails to verify.
+const (
+	ReasonHashMismatch  = "hash_mismatch"      // an event's content was changed
+	ReasonPrevMismatch  = "prev_link_mismatch" // an event's link to its predecessor was changed
+	ReasonSequenceGap   = "sequence_gap"       // an event is missing or out of order
+	ReasonCountMismatch = "count_mismatch"     // events were removed from or added to the end
+	ReasonHeadMismatch  = "head_mismatch"      // the last hash is not the one the run recorded
+)
+
+// Verify recomputes a run's chain from its seed and reports the first
+// event that does not verify.
+func Verify(tenantID, runID string, events []Event, head Head) Integrity {
+	broken := func(i int, reason string) Integrity {
+		return Integrity{Events: len(events), BrokenAt: &i, Reason: reason}
+	}
+	prev := Seed(tenantID, runID)
+	for i, e := range events {
+		switch {
+		case e.Seq != i:
+			return broken(i, ReasonSequenceGap)
+		case e.PrevHash != prev:
+			return broken(i, ReasonPrevMismatch)
+		case Link(prev, &e) != e.Hash:
+			return broken(i, ReasonHashMismatch)
+		}
+		prev = e.Hash
+	}
+	if len(events) != head.Count {
+		return broken(min(len(events), head.Count), ReasonCountMismatch)
+	}
+	if prev != head.Hash && len(events) > 0 {
+		return broken(len(events)-1, ReasonHeadMismatch)
+	}
+	return Integrity{OK: true, Events: len(events)}
+}

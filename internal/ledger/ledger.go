@@ -1,0 +1,158 @@
+// Package ledger records runs: one per gateway call, with its route, cost,
+// latency and explanation, and an append-only trace of events protected by a
+// hash chain, so that an edited, dropped or spliced event is detected.
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// The routes a run can take.
+const (
+	RouteLive       = "live"
+	RouteExactCache = "exact_cache"
+	RouteArtifact   = "artifact"
+	RouteBlocked    = "blocked"
+)
+
+// The statuses of a run.
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
+// Run is one gateway call.
+type Run struct {
+	ID               string           `json:"id"`
+	TenantID         string           `json:"-"`
+	CreatedAt        time.Time        `json:"createdAt"`
+	Route            string           `json:"route"`
+	Status           string           `json:"status"`
+	HTTPStatus       int              `json:"httpStatus"`
+	Model            string           `json:"model"`
+	App              string           `json:"app"`
+	Agent            string           `json:"agent"`
+	Subject          string           `json:"subject"`
+	Mode             string           `json:"mode"`
+	KeyID            string           `json:"keyId,omitempty"`
+	Provider         string           `json:"provider"`
+	Stream           bool             `json:"stream"`
+	PromptTokens     int64            `json:"promptTokens"`
+	CompletionTokens int64            `json:"completionTokens"`
+	TotalTokens      int64            `json:"totalTokens"`
+	UsageUnknown     bool             `json:"usageUnknown"`
+	CostUSD          float64          `json:"costUsd"`
+	PriceUnknown     bool             `json:"priceUnknown"`
+	LatencyMS        float64          `json:"latencyMs"`
+	Explanation      RouteExplanation `json:"routeExplanation"`
+	Error            string           `json:"error,omitempty"`
+	EventCount       int              `json:"eventCount"`
+
+	// Request and Response are the chat-completions bodies; only a run's
+	// detail and replay bundle carry them.
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// RouteExplanation says why a run took its route and what it passed over.
+type RouteExplanation struct {
+	Route               string        `json:"route"`
+	Reason              string        `json:"reason"`
+	Rejected            []Alternative `json:"rejected"`
+	Policy              Verdict       `json:"policy"`
+	Cache               any           `json:"cache"`
+	Artifact            any           `json:"artifact"`
+	EstimatedSavingsUSD float64       `json:"estimatedSavingsUsd"`
+	Fallback            any           `json:"fallback"`
+}
+
+// Alternative is a route not taken, and why.
+type Alternative struct {
+	Route  string `json:"route"`
+	Reason string `json:"reason"`
+}
+
+// Verdict is the policy decision on a run.
+type Verdict struct {
+	Decision string       `json:"decision"`
+	Rules    []RuleResult `json:"rules"`
+}
+
+// RuleResult is one policy rule that matched.
+type RuleResult struct {
+	ID     string `json:"id"`
+	Effect string `json:"effect"`
+	Reason string `json:"reason"`
+}
+
+// Event is one entry of a run's trace.
+type Event struct {
+	Seq      int             `json:"seq"`
+	Type     string          `json:"type"`
+	At       time.Time       `json:"at"`
+	Payload  json.RawMessage `json:"payload"`
+	PrevHash Hash            `json:"prevHash"`
+	Hash     Hash            `json:"hash"`
+}
+
+// Filter narrows a run listing.
+type Filter struct {
+	Route  string
+	Status string
+	Limit  int
+	Offset int
+}
+
+// Agent is an agent seen through X-Svc-Agent.
+type Agent struct {
+	Name      string    `json:"name"`
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+	RunCount  int64     `json:"runCount"`
+	Trust     string    `json:"trust"`
+}
+
+// DefaultTrust is the trust state of an agent svc has just met.
+const DefaultTrust = "unverified"
+
+// Feedback is a person's rating of a run's answer.
+type Feedback struct {
+	ID         string    `json:"id"`
+	TenantID   string    `json:"-"`
+	RunID      string    `json:"runId"`
+	Rating     int       `json:"rating"`
+	Correction string    `json:"correction,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// Store persists runs and their events. Every method but InsertRuns is
+// scoped to a tenant; a run of another tenant is errs.NotFound.
+type Store interface {
+	// InsertRuns stores runs with their events in one transaction, and
+	// counts their agents.
+	InsertRuns(ctx context.Context, recs []*Record) error
+	// Run returns one run with its request and response.
+	Run(ctx context.Context, tenantID, id string) (Run, error)
+	// ListRuns returns a page of the tenant's runs, newest first, and the
+	// total that match f.
+	ListRuns(ctx context.Context, tenantID string, f Filter) ([]Run, int, error)
+	// RunEvents returns a run's events in order, and the head the run row
+	// records (event count and last hash).
+	RunEvents(ctx context.Context, tenantID, runID string) ([]Event, Head, error)
+	// AppendEvent appends an event to a run's chain, serialized with every
+	// other append. Returns errs.NotFound for an unknown or foreign run.
+	AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (Event, error)
+	// AddFeedback stores f. Returns errs.NotFound for an unknown run.
+	AddFeedback(ctx context.Context, f *Feedback) error
+	// ListAgents returns the tenant's agents, most recently seen first.
+	ListAgents(ctx context.Context, tenantID string) ([]Agent, error)
+}
+
+// Head is what a run row records of its chain: how many events, and the
+// hash of the last one.
+type Head struct {
+	Count int
+	Hash  Hash
+}

@@ -1,0 +1,213 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ids"
+)
+
+// Page sizes of a run listing.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Service answers the runs API.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a service over store.
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now}
+}
+
+// Validate checks f and fills its default limit.
+func (f *Filter) Validate() error {
+	switch f.Route {
+	case "", RouteLive, RouteExactCache, RouteArtifact, RouteBlocked:
+	default:
+		return errs.Invalidf("route", "route must be one of live, exact_cache, artifact, blocked")
+	}
+	switch f.Status {
+	case "", StatusOK, StatusError:
+	default:
+		return errs.Invalidf("status", "status must be ok or error")
+	}
+	switch {
+	case f.Limit < 0:
+		return errs.Invalidf("limit", "limit must not be negative")
+	case f.Limit == 0:
+		f.Limit = DefaultLimit
+	case f.Limit > MaxLimit:
+		f.Limit = MaxLimit
+	}
+	if f.Offset < 0 {
+		return errs.Invalidf("offset", "offset must not be negative")
+	}
+	return nil
+}
+
+// List returns a page of the tenant's runs, newest first, and how many
+// match in all.
+func (s *Service) List(ctx context.Context, tenantID string, f Filter) ([]Run, int, error) {
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
+	return s.store.ListRuns(ctx, tenantID, f)
+}
+
+func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
+	if !ids.Valid("run", id) {
+		return Run{}, errs.NotFoundf("run not found")
+	}
+	return s.store.Run(ctx, tenantID, id)
+}
+
+// Detail is a run with its whole trace.
+type Detail struct {
+	Run         Run     `json:"run"`
+	Events      []Event `json:"events"`
+	SideEffects []any   `json:"sideEffects"`
+}
+
+// Get returns a run with its events.
+func (s *Service) Get(ctx context.Context, tenantID, id string) (Detail, error) {
+	run, err := s.run(ctx, tenantID, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	events, _, err := s.store.RunEvents(ctx, tenantID, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	return Detail{Run: run, Events: events, SideEffects: []any{}}, nil
+}
+
+// Integrity recomputes a run's chain.
+func (s *Service) Integrity(ctx context.Context, tenantID, id string) (Integrity, error) {
+	if _, err := s.run(ctx, tenantID, id); err != nil {
+		return Integrity{}, err
+	}
+	events, head, err := s.store.RunEvents(ctx, tenantID, id)
+	if err != nil {
+		return Integrity{}, err
+	}
+	return Verify(tenantID, id, events, head), nil
+}
+
+// Bundle is everything needed to replay a run elsewhere.
+type Bundle struct {
+	Version    int             `json:"version"`
+	ExportedAt time.Time       `json:"exportedAt"`
+	Run        Run             `json:"run"`
+	Provider   string          `json:"provider"`
+	Model      string          `json:"model"`
+	Request    json.RawMessage `json:"request"`
+	Response   json.RawMessage `json:"response"`
+	Verdict    Verdict         `json:"verdict"`
+	Events     []Event         `json:"events"`
+	Integrity  Integrity       `json:"integrity"`
+}
+
+// ReplayBundle exports a run for replay.
+func (s *Service) ReplayBundle(ctx context.Context, tenantID, id string) (Bundle, error) {
+	d, err := s.Get(ctx, tenantID, id)
+	if err != nil {
+		return Bundle{}, err
+	}
+	_, head, err := s.store.RunEvents(ctx, tenantID, id)
+	if err != nil {
+		return Bundle{}, err
+	}
+	req, res := d.Run.Request, d.Run.Response
+	run := d.Run
+	run.Request, run.Response = nil, nil
+	if res == nil {
+		res = json.RawMessage("null")
+	}
+	return Bundle{
+		Version: 1, ExportedAt: s.now().UTC(), Run: run, Provider: run.Provider, Model: run.Model,
+		Request: req, Response: res, Verdict: run.Explanation.Policy, Events: d.Events,
+		Integrity: Verify(tenantID, id, d.Events, head),
+	}, nil
+}
+
+// FeedbackInput is a rating as the API receives it.
+type FeedbackInput struct {
+	Type       string
+	Rating     int
+	Correction string
+}
+
+// AddFeedback validates and stores a rating of a run, and appends it to the
+// run's trace.
+func (s *Service) AddFeedback(ctx context.Context, tenantID, runID string, in FeedbackInput) (Feedback, error) {
+	switch {
+	case in.Type != "rating":
+		return Feedback{}, errs.Invalidf("type", "type must be \"rating\"")
+	case in.Rating != 1 && in.Rating != -1:
+		return Feedback{}, errs.Invalidf("rating", "rating must be 1 or -1")
+	case len(in.Correction) > 100_000 || !utf8.ValidString(in.Correction):
+		return Feedback{}, errs.Invalidf("correction", "correction must be text of at most 100000 bytes")
+	}
+	if _, err := s.run(ctx, tenantID, runID); err != nil {
+		return Feedback{}, err
+	}
+	f := Feedback{ID: ids.New("fb"), TenantID: tenantID, RunID: runID, Rating: in.Rating,
+		Correction: in.Correction, CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
+	if err := s.store.AddFeedback(ctx, &f); err != nil {
+		return Feedback{}, err
+	}
+	payload, err := json.Marshal(map[string]any{"feedbackId": f.ID, "rating": f.Rating, "correction": f.Correction})
+	if err != nil {
+		return Feedback{}, err
+	}
+	if _, err := s.store.AppendEvent(ctx, tenantID, runID, "feedback", f.CreatedAt, payload); err != nil {
+		return Feedback{}, err
+	}
+	return f, nil
+}
+
+// maxEventType bounds a trace event's type name.
+const maxEventType = 100
+
+// Trace appends an event of type typ to a run's trace. payload must be a
+// JSON object.
+func (s *Service) Trace(ctx context.Context, tenantID, runID, typ string, payload json.RawMessage) (Event, error) {
+	typ = strings.TrimSpace(typ)
+	if typ == "" || len(typ) > maxEventType || !printable(typ) {
+		return Event{}, errs.Invalidf("type", "type must be printable text of 1 to %d bytes", maxEventType)
+	}
+	canonical, err := Canonical(payload)
+	if err != nil {
+		return Event{}, errs.Invalidf("payload", "payload must be a JSON object")
+	}
+	if _, err := s.run(ctx, tenantID, runID); err != nil {
+		return Event{}, err
+	}
+	return s.store.AppendEvent(ctx, tenantID, runID, typ, s.now(), canonical)
+}
+
+// Agents lists the tenant's agents.
+func (s *Service) Agents(ctx context.Context, tenantID string) ([]Agent, error) {
+	return s.store.ListAgents(ctx, tenantID)
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}

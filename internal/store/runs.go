@@ -1,0 +1,250 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+var _ ledger.Store = (*Store)(nil)
+
+// InsertRuns stores runs with their events and counts their agents, in one
+// transaction.
+func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		insRun, err := tx.PrepareContext(ctx, `INSERT INTO runs (id, tenant_id, created_at, route, status, http_status,
+			model, app, agent, subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens,
+			usage_unknown, cost_usd, price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insRun.Close()
+		insEvent, err := tx.PrepareContext(ctx, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insEvent.Close()
+		for _, rec := range recs {
+			r := rec.Run
+			explanation, err := json.Marshal(r.Explanation)
+			if err != nil {
+				return fmt.Errorf("encode explanation of %s: %w", r.ID, err)
+			}
+			var response any
+			if r.Response != nil {
+				response = []byte(r.Response)
+			}
+			if _, err := insRun.ExecContext(ctx, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
+				r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
+				r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
+				[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:]); err != nil {
+				return formatError(err)
+			}
+			for _, e := range rec.Events {
+				if _, err := insEvent.ExecContext(ctx, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload),
+					e.PrevHash[:], e.Hash[:]); err != nil {
+					return formatError(err)
+				}
+			}
+			if r.Agent != "" {
+				if err := seeAgent(ctx, tx, r.TenantID, r.Agent, r.CreatedAt); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func seeAgent(ctx context.Context, tx *sql.Tx, tenantID, name string, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
+		VALUES (?, ?, ?, ?, 1, ?)
+		ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), run_count = run_count + 1`,
+		tenantID, name, at.UnixMilli(), at.UnixMilli(), ledger.DefaultTrust)
+	return err
+}
+
+const runListColumns = `id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id, provider,
+	stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown, latency_ms,
+	explanation, error, event_count`
+
+func scanRun(row scanner, extra ...any) (ledger.Run, error) {
+	var (
+		r           ledger.Run
+		created     int64
+		explanation []byte
+	)
+	dest := append([]any{&r.ID, &created, &r.Route, &r.Status, &r.HTTPStatus, &r.Model, &r.App, &r.Agent, &r.Subject,
+		&r.Mode, &r.KeyID, &r.Provider, &r.Stream, &r.PromptTokens, &r.CompletionTokens, &r.TotalTokens,
+		&r.UsageUnknown, &r.CostUSD, &r.PriceUnknown, &r.LatencyMS, &explanation, &r.Error, &r.EventCount}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, errs.NotFoundf("run not found")
+		}
+		return r, err
+	}
+	r.CreatedAt = msTime(created)
+	if err := json.Unmarshal(explanation, &r.Explanation); err != nil {
+		return r, fmt.Errorf("decode explanation of %s: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// Run returns the tenant's run with its request and response.
+func (s *Store) Run(ctx context.Context, tenantID, id string) (ledger.Run, error) {
+	var req, res []byte
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response FROM runs
+		WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res)
+	if err != nil {
+		return r, err
+	}
+	r.TenantID = tenantID
+	r.Request = json.RawMessage(req)
+	if res != nil {
+		r.Response = json.RawMessage(res)
+	}
+	return r, nil
+}
+
+// ListRuns returns a page of the tenant's runs, newest first, and the total.
+func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) ([]ledger.Run, int, error) {
+	where := ` WHERE tenant_id = ?`
+	args := []any{tenantID}
+	if f.Route != "" {
+		where += ` AND route = ?`
+		args = append(args, f.Route)
+	}
+	if f.Status != "" {
+		where += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	var total int
+	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+` FROM runs`+where+
+		` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	runs := []ledger.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.TenantID = tenantID
+		runs = append(runs, r)
+	}
+	return runs, total, rows.Err()
+}
+
+// RunEvents returns the run's events in order and the head its row records.
+func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger.Event, ledger.Head, error) {
+	var head ledger.Head
+	var headHash []byte
+	err := s.read.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
+		tenantID, runID).Scan(&head.Count, &headHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, head, errs.NotFoundf("run not found")
+	}
+	if err != nil {
+		return nil, head, err
+	}
+	copy(head.Hash[:], headHash)
+	rows, err := s.read.QueryContext(ctx, `SELECT seq, at, type, payload, prev_hash, hash FROM run_events
+		WHERE tenant_id = ? AND run_id = ? ORDER BY seq`, tenantID, runID)
+	if err != nil {
+		return nil, head, err
+	}
+	defer rows.Close()
+	events := []ledger.Event{}
+	for rows.Next() {
+		var (
+			e              ledger.Event
+			at             int64
+			payload        []byte
+			prevHash, hash []byte
+		)
+		if err := rows.Scan(&e.Seq, &at, &e.Type, &payload, &prevHash, &hash); err != nil {
+			return nil, head, err
+		}
+		e.At = msTime(at)
+		e.Payload = json.RawMessage(payload)
+		copy(e.PrevHash[:], prevHash)
+		copy(e.Hash[:], hash)
+		events = append(events, e)
+	}
+	return events, head, rows.Err()
+}
+
+// AppendEvent appends an event to the tenant's run, linking it to the head
+// recorded on the run row, inside the single writer's transaction so that
+// concurrent appends serialize.
+func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (ledger.Event, error) {
+	var e ledger.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var count int
+		var headHash []byte
+		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
+			tenantID, runID).Scan(&count, &headHash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.NotFoundf("run not found")
+		}
+		if err != nil {
+			return err
+		}
+		e = ledger.Event{Seq: count, Type: typ, At: at.UTC().Truncate(time.Millisecond), Payload: payload}
+		copy(e.PrevHash[:], headHash)
+		e.Hash = ledger.Link(e.PrevHash, &e)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, runID, e.Seq, tenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload),
+			e.PrevHash[:], e.Hash[:]); err != nil {
+			return formatError(err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET event_count = ?, head_hash = ? WHERE tenant_id = ? AND id = ?`,
+			count+1, e.Hash[:], tenantID, runID)
+		return err
+	})
+	return e, err
+}
+
+// AddFeedback stores f.
+func (s *Store) AddFeedback(ctx context.Context, f *ledger.Feedback) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO feedback (id, tenant_id, run_id, rating, correction, created_at)
+			SELECT ?, ?, id, ?, ?, ? FROM runs WHERE tenant_id = ? AND id = ?`,
+			f.ID, f.TenantID, f.Rating, f.Correction, f.CreatedAt.UnixMilli(), f.TenantID, f.RunID)
+		return formatError(err)
+	})
+}
+
+// ListAgents returns the tenant's agents, most recently seen first.
+func (s *Store) ListAgents(ctx context.Context, tenantID string) ([]ledger.Agent, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT name, first_seen, last_seen, run_count, trust FROM agents
+		WHERE tenant_id = ? ORDER BY last_seen DESC, name`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	agents := []ledger.Agent{}
+	for rows.Next() {
+		var a ledger.Agent
+		var first, last int64
+		if err := rows.Scan(&a.Name, &first, &last, &a.RunCount, &a.Trust); err != nil {
+			return nil, err
+		}
+		a.FirstSeen, a.LastSeen = msTime(first), msTime(last)
+		agents = append(agents, a)
+	}
+	return agents, rows.Err()
+}
