@@ -15,17 +15,21 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
 
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/internal/plugins"
+	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
@@ -44,9 +48,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Backstop: plugin processes never outlive svc, even on a failed start.
+	defer plugin.CleanupClients()
+
 	m := NewMain()
 	if err := m.Run(ctx, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "svc:", err)
+		_ = m.Close()
+		plugin.CleanupClients()
 		os.Exit(1)
 	}
 	select {
@@ -75,6 +84,8 @@ type Main struct {
 	Logger hclog.Logger
 	Store  *store.Store
 
+	plugins  *plugins.Host
+	recorder *ledger.Recorder
 	server   *http.Server
 	listener net.Listener
 	failed   chan error
@@ -105,6 +116,20 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("database %s: %w", cfg.DBPath, err)
 	}
 
+	prices, err := pricing.Load(cfg.PriceFile)
+	if err != nil {
+		return fmt.Errorf("prices (SVC_PRICE_FILE): %w", err)
+	}
+	m.plugins, err = plugins.Start(cfg, m.Logger.Named("plugin"))
+	if err != nil {
+		return err
+	}
+	m.recorder = ledger.NewRecorder(m.Store, m.Logger.Named("ledger"))
+	gw := gateway.New(gateway.Options{
+		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
+		Prices: prices, Secrets: []string{cfg.ProviderAPIKey},
+	})
+
 	keys := auth.NewKeys(m.Store, nil)
 	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate}
 	auditLog := audit.NewLog(m.Store, m.Logger.Named("audit"), nil)
@@ -116,8 +141,10 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Keys:     keys,
 		Settings: settings.NewService(m.Store, guard, nil),
 		Audit:    auditLog,
+		Gateway:  gw,
+		Runs:     ledger.NewService(m.Store, nil),
 		Web:      web.FS,
-		External: externalCompilerPresent(cfg),
+		External: m.plugins.External(),
 	})
 
 	m.listener, err = net.Listen("tcp", cfg.Addr)
@@ -156,7 +183,8 @@ func (m *Main) Failed() <-chan error { return m.failed }
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
 // Close stops in reverse order of start: the HTTP server lets in-flight
-// requests finish (up to SVC_SHUTDOWN_TIMEOUT), then the database closes.
+// requests finish (up to SVC_SHUTDOWN_TIMEOUT), the recorder writes what is
+// queued, the plugins are killed, then the database closes.
 func (m *Main) Close() error {
 	var errList []error
 	if m.server != nil {
@@ -167,24 +195,19 @@ func (m *Main) Close() error {
 			errList = append(errList, fmt.Errorf("http: %w", err))
 		}
 	}
+	if m.recorder != nil {
+		m.recorder.Close()
+	}
+	if m.plugins != nil {
+		m.plugins.Close()
+	}
 	if m.Store != nil {
 		if err := m.Store.Close(); err != nil {
 			errList = append(errList, fmt.Errorf("database: %w", err))
 		}
 	}
-	if m.Logger != nil {
+	if m.Logger != nil && m.server != nil {
 		m.Logger.Info("stopped")
 	}
 	return errors.Join(errList...)
-}
-
-// externalCompilerPresent reports whether the external page compiler plugin
-// is installed.
-func externalCompilerPresent(cfg *config.Config) bool {
-	path := cfg.SOMPlugin
-	if path == "" {
-		path = filepath.Join(cfg.PluginDir, "svc-som-external")
-	}
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }

@@ -17,28 +17,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/testbin"
 )
 
-// svcBinary is built once for the end-to-end tests.
-var svcBinary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "svc-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	svcBinary = filepath.Join(dir, "svc")
-	build := exec.Command("go", "build", "-o", svcBinary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build svc:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 const bootstrap = "e2e-bootstrap-token-0123456789"
 
@@ -46,34 +29,45 @@ const bootstrap = "e2e-bootstrap-token-0123456789"
 type proc struct {
 	cmd  *exec.Cmd
 	addr string
+	db   string
 	logs chan map[string]any
 	done chan error
 }
 
-// start runs the binary with a temp database on a free port and waits for
-// its "listening" line.
+// start runs svc with a temp database on a free port and waits for its
+// "listening" line.
 func start(t *testing.T, env ...string) *proc {
+	return startWithDB(t, filepath.Join(t.TempDir(), "svc.db"), env...)
+}
+
+// startWithDB runs svc on the database file db, with the plugins built for
+// the tests.
+func startWithDB(t *testing.T, db string, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(svcBinary)
+	cmd := exec.Command(testbin.SVC(t))
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "SVC_ADDR=127.0.0.1:0", "SVC_LOG_JSON=1",
-		"SVC_DB=" + filepath.Join(t.TempDir(), "svc.db"),
+		"SVC_DB=" + db, "SVC_PLUGIN_DIR=" + testbin.PluginDir(t),
 	}, env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, logs: make(chan map[string]any, 1000), done: make(chan error, 1)}
+	p := &proc{cmd: cmd, db: db, logs: make(chan map[string]any, 1000), done: make(chan error, 1)}
+	var plain strings.Builder // what svc printed that is not a log line
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var line map[string]any
-			if json.Unmarshal(sc.Bytes(), &line) == nil {
-				select {
-				case p.logs <- line:
-				default:
-				}
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				plain.WriteString(sc.Text() + "\n")
+				continue
+			}
+			select {
+			case p.logs <- line:
+			default:
 			}
 		}
+		close(p.logs)
 		p.done <- cmd.Wait()
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
@@ -83,7 +77,7 @@ func start(t *testing.T, env ...string) *proc {
 			return p
 		}
 	}
-	t.Fatal("svc exited before listening")
+	t.Fatalf("svc exited before listening:\n%s", plain.String())
 	return nil
 }
 
@@ -149,9 +143,15 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	conn, err := net.Dial("tcp", p.addr)
 	require.NoError(t, err)
 	defer conn.Close()
+	// With Expect: 100-continue the server says "100 Continue" when the
+	// handler starts reading the body: from then on the request is in flight.
 	_, err = fmt.Fprintf(conn, "POST /api/v1/keys HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", bootstrap, len(body), body[:10])
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", bootstrap, len(body))
 	require.NoError(t, err)
+	rd := bufio.NewReader(conn)
+	interim, err := http.ReadResponse(rd, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, interim.StatusCode)
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Eventually(t, func() bool {
@@ -162,9 +162,9 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 		return err != nil
 	}, 10*time.Second, 20*time.Millisecond, "the listener closes on SIGTERM")
 
-	_, err = io.WriteString(conn, body[10:])
+	_, err = io.WriteString(conn, body)
 	require.NoError(t, err)
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	res, err := http.ReadResponse(rd, nil)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	assert.Equal(t, http.StatusCreated, res.StatusCode)
@@ -172,7 +172,7 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 }
 
 func TestBadConfigurationStopsTheStart(t *testing.T) {
-	cmd := exec.Command(svcBinary)
+	cmd := exec.Command(testbin.SVC(t))
 	cmd.Env = []string{"SVC_CACHE_TTL=forever", "SVC_DB=" + filepath.Join(t.TempDir(), "svc.db")}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -62,6 +62,8 @@ type Error struct {
 	Code   string        // snake_case machine code; defaults to Kind's name
 	Public string        // message for a person
 	Param  string        // the offending field, when there is one
+	Type   string        // the chat-completions error type, when a provider named it
+	Status int           // HTTP status when it is not Kind's own: a provider's 4xx passed through
 	Retry  time.Duration // how long to wait, for RateLimited
 	Err    error         // private cause
 }

@@ -37,6 +37,11 @@ func (s *Server) admin(h handlerFunc) http.Handler {
 	return s.identified(auth.ScopeManagement, true, h)
 }
 
+// gateway serves h to a valid identity of the /v1 gateway.
+func (s *Server) gateway(h handlerFunc) http.Handler {
+	return s.identified(auth.ScopeGateway, false, h)
+}
+
 func (s *Server) identified(scope auth.Scope, needAdmin bool, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.identify(w, r, scope, needAdmin, h); err != nil {

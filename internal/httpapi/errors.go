@@ -81,6 +81,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	kind := errs.KindOf(err)
 	status := statusOf[kind]
+	if e := errs.As(err); e != nil && e.Status != 0 {
+		status = e.Status
+	}
 	if kind == errs.Internal {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
@@ -90,6 +93,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	info(r).code = errs.Code(err)
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		d := providerErrorDetail{Message: errs.Public(err), Type: providerType[kind], Code: errs.Code(err)}
+		if e := errs.As(err); e != nil && e.Type != "" {
+			d.Type = e.Type
+		}
 		if d.Type == "" {
 			d.Type = "api_error"
 		}

@@ -20,11 +20,15 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 const bootstrap = "bootstrap-token-0123456789"
@@ -45,9 +49,16 @@ type testServer struct {
 	now   time.Time
 }
 
-// newServer starts svc's handler on a real listener with a temp database.
-// apiKey "" is open dev mode. env adjusts the configuration.
+// newServer starts svc's handler on a real listener with a temp database
+// and the real mock provider plugin. apiKey "" is open dev mode. env adjusts
+// the configuration.
 func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
+	t.Helper()
+	return newServerWith(t, apiKey, env, mockProvider(t))
+}
+
+// newServerWith is newServer with the given provider behind the gateway.
+func newServerWith(t testing.TB, apiKey string, env map[string]string, provider pluginapi.Provider) *testServer {
 	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string {
 		if k == "SVC_API_KEY" {
@@ -60,6 +71,10 @@ func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
 	ts := &testServer{store: s, now: time.Unix(1_800_000_000, 0)}
 	keys := auth.NewKeys(s, nil)
 	logger := hclog.NewNullLogger()
+	recorder := ledger.NewRecorder(s, logger)
+	t.Cleanup(recorder.Close)
+	prices, err := pricing.Load("")
+	require.NoError(t, err)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -68,8 +83,13 @@ func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
 		Keys:     keys,
 		Settings: settings.NewService(s, &netguard.Guard{Resolver: stubDNS{"hooks.example.com": "93.184.216.34", "inside.example.com": "10.0.0.7"}}, nil),
 		Audit:    audit.NewLog(s, logger, nil),
-		Web:      fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
-		Now:      func() time.Time { return ts.now },
+		Gateway: gateway.New(gateway.Options{
+			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
+			Secrets: []string{testProviderSecret},
+		}),
+		Runs: ledger.NewService(s, nil),
+		Web:  fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+		Now:  func() time.Time { return ts.now },
 	})
 	ts.Server = httptest.NewServer(api.Handler())
 	ts.keys = keys

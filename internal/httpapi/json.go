@@ -23,11 +23,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // for the endpoint. It refuses a media type other than JSON, unknown fields,
 // and anything after the one JSON value, each as a classified error.
 func decodeJSON(r *http.Request, dst any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return errs.E(errs.Unsupported, "unsupported_media_type", "Content-Type must be application/json")
-		}
+	if err := checkJSONContentType(r); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -40,6 +37,18 @@ func decodeJSON(r *http.Request, dst any) error {
 			return err
 		}
 		return errs.Invalidf("", "request body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+// checkJSONContentType refuses a body declared as anything but JSON; a
+// missing Content-Type is taken as JSON.
+func checkJSONContentType(r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return errs.E(errs.Unsupported, "unsupported_media_type", "Content-Type must be application/json")
+		}
 	}
 	return nil
 }

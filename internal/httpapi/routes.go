@@ -8,6 +8,9 @@ import "net/http"
 func (s *Server) routes() {
 	s.mux.Handle("GET /health", s.public(s.health))
 
+	s.mux.Handle("POST /v1/chat/completions", s.gateway(s.chatCompletions))
+	s.mux.Handle("GET /v1/models", s.gateway(s.models))
+
 	s.mux.Handle("POST /api/v1/keys", s.admin(s.createKey))
 	s.mux.Handle("GET /api/v1/keys", s.admin(s.listKeys))
 	s.mux.Handle("POST /api/v1/keys/{id}/revoke", s.admin(s.revokeKey))
@@ -16,6 +19,14 @@ func (s *Server) routes() {
 	s.mux.Handle("PUT /api/v1/settings", s.admin(s.putSettings))
 
 	s.mux.Handle("GET /api/v1/audit", s.api(s.listAudit))
+
+	s.mux.Handle("GET /api/v1/runs", s.api(s.listRuns))
+	s.mux.Handle("GET /api/v1/runs/{id}", s.api(s.getRun))
+	s.mux.Handle("GET /api/v1/runs/{id}/integrity", s.api(s.runIntegrity))
+	s.mux.Handle("GET /api/v1/runs/{id}/replay-bundle", s.api(s.replayBundle))
+	s.mux.Handle("POST /api/v1/runs/{id}/feedback", s.api(s.runFeedback))
+	s.mux.Handle("POST /api/v1/trace", s.api(s.trace))
+	s.mux.Handle("GET /api/v1/agents", s.api(s.listAgents))
 
 	s.mux.Handle("/api/", s.public(s.noRoute))
 	s.mux.Handle("/v1/", s.public(s.noRoute))

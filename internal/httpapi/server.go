@@ -14,6 +14,8 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 )
@@ -32,6 +34,8 @@ type Deps struct {
 	Keys     *auth.Keys
 	Settings *settings.Service
 	Audit    *audit.Log
+	Gateway  *gateway.Gateway
+	Runs     *ledger.Service
 	Web      fs.FS // the dashboard's files
 	External bool  // whether the external page compiler is installed
 	Now      func() time.Time

@@ -131,7 +131,7 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 		return nil, 0, err
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+` FROM runs`+where+
-		` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
+		` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -20,10 +20,14 @@ var (
 	buildErr error
 )
 
-// Main runs the package's tests and removes what was built. Call it from
-// TestMain: os.Exit(testbin.Main(m)).
-func Main(m *testing.M) int {
+// Main runs the package's tests, then cleanups (which may stop processes
+// started from the built binaries), then removes what was built. Call it
+// from TestMain: os.Exit(testbin.Main(m)).
+func Main(m *testing.M, cleanups ...func()) int {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}

@@ -29,7 +29,7 @@ CREATE TABLE runs (
     event_count       INTEGER NOT NULL,
     head_hash         BLOB NOT NULL
 );
-CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at DESC, id DESC);
+CREATE INDEX runs_by_tenant ON runs (tenant_id, created_at DESC); -- ties: rowid, insertion order
 CREATE INDEX runs_by_route ON runs (tenant_id, route, created_at DESC);
 
 CREATE TABLE run_events (

@@ -1,0 +1,338 @@
+// Package gateway is the chat-completions pipeline: identify, validate, let
+// policies, caches and artifacts have their say, call the provider, and
+// record the run. It knows nothing of HTTP; the handler adapts it.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// Recorder stores a finished run.
+type Recorder interface {
+	Record(ctx context.Context, rec *ledger.Record) error
+}
+
+// Gateway runs chat-completions calls.
+type Gateway struct {
+	provider     pluginapi.Provider
+	providerName string
+	recorder     Recorder
+	prices       *pricing.Table
+	now          func() time.Time
+	secrets      []string // never shown in an error
+}
+
+// Options configure a Gateway.
+type Options struct {
+	Provider     pluginapi.Provider
+	ProviderName string // "mock" or "openai", recorded on runs
+	Recorder     Recorder
+	Prices       *pricing.Table
+	Now          func() time.Time
+	// Secrets are stripped from any provider error text (the provider key).
+	Secrets []string
+}
+
+// New returns a gateway.
+func New(o Options) *Gateway {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	var secrets []string
+	for _, s := range o.Secrets {
+		if s != "" {
+			secrets = append(secrets, s)
+		}
+	}
+	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices, now: o.Now, secrets: secrets}
+}
+
+// Result is a completed non-streamed call.
+type Result struct {
+	RunID string
+	Route string
+	Body  []byte
+}
+
+// call is one request on its way through the pipeline.
+type call struct {
+	id    *auth.Identity
+	req   *Request
+	run   *ledger.Run
+	start time.Time
+}
+
+func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
+	start := g.now()
+	return &call{id: id, req: req, start: start, run: &ledger.Run{
+		ID: ids.New("run"), TenantID: id.TenantID, CreatedAt: start.UTC().Truncate(time.Millisecond),
+		Route: ledger.RouteLive, Model: req.Model, App: id.App, Agent: id.Agent, Subject: id.Subject,
+		Mode: string(id.Mode), KeyID: id.KeyID, Provider: g.providerName, Stream: req.Stream, Request: req.Body,
+		Explanation: liveExplanation(),
+	}}
+}
+
+// liveExplanation explains a live route when nothing else could serve.
+func liveExplanation() ledger.RouteExplanation {
+	return ledger.RouteExplanation{
+		Route:  ledger.RouteLive,
+		Reason: "no cached answer or promoted artifact can serve this request",
+		Rejected: []ledger.Alternative{
+			{Route: ledger.RouteExactCache, Reason: "no cached answer for this request"},
+			{Route: ledger.RouteArtifact, Reason: "no promoted artifact for this request's pattern"},
+		},
+		Policy: ledger.Verdict{Decision: "allow", Rules: []ledger.RuleResult{}},
+	}
+}
+
+// Complete answers a non-streamed call through the provider and records it.
+// The run id is returned with the error too, when a run was recorded.
+func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (Result, error) {
+	c := g.begin(id, req)
+	res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
+	if err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, err)
+	}
+	c.run.Response = res.Body
+	g.price(c.run, &res.Usage)
+	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+		return Result{}, err
+	}
+	return Result{RunID: c.run.ID, Route: c.run.Route, Body: res.Body}, nil
+}
+
+// Sink receives a streamed answer. Begin is called once, before the first
+// chunk, so that an error before it can still be answered with a status.
+type Sink interface {
+	Begin(runID, route string) error
+	Chunk(data []byte) error
+}
+
+// Stream answers a streamed call, passing chunks to sink as they arrive, and
+// records the run before returning: the caller ends the stream after that.
+func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, sink Sink) (runID string, err error) {
+	c := g.begin(id, req)
+	var (
+		usage   *pluginapi.Usage
+		started bool
+		chunks  = make([]json.RawMessage, 0, 32)
+	)
+	err = g.provider.StreamChat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
+		func(ch pluginapi.ChatChunk) error {
+			if ch.Usage != nil {
+				usage = ch.Usage
+			}
+			if ch.UsageOnly && !req.IncludeUsage {
+				return nil // svc asked for usage to price the call; the client did not
+			}
+			if !started {
+				started = true
+				if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
+					return err
+				}
+			}
+			chunks = append(chunks, ch.Data)
+			return sink.Chunk(ch.Data)
+		})
+	if b, merr := json.Marshal(map[string]any{"object": "chat.completion.stream", "chunks": chunks}); merr == nil {
+		c.run.Response = b
+	}
+	if err != nil {
+		if started {
+			// The client has the status line and part of an answer: the
+			// run records what happened, with usage unknown unless the
+			// provider reported it before failing.
+			g.price(c.run, usage)
+			return c.run.ID, g.fail(ctx, c, err)
+		}
+		return c.run.ID, g.fail(ctx, c, err)
+	}
+	g.price(c.run, usage)
+	return c.run.ID, g.finish(ctx, c, http.StatusOK, "")
+}
+
+// Models lists the provider's models.
+func (g *Gateway) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	models, err := g.provider.Models(ctx)
+	if err != nil {
+		return nil, g.providerError(err)
+	}
+	return models, nil
+}
+
+// price fills usage and cost; a call whose usage is unknown is flagged as
+// such rather than priced at zero silently.
+func (g *Gateway) price(run *ledger.Run, u *pluginapi.Usage) {
+	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0) {
+		run.UsageUnknown = true
+		_, known := g.prices.Lookup(run.Model)
+		run.PriceUnknown = !known
+		return
+	}
+	run.PromptTokens, run.CompletionTokens = u.PromptTokens, u.CompletionTokens
+	run.TotalTokens = u.TotalTokens
+	if run.TotalTokens == 0 {
+		run.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	cost, known := g.prices.Cost(run.Model, u.PromptTokens, u.CompletionTokens)
+	run.CostUSD, run.PriceUnknown = cost, !known
+}
+
+// fail records a run that the provider failed, and returns the error to
+// answer with.
+func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
+	perr := g.providerError(err)
+	status := http.StatusBadGateway
+	if errors.Is(perr, context.Canceled) {
+		status = 499 // the client went away
+	} else if e := errs.As(perr); e != nil && e.Status != 0 {
+		status = e.Status
+	}
+	if rerr := g.finish(ctx, c, status, errs.Public(perr)); rerr != nil {
+		return rerr
+	}
+	return perr
+}
+
+// finish records the run with its events; it returns once the run is
+// committed.
+func (g *Gateway) finish(ctx context.Context, c *call, status int, failure string) error {
+	end := g.now()
+	run := c.run
+	run.HTTPStatus = status
+	run.Status = ledger.StatusOK
+	if failure != "" {
+		run.Status, run.Error = ledger.StatusError, failure
+	}
+	run.LatencyMS = float64(end.Sub(c.start).Microseconds()) / 1000
+	events := []ledger.Event{
+		{Type: "request.received", At: c.start, Payload: mustJSON(requestEvent{
+			Model: run.Model, Stream: run.Stream, Messages: len(c.req.Messages), Tools: len(c.req.Tools),
+			App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode,
+		})},
+		{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{Route: run.Route, Reason: run.Explanation.Reason, Policy: run.Explanation.Policy.Decision})},
+	}
+	if failure == "" {
+		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
+			Provider: run.Provider, Status: status, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
+			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
+		})})
+	} else {
+		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
+			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS,
+		})})
+	}
+	if err := g.recorder.Record(ctx, ledger.NewRecord(run, events, end)); err != nil {
+		return errs.Wrap(err, errs.Internal, "internal", "the run could not be recorded")
+	}
+	return nil
+}
+
+type requestEvent struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages int    `json:"messages"`
+	Tools    int    `json:"tools"`
+	App      string `json:"app"`
+	Agent    string `json:"agent"`
+	Subject  string `json:"subject"`
+	Mode     string `json:"mode"`
+}
+
+type routeEvent struct {
+	Route  string `json:"route"`
+	Reason string `json:"reason"`
+	Policy string `json:"policy"`
+}
+
+type providerEvent struct {
+	Provider         string  `json:"provider"`
+	Status           int     `json:"status"`
+	PromptTokens     int64   `json:"promptTokens,omitempty"`
+	CompletionTokens int64   `json:"completionTokens,omitempty"`
+	UsageUnknown     bool    `json:"usageUnknown,omitempty"`
+	CostUSD          float64 `json:"costUsd,omitempty"`
+	LatencyMS        float64 `json:"latencyMs"`
+	Error            string  `json:"error,omitempty"`
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only fixed event structs reach here
+	}
+	return b
+}
+
+// providerError maps a provider failure to an error in the provider's
+// terms, with every secret removed from its text.
+func (g *Gateway) providerError(err error) error {
+	var pe *pluginapi.ProviderError
+	var unavailable *pluginapi.UnavailableError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &pe):
+		e := &errs.Error{Kind: kindForStatus(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: g.scrub(pe.Message)}
+		if e.Kind != errs.Upstream {
+			e.Status = pe.Status // the client's own mistake, told with the provider's status
+		}
+		if e.Code == "" {
+			e.Code = pe.Type
+		}
+		if e.Kind == errs.Upstream && e.Type == "" {
+			e.Type = "upstream_error"
+		}
+		return e
+	case errors.Is(err, context.DeadlineExceeded):
+		return &errs.Error{Kind: errs.Upstream, Code: "upstream_timeout", Type: "upstream_error", Public: "the provider timed out"}
+	case errors.As(err, &unavailable):
+		return &errs.Error{Kind: errs.Upstream, Code: "provider_unavailable", Type: "upstream_error", Public: "the provider plugin is unavailable: " + g.scrub(unavailable.Err.Error()), Err: err}
+	}
+	return &errs.Error{Kind: errs.Upstream, Code: "upstream_error", Type: "upstream_error", Public: "the provider failed: " + g.scrub(err.Error())}
+}
+
+func (g *Gateway) scrub(s string) string {
+	for _, secret := range g.secrets {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
+}
+
+// kindForStatus classifies a provider's status. A 4xx is the client's
+// mistake and passes through, except those that say svc's own upstream
+// call failed (the operator's key refused, a proxy, a timeout): those are
+// a 502 like any upstream failure.
+func kindForStatus(status int) errs.Kind {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired || status == http.StatusRequestTimeout:
+		return errs.Upstream
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		return errs.Invalid
+	case status == http.StatusForbidden:
+		return errs.Forbidden
+	case status == http.StatusNotFound:
+		return errs.NotFound
+	case status == http.StatusConflict:
+		return errs.Conflict
+	case status == http.StatusRequestEntityTooLarge:
+		return errs.TooLarge
+	case status == http.StatusTooManyRequests:
+		return errs.RateLimited
+	case status >= 400 && status < 500:
+		return errs.Invalid
+	}
+	return errs.Upstream
+}

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// Request is a validated chat-completions request: the body as the client
+// sent it, and the parts svc reasons about.
+type Request struct {
+	Body         []byte
+	Model        string
+	Stream       bool
+	IncludeUsage bool // the client asked for usage in the stream
+	Messages     []Message
+	Temperature  *float64
+	Tools        []string // names of the offered functions
+	// ResponseFormat is response_format.type, empty when absent.
+	ResponseFormat string
+}
+
+// Message is one chat message, its content flattened to text.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// wireRequest is what svc reads of a request; every other field passes
+// through to the provider untouched.
+type wireRequest struct {
+	Model               *string         `json:"model"`
+	Messages            []wireMessage   `json:"messages"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	N                   *int            `json:"n"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              *bool           `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	ResponseFormat      *responseFormat `json:"response_format"`
+	Tools               []wireTool      `json:"tools"`
+}
+
+type wireMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage *bool `json:"include_usage"`
+}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+// invalid is a validation error in the provider's shape.
+func invalid(param, format string, args ...any) error {
+	e := errs.Invalidf(param, format, args...)
+	e.Code = "invalid_request_error"
+	if param != "" {
+		e.Code = "invalid_value"
+	}
+	return e
+}
+
+// ParseRequest validates a chat-completions body the way the provider
+// would, answering in the provider's terms.
+func ParseRequest(body []byte) (*Request, error) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, typeName(typeErr.Type.Kind().String()))
+		}
+		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	r := &Request{Body: body}
+	switch {
+	case w.Model == nil:
+		return nil, invalid("model", "Missing required parameter: 'model'.")
+	case strings.TrimSpace(*w.Model) == "" || len(*w.Model) > 256:
+		return nil, invalid("model", "Invalid value for 'model': expected a model name.")
+	case w.Messages == nil:
+		return nil, invalid("messages", "Missing required parameter: 'messages'.")
+	case len(w.Messages) == 0:
+		return nil, invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
+	}
+	r.Model = *w.Model
+	r.Messages = make([]Message, len(w.Messages))
+	for i, m := range w.Messages {
+		msg, err := parseMessage(i, m)
+		if err != nil {
+			return nil, err
+		}
+		r.Messages[i] = msg
+	}
+	if t := w.Temperature; t != nil {
+		if *t < 0 || *t > 2 {
+			return nil, invalid("temperature", "Invalid 'temperature': must be between 0 and 2.")
+		}
+		r.Temperature = t
+	}
+	if p := w.TopP; p != nil && (*p < 0 || *p > 1) {
+		return nil, invalid("top_p", "Invalid 'top_p': must be between 0 and 1.")
+	}
+	if n := w.N; n != nil && (*n < 1 || *n > 128) {
+		return nil, invalid("n", "Invalid 'n': must be between 1 and 128.")
+	}
+	if m := w.MaxTokens; m != nil && *m < 1 {
+		return nil, invalid("max_tokens", "Invalid 'max_tokens': must be at least 1.")
+	}
+	if m := w.MaxCompletionTokens; m != nil && *m < 1 {
+		return nil, invalid("max_completion_tokens", "Invalid 'max_completion_tokens': must be at least 1.")
+	}
+	r.Stream = w.Stream != nil && *w.Stream
+	if w.StreamOptions != nil {
+		if !r.Stream {
+			return nil, invalid("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		}
+		r.IncludeUsage = w.StreamOptions.IncludeUsage != nil && *w.StreamOptions.IncludeUsage
+	}
+	if f := w.ResponseFormat; f != nil {
+		switch f.Type {
+		case "text", "json_object", "json_schema":
+			r.ResponseFormat = f.Type
+		default:
+			return nil, invalid("response_format.type", "Invalid 'response_format.type': expected one of 'text', 'json_object', 'json_schema'.")
+		}
+	}
+	for i, t := range w.Tools {
+		if t.Type != "function" || t.Function.Name == "" {
+			return nil, invalid("tools", "Invalid 'tools[%d]': expected a function tool with a name.", i)
+		}
+		r.Tools = append(r.Tools, t.Function.Name)
+	}
+	return r, nil
+}
+
+func parseMessage(i int, m wireMessage) (Message, error) {
+	if m.Role == nil {
+		return Message{}, invalid("messages", "Missing required parameter: 'messages[%d].role'.", i)
+	}
+	if !roles[*m.Role] {
+		return Message{}, invalid("messages", "Invalid value for 'messages[%d].role': '%.40s' is not one of system, developer, user, assistant, tool.", i, *m.Role)
+	}
+	msg := Message{Role: *m.Role}
+	raw := m.Content
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		if msg.Role != "assistant" {
+			return Message{}, invalid("messages", "Missing required parameter: 'messages[%d].content'.", i)
+		}
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &msg.Content); err != nil {
+			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string.", i)
+		}
+	case raw[0] == '[':
+		var parts []contentPart
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(p.Text)
+			}
+		}
+		msg.Content = b.String()
+	default:
+		return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
+	}
+	return msg, nil
+}
+
+func typeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	case "float64", "int", "int64":
+		return "a number"
+	}
+	return kind
+}

@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/gateway"
+)
+
+// The headers every gateway answer carries once a run exists.
+const (
+	headerRunID = "x-svc-run-id"
+	headerRoute = "x-svc-route"
+)
+
+// chatCompletions is POST /v1/chat/completions.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
+	if err := checkJSONContentType(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	req, err := gateway.ParseRequest(body)
+	if err != nil {
+		return err
+	}
+	id := identity(r)
+	if req.Stream {
+		return s.streamCompletion(w, r, req)
+	}
+	res, err := s.Gateway.Complete(r.Context(), id, req)
+	if res.RunID != "" {
+		setRunHeaders(w, res.RunID, res.Route)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(res.Body)))
+	_, _ = w.Write(res.Body)
+	return nil
+}
+
+func setRunHeaders(w http.ResponseWriter, runID, route string) {
+	h := w.Header()
+	h.Set(headerRunID, runID)
+	h.Set(headerRoute, route)
+}
+
+// streamCompletion answers with Server-Sent Events: one chunk per event as
+// the provider sends it, then "data: [DONE]" once the run is recorded.
+func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, req *gateway.Request) error {
+	sink := &sseSink{w: w, rc: http.NewResponseController(w)}
+	runID, err := s.Gateway.Stream(r.Context(), identity(r), req, sink)
+	if err != nil && !sink.started {
+		if runID != "" {
+			setRunHeaders(w, runID, "live")
+		}
+		return err
+	}
+	if err != nil {
+		// Mid-stream: the status is sent; say what happened in the stream.
+		info(r).code = errs.Code(err)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": errs.Public(err), "type": "upstream_error", "code": errs.Code(err)}})
+		_ = sink.write(b)
+		return nil
+	}
+	if !sink.started {
+		if err := sink.Begin(runID, "live"); err != nil {
+			return nil
+		}
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	_ = sink.rc.Flush()
+	return nil
+}
+
+// sseSink writes a stream as Server-Sent Events, flushing each event.
+type sseSink struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	buf     []byte
+}
+
+func (s *sseSink) Begin(runID, route string) error {
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	setRunHeaders(s.w, runID, route)
+	s.w.WriteHeader(http.StatusOK)
+	// Streams may outlive the server's read timeout; each write gets time.
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	return s.rc.Flush()
+}
+
+func (s *sseSink) Chunk(data []byte) error { return s.write(data) }
+
+func (s *sseSink) write(data []byte) error {
+	s.buf = append(append(append(s.buf[:0], "data: "...), data...), "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// models is GET /v1/models, in the provider's list shape.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
+	models, err := s.Gateway.Models(r.Context())
+	if err != nil {
+		return err
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	data := make([]model, len(models))
+	for i, m := range models {
+		data[i] = model{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return nil
+}

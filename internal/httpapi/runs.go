@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+func queryInt(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errs.Invalidf(name, "%s must be a whole number", name)
+	}
+	return n, nil
+}
+
+// listRuns is GET /api/v1/runs: newest first; query route, status, limit,
+// offset.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	f := ledger.Filter{Route: r.URL.Query().Get("route"), Status: r.URL.Query().Get("status")}
+	var err error
+	if f.Limit, err = queryInt(r, "limit"); err != nil {
+		return err
+	}
+	if f.Offset, err = queryInt(r, "offset"); err != nil {
+		return err
+	}
+	runs, total, err := s.Runs.List(r.Context(), identity(r).TenantID, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "total": total})
+	return nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.Runs.Get(r.Context(), identity(r).TenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) runIntegrity(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.Runs.Integrity(r.Context(), identity(r).TenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) replayBundle(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.Runs.ReplayBundle(r.Context(), identity(r).TenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+type feedbackRequest struct {
+	Type       string  `json:"type"`
+	Rating     int     `json:"rating"`
+	Correction *string `json:"correction"`
+}
+
+func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
+	var req feedbackRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	in := ledger.FeedbackInput{Type: req.Type, Rating: req.Rating}
+	if req.Correction != nil {
+		in.Correction = *req.Correction
+	}
+	f, err := s.Runs.AddFeedback(r.Context(), identity(r).TenantID, r.PathValue("id"), in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"feedback": f})
+	return nil
+}
+
+type traceRequest struct {
+	RunID   string          `json:"runId"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// trace is POST /api/v1/trace: append an event to a run's ledger.
+func (s *Server) trace(w http.ResponseWriter, r *http.Request) error {
+	var req traceRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	switch {
+	case req.RunID == "":
+		return errs.Invalidf("runId", "runId is required")
+	case req.Payload == nil:
+		return errs.Invalidf("payload", "payload is required (a JSON object)")
+	}
+	e, err := s.Runs.Trace(r.Context(), identity(r).TenantID, req.RunID, req.Type, req.Payload)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"event": map[string]any{"seq": e.Seq, "type": e.Type, "hash": e.Hash}})
+	return nil
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
+	agents, err := s.Runs.Agents(r.Context(), identity(r).TenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents})
+	return nil
+}
