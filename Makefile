@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/svc-gateway/svc/internal/version.Version=$(VERSI
 PLUGINS  := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
 FUZZTIME ?= 30s
 
-.PHONY: all build svc plugins run test test-go fuzz bench lint proto clean
+.PHONY: all build svc plugins run test test-go fuzz bench bench-go lint proto clean
 
 all: build
 
@@ -42,8 +42,13 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
 
-## bench: the Go benchmarks
-bench:
+## bench: svc in front of an upstream with a fixed latency, through
+## provider-openai: added latency, streaming first byte, throughput, memory
+bench: build
+	$(GO) run ./cmd/svc-bench
+
+## bench-go: the Go micro-benchmarks
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## lint: gofmt and go vet

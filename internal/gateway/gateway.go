@@ -77,7 +77,7 @@ type call struct {
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 	start := g.now()
 	return &call{id: id, req: req, start: start, run: &ledger.Run{
-		ID: ids.New("run"), TenantID: id.TenantID, CreatedAt: start.UTC().Truncate(time.Millisecond),
+		ID: ids.Ordered("run", start), TenantID: id.TenantID, CreatedAt: start.UTC().Truncate(time.Millisecond),
 		Route: ledger.RouteLive, Model: req.Model, App: id.App, Agent: id.Agent, Subject: id.Subject,
 		Mode: string(id.Mode), KeyID: id.KeyID, Provider: g.providerName, Stream: req.Stream, Request: req.Body,
 		Explanation: liveExplanation(),

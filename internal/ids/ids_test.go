@@ -2,6 +2,7 @@ package ids_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -26,4 +27,27 @@ func TestSecret(t *testing.T) {
 	a, b := ids.Secret(), ids.Secret()
 	assert.Len(t, a, 43, "256 bits in unpadded base64url")
 	assert.NotEqual(t, a, b)
+}
+
+func TestOrderedIDsSortByTime(t *testing.T) {
+	base := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	prev := ""
+	for i := range 2000 {
+		id := ids.Ordered("run", base.Add(time.Duration(i)*time.Millisecond))
+		if !ids.Valid("run", id) {
+			t.Fatalf("%q is not a valid run id", id)
+		}
+		if id <= prev {
+			t.Fatalf("%q minted after %q sorts before it", id, prev)
+		}
+		prev = id
+	}
+	a, b := ids.Ordered("run", base), ids.Ordered("run", base)
+	if a == b || a[:4+9] != b[:4+9] {
+		t.Fatalf("same millisecond: same 9-character prefix, different ids: %q %q", a, b)
+	}
+	late := ids.Ordered("run", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
+	if late <= ids.Ordered("run", base) {
+		t.Fatal("the year 3000 sorts after 2026")
+	}
 }

@@ -1,8 +1,10 @@
 package pricing_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +54,17 @@ func TestLoadOverrides(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`[]`), 0o600))
 	_, err = pricing.Load(path)
 	assert.Error(t, err)
+}
+
+func TestREADMEListsTheDefaultPrices(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, p := range pricing.Defaults {
+		row := fmt.Sprintf("| `%s` | %.2f | %.2f |", m, p.Input, p.Output)
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README's price table is out of date: missing %s", row)
+		}
+	}
 }

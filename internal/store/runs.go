@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -14,47 +16,152 @@ import (
 
 var _ ledger.Store = (*Store)(nil)
 
+// hotStatements are the statements of every recorded run: multi-row
+// INSERTs (one statement execution per table per batch, not per row, which
+// is most of an insert's cost), prepared once per row count on the writer
+// connection and kept.
+type hotStatements struct {
+	mu    sync.Mutex
+	stmts map[hotKey]*sql.Stmt
+}
+
+type hotKey struct {
+	table string
+	rows  int
+}
+
+const (
+	runColumns = `id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
+		provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
+		latency_ms, explanation, error, request, response, event_count, head_hash`
+	runParams   = 27
+	eventParams = 8
+	// Rows per statement, well under SQLite's limit of 32766 parameters.
+	maxRunRows   = 64
+	maxEventRows = 256
+)
+
+// stmt returns the prepared INSERT of rows rows into table.
+func (h *hotStatements) stmt(ctx context.Context, db *sql.DB, table string, rows int) (*sql.Stmt, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := hotKey{table, rows}
+	if st := h.stmts[k]; st != nil {
+		return st, nil
+	}
+	var q strings.Builder
+	params := runParams
+	switch table {
+	case "runs":
+		q.WriteString("INSERT INTO runs (" + runColumns + ") VALUES ")
+	case "run_events":
+		q.WriteString("INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES ")
+		params = eventParams
+	}
+	row := "(" + strings.Repeat("?, ", params-1) + "?)"
+	for i := range rows {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(row)
+	}
+	st, err := db.PrepareContext(ctx, q.String())
+	if err != nil {
+		return nil, err
+	}
+	if h.stmts == nil {
+		h.stmts = map[hotKey]*sql.Stmt{}
+	}
+	h.stmts[k] = st
+	return st, nil
+}
+
+func (h *hotStatements) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, st := range h.stmts {
+		_ = st.Close()
+	}
+	h.stmts = nil
+}
+
+// batchInsert is a multi-row INSERT of args into table, split into
+// statements of at most maxRows rows.
+type batchInsert struct {
+	args      []any
+	rowParams int
+	stmts     []*sql.Stmt
+	rows      []int // rows of each statement
+}
+
+// prepareInsert readies the statements of a batchInsert. It runs before the
+// transaction begins: the writer's one connection is busy during it.
+func (s *Store) prepareInsert(ctx context.Context, table string, rowParams, maxRows int, args []any) (*batchInsert, error) {
+	b := &batchInsert{args: args, rowParams: rowParams}
+	for left := len(args) / rowParams; left > 0; {
+		rows := min(left, maxRows)
+		st, err := s.hot.stmt(ctx, s.write, table, rows)
+		if err != nil {
+			return nil, err
+		}
+		b.stmts, b.rows = append(b.stmts, st), append(b.rows, rows)
+		left -= rows
+	}
+	return b, nil
+}
+
+func (b *batchInsert) exec(ctx context.Context, tx *sql.Tx) error {
+	args := b.args
+	for i, st := range b.stmts {
+		n := b.rows[i] * b.rowParams
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args[:n]...); err != nil {
+			return formatError(err)
+		}
+		args = args[n:]
+	}
+	return nil
+}
+
 // InsertRuns stores runs with their events and counts their agents, in one
 // transaction.
 func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
+	runArgs := make([]any, 0, len(recs)*runParams)
+	eventArgs := make([]any, 0, len(recs)*3*eventParams)
+	for _, rec := range recs {
+		r := rec.Run
+		explanation, err := json.Marshal(r.Explanation)
+		if err != nil {
+			return fmt.Errorf("encode explanation of %s: %w", r.ID, err)
+		}
+		var response any
+		if r.Response != nil {
+			response = []byte(r.Response)
+		}
+		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
+			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
+			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
+			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:])
+		for _, e := range rec.Events {
+			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
+		}
+	}
+	runs, err := s.prepareInsert(ctx, "runs", runParams, maxRunRows, runArgs)
+	if err != nil {
+		return err
+	}
+	events, err := s.prepareInsert(ctx, "run_events", eventParams, maxEventRows, eventArgs)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		insRun, err := tx.PrepareContext(ctx, `INSERT INTO runs (id, tenant_id, created_at, route, status, http_status,
-			model, app, agent, subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens,
-			usage_unknown, cost_usd, price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+		if err := runs.exec(ctx, tx); err != nil {
 			return err
 		}
-		defer insRun.Close()
-		insEvent, err := tx.PrepareContext(ctx, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+		if err := events.exec(ctx, tx); err != nil {
 			return err
 		}
-		defer insEvent.Close()
 		for _, rec := range recs {
-			r := rec.Run
-			explanation, err := json.Marshal(r.Explanation)
-			if err != nil {
-				return fmt.Errorf("encode explanation of %s: %w", r.ID, err)
-			}
-			var response any
-			if r.Response != nil {
-				response = []byte(r.Response)
-			}
-			if _, err := insRun.ExecContext(ctx, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
-				r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
-				r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-				[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:]); err != nil {
-				return formatError(err)
-			}
-			for _, e := range rec.Events {
-				if _, err := insEvent.ExecContext(ctx, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload),
-					e.PrevHash[:], e.Hash[:]); err != nil {
-					return formatError(err)
-				}
-			}
-			if r.Agent != "" {
+			if r := rec.Run; r.Agent != "" {
 				if err := seeAgent(ctx, tx, r.TenantID, r.Agent, r.CreatedAt); err != nil {
 					return err
 				}

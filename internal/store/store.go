@@ -39,6 +39,8 @@ type Store struct {
 
 	// Now is the clock used for every timestamp the store writes.
 	Now func() time.Time
+
+	hot hotStatements // prepared once, for the run recorder's writes
 }
 
 // Open opens (creating when missing) the database at path, applies pending
@@ -82,6 +84,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // Close closes both pools. A WAL checkpoint runs as the last connection closes.
 func (s *Store) Close() error {
+	s.hot.close()
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 

@@ -1,0 +1,500 @@
+// Command svc-bench measures what svc costs in front of a provider: the
+// latency it adds at a fixed request rate, the delay it adds to the first
+// streamed byte, its closed-loop throughput with every run recorded, and
+// the memory of svc and its provider plugin.
+//
+// Everything runs on 127.0.0.1: an OpenAI-compatible upstream with a fixed
+// latency (in this process), bin/svc in front of it through the
+// provider-openai plugin (a child process), and a load generator. Each
+// figure is measured against the upstream called directly, at the same
+// rate, by the same generator, so that the difference is svc's own.
+//
+//	make build && go run ./cmd/svc-bench            # or: make bench
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.svc, "svc", "bin/svc", "the svc binary")
+	flag.StringVar(&o.plugins, "plugins", "bin/plugins", "the plugin folder")
+	flag.StringVar(&o.rates, "rates", "100,1000", "open-loop request rates (req/s), comma-separated")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured phase")
+	flag.DurationVar(&o.latency, "latency", 10*time.Millisecond, "the upstream's fixed latency in the open-loop phases")
+	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
+	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "svc-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	svc, plugins, rates string
+	duration, latency   time.Duration
+	conns, streams      int
+}
+
+const chatBody = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Write one sentence about benchmarks."}]}`
+
+func run(o options) error {
+	var rates []int
+	for _, f := range strings.Split(o.rates, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || r <= 0 {
+			return fmt.Errorf("bad rate %q", f)
+		}
+		rates = append(rates, r)
+	}
+	up, err := startUpstream()
+	if err != nil {
+		return err
+	}
+	defer up.close()
+	svc, err := startSVC(o, up.url)
+	if err != nil {
+		return err
+	}
+	defer svc.stop()
+
+	direct := up.url + "/chat/completions"
+	gateway := svc.url + "/v1/chat/completions"
+	fmt.Printf("svc-bench: upstream latency %v, phases of %v, GOMAXPROCS from the machine (%d CPUs)\n\n", o.latency, o.duration, numCPU())
+
+	// Warm both paths: connections, the plugin, SQLite's pages.
+	up.latency.Store(int64(o.latency))
+	if _, err := openLoop(gateway, 200, time.Second); err != nil {
+		return err
+	}
+
+	fmt.Println("latency added by svc (open loop, same rate, svc minus direct)")
+	fmt.Printf("  %-10s %-22s %-22s %-20s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "errors")
+	for _, rate := range rates {
+		d, err := openLoop(direct, rate, o.duration)
+		if err != nil {
+			return err
+		}
+		s, err := openLoop(gateway, rate, o.duration)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-10s %-22s %-22s %-20s %d\n", fmt.Sprintf("%d/s", rate),
+			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), d.errors+s.errors)
+	}
+
+	fmt.Println("\nstreaming: time to first byte (sequential streams)")
+	d, err := firstBytes(direct, o.streams)
+	if err != nil {
+		return err
+	}
+	s, err := firstBytes(gateway, o.streams)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)), ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)))
+
+	up.latency.Store(0)
+	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded\n", o.conns)
+	dt, err := closedLoop(direct, o.conns, o.duration)
+	if err != nil {
+		return err
+	}
+	before, err := svc.runCount()
+	if err != nil {
+		return err
+	}
+	procs := svc.processes()
+	cpuBefore := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		cpuBefore[i] = cpuTime(p.pid)
+	}
+	st, err := closedLoop(gateway, o.conns, o.duration)
+	if err != nil {
+		return err
+	}
+	after, err := svc.runCount()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  direct %.0f req/s   svc %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
+		dt.rate, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
+	for i, p := range procs {
+		used := cpuTime(p.pid) - cpuBefore[i]
+		fmt.Printf("  %-22s CPU %.0f µs per request\n", p.name, float64(used.Microseconds())/float64(st.ok))
+	}
+
+	fmt.Println("\nmemory after the run")
+	for _, p := range svc.processes() {
+		rss, hwm := memory(p.pid)
+		fmt.Printf("  %-22s RSS %6.1f MB   peak %6.1f MB\n", p.name, rss, hwm)
+	}
+	return nil
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return bytes.Count(b, []byte("processor\t:"))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
+
+func pair(a, b time.Duration) string {
+	return fmt.Sprintf("%.3f / %.3f ms", float64(a)/1e6, float64(b)/1e6)
+}
+
+// sample is a phase's latencies.
+type sample struct {
+	lat    []time.Duration
+	errors int
+	ok     int
+	rate   float64
+}
+
+func (s *sample) p(q float64) time.Duration {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	slices.Sort(s.lat)
+	i := int(float64(len(s.lat)-1) * q / 100)
+	return s.lat[i]
+}
+
+func client(conns int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
+		IdleConnTimeout: time.Minute, DisableCompression: true,
+	}}
+}
+
+func post(c *http.Client, url, body string) (*http.Response, error) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.Do(req)
+}
+
+func call(c *http.Client, url string) error {
+	res, err := post(c, url, chatBody)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", res.StatusCode)
+	}
+	return err
+}
+
+// openLoop sends rate requests a second for d, each at its scheduled time
+// whatever the others are doing, and measures each from its scheduled
+// start, so that a stall is counted against every request it delays.
+func openLoop(url string, rate int, d time.Duration) (*sample, error) {
+	c := client(4096)
+	n := int(float64(rate) * d.Seconds())
+	interval := time.Second / time.Duration(rate)
+	lat := make([]time.Duration, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		at := start.Add(time.Duration(i) * interval)
+		time.Sleep(time.Until(at))
+		wg.Go(func() {
+			if err := call(c, url); err != nil {
+				errs.Add(1)
+			}
+			lat[i] = time.Since(at)
+		})
+	}
+	wg.Wait()
+	if e := errs.Load(); e > int64(n)/100 {
+		return nil, fmt.Errorf("%s at %d/s: %d of %d requests failed", url, rate, e, n)
+	}
+	return &sample{lat: lat, errors: int(errs.Load()), ok: n - int(errs.Load())}, nil
+}
+
+// closedLoop keeps conns requests in flight for d.
+func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
+	c := client(conns)
+	deadline := time.Now().Add(d)
+	results := make([]sample, conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range conns {
+		wg.Go(func() {
+			r := &results[w]
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				if err := call(c, url); err != nil {
+					r.errors++
+					continue
+				}
+				r.ok++
+				r.lat = append(r.lat, time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all sample
+	for _, r := range results {
+		all.lat = append(all.lat, r.lat...)
+		all.ok += r.ok
+		all.errors += r.errors
+	}
+	all.rate = float64(all.ok) / elapsed.Seconds()
+	if all.ok == 0 {
+		return nil, fmt.Errorf("%s: no request succeeded", url)
+	}
+	return &all, nil
+}
+
+// firstBytes times, for n sequential streamed calls, the wait from sending
+// to the first body byte.
+func firstBytes(url string, n int) (*sample, error) {
+	c := client(1)
+	body := strings.Replace(chatBody, `{"model"`, `{"stream":true,"model"`, 1)
+	s := &sample{}
+	for range n {
+		t := time.Now()
+		res, err := post(c, url, body)
+		if err != nil {
+			return nil, err
+		}
+		one := make([]byte, 1)
+		if _, err := io.ReadFull(res.Body, one); err != nil {
+			res.Body.Close()
+			return nil, fmt.Errorf("%s: stream: %w", url, err)
+		}
+		s.lat = append(s.lat, time.Since(t))
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	return s, nil
+}
+
+// upstream is an OpenAI-compatible chat-completions server with a fixed
+// latency before its answer (before the first chunk, when streaming).
+type upstream struct {
+	srv     *http.Server
+	url     string
+	latency atomic.Int64
+}
+
+const completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":24,"completion_tokens":11,"total_tokens":35}}`
+
+var chunks = []string{
+	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Benchmarks"}}]}`,
+	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" measure what matters."}}]}`,
+	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":5,"total_tokens":29}}`,
+}
+
+func startUpstream() (*upstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u := &upstream{url: "http://" + ln.Addr().String()}
+	u.srv = &http.Server{Handler: http.HandlerFunc(u.serve), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = u.srv.Serve(ln) }()
+	return u, nil
+}
+
+func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if d := time.Duration(u.latency.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	if !bytes.Contains(body, []byte(`"stream":true`)) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, completion)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	f := w.(http.Flusher)
+	for _, c := range chunks {
+		_, _ = io.WriteString(w, "data: "+c+"\n\n")
+		f.Flush()
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+}
+
+func (u *upstream) close() { _ = u.srv.Close() }
+
+// svcProcess is bin/svc running in front of the upstream.
+type svcProcess struct {
+	cmd *exec.Cmd
+	url string
+	dir string
+}
+
+func startSVC(o options, upstreamURL string) (*svcProcess, error) {
+	dir, err := os.MkdirTemp("", "svc-bench-")
+	if err != nil {
+		return nil, err
+	}
+	plugins, err := filepath.Abs(o.plugins)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(o.svc)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "SVC_ADDR=127.0.0.1:0", "SVC_LOG_JSON=1", "SVC_LOG_LEVEL=warn",
+		"SVC_DB=" + filepath.Join(dir, "svc.db"), "SVC_PLUGIN_DIR=" + plugins,
+		"PROVIDER_API_KEY=sk-bench", "PROVIDER_BASE_URL=" + upstreamURL,
+		"SVC_RATE_LIMIT=0",
+	}
+	// svc logs its address at info; at warn it says nothing, so find the
+	// port by asking for one first.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd.Env[1] = "SVC_ADDR=" + addr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (run `make build` first): %w", o.svc, err)
+	}
+	p := &svcProcess{cmd: cmd, url: "http://" + addr, dir: dir}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(p.url + "/health")
+		if err == nil {
+			res.Body.Close()
+			return p, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop()
+	return nil, fmt.Errorf("svc did not start:\n%s", stderr.String())
+}
+
+func (p *svcProcess) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+func (p *svcProcess) runCount() (int, error) {
+	res, err := http.Get(p.url + "/api/v1/runs?limit=1")
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var out struct {
+		Total int `json:"total"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		return 0, err
+	}
+	return out.Total, nil
+}
+
+type namedPID struct {
+	name string
+	pid  int
+}
+
+// processes are svc and its children (the provider plugin).
+func (p *svcProcess) processes() []namedPID {
+	out := []namedPID{{"svc", p.cmd.Process.Pid}}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(p.cmd.Process.Pid) {
+			comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+			out = append(out, namedPID{comm, pid})
+		}
+	}
+	return out
+}
+
+// cpuTime reads the user and system CPU time a process has used.
+func cpuTime(pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	// utime and stime are fields 14 and 15 of stat, in clock ticks (100 Hz
+	// on Linux).
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// memory reads a process's resident and peak resident set in MB.
+func memory(pid int) (rss, peak float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "VmRSS":
+			rss = kb / 1024
+		case "VmHWM":
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
