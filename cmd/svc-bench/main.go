@@ -497,4 +497,3 @@ func memory(pid int) (rss, peak float64) {
 	}
 	return rss, peak
 }
-

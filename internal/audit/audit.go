@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/page"
 )
 
 // The decisions an event records.
@@ -51,15 +52,9 @@ func (f *Filter) Validate() error {
 	default:
 		return errs.Invalidf("decision", "decision must be one of allow, deny, require_approval")
 	}
-	switch {
-	case f.Limit < 0:
-		return errs.Invalidf("limit", "limit must not be negative")
-	case f.Limit == 0:
-		f.Limit = DefaultLimit
-	case f.Limit > MaxLimit:
-		f.Limit = MaxLimit
-	}
-	return nil
+	var err error
+	f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit)
+	return err
 }
 
 // Store persists events.

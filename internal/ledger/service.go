@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/page"
 )
 
 // Page sizes of a run listing.
@@ -43,18 +44,12 @@ func (f *Filter) Validate() error {
 	default:
 		return errs.Invalidf("status", "status must be ok or error")
 	}
-	switch {
-	case f.Limit < 0:
-		return errs.Invalidf("limit", "limit must not be negative")
-	case f.Limit == 0:
-		f.Limit = DefaultLimit
-	case f.Limit > MaxLimit:
-		f.Limit = MaxLimit
+	var err error
+	if f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
+		return err
 	}
-	if f.Offset < 0 {
-		return errs.Invalidf("offset", "offset must not be negative")
-	}
-	return nil
+	f.Offset, err = page.Offset(f.Offset)
+	return err
 }
 
 // List returns a page of the tenant's runs, newest first, and how many

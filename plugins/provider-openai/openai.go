@@ -329,21 +329,9 @@ func (u *Upstream) do(ctx context.Context, method, target string, body []byte, r
 	return resp, nil
 }
 
-// transportError maps a failed round trip or body read.
+// transportError maps a failed round trip.
 func (u *Upstream) transportError(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); errors.Is(cerr, context.Canceled) {
-		return cerr
-	}
-	if isTimeout(ctx, err) {
-		return &pluginapi.ProviderError{
-			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeTimeout,
-			Message: "provider timed out",
-		}
-	}
-	return &pluginapi.ProviderError{
-		Status: http.StatusBadGateway, Type: typeUpstream, Code: codeUnreachable,
-		Message: "provider unreachable: " + u.sanitize(innerError(err)),
-	}
+	return u.failure(ctx, err, "provider unreachable: ")
 }
 
 // readError maps a failure while reading a 2xx body; what names the body
@@ -355,6 +343,12 @@ func (u *Upstream) readError(ctx context.Context, err error, what string) error 
 			Message: "provider " + what + " too large",
 		}
 	}
+	return u.failure(ctx, err, "provider "+what+" interrupted: ")
+}
+
+// failure maps a network failure: the client's cancellation stays itself, a
+// timeout and anything else become a 502, described after prefix.
+func (u *Upstream) failure(ctx context.Context, err error, prefix string) error {
 	if cerr := ctx.Err(); errors.Is(cerr, context.Canceled) {
 		return cerr
 	}
@@ -366,7 +360,7 @@ func (u *Upstream) readError(ctx context.Context, err error, what string) error 
 	}
 	return &pluginapi.ProviderError{
 		Status: http.StatusBadGateway, Type: typeUpstream, Code: codeUnreachable,
-		Message: "provider " + what + " interrupted: " + u.sanitize(innerError(err)),
+		Message: prefix + u.sanitize(innerError(err)),
 	}
 }
 
