@@ -122,14 +122,16 @@ type Sink interface {
 
 // Stream answers a streamed call, passing chunks to sink as they arrive, and
 // records the run before returning: the caller ends the stream after that.
-func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, sink Sink) (runID string, err error) {
+// Result carries no Body: the answer went to sink.
+func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, sink Sink) (Result, error) {
 	c := g.begin(id, req)
+	res := Result{RunID: c.run.ID, Route: c.run.Route}
 	var (
 		usage   *pluginapi.Usage
 		started bool
 		chunks  = make([]json.RawMessage, 0, 32)
 	)
-	err = g.provider.StreamChat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
+	err := g.provider.StreamChat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
 		func(ch pluginapi.ChatChunk) error {
 			if ch.Usage != nil {
 				usage = ch.Usage
@@ -155,12 +157,11 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 			// run records what happened, with usage unknown unless the
 			// provider reported it before failing.
 			g.price(c.run, usage)
-			return c.run.ID, g.fail(ctx, c, err)
 		}
-		return c.run.ID, g.fail(ctx, c, err)
+		return res, g.fail(ctx, c, err)
 	}
 	g.price(c.run, usage)
-	return c.run.ID, g.finish(ctx, c, http.StatusOK, "")
+	return res, g.finish(ctx, c, http.StatusOK, "")
 }
 
 // Models lists the provider's models.

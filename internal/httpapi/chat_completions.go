@@ -57,22 +57,20 @@ func setRunHeaders(w http.ResponseWriter, runID, route string) {
 // the provider sends it, then "data: [DONE]" once the run is recorded.
 func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, req *gateway.Request) error {
 	sink := &sseSink{w: w, rc: http.NewResponseController(w)}
-	runID, err := s.Gateway.Stream(r.Context(), identity(r), req, sink)
+	res, err := s.Gateway.Stream(r.Context(), identity(r), req, sink)
 	if err != nil && !sink.started {
-		if runID != "" {
-			setRunHeaders(w, runID, "live")
-		}
+		setRunHeaders(w, res.RunID, res.Route)
 		return err
 	}
 	if err != nil {
 		// Mid-stream: the status is sent; say what happened in the stream.
 		info(r).code = errs.Code(err)
-		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": errs.Public(err), "type": "upstream_error", "code": errs.Code(err)}})
+		b, _ := json.Marshal(providerErrorBody{Error: providerDetail(err)})
 		_ = sink.write(b)
 		return nil
 	}
 	if !sink.started {
-		if err := sink.Begin(runID, "live"); err != nil {
+		if err := sink.Begin(res.RunID, res.Route); err != nil {
 			return nil
 		}
 	}

@@ -386,3 +386,21 @@ func TestStreamFailingMidwayIsCutAndRecorded(t *testing.T) {
 	assert.Equal(t, "error", run["status"])
 	assert.Equal(t, true, run["usageUnknown"])
 }
+
+func TestStreamFailingMidwayKeepsTheProvidersErrorType(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &fakeProvider{chunks: 1, streamErr: &pluginapi.ProviderError{
+		Status: 500, Type: "server_error", Code: "overloaded", Message: "the model is overloaded"}})
+	res, events := ts.stream(t, bootstrap, strings.Replace(triage, `{"model"`, `{"stream":true,"model"`, 1))
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Len(t, events, 2)
+	var e struct {
+		Error struct {
+			Type, Code, Message string
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(events[1]), &e))
+	assert.Equal(t, "server_error", e.Error.Type)
+	assert.Equal(t, "overloaded", e.Error.Code)
+	assert.Equal(t, "the model is overloaded", e.Error.Message)
+	assert.Equal(t, "live", res.Header.Get("x-svc-route"))
+}

@@ -68,6 +68,25 @@ type providerErrorDetail struct {
 	Code    string  `json:"code"`
 }
 
+// providerDetail is err in the chat-completions error shape: the provider's
+// own type when it named one, else the kind's.
+func providerDetail(err error) providerErrorDetail {
+	kind := errs.KindOf(err)
+	d := providerErrorDetail{Message: errs.Public(err), Type: providerType[kind], Code: errs.Code(err)}
+	if e := errs.As(err); e != nil {
+		if e.Type != "" {
+			d.Type = e.Type
+		}
+		if e.Param != "" {
+			d.Param = &e.Param
+		}
+	}
+	if d.Type == "" {
+		d.Type = "api_error"
+	}
+	return d
+}
+
 // writeError answers with err, mapped from its kind. An unclassified error
 // is logged with its cause and shown as "internal error".
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -92,17 +111,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	info(r).code = errs.Code(err)
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
-		d := providerErrorDetail{Message: errs.Public(err), Type: providerType[kind], Code: errs.Code(err)}
-		if e := errs.As(err); e != nil && e.Type != "" {
-			d.Type = e.Type
-		}
-		if d.Type == "" {
-			d.Type = "api_error"
-		}
-		if e := errs.As(err); e != nil && e.Param != "" {
-			d.Param = &e.Param
-		}
-		writeJSON(w, status, providerErrorBody{Error: d})
+		writeJSON(w, status, providerErrorBody{Error: providerDetail(err)})
 		return
 	}
 	d := errorDetail{Code: errs.Code(err), Message: errs.Public(err)}

@@ -159,7 +159,8 @@ func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, se
 		})
 		if err != nil && sent {
 			// The client has part of an answer: no retry can continue it.
-			return fmt.Errorf("provider stream interrupted: %s", err)
+			// The cause stays inspectable (a cancellation is the client's).
+			return fmt.Errorf("provider stream interrupted: %w", err)
 		}
 		return err
 	})

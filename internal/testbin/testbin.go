@@ -45,11 +45,6 @@ func PluginDir(tb testing.TB) string {
 	return filepath.Join(build(tb), "plugins")
 }
 
-// Plugin returns the path of one plugin binary, such as "provider-mock".
-func Plugin(tb testing.TB, name string) string {
-	return filepath.Join(PluginDir(tb), "svc-"+name)
-}
-
 func build(tb testing.TB) string {
 	tb.Helper()
 	once.Do(func() { dir, buildErr = buildAll() })

@@ -28,8 +28,8 @@ type Provider interface {
 
 // ChatRequest is one chat-completions call.
 type ChatRequest struct {
-	// Body is the request JSON as the client sent it; svc has validated it
-	// and forced "stream" to match the method called.
+	// Body is the request JSON as the client sent it, validated by svc;
+	// its "stream" agrees with the method called.
 	Body []byte
 	// Model is Body's "model", for routing without parsing.
 	Model string
