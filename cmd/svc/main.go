@@ -124,7 +124,10 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	m.recorder = ledger.NewRecorder(m.Store, m.Logger.Named("ledger"))
+	m.recorder, err = ledger.NewRecorder(ctx, m.Store, cfg.DBPath+".runlog", m.Logger.Named("ledger"))
+	if err != nil {
+		return err
+	}
 	gw := gateway.New(gateway.Options{
 		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
 		Prices: prices, Secrets: []string{cfg.ProviderAPIKey},
@@ -142,7 +145,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Settings: settings.NewService(m.Store, guard, nil),
 		Audit:    auditLog,
 		Gateway:  gw,
-		Runs:     ledger.NewService(m.Store, nil),
+		Runs:     ledger.NewService(m.Store, m.recorder, nil),
 		Web:      web.FS,
 		External: m.plugins.External(),
 	})

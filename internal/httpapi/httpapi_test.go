@@ -71,7 +71,8 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	ts := &testServer{store: s, now: time.Unix(1_800_000_000, 0)}
 	keys := auth.NewKeys(s, nil)
 	logger := hclog.NewNullLogger()
-	recorder := ledger.NewRecorder(s, logger)
+	recorder, err := ledger.NewRecorder(context.Background(), s, t.TempDir(), logger)
+	require.NoError(t, err)
 	t.Cleanup(recorder.Close)
 	prices, err := pricing.Load("")
 	require.NoError(t, err)
@@ -87,7 +88,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
 			Secrets: []string{testProviderSecret},
 		}),
-		Runs: ledger.NewService(s, nil),
+		Runs: ledger.NewService(s, recorder, nil),
 		Web:  fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		Now:  func() time.Time { return ts.now },
 	})

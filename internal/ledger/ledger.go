@@ -133,6 +133,9 @@ type Store interface {
 	// InsertRuns stores runs with their events in one transaction, and
 	// counts their agents.
 	InsertRuns(ctx context.Context, recs []*Record) error
+	// RestoreRuns stores those of recs that are not stored yet, for a
+	// journal replayed after a crash.
+	RestoreRuns(ctx context.Context, recs []*Record) error
 	// Run returns one run with its request and response.
 	Run(ctx context.Context, tenantID, id string) (Run, error)
 	// ListRuns returns a page of the tenant's runs, newest first, and the

@@ -20,16 +20,32 @@ const (
 
 // Service answers the runs API.
 type Service struct {
-	store Store
-	now   func() time.Time
+	store  Store
+	synced Syncer
+	now    func() time.Time
 }
 
-// NewService returns a service over store.
-func NewService(store Store, now func() time.Time) *Service {
+// Syncer makes every run recorded so far readable from the store; the
+// Recorder is one.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// NewService returns a service over store. Every read first syncs the
+// recorder, so that a run is readable as soon as its call was answered.
+func NewService(store Store, recorder Syncer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now}
+	return &Service{store: store, synced: recorder, now: now}
+}
+
+// sync waits for the recorder to store what it has journaled.
+func (s *Service) sync(ctx context.Context) error {
+	if err := s.synced.Sync(ctx); err != nil {
+		return errs.Wrap(err, errs.Internal, "internal", "recorded runs could not be read")
+	}
+	return nil
 }
 
 // Validate checks f and fills its default limit.
@@ -58,12 +74,18 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) ([]Run, i
 	if err := f.Validate(); err != nil {
 		return nil, 0, err
 	}
+	if err := s.sync(ctx); err != nil {
+		return nil, 0, err
+	}
 	return s.store.ListRuns(ctx, tenantID, f)
 }
 
 func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
 	if !ids.Valid("run", id) {
 		return Run{}, errs.NotFoundf("run not found")
+	}
+	if err := s.sync(ctx); err != nil {
+		return Run{}, err
 	}
 	return s.store.Run(ctx, tenantID, id)
 }
@@ -195,6 +217,9 @@ func (s *Service) Trace(ctx context.Context, tenantID, runID, typ string, payloa
 
 // Agents lists the tenant's agents.
 func (s *Service) Agents(ctx context.Context, tenantID string) ([]Agent, error) {
+	if err := s.sync(ctx); err != nil {
+		return nil, err
+	}
 	return s.store.ListAgents(ctx, tenantID)
 }
 

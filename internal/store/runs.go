@@ -129,9 +129,9 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
 	for _, rec := range recs {
 		r := rec.Run
-		explanation, err := json.Marshal(r.Explanation)
+		explanation, err := rec.ExplanationJSON()
 		if err != nil {
-			return fmt.Errorf("encode explanation of %s: %w", r.ID, err)
+			return err
 		}
 		var response any
 		if r.Response != nil {
@@ -169,6 +169,27 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		}
 		return nil
 	})
+}
+
+// RestoreRuns stores those of recs not stored yet, each on its own: a
+// journal replayed after a crash may hold runs that reached the database
+// just before it. A run already stored is left as it is (its trace may have
+// grown since), and its agent is not counted twice.
+func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
+	for _, rec := range recs {
+		var one int
+		err := s.write.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, rec.Run.ID).Scan(&one)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := s.InsertRuns(ctx, []*ledger.Record{rec}); err != nil {
+			return fmt.Errorf("restore run %s: %w", rec.Run.ID, err)
+		}
+	}
+	return nil
 }
 
 func seeAgent(ctx context.Context, tx *sql.Tx, tenantID, name string, at time.Time) error {

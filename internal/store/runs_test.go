@@ -3,7 +3,10 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -156,38 +160,138 @@ func TestAgentsCounted(t *testing.T) {
 	assert.Equal(t, ledger.Agent{Name: "triage-bot", FirstSeen: t0, LastSeen: t0.Add(time.Minute), RunCount: 2, Trust: ledger.DefaultTrust}, agents[1])
 }
 
-func TestRecorderGroupsConcurrentRuns(t *testing.T) {
+func newRecorder(t *testing.T, s ledger.Store, dir string) *ledger.Recorder {
+	t.Helper()
+	r, err := ledger.NewRecorder(context.Background(), s, dir, hclog.NewNullLogger())
+	require.NoError(t, err)
+	return r
+}
+
+func TestRecorderStoresConcurrentRuns(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
-	r := ledger.NewRecorder(s, hclog.NewNullLogger())
+	dir := t.TempDir()
+	r := newRecorder(t, s, dir)
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
-			assert.NoError(t, r.Record(ctx, newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")))
+			assert.NoError(t, r.Record(ctx, newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "bot")))
 		})
 	}
 	wg.Wait()
-	r.Close()
+	require.NoError(t, r.Sync(ctx))
 	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 1})
 	require.NoError(t, err)
-	assert.Equal(t, 100, total)
+	assert.Equal(t, 100, total, "every acknowledged run is readable after Sync")
+	agents, err := s.ListAgents(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 100, agents[0].RunCount)
+
+	r.Close()
 	assert.ErrorIs(t, r.Record(ctx, newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")), ledger.ErrClosed)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "a clean stop leaves no journal segment behind")
 }
 
-func TestRecorderIsolatesABadRun(t *testing.T) {
+func TestRecorderDropsOnlyTheRunTheStoreRefuses(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)
+	r := newRecorder(t, s, t.TempDir())
+	defer r.Close()
 	good := newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")
 	bad := newRun("t_missing", time.Now(), ledger.RouteLive, ledger.StatusOK, "") // foreign key fails
-	r := ledger.NewRecorder(s, hclog.NewNullLogger())
-	defer r.Close()
-	var wg sync.WaitGroup
-	var goodErr, badErr error
-	wg.Go(func() { goodErr = r.Record(ctx, good) })
-	wg.Go(func() { badErr = r.Record(ctx, bad) })
-	wg.Wait()
-	assert.NoError(t, goodErr)
-	assert.Error(t, badErr)
+	require.NoError(t, r.Record(ctx, bad))
+	require.NoError(t, r.Record(ctx, good))
+	require.NoError(t, r.Sync(ctx), "a refused run must not hold back Sync")
 	_, err := s.Run(ctx, tenant.DefaultID, good.Run.ID)
+	assert.NoError(t, err)
+	_, total, err := s.ListRuns(ctx, "t_missing", ledger.Filter{Limit: 1})
+	require.NoError(t, err)
+	assert.Zero(t, total)
+}
+
+// holdStore refuses every write until released, as a store that is down.
+type holdStore struct {
+	ledger.Store
+	mu   sync.Mutex
+	down bool
+}
+
+func (h *holdStore) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
+	h.mu.Lock()
+	down := h.down
+	h.mu.Unlock()
+	if down {
+		return errors.New("disk I/O error")
+	}
+	return h.Store.InsertRuns(ctx, recs)
+}
+
+func TestJournaledRunsSurviveACrashBeforeTheyAreStored(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "svc.db")
+	dir := path + ".runlog"
+	s, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	down := &holdStore{Store: s, down: true}
+	r := newRecorder(t, down, dir)
+	t.Cleanup(r.Close)
+	var recs []*ledger.Record
+	for i := range 5 {
+		rec := newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000+int64(i)).UTC(), ledger.RouteLive, ledger.StatusOK, "bot")
+		require.NoError(t, r.Record(ctx, rec))
+		recs = append(recs, rec)
+	}
+	// A run the store refuses must not stop the next start.
+	require.NoError(t, r.Record(ctx, newRun("t_missing", time.Now(), ledger.RouteLive, ledger.StatusOK, "")))
+	// One run reached the database before the crash: the replay must not
+	// store it twice nor count its agent twice.
+	require.NoError(t, s.InsertRuns(ctx, recs[:1]))
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded, "runs the store refused are not stored")
+	// The process dies: nothing more reaches the database.
+	require.NoError(t, s.Close())
+
+	s, err = store.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	r2 := newRecorder(t, s, dir)
+	defer r2.Close()
+	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 5, total)
+	for _, rec := range recs {
+		got, err := s.Run(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, *rec.Run, got)
+		events, head, err := s.RunEvents(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.True(t, ledger.Verify(tenant.DefaultID, rec.Run.ID, events, head).OK)
+	}
+	agents, err := s.ListAgents(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, agents[0].RunCount)
+}
+
+func TestRecorderRetriesAStoreThatWasDown(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	down := &holdStore{Store: s, down: true}
+	r := newRecorder(t, down, t.TempDir())
+	defer r.Close()
+	rec := newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, r.Record(ctx, rec))
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded, "the first try fails")
+	down.mu.Lock()
+	down.down = false
+	down.mu.Unlock()
+	sctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, r.Sync(sctx))
+	_, err := s.Run(ctx, tenant.DefaultID, rec.Run.ID)
 	assert.NoError(t, err)
 }

@@ -1,0 +1,219 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// journal is the recorder's write-ahead log: runs are appended to it, one
+// write(2) each, before the gateway answers, and reach SQLite afterwards in
+// batches. A write that has returned is in the kernel's page cache, so it
+// survives the process being killed, as a commit in SQLite's WAL with
+// synchronous=NORMAL does.
+//
+// It is a folder of numbered segments. The recorder rotates to a new segment
+// each time it takes the pending runs for SQLite, so that a segment can be
+// removed as soon as the runs it holds are stored. A start replays whatever
+// segments a crash left behind.
+//
+// A frame is the payload's length and CRC-32C (4 bytes each, little
+// endian), then the payload. A torn frame at a segment's end, from a crash
+// mid-write, ends that segment's replay.
+type journal struct {
+	dir    string
+	f      *os.File
+	seq    uint64   // number of the open segment
+	size   int64    // bytes written to it
+	sealed []uint64 // closed segments whose runs are not yet known stored
+}
+
+const (
+	frameHeader = 8
+	segmentExt  = ".log"
+	// maxFrame bounds a frame a replay will accept; a record holds one
+	// request and response, each bounded far below this by the server.
+	maxFrame = 256 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segments lists the segment numbers in dir, in order.
+func segments(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), segmentExt)
+		if !ok || e.IsDir() {
+			continue
+		}
+		if n, err := strconv.ParseUint(name, 10, 64); err == nil {
+			seqs = append(seqs, n)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+func segmentPath(dir string, seq uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%016d%s", seq, segmentExt))
+}
+
+// replayJournal calls fn with each record of each segment in dir, oldest
+// first, and returns the segments read. A segment's torn or corrupt tail is
+// skipped, since nothing after it was ever acknowledged.
+func replayJournal(dir string, fn func(rec *Record) error) ([]uint64, error) {
+	seqs, err := segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, seq := range seqs {
+		b, err := os.ReadFile(segmentPath(dir, seq))
+		if err != nil {
+			return nil, err
+		}
+		for len(b) >= frameHeader {
+			n := binary.LittleEndian.Uint32(b)
+			sum := binary.LittleEndian.Uint32(b[4:])
+			if n > maxFrame || int(n) > len(b)-frameHeader {
+				break
+			}
+			payload := b[frameHeader : frameHeader+int(n)]
+			if crc32.Checksum(payload, castagnoli) != sum {
+				break
+			}
+			rec, err := decodeRecord(payload)
+			if err != nil {
+				break
+			}
+			if err := fn(rec); err != nil {
+				return nil, err
+			}
+			b = b[frameHeader+int(n):]
+		}
+	}
+	return seqs, nil
+}
+
+// openJournal creates dir when missing and opens a new segment numbered
+// after every existing one.
+func openJournal(dir string) (*journal, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	seqs, err := segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{dir: dir, seq: 1}
+	if len(seqs) > 0 {
+		j.seq = seqs[len(seqs)-1] + 1
+	}
+	return j, j.open()
+}
+
+func (j *journal) open() error {
+	f, err := os.OpenFile(segmentPath(j.dir, j.seq), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	j.f, j.size = f, 0
+	return nil
+}
+
+// framePool holds frame buffers between records.
+var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeFrame encodes rec as a frame in a buffer from framePool; the caller
+// puts the buffer back once it is written.
+func encodeFrame(rec *Record) (*[]byte, error) {
+	buf := framePool.Get().(*[]byte)
+	b := append((*buf)[:0], make([]byte, frameHeader)...)
+	b, err := appendRecord(b, rec)
+	*buf = b
+	if err != nil {
+		releaseFrame(buf)
+		return nil, err
+	}
+	payload := b[frameHeader:]
+	binary.LittleEndian.PutUint32(b, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(payload, castagnoli))
+	return buf, nil
+}
+
+// releaseFrame returns a frame's buffer to the pool, unless it grew for an
+// unusually large record.
+func releaseFrame(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		framePool.Put(buf)
+	}
+}
+
+// write appends an encoded frame with one write.
+func (j *journal) write(frame []byte) error {
+	if _, err := j.f.Write(frame); err != nil {
+		// A partial frame would end the segment's replay early; start a
+		// new segment so that later records stay readable.
+		return errors.Join(fmt.Errorf("journal: %w", err), j.rotateAfterError())
+	}
+	j.size += int64(len(frame))
+	return nil
+}
+
+func (j *journal) rotateAfterError() error {
+	j.size = 1 // whatever reached the file, seal it
+	if err := j.rotate(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// rotate closes the open segment, when it holds anything, onto the sealed
+// list and opens the next.
+func (j *journal) rotate() error {
+	if j.size == 0 {
+		return nil
+	}
+	err := j.f.Close()
+	j.sealed = append(j.sealed, j.seq)
+	j.seq++
+	return errors.Join(err, j.open())
+}
+
+// takeSealed returns the sealed segments and forgets them.
+func (j *journal) takeSealed() []uint64 {
+	s := j.sealed
+	j.sealed = nil
+	return s
+}
+
+// remove deletes segments whose records are all stored.
+func remove(dir string, seqs ...uint64) error {
+	var errList []error
+	for _, seq := range seqs {
+		if err := os.Remove(segmentPath(dir, seq)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// close closes the open segment, removing it when it is empty.
+func (j *journal) close() error {
+	err := j.f.Close()
+	if j.size == 0 {
+		err = errors.Join(err, remove(j.dir, j.seq))
+	}
+	return err
+}
