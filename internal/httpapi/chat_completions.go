@@ -96,8 +96,9 @@ func (s *sseSink) Begin(runID, route string) error {
 	setRunHeaders(s.w, runID, route)
 	s.w.WriteHeader(http.StatusOK)
 	// Streams may outlive the server's read timeout; each write gets time.
+	// The headers leave with the first event, in the same write.
 	_ = s.rc.SetWriteDeadline(time.Time{})
-	return s.rc.Flush()
+	return nil
 }
 
 func (s *sseSink) Chunk(data []byte) error { return s.write(data) }
