@@ -107,6 +107,15 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 	return out, nil
 }
 
+// ExceptionTTL is how long an approved request of the tenant passes again.
+func (s *Service) ExceptionTTL(ctx context.Context, tenantID string) (time.Duration, error) {
+	st, err := s.Get(ctx, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(st.ApprovalExceptionTTLHours * float64(time.Hour)), nil
+}
+
 // Set validates and stores one setting, returning the settings after it.
 // Returns errs.Invalid naming the key for an unknown key or a bad value.
 func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawMessage) (Settings, error) {
