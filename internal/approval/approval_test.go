@@ -17,7 +17,9 @@ import (
 
 type fixedTTL time.Duration
 
-func (f fixedTTL) ExceptionTTL(context.Context, string) (time.Duration, error) { return time.Duration(f), nil }
+func (f fixedTTL) ExceptionTTL(context.Context, string) (time.Duration, error) {
+	return time.Duration(f), nil
+}
 
 type clock struct{ t time.Time }
 
