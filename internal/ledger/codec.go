@@ -48,6 +48,14 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 		dst = append(dst, e.PrevHash[:]...)
 		dst = append(dst, e.Hash[:]...)
 	}
+	if st := rec.Standing; st != nil {
+		dst = append(dst, 1)
+		dst = appendBytes(dst, []byte(st.Trust))
+		dst = binary.AppendVarint(dst, int64(st.AllowStreak))
+		dst = binary.AppendVarint(dst, int64(st.Denies))
+	} else {
+		dst = append(dst, 0)
+	}
 	return dst, nil
 }
 
@@ -112,6 +120,13 @@ func decodeRecord(b []byte) (*Record, error) {
 		e.Payload = json.RawMessage(d.bytes())
 		copy(e.PrevHash[:], d.fixed(len(e.PrevHash)))
 		copy(e.Hash[:], d.fixed(len(e.Hash)))
+	}
+	switch d.byte() {
+	case 0:
+	case 1:
+		rec.Standing = &Standing{Trust: string(d.bytes()), AllowStreak: int(d.varint()), Denies: int(d.varint())}
+	default:
+		return nil, errCorrupt
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, errCorrupt

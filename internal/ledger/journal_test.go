@@ -26,7 +26,11 @@ func sampleRecord(id string, response json.RawMessage) *Record {
 		{Type: "request.received", Payload: json.RawMessage(`{"a":1}`)},
 		{Type: "provider.completed", At: at.Add(time.Second), Payload: json.RawMessage(`{}`)},
 	}
-	return NewRecord(run, events, at)
+	rec := NewRecord(run, events, at)
+	if response != nil {
+		rec.Standing = &Standing{Trust: TrustRestricted, AllowStreak: 4, Denies: 3}
+	}
+	return rec
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -40,6 +44,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			assert.Equal(t, rec.Run, got.Run)
 			assert.Equal(t, rec.Events, got.Events)
 			assert.Equal(t, rec.Head, got.Head)
+			assert.Equal(t, rec.Standing, got.Standing)
 			assert.Equal(t, rec.explanation, got.explanation)
 		})
 	}

@@ -114,8 +114,6 @@ type Agent struct {
 	Trust     string    `json:"trust"`
 }
 
-// DefaultTrust is the trust state of an agent svc has just met.
-const DefaultTrust = "unverified"
 
 // Feedback is a person's rating of a run's answer.
 type Feedback struct {
@@ -151,6 +149,7 @@ type Store interface {
 	AddFeedback(ctx context.Context, f *Feedback) error
 	// ListAgents returns the tenant's agents, most recently seen first.
 	ListAgents(ctx context.Context, tenantID string) ([]Agent, error)
+	SideEffectStore
 }
 
 // Head is what a run row records of its chain: how many events, and the

@@ -20,6 +20,9 @@ type Record struct {
 	Run    *Run
 	Events []Event
 	Head   Head
+	// Standing is the run's agent's standing after the run's verdicts;
+	// nil leaves it as it was.
+	Standing *Standing
 
 	explanation []byte // Run.Explanation as JSON, once encoded
 }

@@ -93,8 +93,8 @@ func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
 // Detail is a run with its whole trace.
 type Detail struct {
 	Run         Run     `json:"run"`
-	Events      []Event `json:"events"`
-	SideEffects []any   `json:"sideEffects"`
+	Events      []Event      `json:"events"`
+	SideEffects []SideEffect `json:"sideEffects"`
 }
 
 // Get returns a run with its events.
@@ -107,7 +107,11 @@ func (s *Service) Get(ctx context.Context, tenantID, id string) (Detail, error) 
 	if err != nil {
 		return Detail{}, err
 	}
-	return Detail{Run: run, Events: events, SideEffects: []any{}}, nil
+	effects, err := s.store.SideEffects(ctx, tenantID, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	return Detail{Run: run, Events: events, SideEffects: effects}, nil
 }
 
 // Integrity recomputes a run's chain.

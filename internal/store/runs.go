@@ -161,8 +161,8 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 			return err
 		}
 		for _, rec := range recs {
-			if r := rec.Run; r.Agent != "" {
-				if err := seeAgent(ctx, tx, r.TenantID, r.Agent, r.CreatedAt); err != nil {
+			if rec.Run.Agent != "" {
+				if err := seeAgent(ctx, tx, rec); err != nil {
 					return err
 				}
 			}
@@ -192,12 +192,49 @@ func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
 	return nil
 }
 
-func seeAgent(ctx context.Context, tx *sql.Tx, tenantID, name string, at time.Time) error {
+// seeAgent counts a run of the agent, and takes the standing the run's
+// verdicts left it in, when the run carries one.
+func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
+	r := rec.Run
+	if st := rec.Standing; st != nil {
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
+			allow_streak, deny_count) VALUES (?, ?, ?, ?, 1, ?, ?, ?)
+			ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen),
+			run_count = run_count + 1, trust = excluded.trust, allow_streak = excluded.allow_streak,
+			deny_count = excluded.deny_count`,
+			r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), st.Trust, st.AllowStreak, st.Denies)
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 		VALUES (?, ?, ?, ?, 1, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), run_count = run_count + 1`,
-		tenantID, name, at.UnixMilli(), at.UnixMilli(), ledger.DefaultTrust)
+		r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), ledger.DefaultTrust)
 	return err
+}
+
+// AgentStanding returns what the agent's trust is computed from; false
+// when svc has not met the agent.
+func (s *Store) AgentStanding(ctx context.Context, tenantID, name string) (ledger.Standing, bool, error) {
+	var st ledger.Standing
+	err := s.read.QueryRowContext(ctx, `SELECT trust, allow_streak, deny_count FROM agents WHERE tenant_id = ? AND name = ?`,
+		tenantID, name).Scan(&st.Trust, &st.AllowStreak, &st.Denies)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ledger.NewStanding(), false, nil
+	}
+	return st, err == nil, err
+}
+
+// SaveAgentStanding stores an agent's standing outside a run (a verdict on
+// a traced tool call), meeting the agent if need be.
+func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st ledger.Standing, at time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
+			allow_streak, deny_count) VALUES (?, ?, ?, ?, 0, ?, ?, ?)
+			ON CONFLICT (tenant_id, name) DO UPDATE SET trust = excluded.trust, allow_streak = excluded.allow_streak,
+			deny_count = excluded.deny_count`,
+			tenantID, name, at.UnixMilli(), at.UnixMilli(), st.Trust, st.AllowStreak, st.Denies)
+		return formatError(err)
+	})
 }
 
 const runListColumns = `id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id, provider,

@@ -170,6 +170,15 @@ func formatError(err error) error {
 	return err
 }
 
+// expectOne turns a write that touched no row into errs.NotFound: the
+// tenant-scoped row it was meant for does not exist.
+func expectOne(res sql.Result, notFound string) error {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return errs.NotFoundf("%s", notFound)
+	}
+	return nil
+}
+
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 func msTimePtr(ms sql.NullInt64) *time.Time {

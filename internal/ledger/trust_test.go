@@ -1,0 +1,31 @@
+package ledger
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestStanding(t *testing.T) {
+	after := func(s Standing, decision string, n int) Standing {
+		for range n {
+			s = s.After(decision)
+		}
+		return s
+	}
+	s := NewStanding()
+	assert.Equal(t, TrustUnverified, after(s, "allow", TrustAfter-1).Trust)
+	trusted := after(s, "allow", TrustAfter)
+	assert.Equal(t, TrustTrusted, trusted.Trust)
+
+	held := after(s, "allow", TrustAfter-1).After("require_approval")
+	assert.Equal(t, TrustUnverified, after(held, "allow", TrustAfter-1).Trust, "a held call breaks the run")
+
+	demoted := trusted.After("deny")
+	assert.Equal(t, TrustUnverified, demoted.Trust, "one deny costs a trusted agent its trust")
+	restricted := after(demoted, "deny", RestrictAfter-1)
+	assert.Equal(t, TrustRestricted, restricted.Trust)
+	assert.Equal(t, TrustRestricted, after(restricted, "allow", RestoreAfter-1).Trust)
+	restored := after(restricted, "allow", RestoreAfter)
+	assert.Equal(t, Standing{Trust: TrustUnverified}, restored, "restored, with its denies forgotten")
+}
