@@ -114,7 +114,6 @@ type Agent struct {
 	Trust     string    `json:"trust"`
 }
 
-
 // Feedback is a person's rating of a run's answer.
 type Feedback struct {
 	ID         string    `json:"id"`

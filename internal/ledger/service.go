@@ -92,7 +92,7 @@ func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
 
 // Detail is a run with its whole trace.
 type Detail struct {
-	Run         Run     `json:"run"`
+	Run         Run          `json:"run"`
 	Events      []Event      `json:"events"`
 	SideEffects []SideEffect `json:"sideEffects"`
 }
