@@ -66,6 +66,9 @@ type Error struct {
 	Status int           // HTTP status when it is not Kind's own: a provider's 4xx passed through
 	Retry  time.Duration // how long to wait, for RateLimited
 	Err    error         // private cause
+	// Beside are fields an error body carries beside "error": a policy
+	// block's verdict.
+	Beside map[string]any
 }
 
 // Error implements error with the public text and, after it, the cause.

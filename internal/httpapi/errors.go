@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,11 +45,7 @@ var providerType = map[errs.Kind]string{
 // statusClientClosed is logged when the caller went away before the answer.
 const statusClientClosed = 499
 
-// errorBody is the management API's error shape.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
+// errorDetail is the management API's error shape, under "error".
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -110,13 +107,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(e.Retry)))
 	}
 	info(r).code = errs.Code(err)
+	var detail any
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
-		writeJSON(w, status, providerErrorBody{Error: providerDetail(err)})
+		detail = providerDetail(err)
+	} else {
+		d := errorDetail{Code: errs.Code(err), Message: errs.Public(err)}
+		if e := errs.As(err); e != nil {
+			d.Param = e.Param
+		}
+		detail = d
+	}
+	if e := errs.As(err); e != nil && len(e.Beside) > 0 {
+		body := maps.Clone(e.Beside)
+		body["error"] = detail
+		writeJSON(w, status, body)
 		return
 	}
-	d := errorDetail{Code: errs.Code(err), Message: errs.Public(err)}
-	if e := errs.As(err); e != nil {
-		d.Param = e.Param
-	}
-	writeJSON(w, status, errorBody{Error: d})
+	writeJSON(w, status, struct {
+		Error any `json:"error"`
+	}{detail})
 }
