@@ -1,0 +1,195 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"go.yaml.in/yaml/v3"
+)
+
+// CostLimit bounds the work of one condition's evaluation, in CEL's cost
+// units (about one per value visited). A typical rule costs under 100; the
+// limit stops a runaway comprehension long before it costs the request
+// noticeable time.
+const CostLimit = 100_000
+
+// Rule is one loaded rule.
+type Rule struct {
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Target      Target `json:"target"`
+	When        string `json:"when"`
+	Effect      Effect `json:"effect"`
+	Reason      string `json:"reason"`
+	Source      string `json:"source"` // the file it came from
+
+	program cel.Program
+}
+
+// Set is the rules loaded from a folder, grouped by target, in file-name
+// and then file order. A Set never changes; a reload builds a new one.
+type Set struct {
+	rules    []*Rule
+	byTarget map[Target][]*Rule
+}
+
+// Rules returns every rule of the set.
+func (s *Set) Rules() []Rule {
+	out := make([]Rule, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = *r
+		out[i].program = nil
+	}
+	return out
+}
+
+// Has reports whether any rule has target t, so that a caller can skip
+// building an input no rule would read.
+func (s *Set) Has(t Target) bool { return len(s.byTarget[t]) > 0 }
+
+// file is a policy file as written.
+type file struct {
+	Policies []fileRule `yaml:"policies"`
+}
+
+type fileRule struct {
+	ID          string `yaml:"id"`
+	Description string `yaml:"description"`
+	Target      string `yaml:"target"`
+	When        string `yaml:"when"`
+	Effect      string `yaml:"effect"`
+	Reason      string `yaml:"reason"`
+}
+
+// compilations counts programs built, so a test can show that evaluating
+// builds none.
+var compilations atomic.Int64
+
+// Load reads every *.yaml, *.yml and *.json file in dir, in name order,
+// and compiles their rules. An empty dir is no rules. Any problem refuses
+// the whole folder, with a message naming the file and the rule.
+func Load(dir string) (*Set, error) {
+	set := &Set{byTarget: map[Target][]*Rule{}}
+	if dir == "" {
+		return set, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("policy folder: %w", err)
+	}
+	env, err := newEnv()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		rules, err := parse(env, e.Name(), b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, r := range rules {
+			if first, dup := seen[r.ID]; dup {
+				return nil, fmt.Errorf("%s: rule %q: id already used in %s", path, r.ID, first)
+			}
+			seen[r.ID] = e.Name()
+			set.rules = append(set.rules, r)
+			set.byTarget[r.Target] = append(set.byTarget[r.Target], r)
+		}
+	}
+	return set, nil
+}
+
+// maxFile bounds a policy file.
+const maxFile = 1 << 20
+
+// parse decodes one file (JSON is YAML) strictly and compiles its rules.
+func parse(env *cel.Env, source string, b []byte) ([]*Rule, error) {
+	if len(b) > maxFile {
+		return nil, fmt.Errorf("file is larger than %d bytes", maxFile)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var f file
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("not a policy file: %w", err)
+	}
+	rules := make([]*Rule, 0, len(f.Policies))
+	for i, fr := range f.Policies {
+		r, err := compile(env, source, fr)
+		if err != nil {
+			name := fr.ID
+			if name == "" {
+				name = fmt.Sprintf("#%d", i+1)
+			}
+			return nil, fmt.Errorf("rule %q: %w", name, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+func compile(env *cel.Env, source string, fr fileRule) (*Rule, error) {
+	r := &Rule{ID: strings.TrimSpace(fr.ID), Description: fr.Description, Target: Target(fr.Target),
+		When: fr.When, Effect: Effect(fr.Effect), Reason: fr.Reason, Source: source}
+	switch {
+	case r.ID == "":
+		return nil, errors.New("id is required")
+	case !slices.Contains([]Target{Chat, Tool, Web}, r.Target):
+		return nil, fmt.Errorf("target must be chat, tool or web, not %q", fr.Target)
+	case !slices.Contains([]Effect{Allow, RequireApproval, Deny}, r.Effect):
+		return nil, fmt.Errorf("effect must be allow, deny or require_approval, not %q", fr.Effect)
+	case strings.TrimSpace(r.When) == "":
+		return nil, errors.New("when is required (a CEL expression)")
+	}
+	ast, iss := env.Compile(r.When)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("when: %w", iss.Err())
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, fmt.Errorf("when must be a condition (bool), not %s", ast.OutputType())
+	}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if loops(ast) {
+		// Only a comprehension can make a condition's work grow beyond its
+		// size times its input's; tracking cost costs about as much as the
+		// evaluation itself, so only such conditions pay for it.
+		opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	}
+	prg, err := env.Program(ast, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("when: %w", err)
+	}
+	compilations.Add(1)
+	r.program = prg
+	return r, nil
+}
+
+// loops reports whether a checked expression holds a comprehension (all,
+// exists, exists_one, map, filter).
+func loops(a *cel.Ast) bool {
+	found := false
+	celast.PreOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.ComprehensionKind {
+			found = true
+		}
+	}))
+	return found
+}

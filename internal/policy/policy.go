@@ -1,0 +1,158 @@
+// Package policy is svc's CEL policy engine. Operators write rules in
+// files: each rule has a target (chat, tool or web), a CEL condition and an
+// effect. Every condition is parsed, type-checked and planned once, when the
+// files are loaded; a request only evaluates the programs. Deny wins over
+// require_approval, which wins over allow.
+package policy
+
+import (
+	"reflect"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+)
+
+// Target is what a rule is evaluated on.
+type Target string
+
+// The targets.
+const (
+	Chat Target = "chat" // each chat request, before the provider
+	Tool Target = "tool" // each tool call: returned by the model, or traced
+	Web  Target = "web"  // each action of a web session
+)
+
+// Effect is what a matching rule asks for.
+type Effect string
+
+// The effects, weakest first.
+const (
+	Allow           Effect = "allow"
+	RequireApproval Effect = "require_approval"
+	Deny            Effect = "deny"
+)
+
+func (e Effect) strength() int {
+	switch e {
+	case Deny:
+		return 2
+	case RequireApproval:
+		return 1
+	}
+	return 0
+}
+
+// Verdict is the decision on one request: the strongest effect among the
+// rules that matched, and those rules.
+type Verdict struct {
+	Decision Effect       `json:"decision"`
+	Rules    []RuleResult `json:"rules"`
+	// ApprovalID names the approval that let a request held for approval
+	// pass, or the one opened for it.
+	ApprovalID string `json:"approvalId,omitempty"`
+}
+
+// RuleResult is a rule that matched.
+type RuleResult struct {
+	ID     string `json:"id"`
+	Effect Effect `json:"effect"`
+	Reason string `json:"reason"`
+	// Error is set when the condition failed to evaluate: a deny or
+	// require_approval rule then counts as matched, so that a broken rule
+	// never lets a request through.
+	Error string `json:"error,omitempty"`
+}
+
+// Blocks reports whether the verdict stops the request where policies are
+// enforced.
+func (v Verdict) Blocks() bool { return v.Decision != Allow }
+
+// Input is everything a condition can see. Only the part of the target is
+// filled: request for chat, tool for tool, web for web; tenant, mode and
+// agent always.
+type Input struct {
+	Tenant  string
+	Mode    string
+	Request Request
+	Tool    ToolCall
+	Web     WebAction
+	Agent   Agent
+}
+
+// Request is a chat request, as `request` in CEL.
+type Request struct {
+	Model    string    `cel:"model"`
+	App      string    `cel:"app"`
+	Agent    string    `cel:"agent"`
+	Subject  string    `cel:"subject"`
+	Messages []Message `cel:"messages"`
+	Tools    []string  `cel:"tools"` // names of the offered tools
+}
+
+// Message is one chat message with its text.
+type Message struct {
+	Role    string `cel:"role"`
+	Content string `cel:"content"`
+}
+
+// ToolCall is a tool call, as `tool` in CEL.
+type ToolCall struct {
+	Name  string `cel:"name"`
+	Args  Args   `cel:"args"`
+	Level int64  `cel:"level"` // side-effect level, 0 to 4
+}
+
+// Args are a tool call's arguments: map(string, dyn) in CEL, since a
+// tool's arguments have no schema svc knows. (CEL's native types cannot
+// declare a field of Go type any; a value that is already a CEL map can.)
+type Args struct{ traits.Mapper }
+
+var argsType = cel.MapType(cel.StringType, cel.DynType)
+
+// NewArgs wraps decoded JSON arguments; nil is an empty map.
+func NewArgs(m map[string]any) Args {
+	if m == nil {
+		m = map[string]any{}
+	}
+	return Args{types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)}
+}
+
+// Type is CEL's map(string, dyn), also for the zero Args the type
+// registry inspects.
+func (Args) Type() ref.Type { return argsType }
+
+// WebAction is an action of a web session, as `web` in CEL.
+type WebAction struct {
+	Action string            `cel:"action"`
+	URL    string            `cel:"url"`
+	Host   string            `cel:"host"`
+	Level  int64             `cel:"level"` // governance level: 0 type/select, 1 click, 3 submit
+	Fields map[string]string `cel:"fields"`
+}
+
+// Agent is the calling agent, as `agent` in CEL.
+type Agent struct {
+	Name  string `cel:"name"`
+	Trust string `cel:"trust"`
+}
+
+// newEnv declares the variables every condition may use, with their types,
+// so that a misspelt field or a comparison of a string with a number is
+// refused when the file is loaded.
+func newEnv() (*cel.Env, error) {
+	return cel.NewEnv(
+		ext.NativeTypes(reflect.TypeFor[Request](), reflect.TypeFor[Message](), reflect.TypeFor[ToolCall](),
+			reflect.TypeFor[WebAction](), reflect.TypeFor[Agent](), ext.ParseStructTags(true)),
+		ext.Strings(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.Variable("tenant", cel.StringType),
+		cel.Variable("mode", cel.StringType),
+		cel.Variable("request", cel.ObjectType("policy.Request")),
+		cel.Variable("tool", cel.ObjectType("policy.ToolCall")),
+		cel.Variable("web", cel.ObjectType("policy.WebAction")),
+		cel.Variable("agent", cel.ObjectType("policy.Agent")),
+	)
+}
