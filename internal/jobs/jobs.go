@@ -33,9 +33,6 @@ const (
 	Failed    = "failed"    // attempts spent, or a permanent error
 )
 
-// Statuses lists every state, in lifecycle order.
-var Statuses = []string{Queued, Running, Succeeded, Failed}
-
 // Job is one unit of deferred work of a tenant.
 type Job struct {
 	ID       string `json:"id"`

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,7 +81,7 @@ type Queue struct {
 	poke      chan struct{} // a job may be due: wake a worker
 	stop      chan struct{}
 	closeOnce sync.Once
-	startOnce sync.Once
+	started   atomic.Bool
 	workers   sync.WaitGroup
 }
 
@@ -227,17 +228,19 @@ func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
 
 // Start recovers interrupted jobs and starts the workers. Each worker runs
 // due jobs one at a time; it wakes on Enqueue and otherwise every
-// PollInterval. Call it once, after the handlers are registered.
+// PollInterval. Call it once, after the handlers are registered; a second
+// call fails, since recovering again would requeue the jobs in flight.
 func (q *Queue) Start(ctx context.Context) error {
+	if !q.started.CompareAndSwap(false, true) {
+		return errors.New("jobs: the queue is already started")
+	}
 	if _, _, err := q.Recover(ctx); err != nil {
 		return err
 	}
-	q.startOnce.Do(func() {
-		for range q.opts.Workers {
-			q.workers.Add(1)
-			go q.work()
-		}
-	})
+	for range q.opts.Workers {
+		q.workers.Add(1)
+		go q.work()
+	}
 	return nil
 }
 

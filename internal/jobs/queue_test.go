@@ -318,6 +318,7 @@ func TestWorkersWakeOnEnqueue(t *testing.T) {
 	q := newQueue(t, storetest.Open(t), newClock(), jobs.Options{PollInterval: time.Hour})
 	q.Register("test.ok", ok)
 	require.NoError(t, q.Start(ctx))
+	require.Error(t, q.Start(ctx), "started once")
 	for i := range 3 {
 		j, err := q.Enqueue(ctx, tenant.DefaultID, "test.ok", i)
 		require.NoError(t, err)
