@@ -26,6 +26,7 @@ import (
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/plugins"
@@ -33,6 +34,7 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/web"
 )
 
@@ -84,6 +86,12 @@ type Main struct {
 	Logger hclog.Logger
 	Store  *store.Store
 
+	// Jobs is the persistent job queue; its workers run from Run to Close.
+	Jobs *jobs.Queue
+	// Webhooks queues signed deliveries of a tenant's notable events to its
+	// webhook_url: pass it to whatever reports events and call Notify.
+	Webhooks *webhook.Notifier
+
 	plugins  *plugins.Host
 	recorder *ledger.Recorder
 	server   *http.Server
@@ -116,6 +124,19 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("database %s: %w", cfg.DBPath, err)
 	}
 
+	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate}
+	settingsService := settings.NewService(m.Store, guard, nil)
+	// The queue starts before anything that reports events, and requeues
+	// the jobs a previous process left running.
+	m.Jobs = jobs.New(m.Store, jobs.Options{Logger: m.Logger.Named("jobs")})
+	m.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
+		Settings: settingsService, Guard: guard, Logger: m.Logger.Named("webhook"),
+	}).Deliver)
+	m.Webhooks = webhook.NewNotifier(m.Jobs, settingsService, m.Logger.Named("webhook"))
+	if err := m.Jobs.Start(ctx); err != nil {
+		return err
+	}
+
 	prices, err := pricing.Load(cfg.PriceFile)
 	if err != nil {
 		return fmt.Errorf("prices (SVC_PRICE_FILE): %w", err)
@@ -134,7 +155,6 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	})
 
 	keys := auth.NewKeys(m.Store, nil)
-	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate}
 	auditLog := audit.NewLog(m.Store, m.Logger.Named("audit"), nil)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
@@ -142,10 +162,12 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Store:    m.Store,
 		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, nil),
 		Keys:     keys,
-		Settings: settings.NewService(m.Store, guard, nil),
+		Settings: settingsService,
 		Audit:    auditLog,
 		Gateway:  gw,
 		Runs:     ledger.NewService(m.Store, m.recorder, nil),
+		Jobs:     m.Jobs,
+		Webhooks: m.Webhooks,
 		Web:      web.FS,
 		External: m.plugins.External(),
 	})
@@ -186,8 +208,10 @@ func (m *Main) Failed() <-chan error { return m.failed }
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
 // Close stops in reverse order of start: the HTTP server lets in-flight
-// requests finish (up to SVC_SHUTDOWN_TIMEOUT), the recorder writes what is
-// queued, the plugins are killed, then the database closes.
+// requests finish (up to SVC_SHUTDOWN_TIMEOUT), the job workers finish the
+// attempts they are running (queued jobs wait for the next start), the
+// recorder writes what is queued, the plugins are killed, then the database
+// closes.
 func (m *Main) Close() error {
 	var errList []error
 	if m.server != nil {
@@ -197,6 +221,9 @@ func (m *Main) Close() error {
 		if err := m.server.Shutdown(ctx); err != nil {
 			errList = append(errList, fmt.Errorf("http: %w", err))
 		}
+	}
+	if m.Jobs != nil {
+		m.Jobs.Close()
 	}
 	if m.recorder != nil {
 		m.recorder.Close()

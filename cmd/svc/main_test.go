@@ -126,6 +126,11 @@ func TestServeKeyLifecycleAndStop(t *testing.T) {
 	status, _ = p.call(t, "GET", "/api/v1/keys", token, "")
 	assert.Equal(t, http.StatusOK, status, "the new admin key works")
 
+	status, listing := p.call(t, "GET", "/api/v1/jobs", token, "")
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, []any{}, listing["jobs"])
+	assert.Equal(t, map[string]any{"queued": 0.0, "running": 0.0, "succeeded": 0.0, "failed": 0.0}, listing["stats"])
+
 	status, _ = p.call(t, "POST", "/api/v1/keys/"+created["id"].(string)+"/revoke", bootstrap, "")
 	require.Equal(t, http.StatusOK, status)
 	status, _ = p.call(t, "GET", "/api/v1/keys", token, "")

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/pricing"
@@ -46,6 +47,7 @@ type testServer struct {
 	*httptest.Server
 	store *store.Store
 	keys  *auth.Keys
+	jobs  *jobs.Queue
 	now   time.Time
 }
 
@@ -76,6 +78,10 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	t.Cleanup(recorder.Close)
 	prices, err := pricing.Load("")
 	require.NoError(t, err)
+	ts.jobs = jobs.New(s, jobs.Options{Now: func() time.Time { return ts.now }, Logger: logger})
+	ts.jobs.Register("test.ok", func(context.Context, jobs.Job) error { return nil })
+	ts.jobs.Register("test.bad", func(context.Context, jobs.Job) error { return jobs.Permanent(errors.New("refused by the test")) })
+	t.Cleanup(ts.jobs.Close)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -89,6 +95,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 			Secrets: []string{testProviderSecret},
 		}),
 		Runs: ledger.NewService(s, recorder, nil),
+		Jobs: ts.jobs,
 		Web:  fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		Now:  func() time.Time { return ts.now },
 	})

@@ -28,6 +28,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/trace", s.api(s.trace))
 	s.mux.Handle("GET /api/v1/agents", s.api(s.listAgents))
 
+	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
+
 	s.mux.Handle("/api/", s.public(s.noRoute))
 	s.mux.Handle("/v1/", s.public(s.noRoute))
 	s.mux.Handle("/", s.public(s.static))

@@ -15,9 +15,11 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/webhook"
 )
 
 // Pinger reports whether storage answers.
@@ -36,6 +38,10 @@ type Deps struct {
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
 	Runs     *ledger.Service
+	Jobs     *jobs.Queue
+	// Webhooks queues deliveries of notable events for handlers that
+	// report them; nil drops them.
+	Webhooks *webhook.Notifier
 	Web      fs.FS // the dashboard's files
 	External bool  // whether the external page compiler is installed
 	Now      func() time.Time

@@ -1,0 +1,382 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ids"
+)
+
+// Handler does one job's work. A nil error is success; an error wrapped by
+// Permanent fails the job at once; any other error is retried with backoff
+// until the job's attempts are spent. ctx ends at the queue's timeout.
+type Handler func(ctx context.Context, j Job) error
+
+// Defaults of Options.
+const (
+	DefaultWorkers      = 2
+	DefaultPollInterval = time.Second
+	DefaultTimeout      = 30 * time.Second
+	DefaultMaxAttempts  = 5
+)
+
+// MaxPayloadBytes bounds a job's JSON payload.
+const MaxPayloadBytes = 256 << 10
+
+// maxErrorBytes bounds the lastError kept for a job.
+const maxErrorBytes = 1000
+
+// DefaultBackoff waits about 1s after the first failed attempt, then 2s, 4s
+// and so on, at most 5 minutes.
+var DefaultBackoff = Exponential(time.Second, 5*time.Minute)
+
+// Exponential returns a backoff of base·2^(attempt-1) after attempt
+// (counted from 1), at most ceiling, less up to a fifth at random so that
+// jobs that failed together do not all retry at the same instant.
+func Exponential(base, ceiling time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := base
+		for i := 1; i < attempt && d < ceiling; i++ {
+			d *= 2
+		}
+		d = min(d, ceiling)
+		return d - time.Duration(rand.Float64()*float64(d)/5)
+	}
+}
+
+// Options tune a Queue. Zero values take the defaults.
+type Options struct {
+	Workers      int           // concurrent handlers; DefaultWorkers
+	PollInterval time.Duration // how often idle workers look for due jobs; DefaultPollInterval
+	Timeout      time.Duration // how long one attempt may run; DefaultTimeout
+	MaxAttempts  int           // attempts of a new job; DefaultMaxAttempts
+	// Backoff is the wait after failed attempt n (from 1) before the next;
+	// DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	Now     func() time.Time // the clock; time.Now
+	Logger  hclog.Logger     // nil discards
+}
+
+// Queue runs jobs from a Store with a small pool of workers.
+type Queue struct {
+	store Store
+	opts  Options
+	log   hclog.Logger
+
+	mu       sync.RWMutex
+	handlers map[string]Handler
+
+	poke      chan struct{} // a job may be due: wake a worker
+	stop      chan struct{}
+	closeOnce sync.Once
+	started   atomic.Bool
+	workers   sync.WaitGroup
+}
+
+// New returns a queue over store. Register handlers, then Start the workers
+// (or drive the queue with RunDue in tests).
+func New(store Store, opts Options) *Queue {
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	return &Queue{
+		store: store, opts: opts, log: opts.Logger,
+		handlers: map[string]Handler{},
+		poke:     make(chan struct{}, opts.Workers),
+		stop:     make(chan struct{}),
+	}
+}
+
+// Register makes h the handler of jobs of type typ. Only registered types
+// are enqueued and claimed, so a job of a type this build does not know
+// waits instead of failing. It panics on an empty type, a nil handler or a
+// type registered twice: those are wiring mistakes.
+func (q *Queue) Register(typ string, h Handler) {
+	if typ == "" || h == nil {
+		panic("jobs: Register needs a type and a handler")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, dup := q.handlers[typ]; dup {
+		panic("jobs: handler for " + typ + " registered twice")
+	}
+	q.handlers[typ] = h
+}
+
+func (q *Queue) handler(typ string) Handler {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.handlers[typ]
+}
+
+func (q *Queue) types() []string {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	types := make([]string, 0, len(q.handlers))
+	for t := range q.handlers {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
+}
+
+func (q *Queue) now() time.Time { return q.opts.Now().UTC().Truncate(time.Millisecond) }
+
+// Enqueue stores a job of type typ for the tenant with payload encoded as
+// JSON, due at once, and wakes a worker. It fails when typ has no handler,
+// the payload does not encode or is larger than MaxPayloadBytes, or the
+// store fails (errs.NotFound for an unknown tenant).
+func (q *Queue) Enqueue(ctx context.Context, tenantID, typ string, payload any) (Job, error) {
+	if tenantID == "" {
+		return Job{}, errors.New("jobs: enqueue without a tenant")
+	}
+	if q.handler(typ) == nil {
+		return Job{}, fmt.Errorf("jobs: no handler registered for type %q", typ)
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return Job{}, fmt.Errorf("jobs: encode %s payload: %w", typ, err)
+	}
+	if len(raw) > MaxPayloadBytes {
+		return Job{}, fmt.Errorf("jobs: %s payload of %d bytes is over the %d-byte limit", typ, len(raw), MaxPayloadBytes)
+	}
+	now := q.now()
+	j := Job{
+		ID: ids.Ordered("job", now), TenantID: tenantID, Type: typ, Payload: raw,
+		Status: Queued, MaxAttempts: q.opts.MaxAttempts, RunAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := q.store.InsertJob(ctx, &j); err != nil {
+		return Job{}, err
+	}
+	q.wake()
+	return j, nil
+}
+
+// wake tells one idle worker to look for due jobs; it never blocks.
+func (q *Queue) wake() {
+	select {
+	case q.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Get returns one of the tenant's jobs. Returns errs.NotFound for an
+// unknown id or another tenant's job.
+func (q *Queue) Get(ctx context.Context, tenantID, id string) (Job, error) {
+	if !ids.Valid("job", id) {
+		return Job{}, errs.NotFoundf("job not found")
+	}
+	return q.store.Job(ctx, tenantID, id)
+}
+
+// List returns the tenant's jobs matching f, newest first, with the counts
+// per state of all the tenant's jobs. Returns errs.Invalid for a bad filter.
+func (q *Queue) List(ctx context.Context, tenantID string, f Filter) (Listing, error) {
+	if err := f.Validate(); err != nil {
+		return Listing{}, err
+	}
+	jobs, stats, err := q.store.ListJobs(ctx, tenantID, f)
+	if err != nil {
+		return Listing{}, err
+	}
+	return Listing{Jobs: jobs, Stats: stats}, nil
+}
+
+// Recover queues again the jobs a stopped process left running: their
+// attempt was interrupted and counts as failed. Call it before any worker of
+// this process runs; Start does.
+func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
+	requeued, failed, err = q.store.RequeueRunningJobs(ctx, q.now())
+	if err != nil {
+		return 0, 0, fmt.Errorf("jobs: recover interrupted jobs: %w", err)
+	}
+	if requeued+failed > 0 {
+		q.log.Info("recovered jobs interrupted by a stop", "requeued", requeued, "failed", failed)
+	}
+	return requeued, failed, nil
+}
+
+// Start recovers interrupted jobs and starts the workers. Each worker runs
+// due jobs one at a time; it wakes on Enqueue and otherwise every
+// PollInterval. Call it once, after the handlers are registered; a second
+// call fails, since recovering again would requeue the jobs in flight.
+func (q *Queue) Start(ctx context.Context) error {
+	if !q.started.CompareAndSwap(false, true) {
+		return errors.New("jobs: the queue is already started")
+	}
+	if _, _, err := q.Recover(ctx); err != nil {
+		return err
+	}
+	for range q.opts.Workers {
+		q.workers.Add(1)
+		go q.work()
+	}
+	return nil
+}
+
+// Close stops the workers and waits for the attempts in flight to finish and
+// be recorded; an attempt is bounded by Options.Timeout. Jobs still queued
+// stay in the store for the next start.
+func (q *Queue) Close() {
+	q.closeOnce.Do(func() { close(q.stop) })
+	q.workers.Wait()
+}
+
+func (q *Queue) work() {
+	defer q.workers.Done()
+	tick := time.NewTicker(q.opts.PollInterval)
+	defer tick.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-q.stop:
+			return
+		default:
+		}
+		ran, err := q.runOne(ctx)
+		if err != nil {
+			q.log.Error("job queue", "error", err)
+		}
+		if ran {
+			continue
+		}
+		select {
+		case <-q.stop:
+			return
+		case <-q.poke:
+		case <-tick.C:
+		}
+	}
+}
+
+// RunDue runs due jobs one after another in the calling goroutine until none
+// is due, and returns how many attempts it ran. Tests use it with an
+// injected clock; workers may run beside it.
+func (q *Queue) RunDue(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		ran, err := q.runOne(ctx)
+		if ran {
+			n++
+		}
+		if err != nil || !ran {
+			return n, err
+		}
+	}
+}
+
+// runOne claims one due job, runs it and records the outcome. ran is false
+// when no job was due.
+func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
+	types := q.types()
+	if len(types) == 0 {
+		return false, nil
+	}
+	j, ok, err := q.store.ClaimJob(ctx, types, q.now())
+	if err != nil || !ok {
+		return false, err
+	}
+	// There may be more: let an idle worker look while this one is busy.
+	q.wake()
+	herr := q.call(ctx, j)
+	j = q.settle(j, herr, q.now())
+	// The outcome is recorded even when ctx has ended meanwhile.
+	if err := q.store.FinishJob(context.WithoutCancel(ctx), &j); err != nil {
+		return true, fmt.Errorf("record outcome of job %s: %w", j.ID, err)
+	}
+	q.logOutcome(j, herr)
+	return true, nil
+}
+
+// call runs j's handler with the attempt timeout; a panic is a permanent
+// failure.
+func (q *Queue) call(ctx context.Context, j Job) (err error) {
+	h := q.handler(j.Type)
+	if h == nil { // claimed types always have one; be safe anyway
+		return Permanent(fmt.Errorf("no handler for job type %q", j.Type))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.opts.Timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			q.log.Error("job handler panicked", "job", j.ID, "type", j.Type, "panic", v, "stack", string(debug.Stack()))
+			err = Permanent(fmt.Errorf("handler panicked: %v", v))
+		}
+	}()
+	err = h(ctx, j)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("attempt timed out after %s: %w", q.opts.Timeout, err)
+	}
+	return err
+}
+
+// settle returns j after an attempt that ended with err at now.
+func (q *Queue) settle(j Job, err error, now time.Time) Job {
+	j.UpdatedAt = now
+	switch {
+	case err == nil:
+		j.Status = Succeeded
+	case errors.Is(err, ErrPermanent) || j.Attempts >= j.MaxAttempts:
+		j.Status = Failed
+		j.LastError = errorText(err)
+	default:
+		j.Status = Queued
+		j.LastError = errorText(err)
+		j.RunAt = now.Add(q.opts.Backoff(j.Attempts)).Truncate(time.Millisecond)
+	}
+	return j
+}
+
+func (q *Queue) logOutcome(j Job, err error) {
+	args := []any{"job", j.ID, "type", j.Type, "tenant", j.TenantID, "attempt", j.Attempts, "of", j.MaxAttempts}
+	switch j.Status {
+	case Succeeded:
+		q.log.Debug("job succeeded", args...)
+	case Queued:
+		q.log.Warn("job attempt failed; will retry", append(args, "retry_at", j.RunAt, "error", j.LastError)...)
+	case Failed:
+		q.log.Error("job failed", append(args, "permanent", errors.Is(err, ErrPermanent), "error", j.LastError)...)
+	}
+}
+
+// errorText is err's text, bounded and valid UTF-8.
+func errorText(err error) string {
+	s := err.Error()
+	if len(s) > maxErrorBytes {
+		s = s[:maxErrorBytes] + "…"
+	}
+	return strings.ToValidUTF8(s, "")
+}

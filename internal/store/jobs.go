@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/jobs"
+)
+
+var _ jobs.Store = (*Store)(nil)
+
+const jobColumns = `id, tenant_id, type, payload, status, attempts, max_attempts, last_error, run_at, created_at, updated_at`
+
+// InsertJob stores a new job.
+func (s *Store) InsertJob(ctx context.Context, j *jobs.Job) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			j.ID, j.TenantID, j.Type, string(j.Payload), j.Status, j.Attempts, j.MaxAttempts, j.LastError,
+			j.RunAt.UnixMilli(), j.CreatedAt.UnixMilli(), j.UpdatedAt.UnixMilli())
+		return formatError(err)
+	})
+}
+
+// ClaimJob takes the earliest due queued job of one of types, marks it
+// running and counts the attempt, in one write transaction. A read on the
+// read pool first checks that something is due, so idle workers polling do
+// not take the single writer.
+func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jobs.Job, bool, error) {
+	if len(types) == 0 {
+		return jobs.Job{}, false, nil
+	}
+	in := strings.Repeat("?, ", len(types)-1) + "?"
+	due := `SELECT seq FROM jobs WHERE status = 'queued' AND run_at <= ? AND type IN (` + in + `) ORDER BY run_at, seq LIMIT 1`
+	args := make([]any, 0, len(types)+2)
+	args = append(args, now.UnixMilli())
+	for _, t := range types {
+		args = append(args, t)
+	}
+	var seq int64
+	err := s.read.QueryRowContext(ctx, due, args...).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return jobs.Job{}, false, nil
+	}
+	if err != nil {
+		return jobs.Job{}, false, err
+	}
+
+	var (
+		j  jobs.Job
+		ok bool
+	)
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		// Chosen again inside the transaction: another claim may have won.
+		row := tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?
+			WHERE seq = (`+due+`)
+			RETURNING `+jobColumns, append([]any{now.UnixMilli()}, args...)...)
+		var err error
+		j, err = scanJob(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return j, ok, err
+}
+
+// FinishJob records the outcome of a running job's attempt.
+func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, run_at = ?, updated_at = ?
+			WHERE tenant_id = ? AND id = ? AND status = 'running'`,
+			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID)
+		if err != nil {
+			return formatError(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errs.NotFoundf("no running job %s", j.ID)
+		}
+		return nil
+	})
+}
+
+// RequeueRunningJobs puts the jobs left running back to queued, or to failed
+// when the interrupted attempt was their last.
+func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed int, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE jobs
+			SET status = 'failed', updated_at = ?,
+				last_error = 'interrupted: the service stopped during attempt ' || attempts || ', the last'
+			WHERE status = 'running' AND attempts >= max_attempts`, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		failed = int(n)
+		res, err = tx.ExecContext(ctx, `UPDATE jobs
+			SET status = 'queued', run_at = ?, updated_at = ?,
+				last_error = 'interrupted: the service stopped during attempt ' || attempts
+			WHERE status = 'running'`, now.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		requeued = int(n)
+		return err
+	})
+	return requeued, failed, err
+}
+
+// Job returns one job of the tenant.
+func (s *Store) Job(ctx context.Context, tenantID, id string) (jobs.Job, error) {
+	j, err := scanJob(s.read.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = ? AND id = ?`, tenantID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return jobs.Job{}, errs.NotFoundf("job not found")
+	}
+	return j, err
+}
+
+// ListJobs returns the tenant's jobs matching f, newest first, and the
+// tenant's counts per state, from one read transaction.
+func (s *Store) ListJobs(ctx context.Context, tenantID string, f jobs.Filter) (list []jobs.Job, stats jobs.Stats, err error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, stats, err
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	q := `SELECT ` + jobColumns + ` FROM jobs WHERE tenant_id = ?`
+	args := []any{tenantID}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	q += ` ORDER BY seq DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, stats, err
+	}
+	defer rows.Close()
+	list = []jobs.Job{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, stats, err
+		}
+		list = append(list, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, stats, err
+	}
+
+	counts, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs WHERE tenant_id = ? GROUP BY status`, tenantID)
+	if err != nil {
+		return nil, stats, err
+	}
+	defer counts.Close()
+	for counts.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := counts.Scan(&status, &n); err != nil {
+			return nil, stats, err
+		}
+		stats.Add(status, n)
+	}
+	return list, stats, counts.Err()
+}
+
+func scanJob(r scanner) (jobs.Job, error) {
+	var (
+		j                   jobs.Job
+		payload             string
+		runAt, created, upd int64
+	)
+	err := r.Scan(&j.ID, &j.TenantID, &j.Type, &payload, &j.Status, &j.Attempts, &j.MaxAttempts, &j.LastError,
+		&runAt, &created, &upd)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	if !json.Valid([]byte(payload)) {
+		return jobs.Job{}, fmt.Errorf("job %s: stored payload is not JSON", j.ID)
+	}
+	j.Payload = []byte(payload)
+	j.RunAt, j.CreatedAt, j.UpdatedAt = msTime(runAt), msTime(created), msTime(upd)
+	return j, nil
+}
