@@ -21,15 +21,18 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/plugins"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
@@ -60,10 +63,19 @@ func main() {
 		plugin.CleanupClients()
 		os.Exit(1)
 	}
-	select {
-	case <-ctx.Done():
-	case err := <-m.Failed():
-		m.Logger.Error("server stopped", "error", err)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+wait:
+	for {
+		select {
+		case <-hup:
+			m.ReloadPolicies()
+		case <-ctx.Done():
+			break wait
+		case err := <-m.Failed():
+			m.Logger.Error("server stopped", "error", err)
+			break wait
+		}
 	}
 	stop()
 	if err := m.Close(); err != nil {
@@ -82,9 +94,10 @@ func usage() {
 // Main is one running svc: it exists apart from main so that Run and Close
 // can be driven by tests.
 type Main struct {
-	Config *config.Config
-	Logger hclog.Logger
-	Store  *store.Store
+	Config   *config.Config
+	Logger   hclog.Logger
+	Store    *store.Store
+	Policies *policy.Engine
 
 	// Jobs is the persistent job queue; its workers run from Run to Close.
 	Jobs *jobs.Queue
@@ -149,27 +162,40 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	m.Policies, err = policy.NewEngine(cfg.PolicyDir)
+	if err != nil {
+		return fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
+	}
+	auditLog := audit.NewLog(m.Store, m.Logger.Named("audit"), nil)
+	approvals := approval.NewService(m.Store, settingsService, nil)
+	governor := governance.New(governance.Options{
+		Policies: m.Policies, Approvals: approvals, Audit: auditLog, Notifier: m.Webhooks, Agents: m.Store,
+		Logger: m.Logger.Named("policy"),
+	})
 	gw := gateway.New(gateway.Options{
 		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
-		Prices: prices, Secrets: []string{cfg.ProviderAPIKey},
+		Prices: prices, Governor: governor, Secrets: []string{cfg.ProviderAPIKey},
 	})
+	runs := ledger.NewService(m.Store, m.recorder, nil)
 
 	keys := auth.NewKeys(m.Store, nil)
-	auditLog := audit.NewLog(m.Store, m.Logger.Named("audit"), nil)
 	api := httpapi.New(httpapi.Deps{
-		Config:   cfg,
-		Logger:   m.Logger.Named("http"),
-		Store:    m.Store,
-		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, nil),
-		Keys:     keys,
-		Settings: settingsService,
-		Audit:    auditLog,
-		Gateway:  gw,
-		Runs:     ledger.NewService(m.Store, m.recorder, nil),
-		Jobs:     m.Jobs,
-		Webhooks: m.Webhooks,
-		Web:      web.FS,
-		External: m.plugins.External(),
+		Config:    cfg,
+		Logger:    m.Logger.Named("http"),
+		Store:     m.Store,
+		Auth:      auth.NewAuthenticator(cfg.APIKey, keys, nil),
+		Keys:      keys,
+		Settings:  settingsService,
+		Audit:     auditLog,
+		Gateway:   gw,
+		Runs:      runs,
+		Governor:  governor,
+		Tracer:    governance.NewTracer(runs, m.Store, governor),
+		Approvals: approvals,
+		Jobs:      m.Jobs,
+		Webhooks:  m.Webhooks,
+		Web:       web.FS,
+		External:  m.plugins.External(),
 	})
 
 	m.listener, err = net.Listen("tcp", cfg.Addr)
@@ -199,6 +225,16 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	m.Logger.Info("listening", "addr", m.listener.Addr().String(), "version", version.Version,
 		"provider", cfg.ProviderName(), "auth", mode, "db", cfg.DBPath)
 	return nil
+}
+
+// ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
+// leaves the rules in force, and the log says why.
+func (m *Main) ReloadPolicies() {
+	if err := m.Policies.Reload(); err != nil {
+		m.Logger.Error("policy reload refused; the previous rules stay in force", "error", err)
+		return
+	}
+	m.Logger.Info("policies reloaded", "rules", len(m.Policies.Set().Rules()))
 }
 
 // Failed delivers an error when the server stops on its own.

@@ -30,6 +30,7 @@ type Gateway struct {
 	providerName string
 	recorder     Recorder
 	prices       *pricing.Table
+	governor     Governor
 	now          func() time.Time
 	secrets      []string // never shown in an error
 }
@@ -40,6 +41,7 @@ type Options struct {
 	ProviderName string // "mock" or "openai", recorded on runs
 	Recorder     Recorder
 	Prices       *pricing.Table
+	Governor     Governor // nil: no policies
 	Now          func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
@@ -56,7 +58,8 @@ func New(o Options) *Gateway {
 			secrets = append(secrets, s)
 		}
 	}
-	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices, now: o.Now, secrets: secrets}
+	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices,
+		governor: o.Governor, now: o.Now, secrets: secrets}
 }
 
 // Result is a completed non-streamed call.
@@ -68,10 +71,15 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	id    *auth.Identity
-	req   *Request
-	run   *ledger.Run
-	start time.Time
+	id       *auth.Identity
+	req      *Request
+	run      *ledger.Run
+	start    time.Time
+	// policy.evaluated events, for the ledger: on the request, before the
+	// route is decided; on the tool calls of the answer, after it came.
+	chatVerdicts, toolVerdicts []ledger.Event
+	standing                   *ledger.Standing // the agent's standing after the verdicts
+	calledProvider             bool
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -101,12 +109,19 @@ func liveExplanation() ledger.RouteExplanation {
 // The run id is returned with the error too, when a run was recorded.
 func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (Result, error) {
 	c := g.begin(id, req)
+	if err := g.governChat(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
+	c.calledProvider = true
 	res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
 	if err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, err)
 	}
 	c.run.Response = res.Body
 	g.price(c.run, &res.Usage)
+	if err := g.governToolCalls(ctx, c, res.Body); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
 	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
 		return Result{}, err
 	}
@@ -125,7 +140,11 @@ type Sink interface {
 // Result carries no Body: the answer went to sink.
 func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, sink Sink) (Result, error) {
 	c := g.begin(id, req)
+	if err := g.governChat(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
+	c.calledProvider = true
 	var (
 		usage   *pluginapi.Usage
 		started bool
@@ -214,28 +233,38 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	run := c.run
 	run.HTTPStatus = status
 	run.Status = ledger.StatusOK
-	if failure != "" {
+	switch {
+	case run.Route == ledger.RouteBlocked:
+		run.Status, run.Error = ledger.StatusBlocked, failure
+	case failure != "":
 		run.Status, run.Error = ledger.StatusError, failure
 	}
 	run.LatencyMS = float64(end.Sub(c.start).Microseconds()) / 1000
-	events := []ledger.Event{
-		{Type: "request.received", At: c.start, Payload: mustJSON(requestEvent{
-			Model: run.Model, Stream: run.Stream, Messages: len(c.req.Messages), Tools: len(c.req.Tools),
-			App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode,
-		})},
-		{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{Route: run.Route, Reason: run.Explanation.Reason, Policy: run.Explanation.Policy.Decision})},
-	}
-	if failure == "" {
+	events := make([]ledger.Event, 0, 3+len(c.chatVerdicts)+len(c.toolVerdicts))
+	events = append(events, ledger.Event{Type: "request.received", At: c.start, Payload: mustJSON(requestEvent{
+		Model: run.Model, Stream: run.Stream, Messages: len(c.req.Messages), Tools: len(c.req.Tools),
+		App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode,
+	})})
+	events = append(events, c.chatVerdicts...)
+	events = append(events, ledger.Event{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{
+		Route: run.Route, Reason: run.Explanation.Reason, Policy: run.Explanation.Policy.Decision})})
+	switch {
+	case !c.calledProvider:
+		// Stopped before the provider: nothing more happened.
+	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: status, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
+			Provider: run.Provider, Status: http.StatusOK, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
 			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
-	} else {
+	default:
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS,
 		})})
 	}
-	if err := g.recorder.Record(ctx, ledger.NewRecord(run, events, end)); err != nil {
+	events = append(events, c.toolVerdicts...)
+	rec := ledger.NewRecord(run, events, end)
+	rec.Standing = c.standing
+	if err := g.recorder.Record(ctx, rec); err != nil {
 		return errs.Wrap(err, errs.Internal, "internal", "the run could not be recorded")
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/policy"
 )
 
 // Request is a validated chat-completions request: the body as the client
@@ -22,11 +23,9 @@ type Request struct {
 	ResponseFormat string
 }
 
-// Message is one chat message, its content flattened to text.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+// Message is one chat message, its content flattened to text: the type
+// policies see, so that no copy is made for them.
+type Message = policy.Message
 
 // wireRequest is what svc reads of a request; every other field passes
 // through to the provider untouched.

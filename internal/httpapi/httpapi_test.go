@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -17,14 +19,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
@@ -45,10 +50,30 @@ func (s stubDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, e
 
 type testServer struct {
 	*httptest.Server
-	store *store.Store
-	keys  *auth.Keys
-	jobs  *jobs.Queue
-	now   time.Time
+	store    *store.Store
+	keys     *auth.Keys
+	jobs     *jobs.Queue
+	policies *policy.Engine
+	notified *notifications
+	now      time.Time
+}
+
+// notifications records the webhook events svc sends.
+type notifications struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (n *notifications) Notify(_ context.Context, _ string, eventType string, _ any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.events = append(n.events, eventType)
+}
+
+func (n *notifications) list() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.events)
 }
 
 // newServer starts svc's handler on a real listener with a temp database
@@ -82,22 +107,34 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	ts.jobs.Register("test.ok", func(context.Context, jobs.Job) error { return nil })
 	ts.jobs.Register("test.bad", func(context.Context, jobs.Job) error { return jobs.Permanent(errors.New("refused by the test")) })
 	t.Cleanup(ts.jobs.Close)
+	settingsService := settings.NewService(s, &netguard.Guard{Resolver: stubDNS{"hooks.example.com": "93.184.216.34", "inside.example.com": "10.0.0.7"}}, nil)
+	auditLog := audit.NewLog(s, logger, nil)
+	ts.policies, err = policy.NewEngine(cfg.PolicyDir)
+	require.NoError(t, err)
+	ts.notified = &notifications{}
+	approvals := approval.NewService(s, settingsService, func() time.Time { return ts.now })
+	governor := governance.New(governance.Options{Policies: ts.policies, Approvals: approvals, Audit: auditLog,
+		Notifier: ts.notified, Agents: s, Logger: logger})
+	runs := ledger.NewService(s, recorder, nil)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
 		Store:    s,
 		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, nil),
 		Keys:     keys,
-		Settings: settings.NewService(s, &netguard.Guard{Resolver: stubDNS{"hooks.example.com": "93.184.216.34", "inside.example.com": "10.0.0.7"}}, nil),
-		Audit:    audit.NewLog(s, logger, nil),
+		Settings: settingsService,
+		Audit:    auditLog,
 		Gateway: gateway.New(gateway.Options{
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
-			Secrets: []string{testProviderSecret},
+			Governor: governor, Secrets: []string{testProviderSecret},
 		}),
-		Runs: ledger.NewService(s, recorder, nil),
-		Jobs: ts.jobs,
-		Web:  fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
-		Now:  func() time.Time { return ts.now },
+		Runs:      runs,
+		Governor:  governor,
+		Tracer:    governance.NewTracer(runs, s, governor),
+		Approvals: approvals,
+		Jobs:      ts.jobs,
+		Web:       fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+		Now:       func() time.Time { return ts.now },
 	})
 	ts.Server = httptest.NewServer(api.Handler())
 	ts.keys = keys

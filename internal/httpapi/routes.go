@@ -28,6 +28,11 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/trace", s.api(s.trace))
 	s.mux.Handle("GET /api/v1/agents", s.api(s.listAgents))
 
+	s.mux.Handle("GET /api/v1/policies", s.api(s.listPolicies))
+	s.mux.Handle("GET /api/v1/approvals", s.api(s.listApprovals))
+	s.mux.Handle("POST /api/v1/approvals/{id}/approve", s.admin(s.approve))
+	s.mux.Handle("POST /api/v1/approvals/{id}/reject", s.admin(s.reject))
+
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
 	s.mux.Handle("/api/", s.public(s.noRoute))

@@ -108,11 +108,18 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) error {
 	case req.Payload == nil:
 		return errs.Invalidf("payload", "payload is required (a JSON object)")
 	}
-	e, err := s.Runs.Trace(r.Context(), identity(r).TenantID, req.RunID, req.Type, req.Payload)
+	t, err := s.Tracer.Trace(r.Context(), identity(r), req.RunID, req.Type, req.Payload)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"event": map[string]any{"seq": e.Seq, "type": e.Type, "hash": e.Hash}})
+	out := map[string]any{"event": map[string]any{"seq": t.Event.Seq, "type": t.Event.Type, "hash": t.Event.Hash}}
+	if t.Verdict != nil {
+		out["verdict"] = t.Verdict
+	}
+	if t.SideEffect != nil {
+		out["sideEffect"] = t.SideEffect
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 

@@ -11,10 +11,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
@@ -38,7 +40,11 @@ type Deps struct {
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
 	Runs     *ledger.Service
-	Jobs     *jobs.Queue
+	// Governor applies policies; Tracer appends traced events through it.
+	Governor  *governance.Governor
+	Tracer    *governance.Tracer
+	Approvals *approval.Service
+	Jobs      *jobs.Queue
 	// Webhooks queues deliveries of notable events for handlers that
 	// report them; nil drops them.
 	Webhooks *webhook.Notifier

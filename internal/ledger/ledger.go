@@ -19,8 +19,9 @@ const (
 
 // The statuses of a run.
 const (
-	StatusOK    = "ok"
-	StatusError = "error"
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusBlocked = "blocked" // a policy stopped the call
 )
 
 // Run is one gateway call.
@@ -78,6 +79,12 @@ type Alternative struct {
 type Verdict struct {
 	Decision string       `json:"decision"`
 	Rules    []RuleResult `json:"rules"`
+	// Enforced says the decision stopped the call; a deny in observe mode
+	// is recorded with Enforced false: what would have happened.
+	Enforced bool `json:"enforced"`
+	// ApprovalID is the approval a held request opened, or the one that
+	// let it pass.
+	ApprovalID string `json:"approvalId,omitempty"`
 }
 
 // RuleResult is one policy rule that matched.
@@ -85,6 +92,7 @@ type RuleResult struct {
 	ID     string `json:"id"`
 	Effect string `json:"effect"`
 	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"` // the condition failed; see policy.RuleResult
 }
 
 // Event is one entry of a run's trace.

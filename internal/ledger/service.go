@@ -56,9 +56,9 @@ func (f *Filter) Validate() error {
 		return errs.Invalidf("route", "route must be one of live, exact_cache, artifact, blocked")
 	}
 	switch f.Status {
-	case "", StatusOK, StatusError:
+	case "", StatusOK, StatusError, StatusBlocked:
 	default:
-		return errs.Invalidf("status", "status must be ok or error")
+		return errs.Invalidf("status", "status must be ok, error or blocked")
 	}
 	var err error
 	if f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
@@ -79,6 +79,9 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) ([]Run, i
 	}
 	return s.store.ListRuns(ctx, tenantID, f)
 }
+
+// Run returns one of the tenant's runs, without its trace.
+func (s *Service) Run(ctx context.Context, tenantID, id string) (Run, error) { return s.run(ctx, tenantID, id) }
 
 func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
 	if !ids.Valid("run", id) {

@@ -94,8 +94,8 @@ type Request struct {
 
 // Message is one chat message with its text.
 type Message struct {
-	Role    string `cel:"role"`
-	Content string `cel:"content"`
+	Role    string `json:"role" cel:"role"`
+	Content string `json:"content" cel:"content"`
 }
 
 // ToolCall is a tool call, as `tool` in CEL.

@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
+)
+
+// Governor decides on chat requests and the tool calls models return.
+type Governor interface {
+	Has(t policy.Target) bool
+	Decide(ctx context.Context, c governance.Call, in *policy.Input) (governance.Decision, error)
+}
+
+// governChat puts the request before the chat policies. It returns the
+// error to answer with when they block it, after recording the blocked run.
+func (g *Gateway) governChat(ctx context.Context, c *call) error {
+	if g.governor == nil || (c.id.Agent == "" && !g.governor.Has(policy.Chat)) {
+		return nil
+	}
+	req := c.req
+	in := &policy.Input{Request: policy.Request{Model: req.Model, App: c.id.App, Agent: c.id.Agent,
+		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools}}
+	call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
+	d, err := g.governor.Decide(ctx, call, in)
+	if err != nil {
+		return g.abort(ctx, c, err)
+	}
+	c.decided(d, policy.Chat, "")
+	if d.Enforced {
+		return g.block(ctx, c, d.Verdict)
+	}
+	return nil
+}
+
+// governToolCalls puts each tool call of a non-streamed answer before the
+// tool policies. An enforced verdict blocks the answer; the provider's cost
+// stays recorded.
+func (g *Gateway) governToolCalls(ctx context.Context, c *call, body []byte) error {
+	if g.governor == nil || !g.governor.Has(policy.Tool) {
+		return nil
+	}
+	calls := toolCalls(body)
+	if len(calls) == 0 {
+		return nil
+	}
+	worst := governance.Decision{Verdict: policy.Verdict{Decision: policy.Allow, Rules: []policy.RuleResult{}}}
+	for _, tc := range calls {
+		in := &policy.Input{Tool: policy.ToolCall{Name: tc.name, Args: policy.NewArgs(tc.args), Level: governance.DefaultToolLevel}}
+		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Tool,
+			Describe: func() (json.RawMessage, string) { return governance.DescribeTool(c.id, tc.name, tc.args, governance.DefaultToolLevel) }}
+		d, err := g.governor.Decide(ctx, call, in)
+		if err != nil {
+			return g.abort(ctx, c, err)
+		}
+		c.decided(d, policy.Tool, tc.name)
+		if strength(d.Verdict.Decision) > strength(worst.Verdict.Decision) {
+			worst = d
+		}
+	}
+	if worst.Enforced {
+		return g.block(ctx, c, worst.Verdict)
+	}
+	return nil
+}
+
+func strength(e policy.Effect) int {
+	switch e {
+	case policy.Deny:
+		return 2
+	case policy.RequireApproval:
+		return 1
+	}
+	return 0
+}
+
+// decided notes a decision on the run: its verdict joins the explanation
+// (the request's, then any stronger one on a tool call), its event the
+// ledger, and the agent's standing the record.
+func (c *call) decided(d governance.Decision, target policy.Target, tool string) {
+	if d.Standing != nil {
+		c.standing = d.Standing
+	}
+	if !d.Evaluated {
+		return // no rule to evaluate: an allow with nothing to record
+	}
+	v := governance.LedgerVerdict(d)
+	if target == policy.Chat || strength(d.Verdict.Decision) > strength(policy.Effect(c.run.Explanation.Policy.Decision)) {
+		c.run.Explanation.Policy = v
+	}
+	e := ledger.Event{Type: "policy.evaluated", Payload: mustJSON(verdictEvent{Target: string(target), Tool: tool,
+		Decision: v.Decision, Rules: v.Rules, Enforced: v.Enforced, ApprovalID: v.ApprovalID})}
+	if target == policy.Chat {
+		c.chatVerdicts = append(c.chatVerdicts, e)
+	} else {
+		c.toolVerdicts = append(c.toolVerdicts, e)
+	}
+}
+
+type verdictEvent struct {
+	Target     string              `json:"target"`
+	Tool       string              `json:"tool,omitempty"`
+	Decision   string              `json:"decision"`
+	Rules      []ledger.RuleResult `json:"rules"`
+	Enforced   bool                `json:"enforced"`
+	ApprovalID string              `json:"approvalId,omitempty"`
+}
+
+
+// block records the run as blocked and returns the 403 to answer with.
+func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
+	run := c.run
+	run.Route = ledger.RouteBlocked
+	e := &errs.Error{Kind: errs.Forbidden, Type: "policy_error", Beside: map[string]any{"verdict": v}}
+	var ids []string
+	for _, r := range v.Rules {
+		if r.Effect == v.Decision {
+			ids = append(ids, r.ID)
+		}
+	}
+	if v.Decision == policy.Deny {
+		e.Code, e.Public = "policy_denied", "blocked by policy: "+strings.Join(ids, ", ")
+	} else {
+		e.Code, e.Public = "approval_required", "held for approval "+v.ApprovalID+" by policy: "+strings.Join(ids, ", ")
+	}
+	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public
+	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: "a policy does not allow this request"}}
+	if err := g.finish(ctx, c, http.StatusForbidden, e.Public); err != nil {
+		return err
+	}
+	return e
+}
+
+// abort records the run of a call that governance could not decide on,
+// and returns the error: a call is never let through undecided.
+func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
+	e := errs.Wrap(err, errs.Internal, "internal", "the policy decision could not be made")
+	if rerr := g.finish(ctx, c, http.StatusInternalServerError, e.Public); rerr != nil {
+		return rerr
+	}
+	return e
+}
+
+
+// describeChat is what a person deciding on a held chat request sees, and
+// its fingerprint: the request's canonical JSON without the fields that
+// only change how the answer is delivered.
+func (c *call) describeChat() (json.RawMessage, string) {
+	dec := json.NewDecoder(bytes.NewReader(c.req.Body))
+	dec.UseNumber()
+	var body map[string]any
+	if err := dec.Decode(&body); err != nil {
+		body = map[string]any{}
+	}
+	delete(body, "stream")
+	delete(body, "stream_options")
+	canonical, err := json.Marshal(body) // map keys are sorted
+	if err != nil {
+		canonical = c.req.Body
+	}
+	return canonical, governance.Fingerprint(policy.Chat, c.id, canonical)
+}
+
+type toolCall struct {
+	name string
+	args map[string]any
+}
+
+// toolCalls reads the function calls of a chat.completion body. Arguments
+// that are not a JSON object are seen by policies as {"_raw": "<text>"}.
+func toolCalls(body []byte) []toolCall {
+	var res struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if !bytes.Contains(body, []byte(`"tool_calls"`)) || json.Unmarshal(body, &res) != nil {
+		return nil
+	}
+	var out []toolCall
+	for _, ch := range res.Choices {
+		for _, tc := range ch.Message.ToolCalls {
+			var args map[string]any
+			if err := json.Unmarshal([]byte(tc.Function.Arguments), &args); err != nil || args == nil {
+				args = map[string]any{"_raw": tc.Function.Arguments}
+			}
+			out = append(out, toolCall{name: tc.Function.Name, args: args})
+		}
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+// Package governance applies policies to calls: it evaluates the rules in
+// force, lets an approved request pass, opens an approval for a held one,
+// moves the calling agent's trust, audits every decision that is not a plain
+// allow and tells the tenant's webhook about blocks and approvals. The
+// gateway asks it about chat requests and the tool calls models return; the
+// trace API about traced tool calls; the web sessions about their actions.
+package governance
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/approval"
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
+)
+
+// Notifier sends a tenant's notable events to its webhook.
+type Notifier interface {
+	Notify(ctx context.Context, tenantID, eventType string, data any)
+}
+
+// The webhook events governance sends.
+const (
+	EventPolicyBlocked     = "policy.blocked"
+	EventApprovalRequested = "approval.requested"
+	EventApprovalDecided   = "approval.decided"
+)
+
+// Governor decides on calls.
+type Governor struct {
+	policies  *policy.Engine
+	approvals *approval.Service
+	audit     *audit.Log
+	notify    Notifier
+	standings *standings
+	logger    hclog.Logger
+}
+
+// Options configure a Governor.
+type Options struct {
+	Policies  *policy.Engine
+	Approvals *approval.Service
+	Audit     *audit.Log
+	Notifier  Notifier // may be nil
+	Agents    AgentStore
+	Logger    hclog.Logger
+}
+
+// New returns a governor.
+func New(o Options) *Governor {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Governor{policies: o.Policies, approvals: o.Approvals, audit: o.Audit, notify: o.Notifier,
+		standings: newStandings(o.Agents), logger: o.Logger}
+}
+
+// Decision is governance's answer on one call.
+type Decision struct {
+	Verdict policy.Verdict
+	// Enforced says the verdict stops the call: it is not allow and the
+	// caller's key is in optimize mode. In observe mode nothing is stopped
+	// and the verdict records what would have happened.
+	Enforced bool
+	// Standing is the calling agent's standing after the decision; nil
+	// when the call names no agent.
+	Standing *ledger.Standing
+	// Evaluated says rules of the target were in force; without any, the
+	// decision is a bare allow worth no record.
+	Evaluated bool
+}
+
+// Call is what governance needs to know of a call besides its target's
+// input.
+type Call struct {
+	ID     *auth.Identity
+	RunID  string
+	Target policy.Target
+	// Describe returns the request as the person deciding on it should see
+	// it, and its fingerprint (see Fingerprint): the identical request has
+	// the same one. It is called only when a rule holds the request.
+	Describe func() (request json.RawMessage, fingerprint string)
+}
+
+// Rules lists the rules in force.
+func (g *Governor) Rules() []policy.Rule { return g.policies.Set().Rules() }
+
+// Has reports whether any rule in force has target t.
+func (g *Governor) Has(t policy.Target) bool { return g.policies.Set().Has(t) }
+
+// Decide evaluates in for c and acts on the verdict: an approved identical
+// request passes, a held one opens (or finds) its approval, the agent's
+// standing moves, and anything but a plain allow is audited. A failure of
+// the approval store fails the call rather than letting it through.
+func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decision, error) {
+	id := c.ID
+	in.Tenant, in.Mode = id.TenantID, string(id.Mode)
+	if id.Agent != "" {
+		st, err := g.standings.get(ctx, id.TenantID, id.Agent)
+		if err != nil {
+			g.logger.Warn("agent standing unavailable; treating the agent as new", "agent", id.Agent, "error", err)
+		}
+		in.Agent = policy.Agent{Name: id.Agent, Trust: st.Trust}
+	}
+	set := g.policies.Set()
+	d := Decision{Verdict: set.Evaluate(c.Target, in), Evaluated: set.Has(c.Target)}
+	if d.Verdict.Decision == policy.RequireApproval {
+		if err := g.holdOrPass(ctx, c, &d.Verdict); err != nil {
+			return Decision{}, err
+		}
+	}
+	d.Enforced = d.Verdict.Blocks() && id.Mode == auth.Optimize
+	if id.Agent != "" {
+		st, err := g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
+		if err == nil {
+			d.Standing = &st
+		}
+	}
+	if d.Verdict.Decision != policy.Allow || d.Verdict.ApprovalID != "" {
+		g.record(ctx, c, d)
+	}
+	return d, nil
+}
+
+// holdOrPass turns a require_approval verdict into an allow when an
+// approval of the identical request is in force, and otherwise, where
+// policies are enforced, holds the request for a person.
+func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) error {
+	request, fingerprint := c.Describe()
+	exc, err := g.approvals.Exception(ctx, c.ID.TenantID, fingerprint)
+	if err != nil {
+		return err
+	}
+	if exc != nil {
+		v.Decision, v.ApprovalID = policy.Allow, exc.ID
+		return nil
+	}
+	if c.ID.Mode != auth.Optimize {
+		return nil // observe mode: nothing is held, the verdict says it would have been
+	}
+	rules := make([]approval.Rule, 0, len(v.Rules))
+	for _, r := range v.Rules {
+		if r.Effect == policy.RequireApproval {
+			rules = append(rules, approval.Rule{ID: r.ID, Effect: string(r.Effect), Reason: r.Reason})
+		}
+	}
+	a, created, err := g.approvals.Open(ctx, approval.Request{
+		TenantID: c.ID.TenantID, Target: string(c.Target), Fingerprint: fingerprint, RunID: c.RunID,
+		Request: request, Rules: rules,
+		RequestedBy: approval.Requester{Actor: c.ID.Actor(), App: c.ID.App, Agent: c.ID.Agent, Subject: c.ID.Subject},
+	})
+	if err != nil {
+		return err
+	}
+	v.ApprovalID = a.ID
+	if created {
+		g.send(ctx, c.ID.TenantID, EventApprovalRequested, map[string]any{"approval": a})
+	}
+	return nil
+}
+
+// record audits a decision and tells the webhook about a block.
+func (g *Governor) record(ctx context.Context, c Call, d Decision) {
+	v := d.Verdict
+	details := map[string]any{"target": string(c.Target), "rules": v.Rules, "enforced": d.Enforced, "mode": string(c.ID.Mode),
+		"app": c.ID.App, "agent": c.ID.Agent, "subject": c.ID.Subject}
+	if v.ApprovalID != "" {
+		details["approvalId"] = v.ApprovalID
+	}
+	g.audit.Record(ctx, audit.Event{TenantID: c.ID.TenantID, Actor: c.ID.Actor(), Action: "policy." + string(c.Target),
+		Decision: string(v.Decision), Target: c.RunID, Details: details})
+	if d.Enforced && v.Decision == policy.Deny {
+		g.send(ctx, c.ID.TenantID, EventPolicyBlocked, map[string]any{"runId": c.RunID, "target": string(c.Target), "verdict": v})
+	}
+}
+
+func (g *Governor) send(ctx context.Context, tenantID, event string, data any) {
+	if g.notify != nil {
+		g.notify.Notify(ctx, tenantID, event, data)
+	}
+}
+
+// DecideApproval approves or rejects an approval for an admin, audits it
+// and tells the webhook.
+func (g *Governor) DecideApproval(ctx context.Context, id *auth.Identity, approvalID string, approve bool, reason string) (approval.Approval, error) {
+	a, err := g.approvals.Decide(ctx, id.TenantID, approvalID, approve, reason, id.Actor())
+	if err != nil {
+		return a, err
+	}
+	decision := audit.Deny
+	if approve {
+		decision = audit.Allow
+	}
+	g.audit.Record(ctx, audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "approval." + a.Status,
+		Decision: decision, Target: a.ID, Details: map[string]any{"reason": a.Reason, "target": a.Target, "runId": a.RunID}})
+	g.send(ctx, id.TenantID, EventApprovalDecided, map[string]any{"approval": a})
+	return a, nil
+}
+
+// SaveStanding stores an agent's standing that moved outside a run.
+func (g *Governor) SaveStanding(ctx context.Context, tenantID, agent string, st ledger.Standing, at time.Time) {
+	if err := g.standings.store.SaveAgentStanding(ctx, tenantID, agent, st, at); err != nil {
+		g.logger.Error("storing an agent's standing failed", "agent", agent, "error", err)
+	}
+}
+
+// Fingerprint identifies a request for approval exceptions: a hash of its
+// target, who asks (app, agent, subject) and its canonical content.
+func Fingerprint(target policy.Target, id *auth.Identity, canonical []byte) string {
+	h := sha256.New()
+	for _, part := range []string{string(target), id.App, id.Agent, id.Subject} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	h.Write(canonical)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DescribeTool is what a person deciding on a held tool call sees, and its
+// fingerprint.
+func DescribeTool(id *auth.Identity, name string, args map[string]any, level int64) (json.RawMessage, string) {
+	req, err := json.Marshal(map[string]any{"tool": name, "args": args, "level": level}) // map keys are sorted
+	if err != nil {
+		req = []byte(`{}`)
+	}
+	return req, Fingerprint(policy.Tool, id, req)
+}

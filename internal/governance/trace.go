@@ -1,0 +1,166 @@
+package governance
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
+)
+
+// The trace event types governance acts on.
+const (
+	EventToolCalled        = "tool.called"
+	EventToolCompleted     = "tool.completed"
+	EventSideEffectPlanned = "side_effect.planned"
+)
+
+// DefaultToolLevel is the side-effect level of a tool call that does not
+// say: the client library's default.
+const DefaultToolLevel = 3
+
+// Runs is what the tracer needs of the runs service.
+type Runs interface {
+	Run(ctx context.Context, tenantID, id string) (ledger.Run, error)
+	Trace(ctx context.Context, tenantID, runID, typ string, payload json.RawMessage) (ledger.Event, error)
+}
+
+// Tracer appends traced events to runs and governs the tool calls and
+// side effects they announce.
+type Tracer struct {
+	runs    Runs
+	effects ledger.SideEffectStore
+	gov     *Governor
+}
+
+// NewTracer returns a tracer.
+func NewTracer(runs Runs, effects ledger.SideEffectStore, gov *Governor) *Tracer {
+	return &Tracer{runs: runs, effects: effects, gov: gov}
+}
+
+// Traced is what a traced event caused.
+type Traced struct {
+	Event      ledger.Event       `json:"event"`
+	Verdict    *ledger.Verdict    `json:"verdict,omitempty"`
+	SideEffect *ledger.SideEffect `json:"sideEffect,omitempty"`
+}
+
+// tracedTool is what svc reads of a tool event's payload: tool.called
+// carries {name, args, sideEffectLevel}, side_effect.planned {toolName,
+// level, payload}, tool.completed {name, result}.
+type tracedTool struct {
+	Name            string          `json:"name"`
+	ToolName        string          `json:"toolName"`
+	Args            json.RawMessage `json:"args"`
+	Payload         json.RawMessage `json:"payload"`
+	SideEffectLevel *int64          `json:"sideEffectLevel"`
+	Level           *int64          `json:"level"`
+}
+
+func (t tracedTool) name() string {
+	if t.ToolName != "" {
+		return t.ToolName
+	}
+	return t.Name
+}
+
+func (t tracedTool) level() int64 {
+	switch {
+	case t.Level != nil:
+		return *t.Level
+	case t.SideEffectLevel != nil:
+		return *t.SideEffectLevel
+	}
+	return DefaultToolLevel
+}
+
+func (t tracedTool) args() map[string]any {
+	raw := t.Args
+	if raw == nil {
+		raw = t.Payload
+	}
+	var args map[string]any
+	if json.Unmarshal(raw, &args) != nil || args == nil {
+		return map[string]any{}
+	}
+	return args
+}
+
+// Trace appends an event to a run and acts on it: a tool call or planned
+// side effect is put before the tool policies (the verdict is appended to
+// the run's trace too), a planned side effect is recorded, and a completed
+// tool executes its planned side effect.
+func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string, payload json.RawMessage) (Traced, error) {
+	e, err := t.runs.Trace(ctx, id.TenantID, runID, typ, payload)
+	if err != nil {
+		return Traced{}, err
+	}
+	out := Traced{Event: e}
+	typ = strings.TrimSpace(typ)
+	if typ != EventToolCalled && typ != EventSideEffectPlanned && typ != EventToolCompleted {
+		return out, nil
+	}
+	var tool tracedTool
+	_ = json.Unmarshal(payload, &tool) // a payload is a JSON object; missing fields stay empty
+	if typ == EventToolCompleted {
+		_, err := t.effects.ExecuteSideEffect(ctx, id.TenantID, runID, tool.name(), e.At)
+		return out, err
+	}
+	run, err := t.runs.Run(ctx, id.TenantID, runID)
+	if err != nil {
+		return Traced{}, err
+	}
+	args, level := tool.args(), tool.level()
+	in := &policy.Input{Tool: policy.ToolCall{Name: tool.name(), Args: policy.NewArgs(args), Level: level}}
+	d, err := t.gov.Decide(ctx, Call{ID: id, RunID: runID, Target: policy.Tool, Describe: func() (json.RawMessage, string) {
+		return DescribeTool(id, tool.name(), args, level)
+	}}, in)
+	if err != nil {
+		return Traced{}, err
+	}
+	v := LedgerVerdict(d)
+	out.Verdict = &v
+	if d.Standing != nil {
+		t.gov.SaveStanding(ctx, id.TenantID, id.Agent, *d.Standing, e.At)
+	}
+	if d.Evaluated {
+		verdict, _ := json.Marshal(map[string]any{"target": "tool", "tool": tool.name(), "decision": v.Decision, "rules": v.Rules,
+			"enforced": v.Enforced, "approvalId": v.ApprovalID, "seq": e.Seq})
+		if _, err := t.runs.Trace(ctx, id.TenantID, runID, "policy.evaluated", verdict); err != nil {
+			return Traced{}, err
+		}
+	}
+	if typ == EventSideEffectPlanned {
+		effect := tool.Payload
+		if effect == nil {
+			effect = json.RawMessage(`{}`)
+		}
+		se := ledger.NewSideEffect(id.TenantID, runID, run.Mode, e, tool.name(), int(level), effect)
+		if se.State == ledger.EffectPlanned && d.Enforced {
+			se.State, se.ApprovalID = ledger.EffectBlocked, v.ApprovalID
+			for _, r := range v.Rules {
+				if r.Effect == v.Decision {
+					se.RuleID, se.Reason = r.ID, r.Reason
+					break
+				}
+			}
+		}
+		if err := t.effects.AddSideEffect(ctx, se); err != nil {
+			return Traced{}, err
+		}
+		out.SideEffect = se
+	}
+	return out, nil
+}
+
+// LedgerVerdict is a decision as runs record it.
+func LedgerVerdict(d Decision) ledger.Verdict {
+	v := ledger.Verdict{Decision: string(d.Verdict.Decision), Rules: make([]ledger.RuleResult, len(d.Verdict.Rules)),
+		ApprovalID: d.Verdict.ApprovalID, Enforced: d.Enforced}
+	for i, r := range d.Verdict.Rules {
+		v.Rules[i] = ledger.RuleResult{ID: r.ID, Effect: string(r.Effect), Reason: r.Reason, Error: r.Error}
+	}
+	return v
+}
