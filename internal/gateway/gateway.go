@@ -71,10 +71,10 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	id       *auth.Identity
-	req      *Request
-	run      *ledger.Run
-	start    time.Time
+	id    *auth.Identity
+	req   *Request
+	run   *ledger.Run
+	start time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event

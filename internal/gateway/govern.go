@@ -55,7 +55,9 @@ func (g *Gateway) governToolCalls(ctx context.Context, c *call, body []byte) err
 	for _, tc := range calls {
 		in := &policy.Input{Tool: policy.ToolCall{Name: tc.name, Args: policy.NewArgs(tc.args), Level: governance.DefaultToolLevel}}
 		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Tool,
-			Describe: func() (json.RawMessage, string) { return governance.DescribeTool(c.id, tc.name, tc.args, governance.DefaultToolLevel) }}
+			Describe: func() (json.RawMessage, string) {
+				return governance.DescribeTool(c.id, tc.name, tc.args, governance.DefaultToolLevel)
+			}}
 		d, err := g.governor.Decide(ctx, call, in)
 		if err != nil {
 			return g.abort(ctx, c, err)
@@ -113,7 +115,6 @@ type verdictEvent struct {
 	ApprovalID string              `json:"approvalId,omitempty"`
 }
 
-
 // block records the run as blocked and returns the 403 to answer with.
 func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	run := c.run
@@ -147,7 +148,6 @@ func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
 	}
 	return e
 }
-
 
 // describeChat is what a person deciding on a held chat request sees, and
 // its fingerprint: the request's canonical JSON without the fields that

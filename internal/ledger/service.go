@@ -81,7 +81,9 @@ func (s *Service) List(ctx context.Context, tenantID string, f Filter) ([]Run, i
 }
 
 // Run returns one of the tenant's runs, without its trace.
-func (s *Service) Run(ctx context.Context, tenantID, id string) (Run, error) { return s.run(ctx, tenantID, id) }
+func (s *Service) Run(ctx context.Context, tenantID, id string) (Run, error) {
+	return s.run(ctx, tenantID, id)
+}
 
 func (s *Service) run(ctx context.Context, tenantID, id string) (Run, error) {
 	if !ids.Valid("run", id) {
