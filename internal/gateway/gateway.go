@@ -180,6 +180,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 		return res, g.fail(ctx, c, err)
 	}
 	g.price(c.run, usage)
+	g.governStreamedToolCalls(ctx, c, chunks)
 	return res, g.finish(ctx, c, http.StatusOK, "")
 }
 

@@ -47,18 +47,35 @@ func (g *Gateway) governToolCalls(ctx context.Context, c *call, body []byte) err
 	if g.governor == nil || !g.governor.Has(policy.Tool) {
 		return nil
 	}
-	calls := toolCalls(body)
+	return g.governTools(ctx, c, toolCalls(body), false)
+}
+
+// governStreamedToolCalls puts the tool calls of a streamed answer before
+// the tool policies once the stream is over. The client has them already,
+// so the verdicts are recorded and audited, never enforced: a deployment
+// that must stop tool calls asks without streaming.
+func (g *Gateway) governStreamedToolCalls(ctx context.Context, c *call, chunks []json.RawMessage) {
+	if g.governor == nil || !g.governor.Has(policy.Tool) {
+		return
+	}
+	_ = g.governTools(ctx, c, streamedToolCalls(chunks), true)
+}
+
+func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, advisory bool) error {
 	if len(calls) == 0 {
 		return nil
 	}
 	worst := governance.Decision{Verdict: policy.Verdict{Decision: policy.Allow, Rules: []policy.RuleResult{}}}
 	for _, tc := range calls {
 		in := &policy.Input{Tool: policy.ToolCall{Name: tc.name, Args: policy.NewArgs(tc.args), Level: governance.DefaultToolLevel}}
-		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Tool,
+		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Tool, Advisory: advisory,
 			Describe: func() (json.RawMessage, string) {
 				return governance.DescribeTool(c.id, tc.name, tc.args, governance.DefaultToolLevel)
 			}}
 		d, err := g.governor.Decide(ctx, call, in)
+		if advisory && err != nil {
+			continue // the answer is out; a verdict that cannot be made is not recorded
+		}
 		if err != nil {
 			return g.abort(ctx, c, err)
 		}
@@ -173,8 +190,17 @@ type toolCall struct {
 	args map[string]any
 }
 
-// toolCalls reads the function calls of a chat.completion body. Arguments
-// that are not a JSON object are seen by policies as {"_raw": "<text>"}.
+// parseArgs reads a tool call's arguments. Arguments that are not a JSON
+// object are seen by policies as {"_raw": "<text>"}.
+func parseArgs(raw string) map[string]any {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
+		return map[string]any{"_raw": raw}
+	}
+	return args
+}
+
+// toolCalls reads the function calls of a chat.completion body.
 func toolCalls(body []byte) []toolCall {
 	var res struct {
 		Choices []struct {
@@ -194,12 +220,66 @@ func toolCalls(body []byte) []toolCall {
 	var out []toolCall
 	for _, ch := range res.Choices {
 		for _, tc := range ch.Message.ToolCalls {
-			var args map[string]any
-			if err := json.Unmarshal([]byte(tc.Function.Arguments), &args); err != nil || args == nil {
-				args = map[string]any{"_raw": tc.Function.Arguments}
-			}
-			out = append(out, toolCall{name: tc.Function.Name, args: args})
+			out = append(out, toolCall{name: tc.Function.Name, args: parseArgs(tc.Function.Arguments)})
 		}
+	}
+	return out
+}
+
+// streamedToolCalls puts together the function calls of a streamed answer
+// from their deltas: a call's name comes in one chunk, its arguments in
+// pieces, both keyed by the choice and the call's index.
+func streamedToolCalls(chunks []json.RawMessage) []toolCall {
+	type key struct{ choice, call int }
+	type partial struct {
+		name string
+		args strings.Builder
+	}
+	var (
+		order []key
+		calls = map[key]*partial{}
+	)
+	for _, ch := range chunks {
+		if !bytes.Contains(ch, []byte(`"tool_calls"`)) {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					ToolCalls []struct {
+						Index    int `json:"index"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(ch, &chunk) != nil {
+			continue
+		}
+		for _, choice := range chunk.Choices {
+			for _, tc := range choice.Delta.ToolCalls {
+				k := key{choice.Index, tc.Index}
+				p := calls[k]
+				if p == nil {
+					p = &partial{}
+					calls[k] = p
+					order = append(order, k)
+				}
+				if tc.Function.Name != "" {
+					p.name = tc.Function.Name
+				}
+				p.args.WriteString(tc.Function.Arguments)
+			}
+		}
+	}
+	out := make([]toolCall, 0, len(order))
+	for _, k := range order {
+		p := calls[k]
+		out = append(out, toolCall{name: p.name, args: parseArgs(p.args.String())})
 	}
 	return out
 }

@@ -88,6 +88,10 @@ type Call struct {
 	// it, and its fingerprint (see Fingerprint): the identical request has
 	// the same one. It is called only when a rule holds the request.
 	Describe func() (request json.RawMessage, fingerprint string)
+	// Advisory says the call has happened already (a tool call the client
+	// received in a stream): the verdict is recorded, never enforced, and
+	// no approval is opened.
+	Advisory bool
 }
 
 // Rules lists the rules in force.
@@ -117,7 +121,7 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 			return Decision{}, err
 		}
 	}
-	d.Enforced = d.Verdict.Blocks() && id.Mode == auth.Optimize
+	d.Enforced = d.Verdict.Blocks() && id.Mode == auth.Optimize && !c.Advisory
 	if id.Agent != "" {
 		st, err := g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
 		if err == nil {
@@ -143,8 +147,8 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 		v.Decision, v.ApprovalID = policy.Allow, exc.ID
 		return nil
 	}
-	if c.ID.Mode != auth.Optimize {
-		return nil // observe mode: nothing is held, the verdict says it would have been
+	if c.ID.Mode != auth.Optimize || c.Advisory {
+		return nil // nothing is held; the verdict says it would have been
 	}
 	rules := make([]approval.Rule, 0, len(v.Rules))
 	for _, r := range v.Rules {

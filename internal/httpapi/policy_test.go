@@ -336,3 +336,20 @@ func TestListPolicies(t *testing.T) {
 	assert.Equal(t, "support uses gpt-4o-mini", first["reason"])
 	assert.Equal(t, "chat.yaml", first["source"])
 }
+
+func TestStreamedToolCallsAreRecordedNotEnforced(t *testing.T) {
+	ts := policyServer(t, mockProvider(t))
+	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Please delete_account acc_9."}],` +
+		`"tools":[{"type":"function","function":{"name":"delete_account","parameters":{"type":"object","properties":{"account":{"type":"string"}}}}}]}`
+	res, events := ts.stream(t, bootstrap, body)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "[DONE]", events[len(events)-1])
+	assert.Contains(t, strings.Join(events, "\n"), "delete_account", "the client got the tool call")
+
+	run := ts.run(t, bootstrap, res.Header.Get("x-svc-run-id"))
+	p := run["run"].(map[string]any)["routeExplanation"].(map[string]any)["policy"].(map[string]any)
+	assert.Equal(t, "deny", p["decision"], "the verdict on the streamed tool call is recorded")
+	assert.Equal(t, false, p["enforced"], "but a streamed answer cannot be taken back")
+	assert.Equal(t, "live", run["run"].(map[string]any)["route"])
+	assert.Len(t, auditDecisions(t, ts, "deny"), 1)
+}
