@@ -99,7 +99,7 @@ type batchInsert struct {
 func (s *Store) prepareInsert(ctx context.Context, table string, rowParams, maxRows int, args []any) (*batchInsert, error) {
 	b := &batchInsert{args: args, rowParams: rowParams}
 	for left := len(args) / rowParams; left > 0; {
-		rows := min(left, maxRows)
+		rows := batchRows(left, maxRows)
 		st, err := s.hot.stmt(ctx, s.write, table, rows)
 		if err != nil {
 			return nil, err
@@ -108,6 +108,18 @@ func (s *Store) prepareInsert(ctx context.Context, table string, rowParams, maxR
 		left -= rows
 	}
 	return b, nil
+}
+
+// batchRows is the rows of the next statement for left rows: the largest
+// power of four up to maxRows that fits. Statements of only these sizes are
+// prepared, so the set kept stays small however batch sizes vary (each
+// holds its compiled program in SQLite's memory).
+func batchRows(left, maxRows int) int {
+	rows := 1
+	for rows*4 <= min(left, maxRows) {
+		rows *= 4
+	}
+	return rows
 }
 
 func (b *batchInsert) exec(ctx context.Context, tx *sql.Tx) error {
