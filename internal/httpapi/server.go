@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
@@ -44,6 +45,7 @@ type Deps struct {
 	Governor  *governance.Governor
 	Tracer    *governance.Tracer
 	Approvals *approval.Service
+	Cache     *cache.Cache
 	Jobs      *jobs.Queue
 	// Webhooks queues deliveries of notable events for handlers that
 	// report them; nil drops them.

@@ -32,7 +32,9 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 		dst = binary.AppendVarint(dst, n)
 	}
 	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(r.CostUSD))
-	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(r.LatencyMS))
+	for _, f := range [...]float64{r.LatencyMS, r.SavedUSD, r.SavedMS, r.GhostSavedUSD} {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
+	}
 	dst = append(dst, flags(r.Stream, r.UsageUnknown, r.PriceUnknown))
 	dst = appendBytes(dst, explanation)
 	dst = appendBytes(dst, r.Request)
@@ -97,7 +99,9 @@ func decodeRecord(b []byte) (*Record, error) {
 	}
 	r.CreatedAt, r.HTTPStatus, r.EventCount = time.UnixMilli(created).UTC(), int(status), int(count)
 	r.CostUSD = math.Float64frombits(d.uint64())
-	r.LatencyMS = math.Float64frombits(d.uint64())
+	for _, f := range [...]*float64{&r.LatencyMS, &r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD} {
+		*f = math.Float64frombits(d.uint64())
+	}
 	f := d.byte()
 	r.Stream, r.UsageUnknown, r.PriceUnknown = f&1 != 0, f&2 != 0, f&4 != 0
 	explanation := d.bytes()

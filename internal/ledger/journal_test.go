@@ -16,7 +16,7 @@ func sampleRecord(id string, response json.RawMessage) *Record {
 		ID: id, TenantID: "t_1", CreatedAt: at, Route: RouteLive, Status: StatusOK, HTTPStatus: 200,
 		Model: "gpt-4o-mini", App: "billing", Agent: "bot", Subject: "u-1", Mode: "observe", KeyID: "key_1",
 		Provider: "mock", Stream: true, PromptTokens: 12, CompletionTokens: 7, TotalTokens: 19, UsageUnknown: false,
-		CostUSD: 0.000123, PriceUnknown: true, LatencyMS: 1.25, Error: "",
+		CostUSD: 0.000123, PriceUnknown: true, LatencyMS: 1.25, SavedUSD: 0.5, SavedMS: 120, GhostSavedUSD: 0.25, Error: "",
 		Explanation: RouteExplanation{Route: RouteLive, Reason: "why", Rejected: []Alternative{{Route: RouteExactCache, Reason: "miss"}},
 			Policy: Verdict{Decision: "allow", Rules: []RuleResult{}}, Cache: map[string]any{"tier": "exact_response"}},
 		Request:  json.RawMessage(`{"model":"gpt-4o-mini","messages":[]}`),

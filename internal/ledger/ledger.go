@@ -47,6 +47,11 @@ type Run struct {
 	CostUSD          float64          `json:"costUsd"`
 	PriceUnknown     bool             `json:"priceUnknown"`
 	LatencyMS        float64          `json:"latencyMs"`
+	// What serving from a cache or an artifact saved against the live call
+	// it avoided; GhostSavedUSD, what an observe-mode run would have saved.
+	SavedUSD      float64 `json:"savedUsd"`
+	SavedMS       float64 `json:"savedMs"`
+	GhostSavedUSD float64 `json:"ghostSavedUsd"`
 	Explanation      RouteExplanation `json:"routeExplanation"`
 	Error            string           `json:"error,omitempty"`
 	EventCount       int              `json:"eventCount"`

@@ -33,8 +33,8 @@ type hotKey struct {
 const (
 	runColumns = `id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
 		provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
-		latency_ms, explanation, error, request, response, event_count, head_hash`
-	runParams   = 27
+		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd`
+	runParams   = 30
 	eventParams = 8
 	// Rows per statement, well under SQLite's limit of 32766 parameters.
 	maxRunRows   = 64
@@ -152,7 +152,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:])
+			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD)
 		for _, e := range rec.Events {
 			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
@@ -251,7 +251,7 @@ func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st
 
 const runListColumns = `id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id, provider,
 	stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown, latency_ms,
-	explanation, error, event_count`
+	explanation, error, event_count, saved_usd, saved_ms, ghost_saved_usd`
 
 func scanRun(row scanner, extra ...any) (ledger.Run, error) {
 	var (
@@ -261,7 +261,8 @@ func scanRun(row scanner, extra ...any) (ledger.Run, error) {
 	)
 	dest := append([]any{&r.ID, &created, &r.Route, &r.Status, &r.HTTPStatus, &r.Model, &r.App, &r.Agent, &r.Subject,
 		&r.Mode, &r.KeyID, &r.Provider, &r.Stream, &r.PromptTokens, &r.CompletionTokens, &r.TotalTokens,
-		&r.UsageUnknown, &r.CostUSD, &r.PriceUnknown, &r.LatencyMS, &explanation, &r.Error, &r.EventCount}, extra...)
+		&r.UsageUnknown, &r.CostUSD, &r.PriceUnknown, &r.LatencyMS, &explanation, &r.Error, &r.EventCount,
+		&r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, errs.NotFoundf("run not found")

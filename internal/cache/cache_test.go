@@ -1,0 +1,173 @@
+package cache_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newCache(t *testing.T, maxBytes int64) (*cache.Cache, *clock) {
+	t.Helper()
+	c := &clock{t: time.UnixMilli(1_800_000_000_000)}
+	return cache.New(cache.Options{MaxBytes: maxBytes, TTL: time.Hour, Negative: storetest.Open(t), Now: c.now}), c
+}
+
+func TestCanonicalIgnoresKeyOrderAndSpacing(t *testing.T) {
+	a, err := cache.Canonical(nil, json.RawMessage(`{"b": [1, {"y": "\u0041", "x": 2.50}], "a": null}`))
+	require.NoError(t, err)
+	b, err := cache.Canonical(nil, json.RawMessage(`{"a":null,"b":[1,{"x":2.50,"y":"A"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, string(a), string(b))
+	assert.Equal(t, `{"a":null,"b":[1,{"x":2.50,"y":"A"}]}`, string(a))
+	_, err = cache.Canonical(nil, json.RawMessage(`{"a":`))
+	assert.Error(t, err)
+}
+
+func TestExactKey(t *testing.T) {
+	body := `{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"user","content":"hi"}]}`
+	k, err := cache.ExactKey("t_1", "app", "subj", []byte(body))
+	require.NoError(t, err)
+	same := []string{
+		`{"messages":[{"content":"hi","role":"user"}],"temperature":0,"model":"gpt-4o-mini"}`,
+		`{"model":"gpt-4o-mini","temperature":0,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+	}
+	for _, b := range same {
+		got, err := cache.ExactKey("t_1", "app", "subj", []byte(b))
+		require.NoError(t, err)
+		assert.Equal(t, k, got, b)
+	}
+	for name, other := range map[string][4]string{
+		"tenant":   {"t_2", "app", "subj", body},
+		"app":      {"t_1", "other", "subj", body},
+		"subject":  {"t_1", "app", "", body},
+		"model":    {"t_1", "app", "subj", strings.Replace(body, "gpt-4o-mini", "gpt-4o", 1)},
+		"messages": {"t_1", "app", "subj", strings.Replace(body, `"hi"`, `"hello"`, 1)},
+		"format":   {"t_1", "app", "subj", strings.Replace(body, `"temperature"`, `"response_format":{"type":"json_object"},"temperature"`, 1)},
+		"tools":    {"t_1", "app", "subj", strings.Replace(body, `"temperature"`, `"tools":[{"type":"function","function":{"name":"x"}}],"temperature"`, 1)},
+	} {
+		got, err := cache.ExactKey(other[0], other[1], other[2], []byte(other[3]))
+		require.NoError(t, err)
+		assert.NotEqual(t, k, got, "a different %s is a different key", name)
+	}
+}
+
+func TestFreshStaleAndMiss(t *testing.T) {
+	c, clk := newCache(t, 1<<20)
+	_, f := c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	assert.Equal(t, cache.Miss, f)
+	_, ok := c.Store(tenant.DefaultID, cache.ExactResponse, "k", []byte("answer"), cache.Meta{RunID: "run_1", CostUSD: 0.5}, 0)
+	require.True(t, ok)
+	e, f := c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	assert.Equal(t, cache.Fresh, f)
+	assert.Equal(t, "answer", string(e.Value))
+	assert.Equal(t, "run_1", e.Meta.RunID)
+	_, f = c.Lookup("t_other", cache.ExactResponse, "k")
+	assert.Equal(t, cache.Miss, f, "never shared across tenants")
+	_, f = c.Lookup(tenant.DefaultID, cache.ToolResult, "k")
+	assert.Equal(t, cache.Miss, f, "nor across tiers")
+
+	clk.t = clk.t.Add(time.Hour - time.Millisecond)
+	_, f = c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	assert.Equal(t, cache.Fresh, f)
+	clk.t = clk.t.Add(time.Millisecond)
+	_, f = c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	assert.Equal(t, cache.Stale, f, "past its TTL an entry is kept for fallbacks only")
+
+	_, ok = c.Store(tenant.DefaultID, cache.ToolResult, "t", []byte("{}"), cache.Meta{}, 10*time.Second)
+	require.True(t, ok)
+	clk.t = clk.t.Add(10 * time.Second)
+	_, f = c.Lookup(tenant.DefaultID, cache.ToolResult, "t")
+	assert.Equal(t, cache.Stale, f, "an entry's own TTL wins over the cache's")
+}
+
+func TestMemoryIsBounded(t *testing.T) {
+	const bound = 64 << 10
+	c, _ := newCache(t, bound)
+	value := []byte(strings.Repeat("x", 1000))
+	for i := range 1000 {
+		c.Store(tenant.DefaultID, cache.ExactResponse, fmt.Sprint("k", i), value, cache.Meta{}, 0)
+		require.LessOrEqual(t, c.Bytes(), int64(bound))
+	}
+	_, f := c.Lookup(tenant.DefaultID, cache.ExactResponse, "k0")
+	assert.Equal(t, cache.Miss, f, "the least recently used entries went first")
+	_, f = c.Lookup(tenant.DefaultID, cache.ExactResponse, "k999")
+	assert.Equal(t, cache.Fresh, f)
+	_, ok := c.Store(tenant.DefaultID, cache.ExactResponse, "huge", make([]byte, bound/4), cache.Meta{}, 0)
+	assert.False(t, ok, "an entry too large for the bound is not kept")
+}
+
+func TestStatsAndInvalidation(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newCache(t, 1<<20)
+	for _, tn := range []string{tenant.DefaultID, "t_other"} {
+		c.Store(tn, cache.ExactResponse, "a", []byte("1"), cache.Meta{}, 0)
+		c.Store(tn, cache.ExactResponse, "b", []byte("2"), cache.Meta{}, 0)
+		c.Store(tn, cache.ToolResult, "c", []byte("3"), cache.Meta{}, 0)
+	}
+	c.Served(tenant.DefaultID, cache.ExactResponse)
+	require.NoError(t, c.Ignore(ctx, tenant.DefaultID, "pattern-1", "ignored by an admin"))
+	reason, ok, err := c.Ignored(ctx, tenant.DefaultID, "pattern-1")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "ignored by an admin", reason)
+	_, ok, err = c.Ignored(ctx, tenant.DefaultID, "pattern-2")
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	stats, err := c.Stats(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	assert.Equal(t, []cache.Stat{
+		{CacheType: cache.ExactResponse, Entries: 2, Hits: 1},
+		{CacheType: cache.ToolResult, Entries: 1},
+		{CacheType: cache.SOM},
+		{CacheType: cache.Negative, Entries: 1, Hits: 1},
+	}, stats)
+
+	require.NoError(t, c.Invalidate(ctx, tenant.DefaultID, cache.ExactResponse))
+	stats, _ = c.Stats(ctx, tenant.DefaultID)
+	assert.Equal(t, 0, stats[0].Entries)
+	assert.Equal(t, 1, stats[1].Entries, "other tiers stay")
+	require.NoError(t, c.Invalidate(ctx, tenant.DefaultID, ""))
+	stats, _ = c.Stats(ctx, tenant.DefaultID)
+	for _, s := range stats {
+		assert.Zero(t, s.Entries, s.CacheType)
+	}
+	theirs, _ := c.Stats(ctx, "t_other")
+	assert.Equal(t, 2, theirs[0].Entries, "another tenant's entries stay")
+
+	_, err = cache.ParseTier("everything")
+	assert.True(t, errs.Is(err, errs.Invalid))
+}
+
+func FuzzCanonical(f *testing.F) {
+	f.Add([]byte(`{"b":[1,{"y":"A","x":2.5}],"a":null}`))
+	f.Add([]byte(`[true,false,"\u00e9",-1e10]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := cache.Canonical(nil, b)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("canonical form %q of %q is not JSON", out, b)
+		}
+		again, err := cache.Canonical(nil, out)
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("canonical form is not stable: %q then %q (%v)", out, again, err)
+		}
+	})
+}
