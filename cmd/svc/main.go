@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
@@ -172,9 +173,10 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Policies: m.Policies, Approvals: approvals, Audit: auditLog, Notifier: m.Webhooks, Agents: m.Store,
 		Logger: m.Logger.Named("policy"),
 	})
+	caches := cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: m.Store})
 	gw := gateway.New(gateway.Options{
 		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
-		Prices: prices, Governor: governor, Secrets: []string{cfg.ProviderAPIKey},
+		Prices: prices, Governor: governor, Cache: caches, Secrets: []string{cfg.ProviderAPIKey},
 	})
 	runs := ledger.NewService(m.Store, m.recorder, nil)
 
@@ -192,6 +194,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Governor:  governor,
 		Tracer:    governance.NewTracer(runs, m.Store, governor),
 		Approvals: approvals,
+		Cache:     caches,
 		Jobs:      m.Jobs,
 		Webhooks:  m.Webhooks,
 		Web:       web.FS,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -31,6 +32,7 @@ type Gateway struct {
 	recorder     Recorder
 	prices       *pricing.Table
 	governor     Governor
+	cache        *cache.Cache
 	now          func() time.Time
 	secrets      []string // never shown in an error
 }
@@ -41,7 +43,8 @@ type Options struct {
 	ProviderName string // "mock" or "openai", recorded on runs
 	Recorder     Recorder
 	Prices       *pricing.Table
-	Governor     Governor // nil: no policies
+	Governor     Governor     // nil: no policies
+	Cache        *cache.Cache // nil: no exact cache
 	Now          func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
@@ -59,7 +62,7 @@ func New(o Options) *Gateway {
 		}
 	}
 	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices,
-		governor: o.Governor, now: o.Now, secrets: secrets}
+		governor: o.Governor, cache: o.Cache, now: o.Now, secrets: secrets}
 }
 
 // Result is a completed non-streamed call.
@@ -80,6 +83,8 @@ type call struct {
 	chatVerdicts, toolVerdicts []ledger.Event
 	standing                   *ledger.Standing // the agent's standing after the verdicts
 	calledProvider             bool
+	exact                      *exactLookup // what the exact cache had; nil when not looked up
+	hit                        *cache.Entry // the cached answer served, if one was
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -112,20 +117,50 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
-	c.calledProvider = true
-	res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
-	if err != nil {
-		return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, err)
+	g.lookupExact(c)
+	var body []byte
+	if c.servable() {
+		body = g.serveExact(c, nil)
+	} else {
+		c.calledProvider = true
+		res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
+		if err != nil {
+			fb := g.fallback(c, err)
+			if fb == nil {
+				return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, err)
+			}
+			body = g.serveExact(c, fb)
+		} else {
+			body = res.Body
+			c.run.Response = res.Body
+			g.price(c.run, &res.Usage)
+		}
 	}
-	c.run.Response = res.Body
-	g.price(c.run, &res.Usage)
-	if err := g.governToolCalls(ctx, c, res.Body); err != nil {
+	// A cached answer never skips a policy: its tool calls are judged too.
+	if err := g.governToolCalls(ctx, c, body); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
 	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
 		return Result{}, err
 	}
-	return Result{RunID: c.run.ID, Route: c.run.Route, Body: res.Body}, nil
+	g.storeExact(c, body)
+	return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
+}
+
+// fallback decides whether a cached answer, even an expired one, stands in
+// for a provider that failed: only for a provider-side failure, in optimize
+// mode.
+func (g *Gateway) fallback(c *call, err error) *fallbackDetail {
+	if c.exact == nil || c.exact.found == cache.Miss || c.id.Mode != auth.Optimize {
+		return nil
+	}
+	perr := g.providerError(err)
+	if !errs.Is(perr, errs.Upstream) {
+		return nil
+	}
+	e := c.exact.entry
+	return &fallbackDetail{Used: true, Reason: errs.Public(perr), Tier: cache.ExactResponse,
+		Stale: c.exact.found == cache.Stale, StoredAt: e.StoredAt.UTC()}
 }
 
 // Sink receives a streamed answer. Begin is called once, before the first
@@ -142,6 +177,10 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 	c := g.begin(id, req)
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
+	g.lookupExact(c)
+	if c.servable() {
+		return g.streamExact(ctx, c, sink, nil)
 	}
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
 	c.calledProvider = true
@@ -176,12 +215,52 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 			// run records what happened, with usage unknown unless the
 			// provider reported it before failing.
 			g.price(c.run, usage)
+		} else if fb := g.fallback(c, err); fb != nil {
+			c.run.Response = nil
+			return g.streamExact(ctx, c, sink, fb)
 		}
 		return res, g.fail(ctx, c, err)
 	}
 	g.price(c.run, usage)
 	g.governStreamedToolCalls(ctx, c, chunks)
+	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+		return res, err
+	}
+	if c.exact != nil {
+		if body, ok := assembleCompletion(chunks, usageJSON(usage)); ok {
+			g.storeExact(c, body)
+		}
+	}
+	return res, nil
+}
+
+// streamExact answers a streamed call from the exact cache, replaying the
+// cached answer as chunks.
+func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallbackDetail) (Result, error) {
+	body := g.serveExact(c, fb)
+	if err := g.governToolCalls(ctx, c, body); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
+	res := Result{RunID: c.run.ID, Route: c.run.Route}
+	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
+		return res, g.fail(ctx, c, err)
+	}
+	for _, chunk := range completionChunks(body, c.req.IncludeUsage) {
+		if err := sink.Chunk(chunk); err != nil {
+			return res, g.fail(ctx, c, err)
+		}
+	}
 	return res, g.finish(ctx, c, http.StatusOK, "")
+}
+
+// usageJSON is u in the chat-completions usage shape; nil when unknown.
+func usageJSON(u *pluginapi.Usage) json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]int64{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+		"total_tokens": u.TotalTokens})
+	return b
 }
 
 // Models lists the provider's models.
@@ -249,9 +328,16 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	events = append(events, c.chatVerdicts...)
 	events = append(events, ledger.Event{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{
 		Route: run.Route, Reason: run.Explanation.Reason, Policy: run.Explanation.Policy.Decision})})
+	if c.hit != nil {
+		run.SavedMS = max(0, c.hit.Meta.LatencyMS-run.LatencyMS)
+	}
 	switch {
 	case !c.calledProvider:
-		// Stopped before the provider: nothing more happened.
+		// Stopped before the provider, or answered from the cache.
+	case c.hit != nil: // the provider failed and a cached answer stood in
+		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
+			Provider: run.Provider, Status: http.StatusBadGateway, Error: run.Explanation.Fallback.(*fallbackDetail).Reason,
+		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: http.StatusOK, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
@@ -261,6 +347,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS,
 		})})
+	}
+	if c.hit != nil {
+		events = append(events, ledger.Event{Type: "cache.hit", At: end, Payload: mustJSON(cacheHitEvent{
+			Tier: string(cache.ExactResponse), SourceRunID: c.hit.Meta.RunID, StoredAt: c.hit.StoredAt.UTC(),
+			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	events = append(events, c.toolVerdicts...)
 	rec := ledger.NewRecord(run, events, end)
@@ -280,6 +371,15 @@ type requestEvent struct {
 	Agent    string `json:"agent"`
 	Subject  string `json:"subject"`
 	Mode     string `json:"mode"`
+}
+
+type cacheHitEvent struct {
+	Tier        string    `json:"tier"`
+	SourceRunID string    `json:"sourceRunId"`
+	StoredAt    time.Time `json:"storedAt"`
+	Fallback    bool      `json:"fallback"`
+	SavedUSD    float64   `json:"savedUsd"`
+	SavedMS     float64   `json:"savedMs"`
 }
 
 type routeEvent struct {

@@ -18,6 +18,7 @@ type Request struct {
 	IncludeUsage bool // the client asked for usage in the stream
 	Messages     []Message
 	Temperature  *float64
+	N            int      // choices asked for; 0 when unset
 	Tools        []string // names of the offered functions
 	// ResponseFormat is response_format.type, empty when absent.
 	ResponseFormat string
@@ -120,8 +121,11 @@ func ParseRequest(body []byte) (*Request, error) {
 	if p := w.TopP; p != nil && (*p < 0 || *p > 1) {
 		return nil, invalid("top_p", "Invalid 'top_p': must be between 0 and 1.")
 	}
-	if n := w.N; n != nil && (*n < 1 || *n > 128) {
-		return nil, invalid("n", "Invalid 'n': must be between 1 and 128.")
+	if n := w.N; n != nil {
+		if *n < 1 || *n > 128 {
+			return nil, invalid("n", "Invalid 'n': must be between 1 and 128.")
+		}
+		r.N = *n
 	}
 	if m := w.MaxTokens; m != nil && *m < 1 {
 		return nil, invalid("max_tokens", "Invalid 'max_tokens': must be at least 1.")

@@ -164,7 +164,9 @@ type chunk struct {
 
 func TestChatStreaming(t *testing.T) {
 	ts := newServer(t, bootstrap, nil)
-	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Explain in three sentences why the sky is blue."}]}`
+	// Temperature above 0: not cacheable, so the stream reaches the provider
+	// (a cached answer replayed as a stream is tested with the cache).
+	body := `{"model":"gpt-4o-mini","temperature":0.7,"messages":[{"role":"user","content":"Explain in three sentences why the sky is blue."}]}`
 	plain := decodeCompletion(t, ts.call(t, "POST", "/v1/chat/completions", bootstrap, body).body)
 
 	streamed := strings.Replace(body, `{"model"`, `{"stream":true,"model"`, 1)

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
@@ -54,6 +55,7 @@ type testServer struct {
 	keys     *auth.Keys
 	jobs     *jobs.Queue
 	policies *policy.Engine
+	cache    *cache.Cache
 	notified *notifications
 	now      time.Time
 }
@@ -116,6 +118,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	governor := governance.New(governance.Options{Policies: ts.policies, Approvals: approvals, Audit: auditLog,
 		Notifier: ts.notified, Agents: s, Logger: logger})
 	runs := ledger.NewService(s, recorder, nil)
+	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -126,12 +129,13 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Audit:    auditLog,
 		Gateway: gateway.New(gateway.Options{
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
-			Governor: governor, Secrets: []string{testProviderSecret},
+			Governor: governor, Cache: ts.cache, Secrets: []string{testProviderSecret},
 		}),
 		Runs:      runs,
 		Governor:  governor,
 		Tracer:    governance.NewTracer(runs, s, governor),
 		Approvals: approvals,
+		Cache:     ts.cache,
 		Jobs:      ts.jobs,
 		Web:       fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		Now:       func() time.Time { return ts.now },

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,8 +32,8 @@ func runIDs(res response) []string {
 func TestListRuns(t *testing.T) {
 	ts := newServerWith(t, bootstrap, nil, &fakeProvider{})
 	var made []string
-	for range 5 {
-		made = append(made, ts.chatRun(t, bootstrap, triage))
+	for i := range 5 {
+		made = append(made, ts.chatRun(t, bootstrap, strings.Replace(triage, "this month", fmt.Sprint("in month ", i), 1)))
 	}
 
 	res := ts.call(t, "GET", "/api/v1/runs", bootstrap, "")

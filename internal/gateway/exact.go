@@ -1,0 +1,300 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+// exactLookup is what the exact cache had for a call.
+type exactLookup struct {
+	key       string
+	cacheable bool
+	entry     cache.Entry
+	found     cache.Freshness
+}
+
+// cacheDetail is a run's routeExplanation.cache.
+type cacheDetail struct {
+	Tier        cache.Tier `json:"tier"`
+	Cacheable   bool       `json:"cacheable"`
+	Lookup      string     `json:"lookup"` // miss, fresh, stale, skipped
+	Served      bool       `json:"served"`
+	SourceRunID string     `json:"sourceRunId,omitempty"`
+	StoredAt    *time.Time `json:"storedAt,omitempty"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+}
+
+// fallbackDetail is a run's routeExplanation.fallback when a cached answer
+// stood in for a provider that failed.
+type fallbackDetail struct {
+	Used     bool       `json:"used"`
+	Reason   string     `json:"reason"`
+	Tier     cache.Tier `json:"tier"`
+	Stale    bool       `json:"stale"`
+	StoredAt time.Time  `json:"storedAt"`
+}
+
+// cacheable says whether an answer to req may be cached and served again:
+// only a deterministic request (temperature 0 or unset, one choice) has one
+// answer worth repeating.
+func cacheable(req *Request) (bool, string) {
+	switch {
+	case req.Temperature != nil && *req.Temperature != 0:
+		return false, "not cacheable: temperature is not 0"
+	case req.N > 1:
+		return false, "not cacheable: more than one choice asked for"
+	}
+	return true, ""
+}
+
+// lookupExact looks the call up in the exact cache and notes on the run what
+// it found; in observe mode a fresh entry becomes ghost savings.
+func (g *Gateway) lookupExact(c *call) {
+	if g.cache == nil {
+		c.reject(ledger.RouteExactCache, "the exact cache is off")
+		return
+	}
+	ok, why := cacheable(c.req)
+	detail := &cacheDetail{Tier: cache.ExactResponse, Cacheable: ok, Lookup: "skipped"}
+	c.run.Explanation.Cache = detail
+	if !ok {
+		c.reject(ledger.RouteExactCache, why)
+		return
+	}
+	key, err := cache.ExactKey(c.id.TenantID, c.id.App, c.id.Subject, c.req.Body)
+	if err != nil {
+		c.reject(ledger.RouteExactCache, "not cacheable: the request has no canonical form")
+		return
+	}
+	c.exact = &exactLookup{key: key, cacheable: true}
+	c.exact.entry, c.exact.found = g.cache.Lookup(c.id.TenantID, cache.ExactResponse, key)
+	e := c.exact.entry
+	switch c.exact.found {
+	case cache.Miss:
+		detail.Lookup = "miss"
+		c.reject(ledger.RouteExactCache, "no cached answer for this request")
+		return
+	case cache.Stale:
+		detail.Lookup = "stale"
+		c.reject(ledger.RouteExactCache, "the cached answer expired at "+e.ExpiresAt.UTC().Format(time.RFC3339))
+	case cache.Fresh:
+		detail.Lookup = "fresh"
+		if c.id.Mode != auth.Optimize {
+			c.reject(ledger.RouteExactCache, "observe mode: a cached answer exists, but observe keys always get the live one")
+			c.run.GhostSavedUSD = e.Meta.CostUSD
+			c.run.Explanation.EstimatedSavingsUSD = e.Meta.CostUSD
+		}
+	}
+	detail.SourceRunID, detail.StoredAt, detail.ExpiresAt = e.Meta.RunID, timePtr(e.StoredAt), timePtr(e.ExpiresAt)
+}
+
+// servable reports whether the lookup found an answer to serve now.
+func (c *call) servable() bool {
+	return c.exact != nil && c.exact.found == cache.Fresh && c.id.Mode == auth.Optimize
+}
+
+// serveExact turns the call into one answered from the cache: route,
+// explanation, savings and the run's usage, at no cost.
+func (g *Gateway) serveExact(c *call, fallback *fallbackDetail) []byte {
+	e := c.exact.entry
+	run := c.run
+	run.Route = ledger.RouteExactCache
+	run.Response = e.Value
+	run.PromptTokens, run.CompletionTokens = e.Meta.PromptTokens, e.Meta.CompletionTokens
+	run.TotalTokens = e.Meta.PromptTokens + e.Meta.CompletionTokens
+	run.CostUSD, run.UsageUnknown, run.PriceUnknown = 0, false, false
+	run.SavedUSD = e.Meta.CostUSD
+	ex := &run.Explanation
+	ex.Route = ledger.RouteExactCache
+	ex.Reason = "the identical request was answered at " + e.StoredAt.UTC().Format(time.RFC3339) + "; its answer was served from the exact cache"
+	ex.EstimatedSavingsUSD = e.Meta.CostUSD
+	if fallback != nil {
+		ex.Reason = "the provider failed; " + ex.Reason
+		ex.Fallback = fallback
+	} else {
+		c.reject(ledger.RouteLive, "a fresh cached answer to the identical request exists")
+	}
+	ex.Rejected = withoutRoute(ex.Rejected, ledger.RouteExactCache)
+	if d, ok := ex.Cache.(*cacheDetail); ok {
+		d.Served = true
+	}
+	c.hit = &e
+	g.cache.Served(c.id.TenantID, cache.ExactResponse)
+	return e.Value
+}
+
+// storeExact keeps a live answer for the identical request.
+func (g *Gateway) storeExact(c *call, body []byte) {
+	if c.exact == nil || !c.exact.cacheable || c.run.Route != ledger.RouteLive || c.run.Status != ledger.StatusOK || body == nil {
+		return
+	}
+	run := c.run
+	g.cache.Store(c.id.TenantID, cache.ExactResponse, c.exact.key, body, cache.Meta{RunID: run.ID, CostUSD: run.CostUSD,
+		LatencyMS: run.LatencyMS, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens}, 0)
+}
+
+// reject sets why route was not taken.
+func (c *call) reject(route, reason string) {
+	ex := &c.run.Explanation
+	for i := range ex.Rejected {
+		if ex.Rejected[i].Route == route {
+			ex.Rejected[i].Reason = reason
+			return
+		}
+	}
+	ex.Rejected = append(ex.Rejected, ledger.Alternative{Route: route, Reason: reason})
+}
+
+func withoutRoute(alts []ledger.Alternative, route string) []ledger.Alternative {
+	out := alts[:0]
+	for _, a := range alts {
+		if a.Route != route {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	u := t.UTC()
+	return &u
+}
+
+// completionChunks replays a chat.completion body as the chunks of a
+// stream: the role and content of each choice, then its finish reason, and
+// the usage when the client asked for it.
+func completionChunks(body []byte, includeUsage bool) [][]byte {
+	var c struct {
+		ID                string          `json:"id"`
+		Created           int64           `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		Usage             json.RawMessage `json:"usage"`
+		Choices           []struct {
+			Index        int             `json:"index"`
+			FinishReason *string         `json:"finish_reason"`
+			Message      json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return nil
+	}
+	type choice struct {
+		Index        int             `json:"index"`
+		Delta        json.RawMessage `json:"delta"`
+		FinishReason *string         `json:"finish_reason"`
+	}
+	chunk := func(choices []choice, usage json.RawMessage) []byte {
+		b, _ := json.Marshal(struct {
+			ID                string          `json:"id"`
+			Object            string          `json:"object"`
+			Created           int64           `json:"created"`
+			Model             string          `json:"model"`
+			SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+			Choices           []choice        `json:"choices"`
+			Usage             json.RawMessage `json:"usage,omitempty"`
+		}{c.ID, "chat.completion.chunk", c.Created, c.Model, c.SystemFingerprint, choices, usage})
+		return b
+	}
+	var out [][]byte
+	for _, ch := range c.Choices {
+		delta := ch.Message
+		if len(delta) == 0 {
+			delta = json.RawMessage(`{}`)
+		}
+		out = append(out, chunk([]choice{{Index: ch.Index, Delta: delta}}, nil))
+		out = append(out, chunk([]choice{{Index: ch.Index, Delta: json.RawMessage(`{}`), FinishReason: ch.FinishReason}}, nil))
+	}
+	if includeUsage && len(c.Usage) > 0 && string(c.Usage) != "null" {
+		out = append(out, chunk([]choice{}, c.Usage))
+	}
+	return out
+}
+
+// assembleCompletion puts a streamed answer back together as the
+// chat.completion body the same request answers without streaming, so that
+// it can be cached. Answers with tool calls are not assembled.
+func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte, bool) {
+	type choice struct {
+		content strings.Builder
+		role    string
+		finish  *string
+	}
+	var (
+		id, model string
+		created   int64
+		choices   []*choice
+	)
+	for _, raw := range chunks {
+		var ch struct {
+			ID      string `json:"id"`
+			Created int64  `json:"created"`
+			Model   string `json:"model"`
+			Choices []struct {
+				Index int `json:"index"`
+				Delta struct {
+					Role      string          `json:"role"`
+					Content   *string         `json:"content"`
+					ToolCalls json.RawMessage `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(raw, &ch) != nil {
+			return nil, false
+		}
+		id, model, created = ch.ID, ch.Model, ch.Created
+		for _, c := range ch.Choices {
+			if len(c.Delta.ToolCalls) > 0 && string(c.Delta.ToolCalls) != "null" || c.Index < 0 || c.Index > 128 {
+				return nil, false
+			}
+			for len(choices) <= c.Index {
+				choices = append(choices, &choice{})
+			}
+			p := choices[c.Index]
+			if c.Delta.Role != "" {
+				p.role = c.Delta.Role
+			}
+			if c.Delta.Content != nil {
+				p.content.WriteString(*c.Delta.Content)
+			}
+			if c.FinishReason != nil {
+				p.finish = c.FinishReason
+			}
+		}
+	}
+	if len(choices) == 0 {
+		return nil, false
+	}
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type outChoice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	out := struct {
+		ID      string          `json:"id"`
+		Object  string          `json:"object"`
+		Created int64           `json:"created"`
+		Model   string          `json:"model"`
+		Choices []outChoice     `json:"choices"`
+		Usage   json.RawMessage `json:"usage,omitempty"`
+	}{ID: id, Object: "chat.completion", Created: created, Model: model, Usage: usage}
+	for i, p := range choices {
+		role := p.role
+		if role == "" {
+			role = "assistant"
+		}
+		out.Choices = append(out.Choices, outChoice{Index: i, Message: message{Role: role, Content: p.content.String()}, FinishReason: p.finish})
+	}
+	b, err := json.Marshal(out)
+	return b, err == nil
+}
