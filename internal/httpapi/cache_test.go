@@ -1,0 +1,291 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// flakyProvider answers until told to fail like an upstream outage.
+type flakyProvider struct {
+	countingProvider
+	down atomic.Bool
+}
+
+func (f *flakyProvider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	if f.down.Load() {
+		f.calls.Add(1)
+		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "upstream is down"}
+	}
+	return f.countingProvider.Chat(ctx, req)
+}
+
+func (f *flakyProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	if f.down.Load() {
+		f.calls.Add(1)
+		return &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "upstream is down"}
+	}
+	return f.countingProvider.StreamChat(ctx, req, send)
+}
+
+func cachingServer(t *testing.T) (*testServer, *flakyProvider) {
+	t.Helper()
+	p := &flakyProvider{countingProvider: countingProvider{Provider: mockProvider(t)}}
+	return newServerWith(t, bootstrap, nil, p), p
+}
+
+func runOf(t *testing.T, ts *testServer, res response) map[string]any {
+	t.Helper()
+	return ts.run(t, bootstrap, res.header.Get("x-svc-run-id"))["run"].(map[string]any)
+}
+
+func explanation(run map[string]any) map[string]any {
+	return run["routeExplanation"].(map[string]any)
+}
+
+func TestExactCacheServesTheIdenticalRequest(t *testing.T) {
+	ts, p := cachingServer(t)
+	first := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusOK, first.status, first.body)
+	assert.Equal(t, "live", first.header.Get("x-svc-route"))
+	live := runOf(t, ts, first)
+	assert.Equal(t, "no cached answer for this request", rejectedReason(explanation(live), "exact_cache"))
+
+	// The same request with its keys in another order and other spacing.
+	reordered := `{"messages":[{"content":"Classify the ticket as one of: billing, bug, feature_request. Answer with the label only.","role":"system"},` +
+		` {"role":"user","content":"I was charged twice for my invoice this month."}],   "model":"gpt-4o-mini"}`
+	second := ts.call(t, "POST", "/v1/chat/completions", bootstrap, reordered)
+	require.Equal(t, http.StatusOK, second.status, second.body)
+	assert.Equal(t, "exact_cache", second.header.Get("x-svc-route"))
+	assert.JSONEq(t, first.body, second.body, "the cached answer, as the provider gave it")
+	assert.EqualValues(t, 1, p.calls.Load(), "the provider answered once")
+
+	hit := runOf(t, ts, second)
+	assert.Equal(t, "exact_cache", hit["route"])
+	assert.Equal(t, 0.0, hit["costUsd"], "a cache hit costs nothing")
+	assert.InDelta(t, live["costUsd"], hit["savedUsd"], 1e-12, "it saved what the live call cost")
+	ex := explanation(hit)
+	assert.Equal(t, "exact_cache", ex["route"])
+	assert.InDelta(t, live["costUsd"], ex["estimatedSavingsUsd"], 1e-12)
+	c := ex["cache"].(map[string]any)
+	assert.Equal(t, "exact_response", c["tier"])
+	assert.Equal(t, "fresh", c["lookup"])
+	assert.Equal(t, true, c["served"])
+	assert.Equal(t, live["id"], c["sourceRunId"])
+	assert.NotEmpty(t, rejectedReason(ex, "live"))
+	var types []string
+	for _, e := range ts.run(t, bootstrap, hit["id"].(string))["events"].([]any) {
+		types = append(types, e.(map[string]any)["type"].(string))
+	}
+	assert.Equal(t, []string{"request.received", "route.decided", "cache.hit"}, types)
+
+	stats := ts.call(t, "GET", "/api/v1/cache/stats", bootstrap, "").json["stats"].([]any)
+	assert.Equal(t, map[string]any{"cacheType": "exact_response", "entries": 1.0, "hits": 1.0}, stats[0])
+
+	// What changes the answer changes the key: another subject, another app,
+	// a different message.
+	for _, h := range [][]string{{"X-Svc-Subject", "user-2"}, {"X-Svc-App", "other"}} {
+		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage, h...)
+		assert.Equal(t, "live", res.header.Get("x-svc-route"), h[0])
+	}
+}
+
+func rejectedReason(ex map[string]any, route string) string {
+	for _, r := range ex["rejected"].([]any) {
+		if r.(map[string]any)["route"] == route {
+			return r.(map[string]any)["reason"].(string)
+		}
+	}
+	return ""
+}
+
+func TestExactCacheRules(t *testing.T) {
+	ts, p := cachingServer(t)
+	warm := strings.Replace(triage, `{"model"`, `{"temperature":0.8,"model"`, 1)
+	for range 2 {
+		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, warm)
+		assert.Equal(t, "live", res.header.Get("x-svc-route"))
+		assert.Equal(t, "not cacheable: temperature is not 0", rejectedReason(explanation(runOf(t, ts, res)), "exact_cache"))
+	}
+	assert.EqualValues(t, 2, p.calls.Load())
+
+	// Never across tenants.
+	ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	other, err := ts.store.CreateTenant(context.Background(), "Other")
+	require.NoError(t, err)
+	_, theirs, err := ts.keys.Create(context.Background(), other.ID, auth.NewKey{Name: "theirs", Mode: auth.Optimize})
+	require.NoError(t, err)
+	res := ts.call(t, "POST", "/v1/chat/completions", theirs, triage)
+	assert.Equal(t, "live", res.header.Get("x-svc-route"), "another tenant never gets this tenant's answer")
+
+	// Expiry (SVC_CACHE_TTL, an hour by default), with time injected.
+	ts.now = ts.now.Add(time.Hour)
+	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	assert.Equal(t, "live", res.header.Get("x-svc-route"))
+	assert.Contains(t, rejectedReason(explanation(runOf(t, ts, res)), "exact_cache"), "expired")
+	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	assert.Equal(t, "exact_cache", res.header.Get("x-svc-route"), "the fresh answer replaced the expired one")
+}
+
+func TestObserveModeRecordsGhostSavings(t *testing.T) {
+	ts, p := cachingServer(t)
+	live := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	_, observer := ts.createKey(t, bootstrap, `{"name":"watch","mode":"observe"}`)
+	res := ts.call(t, "POST", "/v1/chat/completions", observer, triage)
+	require.Equal(t, http.StatusOK, res.status)
+	assert.Equal(t, "live", res.header.Get("x-svc-route"), "observe keys always get the live answer")
+	assert.EqualValues(t, 2, p.calls.Load())
+	run := runOf(t, ts, res)
+	cost := runOf(t, ts, live)["costUsd"].(float64)
+	assert.InDelta(t, cost, run["ghostSavedUsd"], 1e-12, "what the cache would have saved")
+	assert.Equal(t, 0.0, run["savedUsd"])
+	assert.Contains(t, rejectedReason(explanation(run), "exact_cache"), "observe mode")
+}
+
+func TestACachedAnswerStreams(t *testing.T) {
+	ts, p := cachingServer(t)
+	plain := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusOK, plain.status)
+	streamed := strings.Replace(triage, `{"model"`, `{"stream":true,"stream_options":{"include_usage":true},"model"`, 1)
+	res, events := ts.stream(t, bootstrap, streamed)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "exact_cache", res.Header.Get("x-svc-route"))
+	assert.Equal(t, "[DONE]", events[len(events)-1])
+	var text strings.Builder
+	var usage bool
+	for _, e := range events[:len(events)-1] {
+		var c chunk
+		require.NoError(t, json.Unmarshal([]byte(e), &c), e)
+		assert.Equal(t, "chat.completion.chunk", c.Object)
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+		usage = usage || c.Usage != nil
+	}
+	assert.Equal(t, decodeCompletion(t, plain.body).Choices[0].Message.Content, text.String())
+	assert.True(t, usage, "the usage chunk the client asked for")
+	assert.EqualValues(t, 1, p.calls.Load())
+
+	// And a streamed answer is cached for the plain request.
+	other := strings.Replace(streamed, "twice", "three times", 1)
+	_, _ = ts.stream(t, bootstrap, other)
+	again := ts.call(t, "POST", "/v1/chat/completions", bootstrap, strings.Replace(triage, "twice", "three times", 1))
+	assert.Equal(t, "exact_cache", again.header.Get("x-svc-route"))
+}
+
+func TestAFailingProviderFallsBackToACachedAnswer(t *testing.T) {
+	ts, p := cachingServer(t)
+	first := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusOK, first.status)
+	ts.now = ts.now.Add(2 * time.Hour) // expired
+	p.down.Store(true)
+
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "exact_cache", res.header.Get("x-svc-route"))
+	assert.JSONEq(t, first.body, res.body)
+	run := runOf(t, ts, res)
+	fb := explanation(run)["fallback"].(map[string]any)
+	assert.Equal(t, true, fb["used"])
+	assert.Equal(t, true, fb["stale"], "even an expired answer stands in")
+	assert.Contains(t, fb["reason"], "upstream is down")
+
+	_, events := ts.stream(t, bootstrap, strings.Replace(triage, `{"model"`, `{"stream":true,"model"`, 1))
+	assert.Equal(t, "[DONE]", events[len(events)-1], "a stream falls back too")
+
+	miss := ts.call(t, "POST", "/v1/chat/completions", bootstrap, strings.Replace(triage, "twice", "once", 1))
+	assert.Equal(t, http.StatusBadGateway, miss.status, "without a cached answer the failure is the provider's")
+
+	_, observer := ts.createKey(t, bootstrap, `{"name":"watch","mode":"observe"}`)
+	assert.Equal(t, http.StatusBadGateway, ts.call(t, "POST", "/v1/chat/completions", observer, triage).status,
+		"observe keys are never served from the cache")
+}
+
+func TestPoliciesComeBeforeTheCache(t *testing.T) {
+	ts := policyServer(t, &fakeProvider{})
+	ok := ts.call(t, "POST", "/v1/chat/completions", bootstrap, bigModel, "X-Svc-App", "batch")
+	require.Equal(t, http.StatusOK, ok.status)
+	require.Equal(t, "exact_cache", ts.call(t, "POST", "/v1/chat/completions", bootstrap, bigModel, "X-Svc-App", "batch").header.Get("x-svc-route"))
+	// Same body, an app the rule denies: blocked, though an answer is cached
+	// for another app (and the key would differ anyway).
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, bigModel, "X-Svc-App", "support")
+	assert.Equal(t, http.StatusForbidden, res.status)
+}
+
+func TestCacheInvalidation(t *testing.T) {
+	ts, _ := cachingServer(t)
+	ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	store := ts.call(t, "POST", "/api/v1/tool-cache/store", bootstrap, `{"toolName":"lookup","subject":"u1","args":{"id":1},"result":{"ok":true}}`)
+	require.Equal(t, http.StatusCreated, store.status, store.body)
+
+	_, member := ts.createKey(t, bootstrap, `{"name":"member","mode":"optimize"}`)
+	assert.Equal(t, http.StatusForbidden, ts.call(t, "POST", "/api/v1/cache/invalidate", member, `{}`).status, "admin only")
+	assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/cache/invalidate", bootstrap, `{"cacheType":"everything"}`).status)
+
+	res := ts.call(t, "POST", "/api/v1/cache/invalidate", bootstrap, `{"cacheType":"exact_response"}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	stats := ts.call(t, "GET", "/api/v1/cache/stats", bootstrap, "").json["stats"].([]any)
+	assert.InDelta(t, 0, stats[0].(map[string]any)["entries"], 0)
+	assert.InDelta(t, 1, stats[1].(map[string]any)["entries"], 0, "the other tiers stay")
+	assert.Equal(t, "live", ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage).header.Get("x-svc-route"))
+
+	res = ts.call(t, "POST", "/api/v1/cache/invalidate", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	for _, s := range ts.call(t, "GET", "/api/v1/cache/stats", bootstrap, "").json["stats"].([]any) {
+		assert.InDelta(t, 0, s.(map[string]any)["entries"], 0, s)
+	}
+}
+
+func TestToolCache(t *testing.T) {
+	ts, _ := cachingServer(t)
+	check := func(token, body string) map[string]any {
+		res := ts.call(t, "POST", "/api/v1/tool-cache/check", token, body)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		return res.json
+	}
+	const call = `{"toolName":"lookup_invoice","subject":"u1","args":{"id":42,"fields":["total"]}}`
+	assert.Equal(t, map[string]any{"hit": false}, check(bootstrap, call))
+
+	res := ts.call(t, "POST", "/api/v1/tool-cache/store", bootstrap,
+		`{"toolName":"lookup_invoice","subject":"u1","args":{"fields":["total"],"id":42},"result":{"total":99.5},"ttlSeconds":60}`)
+	require.Equal(t, http.StatusCreated, res.status, res.body)
+	assert.Equal(t, true, res.json["stored"])
+	assert.NotEmpty(t, res.json["expiresAt"])
+
+	got := check(bootstrap, call)
+	assert.Equal(t, true, got["hit"], "the same call, its arguments in another order")
+	assert.Equal(t, map[string]any{"total": 99.5}, got["result"])
+	assert.Equal(t, map[string]any{"hit": false}, check(bootstrap, strings.Replace(call, `"u1"`, `"u2"`, 1)), "another subject")
+	assert.Equal(t, map[string]any{"hit": false}, check(bootstrap, strings.Replace(call, "42", "43", 1)), "other arguments")
+
+	other, err := ts.store.CreateTenant(context.Background(), "Other")
+	require.NoError(t, err)
+	_, theirs, err := ts.keys.Create(context.Background(), other.ID, auth.NewKey{Name: "theirs", Mode: auth.Optimize})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"hit": false}, check(theirs, call), "never across tenants")
+
+	ts.now = ts.now.Add(60 * time.Second)
+	assert.Equal(t, map[string]any{"hit": false}, check(bootstrap, call), "an expired result is never served")
+
+	for _, body := range []string{
+		`{"subject":"u1","args":{},"result":1}`,
+		`{"toolName":"x","args":{},"result":1,"ttlSeconds":0}`,
+		`{"toolName":"x","args":{},"result":1,"ttlSeconds":-5}`,
+		`{"toolName":"x","args":{},"result":1,"ttlSeconds":99999999}`,
+		`{"toolName":"x","args":{}}`,
+		`{"toolName":"x","args":{},"result":1,"extra":1}`,
+	} {
+		assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/tool-cache/store", bootstrap, body).status, body)
+	}
+	assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/tool-cache/check", bootstrap, `{"args":{}}`).status)
+}
