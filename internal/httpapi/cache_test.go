@@ -289,3 +289,46 @@ func TestToolCache(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/tool-cache/check", bootstrap, `{"args":{}}`).status)
 }
+
+func TestSavings(t *testing.T) {
+	ts, _ := cachingServer(t)
+	empty := ts.call(t, "GET", "/api/v1/savings", bootstrap, "")
+	require.Equal(t, http.StatusOK, empty.status, empty.body)
+	for _, k := range []string{"totalRuns", "liveRuns", "optimizedRuns", "blockedRuns", "totalCostUsd", "totalSavedUsd",
+		"ghostSavedUsd", "totalSavedMs", "cacheHitRate", "artifactHitRate", "somTokensSaved"} {
+		assert.Equal(t, 0.0, empty.json[k], k)
+	}
+	assert.Equal(t, []any{}, empty.json["daily"])
+
+	live := runOf(t, ts, ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage))
+	hits := []map[string]any{
+		runOf(t, ts, ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)),
+		runOf(t, ts, ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)),
+	}
+	_, observer := ts.createKey(t, bootstrap, `{"name":"watch","mode":"observe"}`)
+	ghost := runOf(t, ts, ts.call(t, "POST", "/v1/chat/completions", observer, triage))
+
+	res := ts.call(t, "GET", "/api/v1/savings", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	s := res.json
+	cost := live["costUsd"].(float64)
+	assert.InDelta(t, 4, s["totalRuns"], 0)
+	assert.InDelta(t, 2, s["liveRuns"], 0)
+	assert.InDelta(t, 2, s["optimizedRuns"], 0)
+	assert.InDelta(t, 0, s["blockedRuns"], 0)
+	assert.InDelta(t, cost+ghost["costUsd"].(float64), s["totalCostUsd"], 1e-12)
+	assert.InDelta(t, 2*cost, s["totalSavedUsd"], 1e-12, "each hit saved the cost of the live call")
+	assert.InDelta(t, cost, s["ghostSavedUsd"], 1e-12)
+	assert.InDelta(t, hits[0]["savedMs"].(float64)+hits[1]["savedMs"].(float64), s["totalSavedMs"], 1e-9)
+	assert.InDelta(t, 0.5, s["cacheHitRate"], 1e-12)
+	assert.InDelta(t, 0, s["artifactHitRate"], 0)
+	daily := s["daily"].([]any)
+	require.Len(t, daily, 1)
+	assert.InDelta(t, 4, daily[0].(map[string]any)["runs"], 0)
+
+	later := ts.call(t, "GET", "/api/v1/savings?since=2999-01-01", bootstrap, "")
+	require.Equal(t, http.StatusOK, later.status)
+	assert.InDelta(t, 0, later.json["totalRuns"], 0)
+	assert.Equal(t, "2999-01-01T00:00:00Z", later.json["since"])
+	assert.Equal(t, http.StatusBadRequest, ts.call(t, "GET", "/api/v1/savings?since=yesterday", bootstrap, "").status)
+}

@@ -28,6 +28,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/trace", s.api(s.trace))
 	s.mux.Handle("GET /api/v1/agents", s.api(s.listAgents))
 
+	s.mux.Handle("GET /api/v1/savings", s.api(s.savings))
 	s.mux.Handle("GET /api/v1/cache/stats", s.api(s.cacheStats))
 	s.mux.Handle("POST /api/v1/cache/invalidate", s.admin(s.invalidateCache))
 	s.mux.Handle("POST /api/v1/tool-cache/check", s.api(s.toolCacheCheck))

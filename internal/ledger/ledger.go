@@ -162,6 +162,7 @@ type Store interface {
 	// ListAgents returns the tenant's agents, most recently seen first.
 	ListAgents(ctx context.Context, tenantID string) ([]Agent, error)
 	SideEffectStore
+	SavingsStore
 }
 
 // Head is what a run row records of its chain: how many events, and the
