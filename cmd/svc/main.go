@@ -176,7 +176,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	caches := cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: m.Store})
 	gw := gateway.New(gateway.Options{
 		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
-		Prices: prices, Governor: governor, Cache: caches, Secrets: []string{cfg.ProviderAPIKey},
+		Prices: prices, Governor: governor, Cache: caches, Redaction: settingsService, Secrets: []string{cfg.ProviderAPIKey},
 	})
 	runs := ledger.NewService(m.Store, m.recorder, nil)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -33,6 +34,7 @@ type Gateway struct {
 	prices       *pricing.Table
 	governor     Governor
 	cache        *cache.Cache
+	redaction    Redaction
 	now          func() time.Time
 	secrets      []string // never shown in an error
 }
@@ -45,6 +47,7 @@ type Options struct {
 	Prices       *pricing.Table
 	Governor     Governor     // nil: no policies
 	Cache        *cache.Cache // nil: no exact cache
+	Redaction    Redaction    // nil: runs keep their text as it was
 	Now          func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
@@ -62,7 +65,12 @@ func New(o Options) *Gateway {
 		}
 	}
 	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices,
-		governor: o.Governor, cache: o.Cache, now: o.Now, secrets: secrets}
+		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, now: o.Now, secrets: secrets}
+}
+
+// Redaction tells whether a tenant's stored text is to be masked.
+type Redaction interface {
+	Redaction(ctx context.Context, tenantID string) bool
 }
 
 // Result is a completed non-streamed call.
@@ -354,6 +362,12 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	events = append(events, c.toolVerdicts...)
+	if g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID) {
+		// Only what is stored is masked: the caller has, or gets, the
+		// answer as it was.
+		run.Request, run.Response = redact.Bytes(run.Request), redact.Bytes(run.Response)
+		run.Error = redact.String(run.Error)
+	}
 	rec := ledger.NewRecord(run, events, end)
 	rec.Standing = c.standing
 	if err := g.recorder.Record(ctx, rec); err != nil {

@@ -332,3 +332,49 @@ func TestSavings(t *testing.T) {
 	assert.Equal(t, "2999-01-01T00:00:00Z", later.json["since"])
 	assert.Equal(t, http.StatusBadRequest, ts.call(t, "GET", "/api/v1/savings?since=yesterday", bootstrap, "").status)
 }
+
+// echoProvider answers with the last message's text.
+type echoProvider struct{ fakeProvider }
+
+func (*echoProvider) Chat(_ context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	var r struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(req.Body, &r)
+	content, _ := json.Marshal("You said: " + r.Messages[len(r.Messages)-1].Content)
+	return pluginapi.ChatResponse{Body: []byte(`{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":` +
+		string(content) + `}}]}`), Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}, nil
+}
+
+func TestRedactionMasksWhatIsStoredNotWhatIsAnswered(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &echoProvider{})
+	const pii = `mail bob@example.com, card 4111 1111 1111 1111, from 203.0.113.9, call +1 415 555 0132, key sk-abcdefghijklmnopqrstuv`
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + pii + `"}]}`
+
+	plain := ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+	require.Equal(t, http.StatusOK, plain.status)
+	stored := ts.run(t, bootstrap, plain.header.Get("x-svc-run-id"))["run"].(map[string]any)
+	assert.Contains(t, mustMarshal(t, stored["request"]), "bob@example.com", "redaction is off by default")
+
+	require.Equal(t, http.StatusOK, ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"redaction","value":true}`).status)
+	// Another message, so that the answer does not come from the cache.
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, strings.Replace(body, "mail bob", "mail to bob", 1))
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Contains(t, res.body, "bob@example.com", "the caller gets the real answer")
+	assert.Contains(t, res.body, "4111 1111 1111 1111")
+
+	id := res.header.Get("x-svc-run-id")
+	run := ts.run(t, bootstrap, id)["run"].(map[string]any)
+	for _, text := range []string{mustMarshal(t, run["request"]), mustMarshal(t, run["response"])} {
+		for _, secret := range []string{"bob@example.com", "4111 1111 1111 1111", "203.0.113.9", "415 555 0132", "sk-abcdefghijklmnopqrstuv"} {
+			assert.NotContains(t, text, secret)
+		}
+		for _, mask := range []string{"[email]", "[card]", "[ip]", "[phone]", "[secret]"} {
+			assert.Contains(t, text, mask)
+		}
+	}
+	bundle := ts.call(t, "GET", "/api/v1/runs/"+id+"/replay-bundle", bootstrap, "")
+	assert.NotContains(t, bundle.body, "bob@example.com")
+}

@@ -129,7 +129,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Audit:    auditLog,
 		Gateway: gateway.New(gateway.Options{
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
-			Governor: governor, Cache: ts.cache, Secrets: []string{testProviderSecret},
+			Governor: governor, Cache: ts.cache, Redaction: settingsService, Secrets: []string{testProviderSecret},
 		}),
 		Runs:      runs,
 		Governor:  governor,

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -77,11 +78,14 @@ type URLChecker interface {
 	CheckURL(ctx context.Context, raw string) (*url.URL, error)
 }
 
-// Service reads and validates settings.
+// Service reads and validates settings. It keeps each tenant's settings
+// in memory once read, since the request path asks for them (redaction),
+// and drops them when they change; svc is the only writer of its database.
 type Service struct {
-	store Store
-	guard URLChecker
-	now   func() time.Time
+	store  Store
+	guard  URLChecker
+	now    func() time.Time
+	cached sync.Map // tenant id → Settings
 }
 
 // NewService returns a settings service. guard vets webhook URLs.
@@ -94,6 +98,9 @@ func NewService(store Store, guard URLChecker, now func() time.Time) *Service {
 
 // Get returns the tenant's settings.
 func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
+	if st, ok := s.cached.Load(tenantID); ok {
+		return st.(Settings), nil
+	}
 	stored, err := s.store.TenantSettings(ctx, tenantID)
 	if err != nil {
 		return Settings{}, err
@@ -104,7 +111,15 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 		// (a key from a newer version, say) keeps its default.
 		_ = out.apply(k, raw)
 	}
+	s.cached.Store(tenantID, out)
 	return out, nil
+}
+
+// Redaction reports whether the tenant's stored text is to be masked; a
+// tenant whose settings cannot be read is masked, the safe side.
+func (s *Service) Redaction(ctx context.Context, tenantID string) bool {
+	st, err := s.Get(ctx, tenantID)
+	return err != nil || st.Redaction
 }
 
 // ExceptionTTL is how long an approved request of the tenant passes again.
@@ -126,7 +141,9 @@ func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawM
 	if err != nil {
 		return Settings{}, err
 	}
-	if err := s.store.PutTenantSetting(ctx, tenantID, key, normalized, s.now()); err != nil {
+	err = s.store.PutTenantSetting(ctx, tenantID, key, normalized, s.now())
+	s.cached.Delete(tenantID)
+	if err != nil {
 		return Settings{}, err
 	}
 	return s.Get(ctx, tenantID)
