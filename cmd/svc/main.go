@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -111,6 +112,9 @@ type Main struct {
 	server   *http.Server
 	listener net.Listener
 	failed   chan error
+
+	stopTimers chan struct{} // closed by Close: stops the daily sweeps
+	timers     sync.WaitGroup
 }
 
 // NewMain returns a Main that is not started.
@@ -147,9 +151,19 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Settings: settingsService, Guard: guard, Logger: m.Logger.Named("webhook"),
 	}).Deliver)
 	m.Webhooks = webhook.NewNotifier(m.Jobs, settingsService, m.Logger.Named("webhook"))
+	retention := ledger.NewRetention(m.Store, settingsService, nil)
+	m.Jobs.Register(ledger.RetentionJob, func(ctx context.Context, j jobs.Job) error {
+		n, err := retention.Sweep(ctx, j.TenantID)
+		if n > 0 {
+			m.Logger.Info("retention: runs deleted", "tenant", j.TenantID, "runs", n)
+		}
+		return err
+	})
 	if err := m.Jobs.Start(ctx); err != nil {
 		return err
 	}
+	m.stopTimers = make(chan struct{})
+	m.timers.Go(m.sweepDaily)
 
 	prices, err := pricing.Load(cfg.PriceFile)
 	if err != nil {
@@ -230,6 +244,31 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	return nil
 }
 
+// sweepDaily queues a retention sweep of every tenant a minute after the
+// start and then once a day, until Close.
+func (m *Main) sweepDaily() {
+	wait := time.Minute
+	for {
+		select {
+		case <-m.stopTimers:
+			return
+		case <-time.After(wait):
+		}
+		wait = 24 * time.Hour
+		ctx := context.Background()
+		tenants, err := m.Store.TenantIDs(ctx)
+		if err != nil {
+			m.Logger.Error("retention: listing tenants failed", "error", err)
+			continue
+		}
+		for _, id := range tenants {
+			if _, err := m.Jobs.Enqueue(ctx, id, ledger.RetentionJob, map[string]any{}); err != nil {
+				m.Logger.Error("retention: queueing a sweep failed", "tenant", id, "error", err)
+			}
+		}
+	}
+}
+
 // ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
 // leaves the rules in force, and the log says why.
 func (m *Main) ReloadPolicies() {
@@ -253,6 +292,10 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // closes.
 func (m *Main) Close() error {
 	var errList []error
+	if m.stopTimers != nil {
+		close(m.stopTimers)
+		m.timers.Wait()
+	}
 	if m.server != nil {
 		m.Logger.Info("shutting down", "timeout", m.Config.ShutdownTimeout)
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownTimeout)

@@ -115,6 +115,12 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 	return out, nil
 }
 
+// RetentionDays is how many days of runs the tenant keeps.
+func (s *Service) RetentionDays(ctx context.Context, tenantID string) (float64, error) {
+	st, err := s.Get(ctx, tenantID)
+	return st.RetentionDays, err
+}
+
 // Redaction reports whether the tenant's stored text is to be masked; a
 // tenant whose settings cannot be read is masked, the safe side.
 func (s *Service) Redaction(ctx context.Context, tenantID string) bool {

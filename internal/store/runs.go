@@ -426,3 +426,26 @@ func (s *Store) ListAgents(ctx context.Context, tenantID string) ([]ledger.Agent
 	}
 	return agents, rows.Err()
 }
+
+// DeleteRunsBefore deletes the tenant's runs created before t, with their
+// events, feedback and side effects, a thousand at a time so that other
+// writers wait little. It returns how many runs went.
+func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Time) (int, error) {
+	total := 0
+	for {
+		var n int64
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs
+				WHERE tenant_id = ? AND created_at < ? LIMIT 1000)`, tenantID, t.UnixMilli())
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += int(n)
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}

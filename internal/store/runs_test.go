@@ -295,3 +295,45 @@ func TestRecorderRetriesAStoreThatWasDown(t *testing.T) {
 	_, err := s.Run(ctx, tenant.DefaultID, rec.Run.ID)
 	assert.NoError(t, err)
 }
+
+type retentionDays map[string]float64
+
+func (r retentionDays) RetentionDays(_ context.Context, tenantID string) (float64, error) {
+	return r[tenantID], nil
+}
+
+func TestRetentionDeletesOnlyOldRunsOfTheTenant(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	now := time.UnixMilli(1_800_000_000_000).UTC()
+	var recs []*ledger.Record
+	for _, age := range []time.Duration{40 * 24 * time.Hour, 31 * 24 * time.Hour, 29 * 24 * time.Hour, time.Hour} {
+		recs = append(recs, newRun(tenant.DefaultID, now.Add(-age), ledger.RouteLive, ledger.StatusOK, ""))
+	}
+	theirs := newRun(other.ID, now.Add(-40*24*time.Hour), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, append(recs, theirs)))
+	old := recs[0].Run.ID
+	_, err = s.AppendEvent(ctx, tenant.DefaultID, old, "tool.called", now, json.RawMessage(`{}`))
+	require.NoError(t, err)
+	require.NoError(t, s.AddSideEffect(ctx, ledger.NewSideEffect(tenant.DefaultID, old, "optimize", ledger.Event{At: now}, "x", 3, json.RawMessage(`{}`))))
+
+	r := ledger.NewRetention(s, retentionDays{tenant.DefaultID: 30, other.ID: 60}, func() time.Time { return now })
+	n, err := r.Sweep(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	runs, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total)
+	assert.Equal(t, recs[3].Run.ID, runs[0].ID)
+	assert.Equal(t, recs[2].Run.ID, runs[1].ID)
+	for _, table := range []string{"run_events", "side_effects"} {
+		var left int
+		require.NoError(t, s.DB().QueryRow(`SELECT COUNT(*) FROM `+table+` WHERE run_id = ?`, old).Scan(&left))
+		assert.Zero(t, left, "the deleted run's %s go with it", table)
+	}
+	_, total, err = s.ListRuns(ctx, other.ID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total, "another tenant's runs follow its own retention")
+}

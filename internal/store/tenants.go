@@ -43,3 +43,21 @@ func (s *Store) Tenant(ctx context.Context, id string) (tenant.Tenant, error) {
 	t.CreatedAt = msTime(created)
 	return t, err
 }
+
+// TenantIDs lists every tenant's id.
+func (s *Store) TenantIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
