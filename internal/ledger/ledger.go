@@ -26,35 +26,35 @@ const (
 
 // Run is one gateway call.
 type Run struct {
-	ID               string           `json:"id"`
-	TenantID         string           `json:"-"`
-	CreatedAt        time.Time        `json:"createdAt"`
-	Route            string           `json:"route"`
-	Status           string           `json:"status"`
-	HTTPStatus       int              `json:"httpStatus"`
-	Model            string           `json:"model"`
-	App              string           `json:"app"`
-	Agent            string           `json:"agent"`
-	Subject          string           `json:"subject"`
-	Mode             string           `json:"mode"`
-	KeyID            string           `json:"keyId,omitempty"`
-	Provider         string           `json:"provider"`
-	Stream           bool             `json:"stream"`
-	PromptTokens     int64            `json:"promptTokens"`
-	CompletionTokens int64            `json:"completionTokens"`
-	TotalTokens      int64            `json:"totalTokens"`
-	UsageUnknown     bool             `json:"usageUnknown"`
-	CostUSD          float64          `json:"costUsd"`
-	PriceUnknown     bool             `json:"priceUnknown"`
-	LatencyMS        float64          `json:"latencyMs"`
+	ID               string    `json:"id"`
+	TenantID         string    `json:"-"`
+	CreatedAt        time.Time `json:"createdAt"`
+	Route            string    `json:"route"`
+	Status           string    `json:"status"`
+	HTTPStatus       int       `json:"httpStatus"`
+	Model            string    `json:"model"`
+	App              string    `json:"app"`
+	Agent            string    `json:"agent"`
+	Subject          string    `json:"subject"`
+	Mode             string    `json:"mode"`
+	KeyID            string    `json:"keyId,omitempty"`
+	Provider         string    `json:"provider"`
+	Stream           bool      `json:"stream"`
+	PromptTokens     int64     `json:"promptTokens"`
+	CompletionTokens int64     `json:"completionTokens"`
+	TotalTokens      int64     `json:"totalTokens"`
+	UsageUnknown     bool      `json:"usageUnknown"`
+	CostUSD          float64   `json:"costUsd"`
+	PriceUnknown     bool      `json:"priceUnknown"`
+	LatencyMS        float64   `json:"latencyMs"`
 	// What serving from a cache or an artifact saved against the live call
 	// it avoided; GhostSavedUSD, what an observe-mode run would have saved.
-	SavedUSD      float64 `json:"savedUsd"`
-	SavedMS       float64 `json:"savedMs"`
-	GhostSavedUSD float64 `json:"ghostSavedUsd"`
-	Explanation      RouteExplanation `json:"routeExplanation"`
-	Error            string           `json:"error,omitempty"`
-	EventCount       int              `json:"eventCount"`
+	SavedUSD      float64          `json:"savedUsd"`
+	SavedMS       float64          `json:"savedMs"`
+	GhostSavedUSD float64          `json:"ghostSavedUsd"`
+	Explanation   RouteExplanation `json:"routeExplanation"`
+	Error         string           `json:"error,omitempty"`
+	EventCount    int              `json:"eventCount"`
 
 	// Request and Response are the chat-completions bodies; only a run's
 	// detail and replay bundle carry them.

@@ -20,8 +20,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/netip"
-	"strconv"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
