@@ -283,3 +283,23 @@ func (c *Cache) StoreTool(tenantID string, tc ToolCall, result json.RawMessage, 
 	}
 	return e.ExpiresAt, nil
 }
+
+// SOMKey is the SOM tier's key of a page: the tenant and the URL.
+func SOMKey(tenantID, url string) string { return hashKey([]byte(tenantID), []byte(url)) }
+
+// LookupSOM returns the tenant's compiled page for url while it is fresh,
+// counting the hit.
+func (c *Cache) LookupSOM(tenantID, url string) ([]byte, bool) {
+	e, f := c.Lookup(tenantID, SOM, SOMKey(tenantID, url))
+	if f != Fresh {
+		return nil, false
+	}
+	c.Served(tenantID, SOM)
+	return e.Value, true
+}
+
+// StoreSOM keeps the tenant's compiled page for url for ttl.
+func (c *Cache) StoreSOM(tenantID, url string, som []byte, ttl time.Duration) bool {
+	_, ok := c.Store(tenantID, SOM, SOMKey(tenantID, url), som, Meta{}, ttl)
+	return ok
+}

@@ -171,3 +171,21 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+func TestSOMTier(t *testing.T) {
+	c, clk := newCache(t, 1<<20)
+	_, ok := c.LookupSOM(tenant.DefaultID, "https://example.com/")
+	assert.False(t, ok)
+	require.True(t, c.StoreSOM(tenant.DefaultID, "https://example.com/", []byte(`{"regions":[]}`), time.Minute))
+	som, ok := c.LookupSOM(tenant.DefaultID, "https://example.com/")
+	assert.True(t, ok)
+	assert.JSONEq(t, `{"regions":[]}`, string(som))
+	_, ok = c.LookupSOM("t_other", "https://example.com/")
+	assert.False(t, ok, "never across tenants")
+	clk.t = clk.t.Add(time.Minute)
+	_, ok = c.LookupSOM(tenant.DefaultID, "https://example.com/")
+	assert.False(t, ok, "expired")
+	stats, err := c.Stats(context.Background(), tenant.DefaultID)
+	require.NoError(t, err)
+	assert.Equal(t, cache.Stat{CacheType: cache.SOM, Entries: 1, Hits: 1}, stats[2])
+}
