@@ -27,6 +27,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/email"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
@@ -100,6 +101,7 @@ type Main struct {
 	Logger   hclog.Logger
 	Store    *store.Store
 	Policies *policy.Engine
+	Mailer   *email.Mailer
 
 	// Jobs is the persistent job queue; its workers run from Run to Close.
 	Jobs *jobs.Queue
@@ -173,6 +175,9 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	// Invitations, verifications and password resets (the accounts
+	// capability) send through the mailer.
+	m.Mailer = email.NewMailer(m.plugins.Email(), cfg.EmailFrom, m.Logger.Named("email"))
 	m.recorder, err = ledger.NewRecorder(ctx, m.Store, cfg.DBPath+".runlog", m.Logger.Named("ledger"))
 	if err != nil {
 		return err
@@ -309,6 +314,9 @@ func (m *Main) Close() error {
 	}
 	if m.recorder != nil {
 		m.recorder.Close()
+	}
+	if m.Mailer != nil {
+		m.Mailer.Close()
 	}
 	if m.plugins != nil {
 		m.plugins.Close()

@@ -18,6 +18,7 @@ import (
 // Host owns every plugin slot of one svc process.
 type Host struct {
 	provider *Slot
+	email    *Slot
 	som      *Slot // nil when no external page compiler is installed
 	logger   hclog.Logger
 }
@@ -51,6 +52,13 @@ func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
 	if _, err := h.provider.Dispense(); err != nil {
 		return nil, err
 	}
+	// The email transport starts on its first message; a missing binary
+	// stops svc now.
+	h.email, err = NewSlot(pluginapi.EmailName, EmailBinary(cfg), EmailEnv(cfg), logger)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
 	if cfg.SOMPlugin != "" || checkExecutable(SOMBinary(cfg)) == nil {
 		h.som, err = NewSlot(pluginapi.PageCompilerName, SOMBinary(cfg), baseEnv(cfg), logger)
 		if err != nil {
@@ -68,13 +76,16 @@ func (h *Host) Provider() pluginapi.Provider { return &provider{slot: h.provider
 // ProviderSlot exposes the provider's slot, for tests that kill it.
 func (h *Host) ProviderSlot() *Slot { return h.provider }
 
+// Email returns the email slot as an EmailTransport.
+func (h *Host) Email() pluginapi.EmailTransport { return &email{slot: h.email} }
+
 // External reports whether an external page compiler is installed.
 func (h *Host) External() bool { return h.som != nil }
 
 // Close kills every plugin process, in parallel.
 func (h *Host) Close() {
 	var wg sync.WaitGroup
-	for _, s := range []*Slot{h.provider, h.som} {
+	for _, s := range []*Slot{h.provider, h.email, h.som} {
 		if s != nil {
 			wg.Go(s.Kill)
 		}
@@ -115,30 +126,25 @@ type provider struct{ slot *Slot }
 
 var _ pluginapi.Provider = (*provider)(nil)
 
-func (p *provider) impl() (pluginapi.Provider, error) {
-	v, err := p.slot.Dispense()
-	if err != nil {
-		return nil, &pluginapi.UnavailableError{Err: err}
-	}
-	return v.(pluginapi.Provider), nil
-}
-
-// retry runs call, and once more on a fresh process if the plugin was
-// unreachable.
-func (p *provider) retry(call func(pluginapi.Provider) error) error {
+// retry runs call on the slot's plugin, and once more on a fresh process if
+// the plugin was unreachable.
+func retry[T any](slot *Slot, call func(T) error) error {
 	for attempt := 0; ; attempt++ {
-		impl, err := p.impl()
+		v, err := slot.Dispense()
 		if err != nil {
-			return err
+			return &pluginapi.UnavailableError{Err: err}
 		}
+		impl := v.(T)
 		err = call(impl)
 		var unavailable *pluginapi.UnavailableError
 		if attempt > 0 || !errors.As(err, &unavailable) {
 			return err
 		}
-		p.slot.Reset(impl)
+		slot.Reset(impl)
 	}
 }
+
+func (p *provider) retry(call func(pluginapi.Provider) error) error { return retry(p.slot, call) }
 
 func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	var res pluginapi.ChatResponse
@@ -174,4 +180,46 @@ func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 		return err
 	})
 	return models, err
+}
+
+// email calls the plugin in the email slot, restarting it like provider.
+type email struct{ slot *Slot }
+
+func (e *email) Send(ctx context.Context, msg pluginapi.EmailMessage) (string, error) {
+	var id string
+	err := retry(e.slot, func(impl pluginapi.EmailTransport) error {
+		var err error
+		id, err = impl.Send(ctx, msg)
+		return err
+	})
+	return id, err
+}
+
+// EmailBinary names the email transport to run: the operator's override,
+// else email-http when an email provider key is set, else email-smtp when
+// an SMTP host is, else email-console.
+func EmailBinary(cfg *config.Config) string {
+	switch {
+	case cfg.EmailPlugin != "":
+		return cfg.EmailPlugin
+	case cfg.EmailProviderKey != "":
+		return filepath.Join(cfg.PluginDir, BinaryPrefix+"email-http")
+	case cfg.SMTPHost != "":
+		return filepath.Join(cfg.PluginDir, BinaryPrefix+"email-smtp")
+	}
+	return filepath.Join(cfg.PluginDir, BinaryPrefix+"email-console")
+}
+
+// EmailEnv is the environment of the email plugin: the base and the
+// settings of the transports.
+func EmailEnv(cfg *config.Config) []string {
+	env := baseEnv(cfg)
+	if cfg.EmailProviderKey != "" {
+		env = append(env, "EMAIL_PROVIDER_API_KEY="+cfg.EmailProviderKey, "EMAIL_PROVIDER_URL="+cfg.EmailProviderURL)
+	}
+	if cfg.SMTPHost != "" {
+		env = append(env, "SMTP_HOST="+cfg.SMTPHost, "SMTP_PORT="+strconv.Itoa(cfg.SMTPPort), "SMTP_USERNAME="+cfg.SMTPUsername,
+			"SMTP_PASSWORD="+cfg.SMTPPassword, "SMTP_TLS="+cfg.SMTPTLS)
+	}
+	return env
 }

@@ -216,3 +216,31 @@ func TestPluginEnvironmentCarriesNoSvcSecrets(t *testing.T) {
 		assert.NotContains(t, kv, "bootstrap-secret")
 	}
 }
+
+func TestTheConsoleEmailPluginLogsTheMessage(t *testing.T) {
+	h, logs := startHost(t, nil)
+	_, err := h.Email().Send(context.Background(), pluginapi.EmailMessage{From: "svc <no-reply@localhost>",
+		To: []string{"ann@example.com"}, Subject: "You are invited", Text: "Accept: https://svc.example.com/accept-invite?token=t1"})
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool {
+		return bytes.Contains([]byte(logs.String()), []byte("https://svc.example.com/accept-invite?token=t1"))
+	}, 10*time.Second, 10*time.Millisecond, "the message and its link reach svc's log")
+}
+
+func TestEmailTransportChoice(t *testing.T) {
+	dir := "/plugins"
+	for want, env := range map[string]map[string]string{
+		"/plugins/svc-email-console": {},
+		"/plugins/svc-email-smtp":    {"SMTP_HOST": "mail.example.com"},
+		"/plugins/svc-email-http":    {"SMTP_HOST": "mail.example.com", "EMAIL_PROVIDER_API_KEY": "re_x"},
+		"/opt/mine":                  {"SVC_EMAIL_PLUGIN": "/opt/mine", "EMAIL_PROVIDER_API_KEY": "re_x"},
+	} {
+		env["SVC_PLUGIN_DIR"] = dir
+		assert.Equal(t, want, plugins.EmailBinary(configFor(t, env)))
+	}
+	env := plugins.EmailEnv(configFor(t, map[string]string{"SMTP_HOST": "mail.example.com", "SMTP_PASSWORD": "pw", "PROVIDER_API_KEY": "sk-x"}))
+	assert.Contains(t, env, "SMTP_PASSWORD=pw")
+	for _, kv := range env {
+		assert.NotContains(t, kv, "sk-x", "the email plugin never sees the model provider's key")
+	}
+}
