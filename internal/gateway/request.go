@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -91,6 +92,12 @@ func ParseRequest(body []byte) (*Request, error) {
 			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, typeName(typeErr.Type.Kind().String()))
 		}
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	if key, ok := caseVariantKey(body); ok {
+		// Go reads keys without regard to case; the provider reads them as
+		// written. Two spellings of one key would let policies see one
+		// value and the provider another.
+		return nil, invalid(key, "Invalid body: the key '%.40s' appears in more than one letter case.", key)
 	}
 	r := &Request{Body: body}
 	switch {
@@ -210,4 +217,60 @@ func typeName(kind string) string {
 		return "a number"
 	}
 	return kind
+}
+
+// caseVariantKey finds, in any object of a JSON document, two keys that
+// differ only in letter case, and returns one of them.
+func caseVariantKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type object struct {
+		expectKey bool
+		keys      []string
+	}
+	var stack []*object
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // the document's own errors are reported elsewhere
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if top != nil && top.expectKey == false && (v == '{' || v == '[') {
+				top.expectKey = true // this container is the value of the last key
+			}
+			switch v {
+			case '{':
+				stack = append(stack, &object{expectKey: true})
+			case '[':
+				stack = append(stack, nil)
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) == 0 {
+				return "", false
+			}
+		case string:
+			if top != nil && top.expectKey {
+				for _, k := range top.keys {
+					if k != v && strings.EqualFold(k, v) {
+						return v, true
+					}
+				}
+				top.keys = append(top.keys, v)
+				top.expectKey = false
+				continue
+			}
+			if top != nil {
+				top.expectKey = true
+			}
+		default:
+			if top != nil {
+				top.expectKey = true
+			}
+		}
+	}
 }

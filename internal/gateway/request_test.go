@@ -75,3 +75,18 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestKeysDifferingOnlyInCaseAreRefused(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"gpt-4o","MODEL":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"evil"}],"Messages":[{"role":"user","content":"benign"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"evil","CONTENT":"benign"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a","Name":"b"}}]}`,
+	} {
+		_, err := gateway.ParseRequest([]byte(body))
+		require.Error(t, err, body)
+		assert.Contains(t, err.Error(), "more than one letter case", body)
+	}
+	_, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"the Model and the MODEL"}],"metadata":{"a":{"b":[{"c":1,"d":2}]},"e":"f"}}`))
+	assert.NoError(t, err, "values and distinct keys are fine")
+}
