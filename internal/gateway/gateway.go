@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -192,6 +194,10 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 	}
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
 	c.calledProvider = true
+	// Where tool calls are enforced (tool rules, an optimize key, tools on
+	// offer), the answer is held until its tool calls are judged: a stream
+	// cannot take back what it sent.
+	hold := g.holdsStream(c)
 	var (
 		usage   *pluginapi.Usage
 		started bool
@@ -204,6 +210,10 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 			}
 			if ch.UsageOnly && !req.IncludeUsage {
 				return nil // svc asked for usage to price the call; the client did not
+			}
+			if hold {
+				chunks = append(chunks, ch.Data)
+				return nil
 			}
 			if !started {
 				started = true
@@ -230,7 +240,16 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 		return res, g.fail(ctx, c, err)
 	}
 	g.price(c.run, usage)
-	g.governStreamedToolCalls(ctx, c, chunks)
+	if hold {
+		if err := g.governTools(ctx, c, streamedToolCalls(chunks), false); err != nil {
+			return Result{RunID: c.run.ID, Route: c.run.Route}, err
+		}
+		if err := g.replay(sink, c, chunks); err != nil {
+			return res, g.fail(ctx, c, err)
+		}
+	} else {
+		g.governStreamedToolCalls(ctx, c, chunks)
+	}
 	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
 		return res, err
 	}
@@ -259,6 +278,26 @@ func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallb
 		}
 	}
 	return res, g.finish(ctx, c, http.StatusOK, "")
+}
+
+// holdsStream says whether a streamed answer must be held back until its
+// tool calls are judged.
+func (g *Gateway) holdsStream(c *call) bool {
+	return g.governor != nil && c.id.Mode == auth.Optimize && g.governor.Has(policy.Tool) &&
+		(len(c.req.Tools) > 0 || bytes.Contains(c.req.Body, []byte(`"functions"`)))
+}
+
+// replay sends held chunks.
+func (g *Gateway) replay(sink Sink, c *call, chunks []json.RawMessage) error {
+	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
+		return err
+	}
+	for _, ch := range chunks {
+		if err := sink.Chunk(ch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // usageJSON is u in the chat-completions usage shape; nil when unknown.

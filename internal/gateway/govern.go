@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -47,7 +48,11 @@ func (g *Gateway) governToolCalls(ctx context.Context, c *call, body []byte) err
 	if g.governor == nil || !g.governor.Has(policy.Tool) {
 		return nil
 	}
-	return g.governTools(ctx, c, toolCalls(body), false)
+	calls, err := toolCalls(body)
+	if err != nil {
+		return g.abort(ctx, c, err)
+	}
+	return g.governTools(ctx, c, calls, false)
 }
 
 // governStreamedToolCalls puts the tool calls of a streamed answer before
@@ -190,40 +195,55 @@ type toolCall struct {
 	args map[string]any
 }
 
-// parseArgs reads a tool call's arguments. Arguments that are not a JSON
-// object are seen by policies as {"_raw": "<text>"}.
-func parseArgs(raw string) map[string]any {
-	var args map[string]any
-	if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
-		return map[string]any{"_raw": raw}
+// toolCalls reads the function calls of a chat.completion body: tool_calls
+// and the older function_call, arguments as a JSON string or an object. A
+// body that speaks of tool calls but cannot be read is an error: its calls
+// would otherwise pass unjudged.
+func toolCalls(body []byte) ([]toolCall, error) {
+	if !bytes.Contains(body, []byte(`"tool_calls"`)) && !bytes.Contains(body, []byte(`"function_call"`)) {
+		return nil, nil
 	}
-	return args
-}
-
-// toolCalls reads the function calls of a chat.completion body.
-func toolCalls(body []byte) []toolCall {
+	type function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
 	var res struct {
 		Choices []struct {
 			Message struct {
 				ToolCalls []struct {
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
+					Function function `json:"function"`
 				} `json:"tool_calls"`
+				FunctionCall *function `json:"function_call"`
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	if !bytes.Contains(body, []byte(`"tool_calls"`)) || json.Unmarshal(body, &res) != nil {
-		return nil
+	if err := json.Unmarshal(body, &res); err != nil {
+		return nil, fmt.Errorf("the answer's tool calls cannot be read: %w", err)
 	}
 	var out []toolCall
 	for _, ch := range res.Choices {
+		fns := make([]function, 0, len(ch.Message.ToolCalls)+1)
 		for _, tc := range ch.Message.ToolCalls {
-			out = append(out, toolCall{name: tc.Function.Name, args: parseArgs(tc.Function.Arguments)})
+			fns = append(fns, tc.Function)
+		}
+		if ch.Message.FunctionCall != nil {
+			fns = append(fns, *ch.Message.FunctionCall)
+		}
+		for _, fn := range fns {
+			out = append(out, toolCall{name: fn.Name, args: rawArgs(fn.Arguments)})
 		}
 	}
-	return out
+	return out, nil
+}
+
+// rawArgs reads arguments given as a JSON string holding an object, or as
+// the object itself.
+func rawArgs(raw json.RawMessage) map[string]any {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return governance.ParseArgs(s)
+	}
+	return governance.ParseArgs(string(raw))
 }
 
 // streamedToolCalls puts together the function calls of a streamed answer
@@ -279,7 +299,7 @@ func streamedToolCalls(chunks []json.RawMessage) []toolCall {
 	out := make([]toolCall, 0, len(order))
 	for _, k := range order {
 		p := calls[k]
-		out = append(out, toolCall{name: p.name, args: parseArgs(p.args.String())})
+		out = append(out, toolCall{name: p.name, args: governance.ParseArgs(p.args.String())})
 	}
 	return out
 }

@@ -81,9 +81,18 @@ func (t tracedTool) args() map[string]any {
 	if raw == nil {
 		raw = t.Payload
 	}
-	var args map[string]any
-	if json.Unmarshal(raw, &args) != nil || args == nil {
+	if raw == nil {
 		return map[string]any{}
+	}
+	return ParseArgs(string(raw))
+}
+
+// ParseArgs reads a tool call's arguments. Arguments that are not a JSON
+// object are seen by policies as {"_raw": "<text>"}, never as nothing.
+func ParseArgs(raw string) map[string]any {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
+		return map[string]any{"_raw": raw}
 	}
 	return args
 }

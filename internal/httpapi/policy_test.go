@@ -337,19 +337,60 @@ func TestListPolicies(t *testing.T) {
 	assert.Equal(t, "chat.yaml", first["source"])
 }
 
-func TestStreamedToolCallsAreRecordedNotEnforced(t *testing.T) {
+func TestStreamedToolCallsAreJudgedBeforeTheStreamLeaves(t *testing.T) {
 	ts := policyServer(t, mockProvider(t))
 	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Please delete_account acc_9."}],` +
 		`"tools":[{"type":"function","function":{"name":"delete_account","parameters":{"type":"object","properties":{"account":{"type":"string"}}}}}]}`
-	res, events := ts.stream(t, bootstrap, body)
+
+	// An optimize key: the answer is held, its tool call denied, nothing streamed.
+	blocked := ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+	require.Equal(t, http.StatusForbidden, blocked.status, blocked.body)
+	assert.Equal(t, "blocked", blocked.header.Get("x-svc-route"))
+	assert.NotContains(t, blocked.body, "data:", "no part of the answer left")
+	assert.Equal(t, "no-deletes", blocked.json["verdict"].(map[string]any)["rules"].([]any)[0].(map[string]any)["id"])
+
+	// An observe key: streamed as it comes, the verdict recorded.
+	_, observer := ts.createKey(t, bootstrap, `{"name":"watch","mode":"observe"}`)
+	res, events := ts.stream(t, observer, strings.Replace(body, "acc_9", "acc_8", 1))
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	assert.Equal(t, "[DONE]", events[len(events)-1])
 	assert.Contains(t, strings.Join(events, "\n"), "delete_account", "the client got the tool call")
-
 	run := ts.run(t, bootstrap, res.Header.Get("x-svc-run-id"))
 	p := run["run"].(map[string]any)["routeExplanation"].(map[string]any)["policy"].(map[string]any)
 	assert.Equal(t, "deny", p["decision"], "the verdict on the streamed tool call is recorded")
-	assert.Equal(t, false, p["enforced"], "but a streamed answer cannot be taken back")
-	assert.Equal(t, "live", run["run"].(map[string]any)["route"])
-	assert.Len(t, auditDecisions(t, ts, "deny"), 1)
+	assert.Equal(t, false, p["enforced"])
+	assert.Len(t, auditDecisions(t, ts, "deny"), 2)
+
+	// Without tools on offer, a stream is never held.
+	plain, events := ts.stream(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
+	assert.Equal(t, http.StatusOK, plain.StatusCode)
+	assert.Equal(t, "[DONE]", events[len(events)-1])
+}
+
+func TestToolCallArgumentsInEveryShapeAreJudged(t *testing.T) {
+	for name, message := range map[string]string{
+		"arguments as a string": `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"amount\":900}"}}]}`,
+		"arguments as an object": `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"refund","arguments":{"amount":900}}}]}`,
+		"a legacy function_call": `{"role":"assistant","function_call":{"name":"refund","arguments":"{\"amount\":900}"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := policyServer(t, &fixedAnswer{body: `{"object":"chat.completion","choices":[{"index":0,"message":` + message + `}]}`})
+			res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"refund me"}]}`)
+			require.Equal(t, http.StatusForbidden, res.status, res.body)
+			assert.Equal(t, "big-refunds", res.json["verdict"].(map[string]any)["rules"].([]any)[0].(map[string]any)["id"])
+		})
+	}
+	ts := policyServer(t, &fixedAnswer{body: `{"choices":[{"message":{"tool_calls":"not a list"}}]}`})
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}]}`)
+	assert.Equal(t, http.StatusInternalServerError, res.status, "tool calls that cannot be read are never let through")
+}
+
+// fixedAnswer answers every call with body.
+type fixedAnswer struct {
+	fakeProvider
+	body string
+}
+
+func (f *fixedAnswer) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{Body: []byte(f.body), Usage: pluginapi.Usage{PromptTokens: 5, CompletionTokens: 5, TotalTokens: 10}}, nil
 }
