@@ -166,7 +166,7 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 	}
 	v.ApprovalID = a.ID
 	if created {
-		g.send(ctx, c.ID.TenantID, EventApprovalRequested, map[string]any{"approval": a})
+		g.send(ctx, c.ID.TenantID, EventApprovalRequested, map[string]any{"approval": webhookApproval(a)})
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func (g *Governor) DecideApproval(ctx context.Context, id *auth.Identity, approv
 	}
 	g.audit.Record(ctx, audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "approval." + a.Status,
 		Decision: decision, Target: a.ID, Details: map[string]any{"reason": a.Reason, "target": a.Target, "runId": a.RunID}})
-	g.send(ctx, id.TenantID, EventApprovalDecided, map[string]any{"approval": a})
+	g.send(ctx, id.TenantID, EventApprovalDecided, map[string]any{"approval": webhookApproval(a)})
 	return a, nil
 }
 
@@ -236,4 +236,13 @@ func DescribeTool(id *auth.Identity, name string, args map[string]any, level int
 		req = []byte(`{}`)
 	}
 	return req, Fingerprint(policy.Tool, id, req)
+}
+
+// webhookApproval is an approval as webhooks carry it: without the request
+// itself, which can be far larger than a delivery may be (GET
+// /api/v1/approvals has it).
+func webhookApproval(a approval.Approval) map[string]any {
+	return map[string]any{"id": a.ID, "status": a.Status, "target": a.Target, "runId": a.RunID, "rules": a.Rules,
+		"requestedBy": a.RequestedBy, "createdAt": a.CreatedAt, "decidedAt": a.DecidedAt, "decidedBy": a.DecidedBy,
+		"reason": a.Reason, "expiresAt": a.ExpiresAt}
 }

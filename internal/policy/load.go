@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -70,10 +69,6 @@ type fileRule struct {
 	Reason      string `yaml:"reason"`
 }
 
-// compilations counts programs built, so a test can show that evaluating
-// builds none.
-var compilations atomic.Int64
-
 // Load reads every *.yaml, *.yml and *.json file in dir, in name order,
 // and compiles their rules. An empty dir is no rules. Any problem refuses
 // the whole folder, with a message naming the file and the rule.
@@ -131,6 +126,11 @@ func parse(env *cel.Env, source string, b []byte) ([]*Rule, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("not a policy file: %w", err)
 	}
+	// A second document (after "---") would be silently ignored: refuse it.
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, errors.New("a policy file holds one document; put the rules of another in another file")
+	}
 	rules := make([]*Rule, 0, len(f.Policies))
 	for i, fr := range f.Policies {
 		r, err := compile(env, source, fr)
@@ -177,7 +177,6 @@ func compile(env *cel.Env, source string, fr fileRule) (*Rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("when: %w", err)
 	}
-	compilations.Add(1)
 	r.program = prg
 	return r, nil
 }

@@ -86,6 +86,9 @@ type Service struct {
 	guard  URLChecker
 	now    func() time.Time
 	cached sync.Map // tenant id → Settings
+
+	mu  sync.Mutex
+	gen map[string]uint64 // bumped by each Set, so that a read older than a change is never cached
 }
 
 // NewService returns a settings service. guard vets webhook URLs.
@@ -93,7 +96,7 @@ func NewService(store Store, guard URLChecker, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, guard: guard, now: now}
+	return &Service{store: store, guard: guard, now: now, gen: map[string]uint64{}}
 }
 
 // Get returns the tenant's settings.
@@ -101,6 +104,9 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 	if st, ok := s.cached.Load(tenantID); ok {
 		return st.(Settings), nil
 	}
+	s.mu.Lock()
+	gen := s.gen[tenantID]
+	s.mu.Unlock()
 	stored, err := s.store.TenantSettings(ctx, tenantID)
 	if err != nil {
 		return Settings{}, err
@@ -111,7 +117,11 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 		// (a key from a newer version, say) keeps its default.
 		_ = out.apply(k, raw)
 	}
-	s.cached.Store(tenantID, out)
+	s.mu.Lock()
+	if s.gen[tenantID] == gen {
+		s.cached.Store(tenantID, out)
+	}
+	s.mu.Unlock()
 	return out, nil
 }
 
@@ -148,7 +158,10 @@ func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawM
 		return Settings{}, err
 	}
 	err = s.store.PutTenantSetting(ctx, tenantID, key, normalized, s.now())
+	s.mu.Lock()
+	s.gen[tenantID]++
 	s.cached.Delete(tenantID)
+	s.mu.Unlock()
 	if err != nil {
 		return Settings{}, err
 	}

@@ -155,3 +155,37 @@ func TestUnknownSetting(t *testing.T) {
 	assert.Equal(t, "unsupported_setting", e.Code)
 	assert.Contains(t, e.Public, `"rate_limit"`)
 }
+
+// slowStore holds a read until released, as a read racing a write.
+type slowStore struct {
+	settings.Store
+	reading chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStore) TenantSettings(ctx context.Context, tenantID string) (map[string]json.RawMessage, error) {
+	out, err := s.Store.TenantSettings(ctx, tenantID)
+	if s.reading != nil {
+		close(s.reading)
+		<-s.release
+	}
+	return out, err
+}
+
+func TestAReadOlderThanAChangeIsNotCached(t *testing.T) {
+	ctx := context.Background()
+	slow := &slowStore{Store: storetest.Open(t), reading: make(chan struct{}), release: make(chan struct{})}
+	svc := settings.NewService(slow, &netguard.Guard{}, nil)
+	done := make(chan settings.Settings)
+	go func() {
+		st, _ := svc.Get(ctx, tenant.DefaultID) // reads redaction off, then waits
+		done <- st
+	}()
+	<-slow.reading
+	slow.reading = nil
+	_, err := svc.Set(ctx, tenant.DefaultID, settings.Redaction, json.RawMessage(`true`))
+	require.NoError(t, err)
+	close(slow.release)
+	assert.False(t, (<-done).Redaction, "the racing read saw the old value")
+	assert.True(t, svc.Redaction(ctx, tenant.DefaultID), "but it was not cached over the change")
+}
