@@ -369,7 +369,7 @@ func TestStreamedToolCallsAreJudgedBeforeTheStreamLeaves(t *testing.T) {
 
 func TestToolCallArgumentsInEveryShapeAreJudged(t *testing.T) {
 	for name, message := range map[string]string{
-		"arguments as a string": `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"amount\":900}"}}]}`,
+		"arguments as a string":  `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"amount\":900}"}}]}`,
 		"arguments as an object": `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"refund","arguments":{"amount":900}}}]}`,
 		"a legacy function_call": `{"role":"assistant","function_call":{"name":"refund","arguments":"{\"amount\":900}"}}`,
 	} {
