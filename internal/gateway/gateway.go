@@ -280,6 +280,25 @@ func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallb
 	return res, g.finish(ctx, c, http.StatusOK, "")
 }
 
+// maskResponse masks a stored answer. A streamed answer's text is split
+// across chunks, where no chunk holds a whole email or card number, so it is
+// stored put back together (as the chat.completion the same request answers
+// without streaming) and masked as a whole; one that cannot be put back
+// together (tool calls) is masked chunk by chunk.
+func maskResponse(res []byte, stream bool) []byte {
+	if stream && res != nil {
+		var s struct {
+			Chunks []json.RawMessage `json:"chunks"`
+		}
+		if json.Unmarshal(res, &s) == nil {
+			if whole, ok := assembleCompletion(s.Chunks, nil); ok {
+				return redact.Bytes(whole)
+			}
+		}
+	}
+	return redact.Bytes(res)
+}
+
 // holdsStream says whether a streamed answer must be held back until its
 // tool calls are judged.
 func (g *Gateway) holdsStream(c *call) bool {
@@ -358,6 +377,13 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 func (g *Gateway) finish(ctx context.Context, c *call, status int, failure string) error {
 	end := g.now()
 	run := c.run
+	masking := g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID)
+	if masking {
+		// Only what is stored is masked: the caller has, or gets, the
+		// answer as it was.
+		failure = redact.String(failure)
+		run.Request, run.Response = redact.Bytes(run.Request), maskResponse(run.Response, run.Stream)
+	}
 	run.HTTPStatus = status
 	run.Status = ledger.StatusOK
 	switch {
@@ -401,12 +427,6 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	events = append(events, c.toolVerdicts...)
-	if g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID) {
-		// Only what is stored is masked: the caller has, or gets, the
-		// answer as it was.
-		run.Request, run.Response = redact.Bytes(run.Request), redact.Bytes(run.Response)
-		run.Error = redact.String(run.Error)
-	}
 	rec := ledger.NewRecord(run, events, end)
 	rec.Standing = c.standing
 	if err := g.recorder.Record(ctx, rec); err != nil {

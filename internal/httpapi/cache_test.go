@@ -413,3 +413,28 @@ func BenchmarkExactCacheHit(b *testing.B) {
 	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
 }
+
+func TestRedactionOfAStreamedAnswerSeesTheWholeText(t *testing.T) {
+	ts2 := newServerWith(t, bootstrap, nil, &splitProvider{})
+	require.Equal(t, http.StatusOK, ts2.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"redaction","value":true}`).status)
+	res, events := ts2.stream(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"temperature":1,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Contains(t, strings.Join(events, ""), "john.smith", "the caller gets the answer as it was")
+	stored := mustMarshal(t, ts2.run(t, bootstrap, res.Header.Get("x-svc-run-id"))["run"].(map[string]any)["response"])
+	assert.NotContains(t, stored, "john.smith")
+	assert.NotContains(t, stored, "example.com")
+	assert.Contains(t, stored, "[email]")
+}
+
+// splitProvider streams an email address split across two chunks.
+type splitProvider struct{ fakeProvider }
+
+func (*splitProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	for _, part := range []string{"Write to john.smith", "@example.com today."} {
+		b, _ := json.Marshal(map[string]any{"object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": part}}}})
+		if err := send(pluginapi.ChatChunk{Data: b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

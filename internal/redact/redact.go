@@ -79,7 +79,7 @@ func mask(s string) string {
 		return m
 	})
 	return phoneRe.ReplaceAllStringFunc(s, func(m string) string {
-		if n := digits(m); n >= 7 && n <= 15 {
+		if looksLikePhone(m) {
 			return Phone
 		}
 		return m
@@ -151,6 +151,20 @@ func maskJSON(b []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// looksLikePhone keeps dates, amounts and bare numbers apart from phone
+// numbers: 7 to 15 digits, written with a country code (+) or with at
+// least two separators or an area code in parentheses, and not a date.
+func looksLikePhone(m string) bool {
+	n := digits(m)
+	if n < 7 || n > 15 || dateRe.MatchString(m) {
+		return false
+	}
+	separators := strings.Count(m, " ") + strings.Count(m, "-") + strings.Count(m, ".")
+	return strings.HasPrefix(m, "+") || strings.Contains(m, "(") || separators >= 2
+}
+
+var dateRe = regexp.MustCompile(`^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$`)
 
 func digits(s string) int {
 	n := 0

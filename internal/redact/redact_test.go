@@ -26,6 +26,9 @@ func TestEachClassIsMasked(t *testing.T) {
 		"phone":           {"call +1 (415) 555-0132 now", "call [phone] now"},
 		"phone intl":      {"tel: +44 20 7946 0958", "tel: [phone]"},
 		"short number":    {"room 42, floor 3", "room 42, floor 3"},
+		"date":            {"due 2024-01-15, paid 15.01.2024", "due 2024-01-15, paid 15.01.2024"},
+		"bare number":     {"order 12345678 of 2 items", "order 12345678 of 2 items"},
+		"local phone":     {"call 415 555 0132", "call [phone]"},
 		"nothing to mask": {"The sky is blue because of Rayleigh scattering.", "The sky is blue because of Rayleigh scattering."},
 	}
 	for name, c := range cases {
