@@ -136,17 +136,24 @@ func (c *Cache) Store(tenantID string, tier Tier, key string, value []byte, meta
 // subject, and the body's canonical form without the fields that only
 // change how the answer is delivered (stream, stream_options).
 func ExactKey(tenantID, app, subject string, body []byte) (string, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return "", err
-	}
-	delete(fields, "stream")
-	delete(fields, "stream_options")
-	canonical, err := canonicalObject(make([]byte, 0, len(body)), fields)
+	canonical, err := CanonicalRequest(body)
 	if err != nil {
 		return "", err
 	}
 	return hashKey([]byte(tenantID), []byte(app), []byte(subject), canonical), nil
+}
+
+// CanonicalRequest is a chat request's canonical JSON without the fields
+// that only change how the answer is delivered (stream, stream_options):
+// what identifies the request for the cache and for approvals.
+func CanonicalRequest(body []byte) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "stream")
+	delete(fields, "stream_options")
+	return canonicalObject(make([]byte, 0, len(body)), fields)
 }
 
 // ToolKey is the tool-result key of a call: tenant, tool, subject and the
@@ -222,6 +229,9 @@ func (c *Cache) Invalidate(ctx context.Context, tenantID string, tier Tier) erro
 	}
 	return nil
 }
+
+// Enabled reports whether the in-memory tiers can keep anything.
+func (c *Cache) Enabled() bool { return c.mem.max > 0 }
 
 // Bytes is the space the in-memory tiers take, by the cache's accounting.
 func (c *Cache) Bytes() int64 { return c.mem.bytes() }

@@ -55,7 +55,7 @@ func cacheable(req *Request) (bool, string) {
 // lookupExact looks the call up in the exact cache and notes on the run what
 // it found; in observe mode a fresh entry becomes ghost savings.
 func (g *Gateway) lookupExact(c *call) {
-	if g.cache == nil {
+	if g.cache == nil || !g.cache.Enabled() {
 		c.reject(ledger.RouteExactCache, "the exact cache is off")
 		return
 	}
@@ -116,6 +116,7 @@ func (g *Gateway) serveExact(c *call, fallback *fallbackDetail) []byte {
 	if fallback != nil {
 		ex.Reason = "the provider failed; " + ex.Reason
 		ex.Fallback = fallback
+		c.providerFailure = fallback.Reason
 	} else {
 		c.reject(ledger.RouteLive, "a fresh cached answer to the identical request exists")
 	}
@@ -123,8 +124,7 @@ func (g *Gateway) serveExact(c *call, fallback *fallbackDetail) []byte {
 	if d, ok := ex.Cache.(*cacheDetail); ok {
 		d.Served = true
 	}
-	c.hit = &e
-	g.cache.Served(c.id.TenantID, cache.ExactResponse)
+	c.hit = &e // counted as a hit once the answer is sure to be served (finish)
 	return e.Value
 }
 

@@ -95,6 +95,7 @@ type call struct {
 	calledProvider             bool
 	exact                      *exactLookup // what the exact cache had; nil when not looked up
 	hit                        *cache.Entry // the cached answer served, if one was
+	providerFailure            string       // why the provider failed, when a cached answer stood in
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -407,9 +408,9 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	switch {
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
-	case c.hit != nil: // the provider failed and a cached answer stood in
+	case c.providerFailure != "": // a cached answer stood in for the failed provider
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: http.StatusBadGateway, Error: run.Explanation.Fallback.(*fallbackDetail).Reason,
+			Provider: run.Provider, Status: http.StatusBadGateway, Error: c.providerFailure,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
@@ -422,6 +423,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		})})
 	}
 	if c.hit != nil {
+		g.cache.Served(run.TenantID, cache.ExactResponse)
 		events = append(events, ledger.Event{Type: "cache.hit", At: end, Payload: mustJSON(cacheHitEvent{
 			Tier: string(cache.ExactResponse), SourceRunID: c.hit.Meta.RunID, StoredAt: c.hit.StoredAt.UTC(),
 			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})

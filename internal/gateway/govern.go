@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -85,7 +86,7 @@ func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, ad
 			return g.abort(ctx, c, err)
 		}
 		c.decided(d, policy.Tool, tc.name)
-		if strength(d.Verdict.Decision) > strength(worst.Verdict.Decision) {
+		if d.Verdict.Decision.Strength() > worst.Verdict.Decision.Strength() {
 			worst = d
 		}
 	}
@@ -93,16 +94,6 @@ func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, ad
 		return g.block(ctx, c, worst.Verdict)
 	}
 	return nil
-}
-
-func strength(e policy.Effect) int {
-	switch e {
-	case policy.Deny:
-		return 2
-	case policy.RequireApproval:
-		return 1
-	}
-	return 0
 }
 
 // decided notes a decision on the run: its verdict joins the explanation
@@ -116,7 +107,7 @@ func (c *call) decided(d governance.Decision, target policy.Target, tool string)
 		return // no rule to evaluate: an allow with nothing to record
 	}
 	v := governance.LedgerVerdict(d)
-	if target == policy.Chat || strength(d.Verdict.Decision) > strength(policy.Effect(c.run.Explanation.Policy.Decision)) {
+	if target == policy.Chat || d.Verdict.Decision.Strength() > policy.Effect(c.run.Explanation.Policy.Decision).Strength() {
 		c.run.Explanation.Policy = v
 	}
 	e := ledger.Event{Type: "policy.evaluated", Payload: mustJSON(verdictEvent{Target: string(target), Tool: tool,
@@ -141,6 +132,11 @@ type verdictEvent struct {
 func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	run := c.run
 	run.Route = ledger.RouteBlocked
+	// A blocked cached answer was not served: it saved nothing.
+	c.hit, run.SavedUSD, run.Explanation.EstimatedSavingsUSD = nil, 0, 0
+	if d, ok := run.Explanation.Cache.(*cacheDetail); ok {
+		d.Served = false
+	}
 	e := &errs.Error{Kind: errs.Forbidden, Type: "policy_error", Beside: map[string]any{"verdict": v}}
 	var ids []string
 	for _, r := range v.Rules {
@@ -175,15 +171,7 @@ func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
 // its fingerprint: the request's canonical JSON without the fields that
 // only change how the answer is delivered.
 func (c *call) describeChat() (json.RawMessage, string) {
-	dec := json.NewDecoder(bytes.NewReader(c.req.Body))
-	dec.UseNumber()
-	var body map[string]any
-	if err := dec.Decode(&body); err != nil {
-		body = map[string]any{}
-	}
-	delete(body, "stream")
-	delete(body, "stream_options")
-	canonical, err := json.Marshal(body) // map keys are sorted
+	canonical, err := cache.CanonicalRequest(c.req.Body)
 	if err != nil {
 		canonical = c.req.Body
 	}

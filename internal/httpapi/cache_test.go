@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/tenant"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -437,4 +439,27 @@ func (*splitProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, sen
 		}
 	}
 	return nil
+}
+
+func TestABlockedCachedAnswerSavesNothing(t *testing.T) {
+	// The answer asks to refund 900; the rule holds refunds above 500.
+	answer := `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[` +
+		`{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"amount\":900}"}}]}}]}`
+	ts := policyServer(t, &fixedAnswer{body: answer})
+	ts.cache.Store(tenant.DefaultID, cache.ExactResponse, mustKey(t, triage), []byte(answer), cache.Meta{RunID: "run_x", CostUSD: 0.5}, 0)
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusForbidden, res.status, res.body)
+	run := runOf(t, ts, res)
+	assert.Equal(t, "blocked", run["route"])
+	assert.Equal(t, 0.0, run["savedUsd"], "an answer that was not served saved nothing")
+	assert.Equal(t, false, explanation(run)["cache"].(map[string]any)["served"])
+	stats := ts.call(t, "GET", "/api/v1/cache/stats", bootstrap, "").json["stats"].([]any)
+	assert.InDelta(t, 0, stats[0].(map[string]any)["hits"], 0, "nor does it count as a hit")
+}
+
+func mustKey(t *testing.T, body string) string {
+	t.Helper()
+	k, err := cache.ExactKey(tenant.DefaultID, "", "", []byte(body))
+	require.NoError(t, err)
+	return k
 }

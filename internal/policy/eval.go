@@ -35,7 +35,7 @@ func (s *Set) Evaluate(t Target, in *Input) Verdict {
 			continue
 		}
 		v.Rules = append(v.Rules, res)
-		if r.Effect.strength() > v.Decision.strength() {
+		if r.Effect.Strength() > v.Decision.Strength() {
 			v.Decision = r.Effect
 		}
 	}
@@ -99,6 +99,3 @@ func (e *Engine) Reload() error {
 	e.set.Store(set)
 	return nil
 }
-
-// Dir is the folder the rules come from.
-func (e *Engine) Dir() string { return e.dir }

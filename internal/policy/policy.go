@@ -35,7 +35,8 @@ const (
 	Deny            Effect = "deny"
 )
 
-func (e Effect) strength() int {
+// Strength orders effects: deny 2, require_approval 1, allow 0.
+func (e Effect) Strength() int {
 	switch e {
 	case Deny:
 		return 2
