@@ -34,11 +34,11 @@ type Pinger interface {
 
 // Deps is what the HTTP layer needs from the rest of svc.
 type Deps struct {
-	Config   *config.Config
-	Logger   hclog.Logger
-	Store    Pinger
-	Auth     *auth.Authenticator
-	Keys     *auth.Keys
+	Config *config.Config
+	Logger hclog.Logger
+	Store  Pinger
+	Auth   *auth.Authenticator
+	Keys   *auth.Keys
 	// Accounts and Sessions serve people: login, organizations,
 	// invitations, signup.
 	Accounts *accounts.Service
@@ -73,9 +73,9 @@ type Server struct {
 	abuseLimiter *ratelimit.Limiter
 	// csrf refuses cross-site requests that would act with a session
 	// cookie.
-	csrf *http.CrossOriginProtection
-	files      http.Handler // the dashboard's file server
-	handler    http.Handler
+	csrf    *http.CrossOriginProtection
+	files   http.Handler // the dashboard's file server
+	handler http.Handler
 }
 
 // New builds the server and its routes.
