@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
@@ -102,6 +104,7 @@ type Main struct {
 	Store    *store.Store
 	Policies *policy.Engine
 	Mailer   *email.Mailer
+	Accounts *accounts.Service
 
 	// Jobs is the persistent job queue; its workers run from Run to Close.
 	Jobs *jobs.Queue
@@ -164,8 +167,6 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err := m.Jobs.Start(ctx); err != nil {
 		return err
 	}
-	m.stopTimers = make(chan struct{})
-	m.timers.Go(m.sweepDaily)
 
 	prices, err := pricing.Load(cfg.PriceFile)
 	if err != nil {
@@ -200,12 +201,29 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	runs := ledger.NewService(m.Store, m.recorder, nil)
 
 	keys := auth.NewKeys(m.Store, nil)
+	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
+	if err != nil {
+		return err
+	}
+	m.Accounts = accounts.NewService(accounts.Options{
+		Store: m.Store, Sessions: sessions, Hasher: auth.NewHasher(auth.DefaultArgon2), Mailer: m.Mailer,
+		Audit: auditLog, Logger: m.Logger.Named("accounts"), BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup,
+	})
+	if cfg.AdminEmail != "" {
+		if err := m.Accounts.Bootstrap(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+			return fmt.Errorf("bootstrap admin (SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD): %w", err)
+		}
+	}
+	m.stopTimers = make(chan struct{})
+	m.timers.Go(m.sweepDaily)
 	api := httpapi.New(httpapi.Deps{
 		Config:    cfg,
 		Logger:    m.Logger.Named("http"),
 		Store:     m.Store,
-		Auth:      auth.NewAuthenticator(cfg.APIKey, keys, nil),
+		Auth:      auth.NewAuthenticator(cfg.APIKey, keys, sessions),
 		Keys:      keys,
+		Accounts:  m.Accounts,
+		Sessions:  sessions,
 		Settings:  settingsService,
 		Audit:     auditLog,
 		Gateway:   gw,
@@ -261,6 +279,11 @@ func (m *Main) sweepDaily() {
 		}
 		wait = 24 * time.Hour
 		ctx := context.Background()
+		if n, err := m.Accounts.ExpireInvites(ctx); err != nil {
+			m.Logger.Error("marking expired invites failed", "error", err)
+		} else if n > 0 {
+			m.Logger.Info("invites expired", "invites", n)
+		}
 		tenants, err := m.Store.TenantIDs(ctx)
 		if err != nil {
 			m.Logger.Error("retention: listing tenants failed", "error", err)

@@ -41,6 +41,7 @@ type Identity struct {
 	TenantID string
 	KeyID    string // set when Via is ViaKey
 	UserID   string // set when Via is ViaSession
+	OrgRole  string // the user's role in TenantID, when Via is ViaSession
 	Via      Via
 	Mode     Mode
 	Admin    bool

@@ -64,6 +64,11 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		return err
 	}
 	info(r).tenant = id.TenantID
+	if id.Via == auth.ViaSession && !safeMethod(r.Method) {
+		if err := s.sameOrigin(r); err != nil {
+			return err
+		}
+	}
 	if limited {
 		if err := s.limit(limiterKey(id, r)); err != nil {
 			return err
@@ -103,6 +108,10 @@ func (s *Server) limit(key string) error {
 		return e
 	}
 	return nil
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
 func isManagementPath(p string) bool { return len(p) >= 8 && p[:8] == "/api/v1/" }

@@ -19,11 +19,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/email"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
@@ -57,7 +59,46 @@ type testServer struct {
 	policies *policy.Engine
 	cache    *cache.Cache
 	notified *notifications
+	mail     *mailbox
+	accounts *accounts.Service
 	now      time.Time
+}
+
+// mailbox records the emails svc sends.
+type mailbox struct {
+	mu   sync.Mutex
+	sent []sentMail
+}
+
+type sentMail struct {
+	to  string
+	msg email.Message
+}
+
+func (m *mailbox) Send(to string, msg email.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, sentMail{to, msg})
+}
+
+// last returns the newest email sent to addr.
+func (m *mailbox) last(t testing.TB, addr string) email.Message {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.sent) - 1; i >= 0; i-- {
+		if m.sent[i].to == addr {
+			return m.sent[i].msg
+		}
+	}
+	t.Fatalf("no email was sent to %s", addr)
+	return email.Message{}
+}
+
+func (m *mailbox) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sent)
 }
 
 // notifications records the webhook events svc sends.
@@ -81,6 +122,10 @@ func (n *notifications) list() []string {
 // newServer starts svc's handler on a real listener with a temp database
 // and the real mock provider plugin. apiKey "" is open dev mode. env adjusts
 // the configuration.
+// testArgon2 keeps the HTTP tests quick; the production parameters are
+// tested in package auth.
+var testArgon2 = auth.Argon2Params{MemoryKiB: 64, Time: 1, Threads: 1}
+
 func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
 	t.Helper()
 	return newServerWith(t, apiKey, env, mockProvider(t))
@@ -118,13 +163,26 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	governor := governance.New(governance.Options{Policies: ts.policies, Approvals: approvals, Audit: auditLog,
 		Notifier: ts.notified, Agents: s, Logger: logger})
 	runs := ledger.NewService(s, recorder, nil)
+	clock := func() time.Time { return ts.now }
+	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
+	require.NoError(t, err)
+	ts.mail = &mailbox{}
+	ts.accounts = accounts.NewService(accounts.Options{
+		Store: s, Sessions: sessions, Hasher: auth.NewHasher(testArgon2), Mailer: ts.mail, Audit: auditLog,
+		BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: clock,
+	})
+	if cfg.AdminEmail != "" {
+		require.NoError(t, ts.accounts.Bootstrap(context.Background(), cfg.AdminEmail, cfg.AdminPassword))
+	}
 	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
 		Store:    s,
-		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, nil),
+		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, sessions),
 		Keys:     keys,
+		Accounts: ts.accounts,
+		Sessions: sessions,
 		Settings: settingsService,
 		Audit:    auditLog,
 		Gateway: gateway.New(gateway.Options{

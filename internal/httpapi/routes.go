@@ -18,6 +18,25 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /api/v1/settings", s.api(s.getSettings))
 	s.mux.Handle("PUT /api/v1/settings", s.admin(s.putSettings))
 
+	s.mux.Handle("POST /api/v1/auth/login", s.cookieWrite(s.login))
+	s.mux.Handle("POST /api/v1/auth/logout", s.cookieWrite(s.logout))
+	s.mux.Handle("GET /api/v1/auth/me", s.api(s.me))
+	s.mux.Handle("POST /api/v1/auth/password-reset", s.cookieWrite(s.requestPasswordReset))
+	s.mux.Handle("POST /api/v1/auth/password-reset/{token}", s.cookieWrite(s.resetPassword))
+	s.mux.Handle("POST /api/v1/auth/signup", s.cookieWrite(s.signup))
+	s.mux.Handle("GET /api/v1/auth/verify/{token}", s.public(s.verifyEmail))
+
+	s.mux.Handle("GET /api/v1/orgs", s.api(s.listOrgs))
+	s.mux.Handle("POST /api/v1/orgs", s.api(s.createOrg))
+	s.mux.Handle("POST /api/v1/orgs/switch", s.api(s.switchOrg))
+	s.mux.Handle("GET /api/v1/orgs/active", s.api(s.activeOrg))
+	s.mux.Handle("PATCH /api/v1/orgs/active", s.admin(s.renameOrg))
+	s.mux.Handle("POST /api/v1/orgs/active/invites", s.admin(s.createInvite))
+	s.mux.Handle("GET /api/v1/orgs/active/invites", s.admin(s.listInvites))
+	s.mux.Handle("POST /api/v1/orgs/active/invites/{id}/revoke", s.admin(s.revokeInvite))
+	s.mux.Handle("GET /api/v1/invites/{token}", s.public(s.lookupInvite))
+	s.mux.Handle("POST /api/v1/invites/{token}/accept", s.cookieWrite(s.acceptInvite))
+
 	s.mux.Handle("GET /api/v1/audit", s.api(s.listAudit))
 
 	s.mux.Handle("GET /api/v1/runs", s.api(s.listRuns))

@@ -7,10 +7,12 @@ import (
 	"context"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
@@ -32,11 +34,15 @@ type Pinger interface {
 
 // Deps is what the HTTP layer needs from the rest of svc.
 type Deps struct {
-	Config   *config.Config
-	Logger   hclog.Logger
-	Store    Pinger
-	Auth     *auth.Authenticator
-	Keys     *auth.Keys
+	Config *config.Config
+	Logger hclog.Logger
+	Store  Pinger
+	Auth   *auth.Authenticator
+	Keys   *auth.Keys
+	// Accounts and Sessions serve people: login, organizations,
+	// invitations, signup.
+	Accounts *accounts.Service
+	Sessions *auth.SessionManager
 	Settings *settings.Service
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
@@ -62,8 +68,14 @@ type Server struct {
 	mux *http.ServeMux
 	// apiLimiter is the standard limiter of /api/v1, one bucket per caller.
 	apiLimiter *ratelimit.Limiter
-	files      http.Handler // the dashboard's file server
-	handler    http.Handler
+	// abuseLimiter holds the per-address buckets of the account endpoints:
+	// 10 a minute.
+	abuseLimiter *ratelimit.Limiter
+	// csrf refuses cross-site requests that would act with a session
+	// cookie.
+	csrf    *http.CrossOriginProtection
+	files   http.Handler // the dashboard's file server
+	handler http.Handler
 }
 
 // New builds the server and its routes.
@@ -78,6 +90,14 @@ func New(d Deps) *Server {
 	}
 	s.apiLimiter = ratelimit.New(every, max(1, d.Config.RateLimit/10), 100_000)
 	s.apiLimiter.Now = d.Now
+	s.abuseLimiter = ratelimit.New(6*time.Second, 10, 100_000)
+	s.abuseLimiter.Now = d.Now
+	s.csrf = http.NewCrossOriginProtection()
+	if u, err := url.Parse(d.Config.AppBaseURL); err == nil && u.Host != "" {
+		// Behind a proxy the Host svc sees may differ from the address
+		// people use.
+		_ = s.csrf.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+	}
 	s.routes()
 	s.handler = s.recoverPanics(s.logRequests(s.securityHeaders(s.cors(s.limitBody(s.mux)))))
 	return s

@@ -1,0 +1,338 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/svc-gateway/svc/internal/accounts"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/ratelimit"
+)
+
+// The per-address buckets of the account endpoints, on top of the standard
+// limiter: one shared by signup, invite-create and invite-accept (the
+// spec's), one for password guesses and reset requests.
+const (
+	abuseBucket = "abuse:"
+	loginBucket = "login:"
+)
+
+// limitAddress draws one token of bucket for r's client address.
+func (s *Server) limitAddress(r *http.Request, bucket string) error {
+	if ok, wait := s.abuseLimiter.Allow(bucket + ratelimit.ClientKey(r.RemoteAddr)); !ok {
+		e := errs.E(errs.RateLimited, "rate_limited", "too many attempts from your address; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
+		e.Retry = wait
+		return e
+	}
+	return nil
+}
+
+// sameOrigin refuses a cross-site browser request that would act with the
+// session cookie (CSRF). Requests without browser fetch metadata, such as
+// those of programs using API keys, pass.
+func (s *Server) sameOrigin(r *http.Request) error {
+	if err := s.csrf.Check(r); err != nil {
+		return errs.E(errs.Forbidden, "cross_origin", "cross-origin requests may not act with a session cookie")
+	}
+	return nil
+}
+
+// cookieWrite is public for an endpoint that signs in, out or acts as the
+// session's person without needing one: it refuses cross-site requests.
+func (s *Server) cookieWrite(h handlerFunc) http.Handler {
+	return s.public(func(w http.ResponseWriter, r *http.Request) error {
+		if err := s.sameOrigin(r); err != nil {
+			return err
+		}
+		return h(w, r)
+	})
+}
+
+type userResponse struct {
+	User accounts.User `json:"user"`
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, loginBucket); err != nil {
+		return err
+	}
+	var body struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	u, tenantID, err := s.Accounts.Login(r.Context(), body.Email, body.Password)
+	if err != nil {
+		return err
+	}
+	if err := s.Sessions.Start(r.Context(), w, r, u.ID, tenantID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, userResponse{User: u})
+	return nil
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Sessions.End(r.Context(), w, r); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, okResponse{OK: true})
+	return nil
+}
+
+type okResponse struct {
+	OK bool `json:"ok"`
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+	id := identity(r)
+	u, err := s.Accounts.Me(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		User           accounts.User `json:"user"`
+		ActiveTenantID string        `json:"activeTenantId"`
+		Role           string        `json:"role"`
+	}{u, id.TenantID, id.OrgRole})
+	return nil
+}
+
+func (s *Server) requestPasswordReset(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, loginBucket); err != nil {
+		return err
+	}
+	var body struct {
+		Email string `json:"email"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if err := s.Accounts.RequestPasswordReset(r.Context(), body.Email); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, okResponse{OK: true})
+	return nil
+}
+
+func (s *Server) resetPassword(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if err := s.Accounts.ResetPassword(r.Context(), r.PathValue("token"), body.Password); err != nil {
+		return err
+	}
+	// Every session of the user has ended, this browser's too.
+	if err := s.Sessions.End(r.Context(), w, r); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, okResponse{OK: true})
+	return nil
+}
+
+type signedIn struct {
+	User     accounts.User `json:"user"`
+	TenantID string        `json:"tenantId"`
+	OrgName  string        `json:"orgName"`
+}
+
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, abuseBucket); err != nil {
+		return err
+	}
+	var body struct {
+		Email    string `json:"email"`
+		Name     string `json:"name"`
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	u, org, err := s.Accounts.Signup(r.Context(), body.Email, body.Name, body.Password)
+	if err != nil {
+		return err
+	}
+	if err := s.Sessions.Start(r.Context(), w, r, u.ID, org.TenantID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, signedIn{User: u, TenantID: org.TenantID, OrgName: org.Name})
+	return nil
+}
+
+func (s *Server) verifyEmail(w http.ResponseWriter, r *http.Request) error {
+	u, err := s.Accounts.Verify(r.Context(), r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		OK    bool   `json:"ok"`
+		Email string `json:"email"`
+	}{true, u.Email})
+	return nil
+}
+
+func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request) error {
+	orgs, err := s.Accounts.Orgs(r.Context(), identity(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Orgs []accounts.Org `json:"orgs"`
+	}{orgs})
+	return nil
+}
+
+type orgResponse struct {
+	ActiveTenantID string       `json:"activeTenantId"`
+	Org            accounts.Org `json:"org"`
+}
+
+func (s *Server) switchOrg(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		TenantID string `json:"tenantId"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	org, err := s.Accounts.CheckSwitch(r.Context(), identity(r), body.TenantID)
+	if err != nil {
+		return err
+	}
+	if err := s.Sessions.Switch(r.Context(), r, org.TenantID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, orgResponse{ActiveTenantID: org.TenantID, Org: org})
+	return nil
+}
+
+func (s *Server) createOrg(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	org, err := s.Accounts.CreateOrg(r.Context(), identity(r), body.Name)
+	if err != nil {
+		return err
+	}
+	if err := s.Sessions.Switch(r.Context(), r, org.TenantID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, orgResponse{ActiveTenantID: org.TenantID, Org: org})
+	return nil
+}
+
+func (s *Server) activeOrg(w http.ResponseWriter, r *http.Request) error {
+	org, err := s.Accounts.Active(r.Context(), identity(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, org)
+	return nil
+}
+
+func (s *Server) renameOrg(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	org, err := s.Accounts.Rename(r.Context(), identity(r), body.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, org)
+	return nil
+}
+
+func (s *Server) createInvite(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, abuseBucket); err != nil {
+		return err
+	}
+	var body struct {
+		Email string `json:"email"`
+		Role  string `json:"role"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	inv, acceptURL, err := s.Accounts.CreateInvite(r.Context(), identity(r), body.Email, body.Role)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		Invite    accounts.Invite `json:"invite"`
+		AcceptURL string          `json:"acceptUrl"`
+	}{inv, acceptURL})
+	return nil
+}
+
+func (s *Server) listInvites(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.Accounts.Invites(r.Context(), identity(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Invites []accounts.Invite `json:"invites"`
+	}{list})
+	return nil
+}
+
+func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) error {
+	inv, err := s.Accounts.RevokeInvite(r.Context(), identity(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Invite accounts.Invite `json:"invite"`
+	}{inv})
+	return nil
+}
+
+func (s *Server) lookupInvite(w http.ResponseWriter, r *http.Request) error {
+	info, err := s.Accounts.LookupInvite(r.Context(), r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+func (s *Server) acceptInvite(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, abuseBucket); err != nil {
+		return err
+	}
+	var body struct {
+		Name     string `json:"name"`
+		Password string `json:"password"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	caller, err := s.Sessions.FromRequest(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.Accounts.AcceptInvite(r.Context(), caller, r.PathValue("token"), body.Name, body.Password)
+	if err != nil {
+		return err
+	}
+	if res.NewUser {
+		err = s.Sessions.Start(r.Context(), w, r, res.User.ID, res.TenantID)
+	} else {
+		err = s.Sessions.Switch(r.Context(), r, res.TenantID)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, signedIn{User: res.User, TenantID: res.TenantID, OrgName: res.OrgName})
+	return nil
+}
