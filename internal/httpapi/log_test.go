@@ -82,3 +82,9 @@ func TestOneLogLinePerRequest(t *testing.T) {
 	assert.Equal(t, "missing_credentials", lines[1]["code"])
 	assert.NotContains(t, buf.b.String(), bootstrap, "credentials are never logged")
 }
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

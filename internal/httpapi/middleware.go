@@ -104,7 +104,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 }
 
 // logPath is the path to log: the route pattern instead of the raw path when
-// the path carries a secret (one-time tokens travel in some URLs).
+// the path carries a secret (one-time tokens travel in some URLs). The query
+// string is never logged: the account pages (/accept-invite?token=…) carry
+// their one-time tokens there.
 func logPath(r *http.Request) string {
 	if strings.Contains(r.Pattern, "{token}") {
 		_, pattern, _ := strings.Cut(r.Pattern, " ")

@@ -60,6 +60,11 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
+	// The account pages; GET patterns answer HEAD too.
+	s.mux.Handle("GET /accept-invite", s.public(s.page("accept-invite.html")))
+	s.mux.Handle("GET /reset-password", s.public(s.page("reset-password.html")))
+	s.mux.Handle("GET /verify-email", s.public(s.page("verify-email.html")))
+
 	s.mux.Handle("/api/", s.public(s.noRoute))
 	s.mux.Handle("/v1/", s.public(s.noRoute))
 	s.mux.Handle("/", s.public(s.static))
