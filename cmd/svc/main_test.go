@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +34,16 @@ type proc struct {
 	db   string
 	logs chan map[string]any
 	done chan error
+
+	mu     sync.Mutex
+	stderr []string // every line svc wrote to stderr, kept whole
+}
+
+// stderrLines returns every line svc has written to stderr so far.
+func (p *proc) stderrLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.stderr)
 }
 
 // start runs svc with a temp database on a free port and waits for its
@@ -57,6 +69,9 @@ func startWithDB(t *testing.T, db string, env ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr = append(p.stderr, sc.Text())
+			p.mu.Unlock()
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
 				plain.WriteString(sc.Text() + "\n")
