@@ -61,6 +61,7 @@ type testServer struct {
 	notified *notifications
 	mail     *mailbox
 	accounts *accounts.Service
+	sessions *auth.SessionManager
 	now      time.Time
 }
 
@@ -167,6 +168,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
 	require.NoError(t, err)
 	ts.mail = &mailbox{}
+	ts.sessions = sessions
 	ts.accounts = accounts.NewService(accounts.Options{
 		Store: s, Sessions: sessions, Hasher: auth.NewHasher(testArgon2), Mailer: ts.mail, Audit: auditLog,
 		BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: clock,
