@@ -122,7 +122,7 @@ func decodeHash(encoded string) (Argon2Params, []byte, []byte, error) {
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.MemoryKiB, &p.Time, &threads); err != nil {
 		return p, nil, nil, fmt.Errorf("argon2id parameters: %w", err)
 	}
-	if p.MemoryKiB == 0 || p.Time == 0 || threads == 0 || threads > 255 || p.MemoryKiB > 4<<20 {
+	if p.MemoryKiB == 0 || p.Time == 0 || threads == 0 || threads > 255 || p.MemoryKiB > 1<<20 || p.Time > 64 {
 		return p, nil, nil, fmt.Errorf("argon2id parameters out of range")
 	}
 	p.Threads = uint8(threads)
