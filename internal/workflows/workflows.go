@@ -87,8 +87,8 @@ type Service struct {
 }
 
 // NewService returns a service over store. runs, when not nil, is synced
-// before onboarding is read, so that hasRuns is true as soon as a call was
-// answered.
+// before onboarding is read and before seeding, so that a call that was
+// answered counts (hasRuns, its agent) at once.
 func NewService(store Store, runs Syncer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
@@ -104,7 +104,12 @@ func (s *Service) List(ctx context.Context, tenantID string) ([]Workflow, error)
 // SeedDemo instantiates the support-triage template and the demo agent in
 // the tenant. A workflow or agent whose name the tenant already uses is
 // skipped, not replaced, so seeding twice creates nothing the second time.
+// The run recorder is synced first: an agent met by a call that was
+// answered but not stored yet is an agent the tenant has.
 func (s *Service) SeedDemo(ctx context.Context, tenantID string) (SeedResult, error) {
+	if err := s.sync(ctx); err != nil {
+		return SeedResult{}, err
+	}
 	t := SupportTriage()
 	def, err := json.Marshal(t.Definition)
 	if err != nil {
@@ -142,12 +147,22 @@ func sortInto(created, skipped *[]string, name string, stored []string) {
 
 // Onboarding returns the tenant's onboarding state.
 func (s *Service) Onboarding(ctx context.Context, tenantID string) (Onboarding, error) {
-	if s.runs != nil {
-		if err := s.runs.Sync(ctx); err != nil {
-			return Onboarding{}, errs.Wrap(err, errs.Internal, "internal", "recorded runs could not be read")
-		}
+	if err := s.sync(ctx); err != nil {
+		return Onboarding{}, err
 	}
 	return s.store.OnboardingState(ctx, tenantID)
+}
+
+// sync waits for the run recorder to store the runs (and so the agents)
+// of every call answered so far.
+func (s *Service) sync(ctx context.Context) error {
+	if s.runs == nil {
+		return nil
+	}
+	if err := s.runs.Sync(ctx); err != nil {
+		return errs.Wrap(err, errs.Internal, "internal", "recorded runs could not be read")
+	}
+	return nil
 }
 
 // Dismiss records that the tenant put onboarding away and returns the

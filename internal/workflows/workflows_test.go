@@ -216,13 +216,46 @@ func TestOnboardingCountsRunsAndDismissal(t *testing.T) {
 	assert.True(t, o.Dismissed)
 }
 
+// pendingRuns stands for the run recorder: Sync stores what it holds.
+type pendingRuns struct {
+	s    *store.Store
+	recs []*ledger.Record
+}
+
+func (p *pendingRuns) Sync(ctx context.Context) error {
+	err := p.s.InsertRuns(ctx, p.recs)
+	p.recs = nil
+	return err
+}
+
+// An agent whose first call was answered but not stored yet is an agent
+// the tenant has: seeding skips it.
+func TestSeedDemoSeesAgentsOfRunsNotStoredYet(t *testing.T) {
+	s := storetest.Open(t)
+	runs := &pendingRuns{s: s, recs: []*ledger.Record{{Run: &ledger.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa",
+		TenantID: tenant.DefaultID, CreatedAt: now.Add(-time.Minute), Route: ledger.RouteLive, Status: ledger.StatusOK,
+		HTTPStatus: 200, Agent: workflows.DemoAgent, Request: json.RawMessage(`{}`)}}}}
+	svc := workflows.NewService(s, runs, func() time.Time { return now })
+
+	res, err := svc.SeedDemo(context.Background(), tenant.DefaultID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{workflows.DemoAgent}, res.Skipped.Agents)
+	agents, err := s.ListAgents(context.Background(), tenant.DefaultID)
+	require.NoError(t, err)
+	require.Len(t, agents, 1)
+	assert.EqualValues(t, 1, agents[0].RunCount)
+	assert.True(t, now.Add(-time.Minute).Equal(agents[0].FirstSeen), "first seen when it called, not when seeded")
+}
+
 type failingSync struct{}
 
 func (failingSync) Sync(context.Context) error { return errors.New("journal unreadable") }
 
-func TestOnboardingFailsWhenRunsCannotBeSynced(t *testing.T) {
+func TestOnboardingAndSeedFailWhenRunsCannotBeSynced(t *testing.T) {
 	svc := workflows.NewService(storetest.Open(t), failingSync{}, nil)
 	_, err := svc.Onboarding(context.Background(), tenant.DefaultID)
 	assert.Equal(t, errs.Internal, errs.KindOf(err))
 	assert.NotContains(t, errs.Public(err), "journal", "the cause stays private")
+	_, err = svc.SeedDemo(context.Background(), tenant.DefaultID)
+	assert.Equal(t, errs.Internal, errs.KindOf(err), "seeding needs to know the agents the tenant has")
 }
