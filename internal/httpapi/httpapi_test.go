@@ -37,6 +37,7 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -197,6 +198,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Approvals: approvals,
 		Cache:     ts.cache,
 		Jobs:      ts.jobs,
+		Workflows: workflows.NewService(s, recorder, func() time.Time { return ts.now }),
 		Web:       fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		Now:       func() time.Time { return ts.now },
 	})

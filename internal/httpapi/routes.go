@@ -60,6 +60,11 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
+	s.mux.Handle("GET /api/v1/workflows", s.api(s.listWorkflows))
+	s.mux.Handle("GET /api/v1/orgs/active/onboarding", s.api(s.getOnboarding))
+	s.mux.Handle("POST /api/v1/orgs/active/onboarding/dismiss", s.api(s.dismissOnboarding))
+	s.mux.Handle("POST /api/v1/orgs/active/seed-demo", s.admin(s.seedDemo))
+
 	s.mux.Handle("/api/", s.public(s.noRoute))
 	s.mux.Handle("/v1/", s.public(s.noRoute))
 	s.mux.Handle("/", s.public(s.static))
