@@ -584,3 +584,17 @@ func TestNoPlainSecretsInTheDatabase(t *testing.T) {
 	}
 	assert.True(t, bytes.Contains(files.Bytes(), []byte("$argon2id$v=19$")), "passwords are stored as argon2id hashes")
 }
+
+func TestOrgRolesGateSeedDemo(t *testing.T) {
+	ts := newServer(t, "", accountEnv())
+	owner := ts.signedIn(t, adminEmail, adminPassword)
+	token, _ := invite(t, owner, "member@example.com", "member")
+	member := ts.browser(t)
+	require.Equal(t, http.StatusOK, member.do(t, "POST", "/api/v1/invites/"+token+"/accept", `{"name":"M","password":"member 12345"}`).status)
+
+	assert.Equal(t, http.StatusForbidden, member.do(t, "POST", "/api/v1/orgs/active/seed-demo", "").status)
+	assert.Equal(t, http.StatusOK, member.do(t, "GET", "/api/v1/orgs/active/onboarding", "").status, "members read onboarding")
+	res := owner.do(t, "POST", "/api/v1/orgs/active/seed-demo", "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.EqualValues(t, 1, field(t, member.do(t, "GET", "/api/v1/orgs/active/onboarding", ""), "workflowCount"))
+}
