@@ -3,8 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -36,7 +34,6 @@ func accountEnv(extra ...string) map[string]string {
 type browser struct {
 	ts     *testServer
 	client *http.Client
-	ip     string
 }
 
 func (ts *testServer) browser(t testing.TB) *browser {
@@ -49,26 +46,7 @@ func (ts *testServer) browser(t testing.TB) *browser {
 // pairs.
 func (b *browser) do(t testing.TB, method, path, body string, headers ...string) response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, b.ts.URL+path, rd)
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := b.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	out := response{status: res.StatusCode, header: res.Header, body: string(raw)}
-	_ = json.Unmarshal(raw, &out.json)
-	return out
+	return send(t, b.client, method, b.ts.URL+path, body, headers...)
 }
 
 // cookie returns the browser's session cookie value.

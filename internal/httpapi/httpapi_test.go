@@ -224,22 +224,29 @@ func (r response) errorCode() string {
 // call sends a request; headers are name, value pairs.
 func (ts *testServer) call(t testing.TB, method, path, token, body string, headers ...string) response {
 	t.Helper()
+	if token != "" {
+		headers = append([]string{"Authorization", "Bearer " + token}, headers...)
+	}
+	return send(t, http.DefaultClient, method, ts.URL+path, body, headers...)
+}
+
+// send sends a request through client, with a JSON body when body is not
+// empty; headers are name, value pairs.
+func send(t testing.TB, client *http.Client, method, url, body string, headers ...string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, ts.URL+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	require.NoError(t, err)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
