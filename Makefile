@@ -7,7 +7,7 @@ LDFLAGS  := -s -w -X github.com/svc-gateway/svc/internal/version.Version=$(VERSI
 PLUGINS  := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
 FUZZTIME ?= 30s
 
-.PHONY: all build svc plugins run test test-go fuzz bench bench-go lint proto clean
+.PHONY: all build svc plugins client run test test-go test-ts fuzz bench bench-go lint proto clean
 
 all: build
 
@@ -24,15 +24,24 @@ plugins:
 		$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/plugins/svc-$$p ./plugins/$$p || exit 1; \
 	done
 
+## client: the TypeScript client, clients/typescript/dist (needs Node 18+ and
+## npm; its dev dependencies come from its lockfile)
+client:
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run build
+
 ## run: build and serve on :4100 with the embedded SQLite and the mock provider
 run: build
 	./bin/svc
 
 ## test: every test
-test: build test-go
+test: build test-go test-ts
 
 test-go:
 	$(GO) test -race -count=1 ./...
+
+## test-ts: the TypeScript client's unit tests, and its tests against bin/svc
+test-ts: build client
+	cd clients/typescript && npm test
 
 ## fuzz: each fuzz target for FUZZTIME (seeds also run in every `make test`)
 fuzz:
@@ -64,4 +73,4 @@ proto:
 		pkg/pluginapi/proto/pluginapi.proto
 
 clean:
-	rm -rf bin
+	rm -rf bin clients/typescript/dist clients/typescript/node_modules

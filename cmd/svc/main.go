@@ -43,6 +43,7 @@ import (
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
 	"github.com/svc-gateway/svc/internal/webhook"
+	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/web"
 )
 
@@ -233,6 +234,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Approvals: approvals,
 		Cache:     caches,
 		Jobs:      m.Jobs,
+		Workflows: workflows.NewService(m.Store, m.recorder, nil),
 		Webhooks:  m.Webhooks,
 		Web:       web.FS,
 		External:  m.plugins.External(),

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -44,11 +45,14 @@ type Hasher struct {
 	// account matches, so that an unknown email costs as much time as a
 	// wrong password.
 	dummy string
+	// slots bounds concurrent hashes: each holds Params.MemoryKiB of
+	// memory, and a burst of logins must not exhaust it.
+	slots chan struct{}
 }
 
 // NewHasher returns a hasher that hashes with p.
 func NewHasher(p Argon2Params) *Hasher {
-	h := &Hasher{Params: p}
+	h := &Hasher{Params: p, slots: make(chan struct{}, 2*runtime.NumCPU())}
 	h.dummy = h.mustHash(rand.Text())
 	return h
 }
@@ -71,7 +75,7 @@ func (h *Hasher) Hash(password string) (string, error) {
 		return "", err
 	}
 	p := h.Params
-	key := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, keyLen)
+	key := h.derive([]byte(password), salt, p, keyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Time, p.Threads,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key)), nil
 }
@@ -100,8 +104,15 @@ func (h *Hasher) verify(password, encoded string) bool {
 	if err != nil {
 		return false
 	}
-	got := argon2.IDKey([]byte(password), salt, p.Time, p.MemoryKiB, p.Threads, uint32(len(key)))
+	got := h.derive([]byte(password), salt, p, uint32(len(key)))
 	return subtle.ConstantTimeCompare(got, key) == 1
+}
+
+// derive runs argon2id in one of the hasher's slots.
+func (h *Hasher) derive(password, salt []byte, p Argon2Params, n uint32) []byte {
+	h.slots <- struct{}{}
+	defer func() { <-h.slots }()
+	return argon2.IDKey(password, salt, p.Time, p.MemoryKiB, p.Threads, n)
 }
 
 // NeedsRehash reports whether encoded was made with weaker parameters than
@@ -122,7 +133,7 @@ func decodeHash(encoded string) (Argon2Params, []byte, []byte, error) {
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.MemoryKiB, &p.Time, &threads); err != nil {
 		return p, nil, nil, fmt.Errorf("argon2id parameters: %w", err)
 	}
-	if p.MemoryKiB == 0 || p.Time == 0 || threads == 0 || threads > 255 || p.MemoryKiB > 4<<20 {
+	if p.MemoryKiB == 0 || p.Time == 0 || threads == 0 || threads > 255 || p.MemoryKiB > 1<<20 || p.Time > 64 {
 		return p, nil, nil, fmt.Errorf("argon2id parameters out of range")
 	}
 	p.Threads = uint8(threads)

@@ -37,6 +37,7 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -61,6 +62,7 @@ type testServer struct {
 	notified *notifications
 	mail     *mailbox
 	accounts *accounts.Service
+	sessions *auth.SessionManager
 	now      time.Time
 }
 
@@ -167,6 +169,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
 	require.NoError(t, err)
 	ts.mail = &mailbox{}
+	ts.sessions = sessions
 	ts.accounts = accounts.NewService(accounts.Options{
 		Store: s, Sessions: sessions, Hasher: auth.NewHasher(testArgon2), Mailer: ts.mail, Audit: auditLog,
 		BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: clock,
@@ -195,6 +198,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Approvals: approvals,
 		Cache:     ts.cache,
 		Jobs:      ts.jobs,
+		Workflows: workflows.NewService(s, recorder, func() time.Time { return ts.now }),
 		Web:       fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		Now:       func() time.Time { return ts.now },
 	})
@@ -220,22 +224,29 @@ func (r response) errorCode() string {
 // call sends a request; headers are name, value pairs.
 func (ts *testServer) call(t testing.TB, method, path, token, body string, headers ...string) response {
 	t.Helper()
+	if token != "" {
+		headers = append([]string{"Authorization", "Bearer " + token}, headers...)
+	}
+	return send(t, http.DefaultClient, method, ts.URL+path, body, headers...)
+}
+
+// send sends a request through client, with a JSON body when body is not
+// empty; headers are name, value pairs.
+func send(t testing.TB, client *http.Client, method, url, body string, headers ...string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, ts.URL+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	require.NoError(t, err)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

@@ -60,6 +60,11 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
+	s.mux.Handle("GET /api/v1/workflows", s.api(s.listWorkflows))
+	s.mux.Handle("GET /api/v1/orgs/active/onboarding", s.api(s.getOnboarding))
+	s.mux.Handle("POST /api/v1/orgs/active/onboarding/dismiss", s.api(s.dismissOnboarding))
+	s.mux.Handle("POST /api/v1/orgs/active/seed-demo", s.admin(s.seedDemo))
+
 	// The account pages; GET patterns answer HEAD too.
 	s.mux.Handle("GET /accept-invite", s.public(s.page("accept-invite.html")))
 	s.mux.Handle("GET /reset-password", s.public(s.page("reset-password.html")))

@@ -25,6 +25,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/webhook"
+	"github.com/svc-gateway/svc/internal/workflows"
 )
 
 // Pinger reports whether storage answers.
@@ -53,6 +54,8 @@ type Deps struct {
 	Approvals *approval.Service
 	Cache     *cache.Cache
 	Jobs      *jobs.Queue
+	// Workflows answers the workflows list, onboarding and seed-demo.
+	Workflows *workflows.Service
 	// Webhooks queues deliveries of notable events for handlers that
 	// report them; nil drops them.
 	Webhooks *webhook.Notifier

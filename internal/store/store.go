@@ -41,6 +41,8 @@ type Store struct {
 	Now func() time.Time
 
 	hot hotStatements // prepared once, for the run recorder's writes
+
+	path string
 }
 
 // Open opens (creating when missing) the database at path, applies pending
@@ -70,7 +72,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{write: w, read: r, Now: time.Now}
+	s := &Store{write: w, read: r, Now: time.Now, path: path}
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -192,3 +194,6 @@ func msTimePtr(ms sql.NullInt64) *time.Time {
 // DB returns the write pool, for tests and tools that inspect the file
 // directly. Application code goes through the typed methods.
 func (s *Store) DB() *sql.DB { return s.write }
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.path }

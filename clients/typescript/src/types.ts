@@ -1,0 +1,482 @@
+// Types of what svc sends and receives. They mirror the service's JSON:
+// field names, nesting and optionality follow the Go handlers and the
+// service specification. Timestamps are RFC 3339 strings; money is USD.
+
+// ---------------------------------------------------------------- client
+
+/** Options of a {@link SvcClient}. Every option is optional. */
+export interface SvcClientOptions {
+  /** Where svc listens. Default `http://localhost:4100`; trailing slashes are stripped. */
+  baseUrl?: string;
+  /** Bearer token sent as `Authorization: Bearer <apiKey>` on every request. Never readable back. */
+  apiKey?: string;
+  /** Logical app id, sent as `X-Svc-App` on chat. Default `default-app`. */
+  app?: string;
+  /** Agent id or name, sent as `X-Svc-Agent` on chat. */
+  agent?: string;
+  /** Pseudonymous subject, sent as `X-Svc-Subject` on chat and as `subject` on tool-cache calls. */
+  subject?: string;
+}
+
+/** The side-effect level of a tool: 0 and 1 read, 2 to 4 change things. */
+export type SideEffectLevel = 0 | 1 | 2 | 3 | 4;
+
+/** What a traced tool is called with besides its arguments. */
+export interface ToolContext {
+  /** The run the call belongs to; without it the tool runs untraced. */
+  runId?: string;
+}
+
+/** A tool to wrap with {@link SvcClient.traceTool}. */
+export interface ToolDefinition<A = unknown, R = unknown> {
+  /** The tool's name, as traced and as the cache key's tool. */
+  name: string;
+  /** 0 to 4; default 3. Only levels 0 and 1 may be cached. */
+  sideEffectLevel?: SideEffectLevel;
+  /** How long a result may be served from the tool-result cache; caching is off unless it is above 0. */
+  ttlSeconds?: number;
+  /** Does the work. Whatever it throws reaches the caller unchanged. */
+  execute: (args: A, ctx: ToolContext) => R | Promise<R>;
+}
+
+/** A tool wrapped by {@link SvcClient.traceTool}. */
+export type TracedTool<A = unknown, R = unknown> = (args: A, ctx?: ToolContext) => Promise<R>;
+
+// ------------------------------------------------------------------ chat
+
+/** One chat message. */
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+/** A chat-completions request. `stream` is always sent as false. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  temperature?: number;
+  response_format?: unknown;
+}
+
+/** The route a run took. */
+export type Route = 'live' | 'exact_cache' | 'artifact' | 'blocked';
+
+/** The chat-completions body as the provider (or svc for it) answered. */
+export interface ChatCompletion {
+  id?: string;
+  object?: string;
+  created?: number;
+  model?: string;
+  choices?: Array<{
+    index?: number;
+    message?: { role?: string; content?: string | null; [key: string]: unknown };
+    finish_reason?: string | null;
+    [key: string]: unknown;
+  }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+/** What {@link SvcClient.chat} returns. */
+export interface ChatResult {
+  /** `choices[0].message.content`, or `''`. */
+  content: string;
+  /** The `x-svc-run-id` header, or `''`. */
+  runId: string;
+  /** The `x-svc-route` header, or `'live'`. */
+  route: Route | string;
+  /** The whole response body. */
+  raw: ChatCompletion;
+}
+
+// ------------------------------------------------------------------ runs
+
+/** A policy rule that matched. */
+export interface RuleResult {
+  id: string;
+  effect: 'allow' | 'deny' | 'require_approval' | string;
+  reason: string;
+  /** Set when the rule's condition failed (a failing deny or require_approval rule counts as matched). */
+  error?: string;
+}
+
+/** A policy decision. */
+export interface Verdict {
+  decision: 'allow' | 'deny' | 'require_approval' | string;
+  rules: RuleResult[];
+  /** Whether the decision stopped the call (false in observe mode). */
+  enforced: boolean;
+  /** The approval a held request opened, or the one that let it pass. */
+  approvalId?: string;
+}
+
+/** A route a run did not take, and why. */
+export interface RouteAlternative {
+  route: Route | string;
+  reason: string;
+}
+
+/** `routeExplanation.cache`: the exact-cache lookup of a run. */
+export interface RouteCacheDetail {
+  tier: string;
+  cacheable: boolean;
+  lookup: 'miss' | 'fresh' | 'stale' | 'skipped' | string;
+  served: boolean;
+  sourceRunId?: string;
+  storedAt?: string;
+  expiresAt?: string;
+}
+
+/** `routeExplanation.fallback`: a cached answer stood in for a provider that failed. */
+export interface RouteFallbackDetail {
+  used: boolean;
+  reason: string;
+  tier: string;
+  stale: boolean;
+  storedAt: string;
+}
+
+/** Why a run took its route and what it passed over. */
+export interface RouteExplanation {
+  route: Route | string;
+  reason: string;
+  rejected: RouteAlternative[] | null;
+  policy: Verdict;
+  cache: RouteCacheDetail | null;
+  artifact: Record<string, unknown> | null;
+  estimatedSavingsUsd: number;
+  fallback: RouteFallbackDetail | null;
+}
+
+/** One gateway call. */
+export interface Run {
+  id: string;
+  createdAt: string;
+  route: Route | string;
+  status: 'ok' | 'error' | 'blocked' | string;
+  httpStatus: number;
+  model: string;
+  app: string;
+  agent: string;
+  subject: string;
+  mode: 'observe' | 'optimize' | string;
+  keyId?: string;
+  provider: string;
+  stream: boolean;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  usageUnknown: boolean;
+  costUsd: number;
+  priceUnknown: boolean;
+  latencyMs: number;
+  savedUsd: number;
+  savedMs: number;
+  ghostSavedUsd: number;
+  routeExplanation: RouteExplanation;
+  error?: string;
+  eventCount: number;
+  /** The chat-completions request; only on a run's detail. */
+  request?: unknown;
+  /** The chat-completions response; only on a run's detail. */
+  response?: unknown;
+}
+
+/** One entry of a run's hash-chained trace. */
+export interface RunEvent {
+  seq: number;
+  type: string;
+  at: string;
+  payload: unknown;
+  prevHash: string;
+  hash: string;
+}
+
+/** Something a tool of a run changes outside svc. */
+export interface SideEffect {
+  id: string;
+  runId: string;
+  toolName: string;
+  level: number;
+  payload: unknown;
+  state: 'planned' | 'executed' | 'suppressed' | 'blocked' | string;
+  ruleId?: string;
+  reason?: string;
+  approvalId?: string;
+  plannedSeq: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** `GET /api/v1/runs/:id`. */
+export interface RunDetail {
+  run: Run;
+  events: RunEvent[];
+  sideEffects: SideEffect[];
+}
+
+/** `POST /api/v1/trace`. */
+export interface TraceResult {
+  event: { seq: number; type: string; hash: string };
+  /** The tool policies' verdict on a `tool.called` or `side_effect.planned` event. */
+  verdict?: Verdict;
+  /** The record a `side_effect.planned` event created. */
+  sideEffect?: SideEffect;
+}
+
+/** A person's rating of a run. */
+export interface Feedback {
+  id: string;
+  runId: string;
+  rating: 1 | -1 | number;
+  correction?: string;
+  createdAt: string;
+}
+
+/** `POST /api/v1/runs/:id/feedback`. */
+export interface FeedbackResult {
+  feedback: Feedback;
+}
+
+// --------------------------------------------------------------- savings
+
+/** One UTC day of the savings series. */
+export interface SavingsDay {
+  /** YYYY-MM-DD. */
+  day: string;
+  runs: number;
+  optimizedRuns: number;
+  costUsd: number;
+  savedUsd: number;
+  ghostSavedUsd: number;
+}
+
+/** `GET /api/v1/savings`: what the tenant's runs cost and what svc saved. */
+export interface SavingsSummary {
+  totalRuns: number;
+  liveRuns: number;
+  optimizedRuns: number;
+  blockedRuns: number;
+  totalCostUsd: number;
+  totalSavedUsd: number;
+  /** What observe-mode runs would have saved. */
+  ghostSavedUsd: number;
+  totalSavedMs: number;
+  cacheHitRate: number;
+  artifactHitRate: number;
+  somTokensSaved: number;
+  /** The start of the window, or null for all runs. */
+  since?: string | null;
+  daily?: SavingsDay[];
+}
+
+// ----------------------------------------------------------------- cache
+
+/** A cache tier. */
+export type CacheType = 'exact_response' | 'tool_result' | 'som' | 'negative';
+
+/** One tier's figures for the tenant. */
+export interface CacheStat {
+  cacheType: CacheType | string;
+  entries: number;
+  /** Hits since the service started. */
+  hits: number;
+}
+
+/** `GET /api/v1/cache/stats`. */
+export interface CacheStats {
+  stats: CacheStat[];
+}
+
+/** `POST /api/v1/tool-cache/check`, and what {@link SvcClient.toolCacheCheck} returns on any failure. */
+export interface ToolCacheCheckResult<R = unknown> {
+  hit: boolean;
+  result?: R;
+}
+
+// ------------------------------------------------------ learning loop
+
+/** A pattern's lifecycle state. */
+export type PatternState = 'observed' | 'candidate' | 'promoted' | 'negative' | 'retired' | string;
+
+/** A kind of request svc keeps seeing. */
+export interface Pattern {
+  id: string;
+  state: PatternState;
+  fingerprints: unknown;
+  runCount: number;
+  avgCostUsd: number;
+  avgLatencyMs: number;
+  stabilityScore: number;
+  optimizableScore: number;
+  /** A pattern's detail adds its artifacts. */
+  artifacts?: Artifact[];
+  /** A pattern's detail adds example runs. */
+  exampleRuns?: Run[];
+  [key: string]: unknown;
+}
+
+/** Where an artifact came from. */
+export interface ArtifactProvenance {
+  sourceRunIds: string[];
+  holdoutRunIds: string[];
+  [key: string]: unknown;
+}
+
+/** A declarative answer learned from a pattern. */
+export interface Artifact {
+  id: string;
+  patternId?: string;
+  state: string;
+  type: string;
+  /** The declarative representation svc interprets (never code). */
+  representation: unknown;
+  provenance: ArtifactProvenance;
+  /** Beta posterior: 1 + passes. */
+  alpha: number;
+  /** Beta posterior: 1 + fails. */
+  beta: number;
+  confidence: number;
+  replayPass: number;
+  replayFail: number;
+  shadowPass: number;
+  shadowFail: number;
+  livePass: number;
+  liveFail: number;
+  [key: string]: unknown;
+}
+
+/** One replay, shadow or live evidence row; its fields are the service's. */
+export type ArtifactEvaluation = Record<string, unknown>;
+
+/** `GET /api/v1/artifacts/:id`. */
+export interface ArtifactDetail {
+  artifact: Artifact;
+  evaluations: ArtifactEvaluation[];
+  pattern: Pattern | null;
+}
+
+/** What a learning pass did. */
+export interface LearningReport {
+  artifactsSynthesized: number;
+  /** Ids of artifacts that passed the gates. */
+  promotionsEligible: string[];
+  /** Ids of artifacts promoted hands-free (`SVC_AUTO_PROMOTE`). */
+  autoPromoted: string[];
+  synthesisReports?: Array<Record<string, unknown>>;
+  [key: string]: unknown;
+}
+
+// ----------------------------------------------------------- semantic web
+
+/** A region of a page: a form, the navigation, the main content … */
+export interface SomRegion {
+  /** `r_…`; form regions start `r_form`. */
+  id: string;
+  role?: string;
+  label?: string;
+  [key: string]: unknown;
+}
+
+/** An element of a page with a stable id. */
+export interface SomElement {
+  /** `e_…`. */
+  id: string;
+  kind?: string;
+  region?: string;
+  name?: string;
+  text?: string;
+  href?: string;
+  [key: string]: unknown;
+}
+
+/** A page compiled to the Semantic Object Model. */
+export interface SomSnapshot {
+  regions: SomRegion[];
+  elements: SomElement[];
+  /** Facts about the page, byte counts among them. */
+  meta: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** The semantic difference from the previous snapshot of the same page. */
+export interface SomDiff {
+  /** 0 (nothing that matters changed) to 1. */
+  driftScore: number;
+  changes?: Array<Record<string, unknown>>;
+  [key: string]: unknown;
+}
+
+/** `POST /api/v1/web/fetch`. */
+export interface SomFetchResult {
+  som: SomSnapshot;
+  source: 'external' | 'builtin' | 'cache' | string;
+  cached: boolean;
+  htmlBytes: number;
+  somBytes: number;
+  tokensSavedEstimate: number;
+  /** Only when a previous snapshot of the page exists. */
+  diff?: SomDiff;
+  /** Compact prompt-ready text of the page. */
+  context: string;
+}
+
+/** Options of {@link SvcClient.fetchSom}. */
+export interface FetchSomOptions {
+  /** Compile the page afresh instead of answering from the SOM cache. */
+  bypassCache?: boolean;
+}
+
+/** A stateful web session. */
+export interface WebSession {
+  id: string;
+  url: string;
+  createdAt: string;
+  lastActiveAt: string;
+  [key: string]: unknown;
+}
+
+/** `POST /api/v1/web/sessions`. */
+export interface WebSessionOpened {
+  session: WebSession;
+  som: SomSnapshot;
+  context: string;
+}
+
+/** An action on an element of a session's page. */
+export interface WebIntent {
+  action: 'click' | 'type' | 'select' | 'submit';
+  /** An element id (`e_…`), or a form region id (`r_form…`) for submit. */
+  target: string;
+  /** The text to type or the option to select. */
+  value?: string;
+}
+
+/** What an action did. */
+export interface WebActionResult {
+  ok: boolean;
+  action: string;
+  target: string;
+  resolved?: unknown;
+  navigated?: boolean;
+  url: string;
+  error?: string;
+}
+
+/** `POST /api/v1/web/sessions/:id/act`. */
+export interface WebActResponse {
+  result: WebActionResult;
+  som: SomSnapshot;
+  diff?: SomDiff;
+  context: string;
+}
+
+/** `GET /api/v1/web/sessions`. */
+export interface WebSessionList {
+  sessions: WebSession[];
+}
+
+/** `DELETE /api/v1/web/sessions/:id`. */
+export interface WebSessionClosed {
+  ok: boolean;
+}

@@ -1,0 +1,656 @@
+// @ts-check
+// Unit tests of svc-client against a fake svc that records every request.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import util from 'node:util';
+
+import { SvcApiError, SvcClient } from 'svc-client';
+
+import { closedPort, startFake } from './fake-server.js';
+
+const KEY = 'svc_unit-test-key-4f9a2c81d7e6';
+
+/** @param {import('node:http').IncomingHttpHeaders} h */
+function svcHeaders(h) {
+  return Object.keys(h).filter((k) => k.startsWith('x-svc-'));
+}
+
+describe('options', () => {
+  test('defaults: baseUrl on port 4100, app default-app, no agent or subject', () => {
+    const c = new SvcClient();
+    assert.equal(c.baseUrl, 'http://localhost:4100');
+    assert.equal(c.app, 'default-app');
+    assert.equal(c.agent, undefined);
+    assert.equal(c.subject, undefined);
+  });
+
+  test('baseUrl, app, agent and subject are readable as given; trailing slashes are stripped', () => {
+    const c = new SvcClient({ baseUrl: 'http://svc.internal:8080/gw///', app: 'billing', agent: 'triage-bot', subject: 'u-42' });
+    assert.equal(c.baseUrl, 'http://svc.internal:8080/gw');
+    assert.equal(c.app, 'billing');
+    assert.equal(c.agent, 'triage-bot');
+    assert.equal(c.subject, 'u-42');
+  });
+
+  test('requests go to the stripped baseUrl', async (t) => {
+    const fake = await startFake(t);
+    const c = new SvcClient({ baseUrl: fake.url + '//' });
+    await c.savings();
+    assert.equal(fake.requests()[0].path, '/api/v1/savings');
+  });
+
+  test('the API key cannot be read back from the client', () => {
+    const c = new SvcClient({ apiKey: KEY });
+    assert.equal('apiKey' in c, false);
+    // @ts-expect-error: apiKey is not a property of the client
+    assert.equal(c.apiKey, undefined);
+    assert.ok(!Object.getOwnPropertyNames(c).some((k) => /key/i.test(k)));
+    assert.ok(!JSON.stringify(c).includes(KEY));
+    assert.ok(!util.inspect(c, { showHidden: true, depth: 10 }).includes(KEY));
+    assert.ok(!Object.values(c).some((v) => v === KEY));
+  });
+});
+
+describe('headers', () => {
+  test('Authorization: Bearer <apiKey> on every request', async (t) => {
+    const fake = await startFake(t, () => ({ body: {} }));
+    const c = new SvcClient({ baseUrl: fake.url, apiKey: KEY });
+    await c.chat({ model: 'm', messages: [] });
+    await c.trace('run_1', 'note', {});
+    await c.feedback('run_1', 1);
+    await c.fetchSom('https://example.com/');
+    await c.web.openSession('https://example.com/');
+    await c.web.act('ws_1', { action: 'click', target: 'e_1' });
+    await c.web.closeSession('ws_1');
+    await c.web.listSessions();
+    await c.savings();
+    await c.patterns();
+    await c.artifacts();
+    await c.artifactDetail('art_1');
+    await c.runDetail('run_1');
+    await c.cacheStats();
+    await c.learningTick();
+    await c.promoteArtifact('art_1');
+    await c.toolCacheCheck('t', {});
+    await c.toolCacheStore('t', {}, 1);
+    const reqs = fake.requests();
+    assert.equal(reqs.length, 18);
+    for (const r of reqs) assert.equal(r.headers.authorization, `Bearer ${KEY}`, `${r.method} ${r.path}`);
+  });
+
+  test('no Authorization header without an apiKey', async (t) => {
+    const fake = await startFake(t);
+    const c = new SvcClient({ baseUrl: fake.url });
+    await c.chat({ model: 'm', messages: [] });
+    await c.savings();
+    for (const r of fake.requests()) assert.equal(r.headers.authorization, undefined);
+  });
+
+  test('chat sends X-Svc-App (default-app by default), X-Svc-Agent and X-Svc-Subject', async (t) => {
+    const fake = await startFake(t);
+    await new SvcClient({ baseUrl: fake.url }).chat({ model: 'm', messages: [] });
+    await new SvcClient({ baseUrl: fake.url, app: 'billing', agent: 'triage-bot', subject: 'u-42' }).chat({
+      model: 'm',
+      messages: [],
+    });
+    const [plain, named] = fake.requests();
+    assert.equal(plain.headers['x-svc-app'], 'default-app');
+    assert.deepEqual(svcHeaders(plain.headers), ['x-svc-app'], 'no agent or subject header when unset');
+    assert.equal(named.headers['x-svc-app'], 'billing');
+    assert.equal(named.headers['x-svc-agent'], 'triage-bot');
+    assert.equal(named.headers['x-svc-subject'], 'u-42');
+  });
+
+  test('identity headers go on chat only', async (t) => {
+    const fake = await startFake(t);
+    const c = new SvcClient({ baseUrl: fake.url, app: 'billing', agent: 'triage-bot', subject: 'u-42' });
+    await c.trace('run_1', 'note', {});
+    await c.toolCacheCheck('t', {});
+    await c.savings();
+    for (const r of fake.requests()) assert.deepEqual(svcHeaders(r.headers), [], `${r.method} ${r.path}`);
+  });
+
+  test('a body is JSON with Content-Type application/json; a request without one has neither', async (t) => {
+    const fake = await startFake(t);
+    const c = new SvcClient({ baseUrl: fake.url });
+    await c.trace('run_1', 'note', { a: 1 });
+    await c.savings();
+    await c.learningTick();
+    const [withBody, get, tick] = fake.requests();
+    assert.equal(withBody.headers['content-type'], 'application/json');
+    assert.equal(get.headers['content-type'], undefined);
+    assert.equal(get.raw, '');
+    assert.equal(tick.headers['content-type'], undefined);
+    assert.equal(tick.raw, '');
+  });
+});
+
+describe('chat', () => {
+  const completion = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'billing' }, finish_reason: 'stop' }],
+  };
+
+  test('POST /v1/chat/completions with stream forced false', async (t) => {
+    const fake = await startFake(t, () => ({ body: completion }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    const messages = [{ role: 'user', content: 'I was charged twice.' }];
+    const request = /** @type {any} */ ({
+      model: 'gpt-4o-mini',
+      messages,
+      temperature: 0,
+      response_format: { type: 'json_object' },
+      stream: true,
+    });
+    await c.chat(request);
+    await c.chat({ model: 'gpt-4o-mini', messages });
+    const [full, bare] = fake.requests();
+    assert.equal(full.method, 'POST');
+    assert.equal(full.path, '/v1/chat/completions');
+    assert.deepEqual(full.body, {
+      model: 'gpt-4o-mini',
+      messages,
+      temperature: 0,
+      response_format: { type: 'json_object' },
+      stream: false,
+    });
+    assert.deepEqual(bare.body, { model: 'gpt-4o-mini', messages, stream: false });
+  });
+
+  test('returns content, runId and route from the answer, and the raw body', async (t) => {
+    const fake = await startFake(t, () => ({
+      body: completion,
+      headers: { 'x-svc-run-id': 'run_abc', 'x-svc-route': 'exact_cache' },
+    }));
+    const res = await new SvcClient({ baseUrl: fake.url }).chat({ model: 'm', messages: [] });
+    assert.deepEqual(res, { content: 'billing', runId: 'run_abc', route: 'exact_cache', raw: completion });
+  });
+
+  test("fallbacks: content '', runId '', route 'live'", async (t) => {
+    const bodies = [
+      {},
+      { choices: [] },
+      { choices: [{ message: {} }] },
+      { choices: [{ message: { role: 'assistant', content: null, tool_calls: [] } }] },
+    ];
+    let i = 0;
+    const fake = await startFake(t, () => ({ body: bodies[i++] }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    for (const body of bodies) {
+      const res = await c.chat({ model: 'm', messages: [] });
+      assert.deepEqual(res, { content: '', runId: '', route: 'live', raw: body });
+    }
+  });
+
+  test('a policy block (403) throws with the verdict in the message', async (t) => {
+    const blocked = {
+      error: { message: 'blocked by policy: no-secrets', type: 'policy_error', param: null, code: 'policy_denied' },
+      verdict: { decision: 'deny', rules: [{ id: 'no-secrets', effect: 'deny', reason: 'a key' }] },
+    };
+    const fake = await startFake(t, () => ({ status: 403, body: blocked, headers: { 'x-svc-route': 'blocked' } }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    await assert.rejects(c.chat({ model: 'm', messages: [] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 403);
+      assert.equal(err.message, `Svc-API POST /v1/chat/completions failed: 403 Forbidden — ${JSON.stringify(blocked)}`);
+      return true;
+    });
+  });
+});
+
+describe('methods', () => {
+  test('trace: POST /api/v1/trace {runId, type, payload}, returns the answer', async (t) => {
+    const answer = { event: { seq: 3, type: 'note', hash: 'ab' } };
+    const fake = await startFake(t, () => ({ status: 201, body: answer }));
+    const res = await new SvcClient({ baseUrl: fake.url }).trace('run_1', 'note', { x: 1 });
+    assert.deepEqual(res, answer);
+    const [r] = fake.requests();
+    assert.equal(r.method, 'POST');
+    assert.equal(r.path, '/api/v1/trace');
+    assert.deepEqual(r.body, { runId: 'run_1', type: 'note', payload: { x: 1 } });
+  });
+
+  test("feedback: POST /api/v1/runs/:id/feedback {type: 'rating', rating, correction}", async (t) => {
+    const fake = await startFake(t, () => ({ status: 201, body: { feedback: { id: 'fb_1' } } }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    const res = await c.feedback('run_1', -1, 'refund');
+    await c.feedback('run/2', 1);
+    assert.deepEqual(res, { feedback: { id: 'fb_1' } });
+    const [withCorrection, plain] = fake.requests();
+    assert.equal(withCorrection.method, 'POST');
+    assert.equal(withCorrection.path, '/api/v1/runs/run_1/feedback');
+    assert.deepEqual(withCorrection.body, { type: 'rating', rating: -1, correction: 'refund' });
+    assert.equal(plain.path, '/api/v1/runs/run%2F2/feedback', 'the id is one escaped path segment');
+    assert.deepEqual(plain.body, { type: 'rating', rating: 1 });
+  });
+
+  test('fetchSom: POST /api/v1/web/fetch {url, bypassCache?}', async (t) => {
+    const som = { som: { regions: [], elements: [], meta: {} }, source: 'builtin', cached: false, context: '' };
+    const fake = await startFake(t, () => ({ body: som }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.fetchSom('https://example.com/a'), som);
+    await c.fetchSom('https://example.com/b', { bypassCache: true });
+    const [plain, bypass] = fake.requests();
+    assert.equal(plain.method, 'POST');
+    assert.equal(plain.path, '/api/v1/web/fetch');
+    assert.deepEqual(plain.body, { url: 'https://example.com/a' });
+    assert.deepEqual(bypass.body, { url: 'https://example.com/b', bypassCache: true });
+  });
+
+  test('web sessions: open, act, close and list', async (t) => {
+    const fake = await startFake(t, (r) => ({ body: { echo: `${r.method} ${r.path}` } }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.web.openSession('https://example.com/'), { echo: 'POST /api/v1/web/sessions' });
+    assert.deepEqual(await c.web.act('ws_1', { action: 'type', target: 'e_q', value: 'boots' }), {
+      echo: 'POST /api/v1/web/sessions/ws_1/act',
+    });
+    await c.web.act('ws_1', { action: 'submit', target: 'r_form_x' });
+    assert.deepEqual(await c.web.closeSession('ws_1'), { echo: 'DELETE /api/v1/web/sessions/ws_1' });
+    assert.deepEqual(await c.web.listSessions(), { echo: 'GET /api/v1/web/sessions' });
+    const [open, type, submit, close, list] = fake.requests();
+    assert.deepEqual(open.body, { url: 'https://example.com/' });
+    assert.deepEqual(type.body, { action: 'type', target: 'e_q', value: 'boots' });
+    assert.deepEqual(submit.body, { action: 'submit', target: 'r_form_x' });
+    assert.equal(close.method, 'DELETE');
+    assert.equal(close.raw, '');
+    assert.equal(list.method, 'GET');
+  });
+
+  test('reads: GET savings, artifactDetail, runDetail and cacheStats return the answer as it is', async (t) => {
+    const fake = await startFake(t, (r) => ({ body: { path: r.path } }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.savings(), { path: '/api/v1/savings' });
+    assert.deepEqual(await c.artifactDetail('art_1'), { path: '/api/v1/artifacts/art_1' });
+    assert.deepEqual(await c.runDetail('run_1'), { path: '/api/v1/runs/run_1' });
+    assert.deepEqual(await c.cacheStats(), { path: '/api/v1/cache/stats' });
+    for (const r of fake.requests()) assert.equal(r.method, 'GET');
+  });
+
+  test('patterns and artifacts unwrap their key', async (t) => {
+    const fake = await startFake(t, (r) =>
+      r.path === '/api/v1/patterns' ? { body: { patterns: [{ id: 'pat_1' }] } } : { body: { artifacts: [{ id: 'art_1' }] } },
+    );
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.patterns(), [{ id: 'pat_1' }]);
+    assert.deepEqual(await c.artifacts(), [{ id: 'art_1' }]);
+    assert.deepEqual(
+      fake.requests().map((r) => `${r.method} ${r.path}`),
+      ['GET /api/v1/patterns', 'GET /api/v1/artifacts'],
+    );
+  });
+
+  test('patterns and artifacts return [] when the key is absent', async (t) => {
+    const fake = await startFake(t, () => ({ body: {} }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.patterns(), []);
+    assert.deepEqual(await c.artifacts(), []);
+  });
+
+  test('learningTick: POST /api/v1/learning/tick returns the report', async (t) => {
+    const report = { artifactsSynthesized: 1, promotionsEligible: ['art_1'], autoPromoted: [], runsScanned: 9 };
+    const fake = await startFake(t, () => ({ body: report }));
+    assert.deepEqual(await new SvcClient({ baseUrl: fake.url }).learningTick(), report);
+    const [r] = fake.requests();
+    assert.equal(`${r.method} ${r.path}`, 'POST /api/v1/learning/tick');
+  });
+
+  test('promoteArtifact: POST /api/v1/artifacts/:id/promote unwraps artifact', async (t) => {
+    const fake = await startFake(t, () => ({ body: { artifact: { id: 'art_1', state: 'promoted' } } }));
+    const res = await new SvcClient({ baseUrl: fake.url }).promoteArtifact('art_1');
+    assert.deepEqual(res, { id: 'art_1', state: 'promoted' });
+    const [r] = fake.requests();
+    assert.equal(`${r.method} ${r.path}`, 'POST /api/v1/artifacts/art_1/promote');
+  });
+});
+
+describe('tool cache', () => {
+  test('toolCacheCheck: POST /api/v1/tool-cache/check {toolName, subject, args}', async (t) => {
+    const fake = await startFake(t, () => ({ body: { hit: true, result: { temp: 21 } } }));
+    const res = await new SvcClient({ baseUrl: fake.url, subject: 'u-42' }).toolCacheCheck('weather', { city: 'Oslo' });
+    await new SvcClient({ baseUrl: fake.url }).toolCacheCheck('weather', { city: 'Oslo' });
+    assert.deepEqual(res, { hit: true, result: { temp: 21 } });
+    const [withSubject, without] = fake.requests();
+    assert.equal(`${withSubject.method} ${withSubject.path}`, 'POST /api/v1/tool-cache/check');
+    assert.deepEqual(withSubject.body, { toolName: 'weather', subject: 'u-42', args: { city: 'Oslo' } });
+    assert.deepEqual(without.body, { toolName: 'weather', args: { city: 'Oslo' } });
+  });
+
+  test('toolCacheCheck: a miss is {hit: false}', async (t) => {
+    const fake = await startFake(t, () => ({ body: { hit: false } }));
+    assert.deepEqual(await new SvcClient({ baseUrl: fake.url }).toolCacheCheck('t', {}), { hit: false });
+  });
+
+  test('toolCacheCheck never throws: 500, 401, a dropped connection, a refused one and bad JSON are misses', async (t) => {
+    /** @type {import('./fake-server.js').Reply[]} */
+    const replies = [{ status: 500, body: { hit: true, result: 1 } }, { status: 401 }, { destroy: true }, { body: 'not json' }];
+    let i = 0;
+    const fake = await startFake(t, () => replies[i++]);
+    const c = new SvcClient({ baseUrl: fake.url });
+    for (let n = 0; n < replies.length; n++) assert.deepEqual(await c.toolCacheCheck('t', {}), { hit: false });
+    const refused = new SvcClient({ baseUrl: await closedPort() });
+    assert.deepEqual(await refused.toolCacheCheck('t', {}), { hit: false });
+  });
+
+  test('toolCacheStore: POST /api/v1/tool-cache/store {toolName, subject, args, result, ttlSeconds}', async (t) => {
+    const fake = await startFake(t, () => ({ status: 201, body: { stored: true } }));
+    const c = new SvcClient({ baseUrl: fake.url, subject: 'u-42' });
+    assert.equal(await c.toolCacheStore('weather', { city: 'Oslo' }, { temp: 21 }, 60), true);
+    await new SvcClient({ baseUrl: fake.url }).toolCacheStore('weather', { city: 'Oslo' }, { temp: 21 });
+    const [full, bare] = fake.requests();
+    assert.equal(`${full.method} ${full.path}`, 'POST /api/v1/tool-cache/store');
+    assert.deepEqual(full.body, { toolName: 'weather', subject: 'u-42', args: { city: 'Oslo' }, result: { temp: 21 }, ttlSeconds: 60 });
+    assert.deepEqual(bare.body, { toolName: 'weather', args: { city: 'Oslo' }, result: { temp: 21 } });
+  });
+
+  test('toolCacheStore never throws', async (t) => {
+    /** @type {import('./fake-server.js').Reply[]} */
+    const replies = [{ status: 500 }, { status: 400 }, { destroy: true }];
+    let i = 0;
+    const fake = await startFake(t, () => replies[i++]);
+    const c = new SvcClient({ baseUrl: fake.url });
+    for (let n = 0; n < replies.length; n++) assert.equal(await c.toolCacheStore('t', {}, 1, 60), false);
+    assert.equal(await new SvcClient({ baseUrl: await closedPort() }).toolCacheStore('t', {}, 1), false);
+  });
+});
+
+describe('errors', () => {
+  /** @type {Array<[string, (c: SvcClient) => Promise<unknown>, string]>} */
+  const throwing = [
+    ['chat', (c) => c.chat({ model: 'm', messages: [] }), 'POST /v1/chat/completions'],
+    ['trace', (c) => c.trace('run_1', 'note', {}), 'POST /api/v1/trace'],
+    ['feedback', (c) => c.feedback('run_1', 1), 'POST /api/v1/runs/run_1/feedback'],
+    ['fetchSom', (c) => c.fetchSom('https://example.com/'), 'POST /api/v1/web/fetch'],
+    ['web.openSession', (c) => c.web.openSession('https://example.com/'), 'POST /api/v1/web/sessions'],
+    ['web.act', (c) => c.web.act('ws_1', { action: 'click', target: 'e_1' }), 'POST /api/v1/web/sessions/ws_1/act'],
+    ['web.closeSession', (c) => c.web.closeSession('ws_1'), 'DELETE /api/v1/web/sessions/ws_1'],
+    ['web.listSessions', (c) => c.web.listSessions(), 'GET /api/v1/web/sessions'],
+    ['savings', (c) => c.savings(), 'GET /api/v1/savings'],
+    ['patterns', (c) => c.patterns(), 'GET /api/v1/patterns'],
+    ['artifacts', (c) => c.artifacts(), 'GET /api/v1/artifacts'],
+    ['artifactDetail', (c) => c.artifactDetail('art_1'), 'GET /api/v1/artifacts/art_1'],
+    ['runDetail', (c) => c.runDetail('run_1'), 'GET /api/v1/runs/run_1'],
+    ['cacheStats', (c) => c.cacheStats(), 'GET /api/v1/cache/stats'],
+    ['learningTick', (c) => c.learningTick(), 'POST /api/v1/learning/tick'],
+    ['promoteArtifact', (c) => c.promoteArtifact('art_1'), 'POST /api/v1/artifacts/art_1/promote'],
+  ];
+
+  for (const [name, call, route] of throwing) {
+    test(`${name} throws "Svc-API ${route} failed: …" on a non-2xx, once, without retrying`, async (t) => {
+      const body = '{"error":{"code":"internal","message":"internal error"}}';
+      const fake = await startFake(t, () => ({ status: 500, body }));
+      const c = new SvcClient({ baseUrl: fake.url, apiKey: KEY });
+      await assert.rejects(call(c), (err) => {
+        assert.ok(err instanceof SvcApiError);
+        assert.ok(err instanceof Error);
+        assert.equal(err.message, `Svc-API ${route} failed: 500 Internal Server Error — ${body}`);
+        assert.equal(err.status, 500);
+        assert.equal(`${err.method} ${err.path}`, route);
+        return true;
+      });
+      assert.equal(fake.requests().length, 1, 'no retries');
+    });
+  }
+
+  test('a 503 is not retried either', async (t) => {
+    const fake = await startFake(t, () => ({ status: 503, body: 'busy' }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).savings(), /failed: 503 Service Unavailable — busy$/);
+    assert.equal(fake.requests().length, 1);
+  });
+
+  test('a 700-character body is cut to its first 500 characters', async (t) => {
+    const body = 'a'.repeat(490) + '0123456789' + 'b'.repeat(200);
+    assert.equal(body.length, 700);
+    const fake = await startFake(t, () => ({ status: 502, body }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).savings(), (err) => {
+      assert.ok(err instanceof Error);
+      assert.equal(err.message, `Svc-API GET /api/v1/savings failed: 502 Bad Gateway — ${'a'.repeat(490)}0123456789`);
+      return true;
+    });
+  });
+
+  test('the status text is the one svc sent', async (t) => {
+    const fake = await startFake(t, () => ({ status: 429, statusText: 'Slow Down', body: '{}' }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).cacheStats(), {
+      message: 'Svc-API GET /api/v1/cache/stats failed: 429 Slow Down — {}',
+    });
+  });
+
+  test('the API key never appears in an error, even when svc echoes it', async (t) => {
+    const fake = await startFake(t, (r) => ({ status: 401, body: { error: { message: `bad token ${r.headers.authorization}` } } }));
+    const c = new SvcClient({ baseUrl: fake.url, apiKey: KEY });
+    await assert.rejects(c.savings(), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.ok(!err.message.includes(KEY), err.message);
+      assert.ok(!err.body.includes(KEY));
+      assert.ok(!util.inspect(err, { showHidden: true }).includes(KEY));
+      assert.match(err.message, /^Svc-API GET \/api\/v1\/savings failed: 401 Unauthorized — /);
+      return true;
+    });
+  });
+
+  test('a network failure rejects with the network error, untouched by retries', async (t) => {
+    const fake = await startFake(t, () => ({ destroy: true }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).trace('run_1', 'note', {}), TypeError);
+    assert.equal(fake.requests().length, 1);
+    await assert.rejects(new SvcClient({ baseUrl: await closedPort(), apiKey: KEY }).savings(), (err) => {
+      assert.ok(err instanceof Error);
+      assert.ok(!String(err.message).includes(KEY));
+      return true;
+    });
+  });
+});
+
+describe('traceTool', () => {
+  /**
+   * run wraps a tool, calls it once against a fake whose cache check
+   * answers hit or miss, and returns the order of what happened.
+   * @param {import('node:test').TestContext} t
+   * @param {{level?: 0|1|2|3|4, ttl?: number, runId?: string, hit?: boolean}} o
+   */
+  async function run(t, o) {
+    const fake = await startFake(t, (r) => {
+      if (r.path === '/api/v1/tool-cache/check') return { body: o.hit ? { hit: true, result: 'cached' } : { hit: false } };
+      if (r.path === '/api/v1/tool-cache/store') return { status: 201, body: { stored: true } };
+      return { status: 201, body: { event: { seq: 1 } } };
+    });
+    const c = new SvcClient({ baseUrl: fake.url });
+    /** @type {import('svc-client').ToolDefinition<{q: string}, string>} */
+    const def = { name: 'lookup', execute: () => (fake.log.push({ marker: 'execute' }), 'fresh') };
+    if (o.level !== undefined) def.sideEffectLevel = o.level;
+    if (o.ttl !== undefined) def.ttlSeconds = o.ttl;
+    const result = await c.traceTool(def)({ q: 'x' }, o.runId ? { runId: o.runId } : undefined);
+    const steps = fake.log.map((e) => {
+      if ('marker' in e) return e.marker;
+      if (e.path === '/api/v1/trace') return e.body.payload.cached ? `${e.body.type} (cached)` : e.body.type;
+      return e.path.replace('/api/v1/tool-cache/', 'cache ');
+    });
+    return { result, steps, fake };
+  }
+
+  // Every level with and without a TTL and a run, on a cache miss.
+  const R = 'run_1';
+  /** @type {Array<[0|1|2|3|4|undefined, number|undefined, string|undefined, string[]]>} */
+  const misses = [
+    [0, 60, R, ['cache check', 'tool.called', 'execute', 'tool.completed', 'cache store']],
+    [0, 60, undefined, ['cache check', 'execute', 'cache store']],
+    [0, undefined, R, ['tool.called', 'execute', 'tool.completed']],
+    [0, undefined, undefined, ['execute']],
+    [1, 60, R, ['cache check', 'tool.called', 'execute', 'tool.completed', 'cache store']],
+    [1, 60, undefined, ['cache check', 'execute', 'cache store']],
+    [1, undefined, R, ['tool.called', 'execute', 'tool.completed']],
+    [1, undefined, undefined, ['execute']],
+    [2, 60, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [2, 60, undefined, ['execute']],
+    [2, undefined, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [2, undefined, undefined, ['execute']],
+    [3, 60, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [3, 60, undefined, ['execute']],
+    [3, undefined, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [3, undefined, undefined, ['execute']],
+    [4, 60, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [4, 60, undefined, ['execute']],
+    [4, undefined, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [4, undefined, undefined, ['execute']],
+    // The default level is 3: a TTL does not make it cacheable.
+    [undefined, 60, R, ['tool.called', 'side_effect.planned', 'execute', 'tool.completed']],
+    [undefined, undefined, undefined, ['execute']],
+    // A TTL of 0 or less turns the cache off.
+    [0, 0, R, ['tool.called', 'execute', 'tool.completed']],
+    [1, -5, undefined, ['execute']],
+  ];
+  for (const [level, ttl, runId, want] of misses) {
+    const name = `level ${level ?? 'default'}, ${ttl === undefined ? 'no ttl' : `ttl ${ttl}`}, ${runId ? 'runId' : 'no runId'}`;
+    test(`${name}: ${want.join(' → ')}`, async (t) => {
+      const { result, steps } = await run(t, { level, ttl, runId });
+      assert.deepEqual(steps, want);
+      assert.equal(result, 'fresh');
+    });
+  }
+
+  // A cache hit returns the cached result without executing.
+  /** @type {Array<[0|1, string|undefined, string[]]>} */
+  const hits = [
+    [0, R, ['cache check', 'tool.completed (cached)']],
+    [0, undefined, ['cache check']],
+    [1, R, ['cache check', 'tool.completed (cached)']],
+    [1, undefined, ['cache check']],
+  ];
+  for (const [level, runId, want] of hits) {
+    test(`level ${level}, ttl 60, ${runId ? 'runId' : 'no runId'}, cache hit: ${want.join(' → ')}`, async (t) => {
+      const { result, steps } = await run(t, { level, ttl: 60, runId, hit: true });
+      assert.deepEqual(steps, want);
+      assert.equal(result, 'cached');
+    });
+  }
+
+  test('what each trace and cache call carries', async (t) => {
+    const { fake } = await run(t, { level: 1, ttl: 90, runId: R });
+    const [check, called, completed, store] = fake.requests();
+    assert.deepEqual(check.body, { toolName: 'lookup', args: { q: 'x' } });
+    assert.deepEqual(called.body, { runId: R, type: 'tool.called', payload: { name: 'lookup', args: { q: 'x' }, sideEffectLevel: 1 } });
+    assert.deepEqual(completed.body, { runId: R, type: 'tool.completed', payload: { name: 'lookup', result: 'fresh' } });
+    assert.deepEqual(store.body, { toolName: 'lookup', args: { q: 'x' }, result: 'fresh', ttlSeconds: 90 });
+
+    const side = await run(t, { runId: R });
+    const [calledDefault, planned] = side.fake.requests();
+    assert.deepEqual(calledDefault.body.payload, { name: 'lookup', args: { q: 'x' }, sideEffectLevel: 3 });
+    assert.deepEqual(planned.body, { runId: R, type: 'side_effect.planned', payload: { toolName: 'lookup', level: 3, payload: { q: 'x' } } });
+
+    const hit = await run(t, { level: 0, ttl: 60, runId: R, hit: true });
+    assert.deepEqual(hit.fake.requests()[1].body, {
+      runId: R,
+      type: 'tool.completed',
+      payload: { name: 'lookup', result: 'cached', cached: true },
+    });
+  });
+
+  test('the subject goes into the cache calls', async (t) => {
+    const fake = await startFake(t, (r) => (r.path.endsWith('/check') ? { body: { hit: false } } : { status: 201 }));
+    const tool = new SvcClient({ baseUrl: fake.url, subject: 'u-42' }).traceTool({ name: 'x', sideEffectLevel: 0, ttlSeconds: 5, execute: () => 1 });
+    await tool({});
+    const [check, store] = fake.requests();
+    assert.equal(check.body.subject, 'u-42');
+    assert.equal(store.body.subject, 'u-42');
+  });
+
+  test('execute gets the args and the context', async (t) => {
+    const fake = await startFake(t, () => ({ status: 201 }));
+    /** @type {unknown[]} */
+    const seen = [];
+    const tool = new SvcClient({ baseUrl: fake.url }).traceTool({
+      name: 'x',
+      execute: (args, ctx) => {
+        seen.push(args, ctx);
+        return 1;
+      },
+    });
+    await tool({ a: 1 }, { runId: R });
+    await tool({ a: 2 });
+    assert.deepEqual(seen, [{ a: 1 }, { runId: R }, { a: 2 }, {}]);
+  });
+
+  for (const [what, reply] of /** @type {Array<[string, import('./fake-server.js').Reply]>} */ ([
+    ['a network failure', { destroy: true }],
+    ['a 500', { status: 500, body: { error: { code: 'internal' } } }],
+  ])) {
+    test(`${what} on cache check counts as a miss`, async (t) => {
+      const fake = await startFake(t, (r) => (r.path === '/api/v1/tool-cache/check' ? reply : { status: 201 }));
+      let runs = 0;
+      const tool = new SvcClient({ baseUrl: fake.url }).traceTool({
+        name: 'x',
+        sideEffectLevel: 0,
+        ttlSeconds: 60,
+        execute: () => ++runs,
+      });
+      assert.equal(await tool({}, { runId: R }), 1);
+      assert.equal(runs, 1);
+      assert.deepEqual(
+        fake.requests().map((r) => r.body?.type ?? r.path),
+        ['/api/v1/tool-cache/check', 'tool.called', 'tool.completed', '/api/v1/tool-cache/store'],
+      );
+    });
+  }
+
+  test('an error thrown by execute propagates as the same object, and nothing completes or is stored', async (t) => {
+    const fake = await startFake(t, (r) => (r.path.endsWith('/check') ? { body: { hit: false } } : { status: 201 }));
+    const boom = new Error('upstream down');
+    const tool = new SvcClient({ baseUrl: fake.url }).traceTool({
+      name: 'x',
+      sideEffectLevel: 0,
+      ttlSeconds: 60,
+      execute: async () => {
+        throw boom;
+      },
+    });
+    await assert.rejects(tool({}, { runId: R }), (err) => err === boom);
+    const thrownValue = { not: 'an Error' };
+    const sync = new SvcClient({ baseUrl: fake.url }).traceTool({
+      name: 'y',
+      execute: () => {
+        throw thrownValue;
+      },
+    });
+    await assert.rejects(sync({}, { runId: R }), (err) => err === thrownValue);
+    assert.deepEqual(
+      fake.requests().map((r) => r.body?.type ?? r.path),
+      ['/api/v1/tool-cache/check', 'tool.called', 'tool.called', 'side_effect.planned'],
+    );
+  });
+
+  test('trace failures are swallowed: the tool still runs and returns', async (t) => {
+    /** @type {import('./fake-server.js').Reply[]} */
+    const replies = [{ status: 500 }, { destroy: true }, { status: 404, body: { error: { code: 'not_found' } } }];
+    let i = 0;
+    const fake = await startFake(t, () => replies[i++ % replies.length]);
+    let runs = 0;
+    const tool = new SvcClient({ baseUrl: fake.url }).traceTool({ name: 'x', sideEffectLevel: 4, execute: () => ++runs });
+    assert.equal(await tool({}, { runId: R }), 1);
+    assert.equal(runs, 1);
+    assert.equal(fake.requests().length, 3, 'tool.called, side_effect.planned, tool.completed all attempted');
+  });
+
+  test('trace and cache failures against a refused connection are swallowed', async () => {
+    const c = new SvcClient({ baseUrl: await closedPort() });
+    const tool = c.traceTool({ name: 'x', sideEffectLevel: 1, ttlSeconds: 30, execute: () => 'ok' });
+    assert.equal(await tool({}, { runId: R }), 'ok');
+  });
+
+  test('a failing store is swallowed', async (t) => {
+    const fake = await startFake(t, (r) => (r.path.endsWith('/check') ? { body: { hit: false } } : { status: 500 }));
+    const tool = new SvcClient({ baseUrl: fake.url }).traceTool({ name: 'x', sideEffectLevel: 0, ttlSeconds: 30, execute: () => 'ok' });
+    assert.equal(await tool({}), 'ok');
+    assert.deepEqual(fake.requests().map((r) => r.path), ['/api/v1/tool-cache/check', '/api/v1/tool-cache/store']);
+  });
+
+  test('a side-effect level outside 0 to 4 is refused when the tool is defined', () => {
+    const c = new SvcClient();
+    for (const level of [-1, 5, 1.5, NaN]) {
+      assert.throws(
+        () => c.traceTool({ name: 'x', sideEffectLevel: /** @type {any} */ (level), execute: () => 1 }),
+        RangeError,
+      );
+    }
+  });
+});

@@ -1,0 +1,201 @@
+package auth_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// memSessions is a SessionStore in memory that counts lookups, so tests see
+// when the cache answers.
+type memSessions struct {
+	sessions map[[32]byte]*auth.SessionRecord
+	members  map[string][]auth.Membership
+	lookups  atomic.Int64
+}
+
+func newMemSessions() *memSessions {
+	return &memSessions{sessions: map[[32]byte]*auth.SessionRecord{}, members: map[string][]auth.Membership{}}
+}
+
+func (m *memSessions) CreateSession(_ context.Context, h [32]byte, userID, tenantID string, at time.Time) error {
+	m.sessions[h] = &auth.SessionRecord{UserID: userID, ActiveTenantID: tenantID, CreatedAt: at, LastSeenAt: at}
+	return nil
+}
+
+func (m *memSessions) LookupSession(_ context.Context, h [32]byte) (auth.SessionRecord, error) {
+	m.lookups.Add(1)
+	s, ok := m.sessions[h]
+	if !ok {
+		return auth.SessionRecord{}, errs.NotFoundf("session not found")
+	}
+	rec := *s
+	rec.Memberships = m.members[s.UserID]
+	return rec, nil
+}
+
+func (m *memSessions) TouchSession(_ context.Context, h [32]byte, at time.Time) error {
+	if s, ok := m.sessions[h]; ok {
+		s.LastSeenAt = at
+	}
+	return nil
+}
+
+func (m *memSessions) SetSessionTenant(_ context.Context, h [32]byte, tenantID string) error {
+	if s, ok := m.sessions[h]; ok {
+		s.ActiveTenantID = tenantID
+	}
+	return nil
+}
+
+func (m *memSessions) DeleteSession(_ context.Context, h [32]byte) error {
+	delete(m.sessions, h)
+	return nil
+}
+
+func (m *memSessions) DeleteUserSessions(_ context.Context, userID string) error {
+	for h, s := range m.sessions {
+		if s.UserID == userID {
+			delete(m.sessions, h)
+		}
+	}
+	return nil
+}
+
+func (m *memSessions) HasUsers(context.Context) (bool, error) { return len(m.members) > 0, nil }
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// signIn starts a session and returns a request carrying its cookie.
+func signIn(t testing.TB, m *auth.SessionManager, userID, tenantID string) *http.Request {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	require.NoError(t, m.Start(context.Background(), rec, httptest.NewRequest("POST", "/api/v1/auth/login", nil), userID, tenantID))
+	req := httptest.NewRequest("GET", "/api/v1/runs", nil)
+	for _, c := range rec.Result().Cookies() {
+		req.AddCookie(c)
+	}
+	return req
+}
+
+func newManager(t testing.TB, store *memSessions, c *clock) *auth.SessionManager {
+	m, err := auth.NewSessionManager(context.Background(), store, false, false, c.now)
+	require.NoError(t, err)
+	return m
+}
+
+func TestSessionIdentityIsCachedAndInvalidated(t *testing.T) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleMember}}
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	m := newManager(t, store, c)
+	req := signIn(t, m, "u1", "t1")
+
+	id, err := m.FromRequest(req)
+	require.NoError(t, err)
+	require.NotNil(t, id)
+	assert.Equal(t, auth.Identity{TenantID: "t1", UserID: "u1", Via: auth.ViaSession, Mode: auth.Optimize, OrgRole: auth.RoleMember}, *id)
+	for range 10 {
+		_, _ = m.FromRequest(req)
+	}
+	assert.EqualValues(t, 1, store.lookups.Load(), "the cache answers repeated requests")
+
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleAdmin}}
+	m.Invalidate()
+	id, _ = m.FromRequest(req)
+	assert.True(t, id.Admin, "a change is seen after Invalidate")
+
+	c.t = c.t.Add(2 * time.Minute)
+	_, _ = m.FromRequest(req)
+	assert.EqualValues(t, 3, store.lookups.Load(), "the cache re-reads the store at least once a minute")
+
+	require.NoError(t, m.End(context.Background(), httptest.NewRecorder(), req))
+	id, err = m.FromRequest(req)
+	require.NoError(t, err)
+	assert.Nil(t, id, "logout ends the cached session at once")
+}
+
+func TestSessionLifetimes(t *testing.T) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	m := newManager(t, store, c)
+
+	idle := signIn(t, m, "u1", "t1")
+	c.t = c.t.Add(auth.IdleLifetime + time.Second)
+	id, _ := m.FromRequest(idle)
+	assert.Nil(t, id, "a week without use ends a session")
+
+	busy := signIn(t, m, "u1", "t1")
+	start := c.t
+	for c.t.Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour {
+		c.t = c.t.Add(3 * 24 * time.Hour)
+		id, _ := m.FromRequest(busy)
+		require.NotNil(t, id, "a session in use lives on")
+	}
+	c.t = start.Add(auth.AbsoluteLifetime)
+	id, _ = m.FromRequest(busy)
+	assert.Nil(t, id, "no session outlives the absolute lifetime however busy")
+}
+
+func TestResolveHealsAStaleActiveOrg(t *testing.T) {
+	rec := auth.SessionRecord{UserID: "u", ActiveTenantID: "gone", Memberships: []auth.Membership{
+		{TenantID: "first", Role: auth.RoleMember}, {TenantID: "second", Role: auth.RoleOwner}}}
+	id, err := auth.Resolve(rec)
+	require.NoError(t, err)
+	assert.Equal(t, "first", id.TenantID)
+	assert.False(t, id.Admin)
+
+	rec.ActiveTenantID = "second"
+	id, _ = auth.Resolve(rec)
+	assert.Equal(t, "second", id.TenantID)
+	assert.True(t, id.Admin, "owner is elevated")
+
+	rec.ActiveTenantID, rec.PlatformAdmin = "first", true
+	id, _ = auth.Resolve(rec)
+	assert.True(t, id.Admin, "the platform admin is admin everywhere")
+
+	_, err = auth.Resolve(auth.SessionRecord{UserID: "u"})
+	assert.True(t, errs.Is(err, errs.Forbidden))
+}
+
+func TestForgedOrOversizedCookiesAreNoSession(t *testing.T) {
+	m := newManager(t, newMemSessions(), &clock{time.Now()})
+	for _, v := range []string{"forged", string(make([]byte, 500))} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: v})
+		id, err := m.FromRequest(req)
+		assert.NoError(t, err)
+		assert.Nil(t, id)
+	}
+}
+
+// BenchmarkSessionIdentityCached is the cost of resolving a signed-in
+// request's identity once its session is cached.
+func BenchmarkSessionIdentityCached(b *testing.B) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
+	m, err := auth.NewSessionManager(context.Background(), store, false, false, nil)
+	require.NoError(b, err)
+	req := signIn(b, m, "u1", "t1")
+	if id, _ := m.FromRequest(req); id == nil {
+		b.Fatal("no identity")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if id, _ := m.FromRequest(req); id == nil {
+			b.Fatal("no identity")
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/workflows"
+)
+
+// listWorkflows is GET /api/v1/workflows: the tenant's workflows, oldest
+// first.
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.Workflows.List(r.Context(), identity(r).TenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": list})
+	return nil
+}
+
+// getOnboarding is GET /api/v1/orgs/active/onboarding.
+func (s *Server) getOnboarding(w http.ResponseWriter, r *http.Request) error {
+	o, err := s.Workflows.Onboarding(r.Context(), identity(r).TenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// dismissOnboarding is POST /api/v1/orgs/active/onboarding/dismiss: any
+// member may put the guide away for the organization.
+func (s *Server) dismissOnboarding(w http.ResponseWriter, r *http.Request) error {
+	o, err := s.Workflows.Dismiss(r.Context(), identity(r).TenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// seedDemo is POST /api/v1/orgs/active/seed-demo (owner or admin): the
+// support-triage workflow and the demo agent, each skipped when its name
+// is taken. The answer says which were created and which skipped, and the
+// onboarding state after it.
+func (s *Server) seedDemo(w http.ResponseWriter, r *http.Request) error {
+	id := identity(r)
+	res, err := s.Workflows.SeedDemo(r.Context(), id.TenantID)
+	if err != nil {
+		return err
+	}
+	s.Audit.Record(r.Context(), audit.Event{
+		TenantID: id.TenantID, Actor: id.Actor(), Action: "org.seed_demo", Decision: audit.Allow,
+		Target: workflows.SupportTriageID, Details: map[string]any{"created": res.Created, "skipped": res.Skipped},
+	})
+	o, err := s.Workflows.Onboarding(r.Context(), id.TenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"created": res.Created, "skipped": res.Skipped, "onboarding": o})
+	return nil
+}
