@@ -36,8 +36,12 @@ async function signedIn(user) {
   show('account-bar');
   only('signed-in');
   show('gateway');
-  await Promise.all([loadOrgs(), loadOnboarding()]);
+  await loadOrgs();
+  await loadOnboarding();
 }
+
+// activeRole is the signed-in person's role in the active org.
+let activeRole = '';
 
 async function loadOrgs() {
   const res = await api('GET', '/api/v1/orgs');
@@ -51,7 +55,9 @@ async function loadOrgs() {
     return;
   }
   const orgs = (res.data && res.data.orgs) || [];
+  activeRole = '';
   for (const org of orgs) {
+    if (org.active) activeRole = org.role;
     const item = document.createElement('li');
     const name = document.createElement('span');
     name.textContent = org.name;
@@ -83,6 +89,10 @@ async function loadOnboarding() {
   const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
   setText('onboarding-state', `This organization has ${plural(o.workflowCount || 0, 'workflow')} and ` +
     `${plural(o.agentCount || 0, 'agent')}, and ${o.hasRuns ? 'has recorded runs' : 'no runs yet'}.`);
+  // Loading the demo is for the org's owners and admins.
+  const canSeed = activeRole === 'owner' || activeRole === 'admin';
+  $('seed-demo').hidden = !canSeed;
+  $('seed-demo-about').hidden = !canSeed;
   show('onboarding');
 }
 
@@ -150,7 +160,8 @@ onSubmit($('switch-form'), async () => {
     return;
   }
   say('Switched to ' + name + '.', 'ok');
-  await Promise.all([loadOrgs(), loadOnboarding()]);
+  await loadOrgs();
+  await loadOnboarding();
 });
 
 onClick($('seed-demo'), async () => {
