@@ -237,9 +237,102 @@ func TestBrowserAcceptInviteAsAnExistingUser(t *testing.T) {
 	b.Click("#sign-in-submit")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
 	b.WaitText("#whoami", "Signed in as Olga Old ("+email+")")
-	b.WaitText("#org-list", "Second Org")
 	b.WaitText("#org-list", "Default")
 	b.WaitText("#org-list li[aria-current]", "Second Org")
+
+	// A member sees the new org's onboarding, without the demo button.
+	b.WaitText("#onboarding-state", "no runs yet")
+	assert.True(t, b.Hidden("#seed-demo"), "loading the demo is for owners and admins")
+
+	// She switches back to Default with the switcher.
+	b.Choose("#org-select", "Default")
+	b.Click("#switch-submit")
+	b.WaitText("#status", "Switched to Default")
+	b.WaitText("#org-list li[aria-current]", "Default")
+	me := b.Fetch("GET", "/api/v1/auth/me")
+	require.Equal(t, http.StatusOK, me.Status, me.Body)
+	orgs := b.Fetch("GET", "/api/v1/orgs")
+	for _, o := range orgs.Body["orgs"].([]any) {
+		org := o.(map[string]any)
+		assert.Equal(t, org["name"] == "Default", org["active"], "%v", org)
+		if org["name"] == "Default" {
+			assert.Equal(t, org["tenantId"], me.Body["activeTenantId"])
+		}
+	}
+	assertNoPageErrors(t, b)
+}
+
+// A person already signed in as the invitee joins with one button; one
+// signed in as someone else is told so, signs out and signs in as the
+// invitee on the same page.
+func TestBrowserAcceptInviteWhenSignedIn(t *testing.T) {
+	p := startAccounts(t)
+	admin := newPerson(t, p)
+	admin.login(t, adminEmail, adminPassword)
+	for _, u := range []struct{ email, name string }{{"olga.old@example.com", "Olga Old"}, {"nora.new@example.com", "Nora New"}} {
+		_, raw := admin.invite(t, u.email)
+		status, out := newPerson(t, p).call(t, "POST", "/api/v1/invites/"+raw+"/accept",
+			map[string]string{"name": u.name, "password": u.name + " password"})
+		require.Equal(t, http.StatusOK, status, out)
+	}
+	status, out := admin.call(t, "POST", "/api/v1/orgs", map[string]string{"name": "Second Org"})
+	require.Equal(t, http.StatusCreated, status, out)
+	olgaLink, _ := admin.invite(t, "olga.old@example.com")
+	noraLink, _ := admin.invite(t, "nora.new@example.com")
+
+	b := browsertest.Start(t)
+	b.Navigate(p.pageURL("/"))
+	b.Fill("#login-email", "olga.old@example.com")
+	b.Fill("#login-password", "Olga Old password")
+	b.Click("#login-submit")
+	b.WaitText("#whoami", "Signed in as Olga Old")
+
+	b.Navigate(p.pageURL(olgaLink))
+	b.WaitText("#join-button", "Join Second Org")
+	b.WaitText("#join-email", "olga.old@example.com")
+	b.Click("#join-button")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
+	b.WaitText("#org-list li[aria-current]", "Second Org")
+
+	b.Navigate(p.pageURL(noraLink))
+	b.WaitText("#other-user-title", "signed in as someone else")
+	b.WaitText("#other-user", "You are signed in as olga.old@example.com, but this invitation is for nora.new@example.com")
+	b.Click("#sign-out")
+	b.WaitText("#sign-in-title", "Sign in to accept")
+	b.WaitText("#status", "Signed out")
+	assert.Equal(t, "nora.new@example.com", b.Value("#sign-in-email"))
+	b.Fill("#sign-in-password", "Nora New password")
+	b.Click("#sign-in-submit")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
+	b.WaitText("#whoami", "Signed in as Nora New (nora.new@example.com)")
+	b.WaitText("#org-list li[aria-current]", "Second Org")
+	assertNoPageErrors(t, b)
+}
+
+// The admin loads the demo from the dashboard's onboarding and dismisses it.
+func TestBrowserDashboardOnboarding(t *testing.T) {
+	p := startAccounts(t)
+	b := browsertest.Start(t)
+	b.Navigate(p.pageURL("/"))
+	b.Fill("#login-email", adminEmail)
+	b.Fill("#login-password", adminPassword)
+	b.Click("#login-submit")
+	b.WaitText("#whoami", "Signed in as")
+	b.WaitText("#org-list li[aria-current]", "Default")
+	b.WaitText("#onboarding-state", "This organization has")
+
+	b.Click("#seed-demo")
+	b.WaitText("#status", "The demo workflow and agent are loaded")
+	b.WaitText("#onboarding-state", "1 workflow and 1 agent")
+	onboarding := b.Fetch("GET", "/api/v1/orgs/active/onboarding")
+	require.Equal(t, http.StatusOK, onboarding.Status, onboarding.Body)
+	assert.InDelta(t, 1, onboarding.Body["workflowCount"], 0)
+	assert.InDelta(t, 1, onboarding.Body["agentCount"], 0)
+
+	b.Click("#dismiss-onboarding")
+	b.WaitText("#status", "Onboarding dismissed")
+	assert.True(t, b.Hidden("#onboarding"))
+	assert.Equal(t, true, b.Fetch("GET", "/api/v1/orgs/active/onboarding").Body["dismissed"])
 	assertNoPageErrors(t, b)
 }
 

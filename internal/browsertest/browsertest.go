@@ -209,6 +209,25 @@ func (b *Browser) Fill(selector, value string) {
 	)
 }
 
+// Choose picks the option labelled label in the select that selector
+// finds, as a person choosing from the list would.
+func (b *Browser) Choose(selector, label string) {
+	b.t.Helper()
+	sel, _ := json.Marshal(selector)
+	l, _ := json.Marshal(label)
+	b.Do(
+		chromedp.WaitVisible(chromedp.CSS(selector)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const select = document.querySelector(%s);
+			const option = [...select.options].find((o) => o.textContent.trim() === %s);
+			if (!option) throw new Error('no option ' + %s);
+			select.value = option.value;
+			select.dispatchEvent(new Event('input', {bubbles: true}));
+			select.dispatchEvent(new Event('change', {bubbles: true}));
+		})()`, sel, l, l)),
+	)
+}
+
 // Click clicks the visible element that selector finds.
 func (b *Browser) Click(selector string) {
 	b.t.Helper()
