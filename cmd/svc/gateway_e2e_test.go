@@ -131,8 +131,12 @@ func TestAnsweredRunsSurviveKill9(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	plugins := childPIDs(t, p.cmd.Process.Pid)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	_ = p.waitExit(t)
+	for _, pid := range plugins { // orphaned by the SIGKILL
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 
 	p = startWithDB(t, db)
 	status, list := p.call(t, "GET", "/api/v1/runs?limit=500", "", "")

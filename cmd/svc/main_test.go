@@ -66,6 +66,7 @@ func startWithDB(t *testing.T, db string, env ...string) *proc {
 	require.NoError(t, cmd.Start())
 	p := &proc{cmd: cmd, db: db, logs: make(chan map[string]any, 1000), done: make(chan error, 1)}
 	var plain strings.Builder // what svc printed that is not a log line
+	exited := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -83,9 +84,20 @@ func startWithDB(t *testing.T, db string, env ...string) *proc {
 			}
 		}
 		close(p.logs)
-		p.done <- cmd.Wait()
+		err := cmd.Wait()
+		close(exited)
+		p.done <- err
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// When the test ends, stop svc as an operator would: on SIGTERM it stops
+	// its plugins, which a SIGKILL would leave running without a parent.
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
 	for line := range p.logs {
 		if line["@message"] == "listening" {
 			p.addr = line["addr"].(string)
