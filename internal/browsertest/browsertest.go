@@ -10,10 +10,8 @@ package browsertest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -22,36 +20,18 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/svc-gateway/svc/internal/chromium"
 )
 
 // EnvBrowser names the variable that points at the browser binary.
-const EnvBrowser = "SVC_CHROMIUM"
-
-// names are the browser programs looked for on PATH, in order.
-var names = []string{"chromium", "chromium-browser", "google-chrome"}
+const EnvBrowser = chromium.EnvBrowser
 
 // ErrNoBrowser reports that no Chromium was found.
-var ErrNoBrowser = errors.New("no Chromium found")
+var ErrNoBrowser = chromium.ErrNoBrowser
 
-// Find returns the path of the browser to use: SVC_CHROMIUM when set (a
-// path, or a name looked up on PATH), else the first of chromium,
-// chromium-browser and google-chrome found on PATH. It returns ErrNoBrowser
-// when there is none.
-func Find() (string, error) {
-	if v := os.Getenv(EnvBrowser); v != "" {
-		p, err := exec.LookPath(v)
-		if err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvBrowser, v, err)
-		}
-		return p, nil
-	}
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", ErrNoBrowser
-}
+// Find returns the browser to use; see chromium.Find.
+func Find() (string, error) { return chromium.Find() }
 
 // Timeout bounds each Run.
 const Timeout = 30 * time.Second
@@ -80,20 +60,7 @@ func Start(t testing.TB) *Browser {
 		t.Skip(msg)
 	}
 	profile := t.TempDir() // removed after the browser has stopped: cleanups run last-in first-out
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profile),
-	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromium.Options(path, profile)...)
 	b := &Browser{t: t}
 	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(func() {

@@ -339,6 +339,20 @@ func ParseAllowlist(s string) (Allowlist, error) {
 	return a, nil
 }
 
+// String writes the list back in the form ParseAllowlist reads, to hand it
+// to another process.
+func (a Allowlist) String() string {
+	var parts []string
+	for _, p := range a.prefixes {
+		parts = append(parts, p.String())
+	}
+	for _, ap := range a.addrs {
+		parts = append(parts, ap.String())
+	}
+	parts = append(parts, a.hosts...)
+	return strings.Join(parts, ",")
+}
+
 func (a *Allowlist) add(entry string) error {
 	if strings.Contains(entry, "/") {
 		p, err := netip.ParsePrefix(entry)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/svc-gateway/svc/internal/chromium"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -60,7 +61,14 @@ func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
 		return nil, err
 	}
 	if cfg.SOMPlugin != "" || checkExecutable(SOMBinary(cfg)) == nil {
-		h.som, err = NewSlot(pluginapi.PageCompilerName, SOMBinary(cfg), baseEnv(cfg), logger)
+		// The external compiler needs a browser; without one svc compiles
+		// every page itself and says external: false.
+		if _, err := chromium.Find(); err != nil {
+			logger.Warn("external page compiler installed but no browser found; pages are compiled by svc alone",
+				"plugin", SOMBinary(cfg), "error", err)
+			return h, nil
+		}
+		h.som, err = NewSlot(pluginapi.PageCompilerName, SOMBinary(cfg), SOMEnv(cfg), logger)
 		if err != nil {
 			h.Close()
 			return nil, err
@@ -102,6 +110,21 @@ func baseEnv(cfg *config.Config) []string {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
+	}
+	return env
+}
+
+// SOMEnv is the environment of the external page compiler: the base, the
+// browser, and the address rules its proxy applies (the operator's
+// exceptions; everything in open dev mode).
+func SOMEnv(cfg *config.Config) []string {
+	env := baseEnv(cfg)
+	if v, ok := os.LookupEnv(chromium.EnvBrowser); ok {
+		env = append(env, chromium.EnvBrowser+"="+v)
+	}
+	env = append(env, "SVC_WEB_ALLOW_PRIVATE="+cfg.WebAllowPrivate.String())
+	if cfg.OpenDevMode() {
+		env = append(env, "SVC_WEB_OPEN=1")
 	}
 	return env
 }

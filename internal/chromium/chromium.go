@@ -1,0 +1,62 @@
+// Package chromium finds a headless Chromium and the flags svc starts it
+// with, for the external page compiler and the browser tests alike.
+package chromium
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/chromedp/chromedp"
+)
+
+// EnvBrowser names the variable that points at the browser binary.
+const EnvBrowser = "SVC_CHROMIUM"
+
+// names are the browser programs looked for on PATH, in order.
+var names = []string{"chromium", "chromium-browser", "google-chrome"}
+
+// ErrNoBrowser reports that no Chromium was found.
+var ErrNoBrowser = errors.New("no Chromium found")
+
+// Find returns the path of the browser to use: SVC_CHROMIUM when set (a
+// path, or a name looked up on PATH), else the first of chromium,
+// chromium-browser and google-chrome found on PATH. It returns ErrNoBrowser
+// when there is none.
+func Find() (string, error) {
+	if v := os.Getenv(EnvBrowser); v != "" {
+		p, err := exec.LookPath(v)
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %w", EnvBrowser, v, err)
+		}
+		return p, nil
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNoBrowser
+}
+
+// Options start the browser at path headless with a fresh profile in
+// profileDir, and without the background connections (updates, sync,
+// QUIC, first-run checks) that a closed network refuses and that would
+// leave the browser's control.
+func Options(path, profileDir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
+	return append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(profileDir),
+	}, extra...)
+}
