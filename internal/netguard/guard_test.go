@@ -387,3 +387,26 @@ func TestParseAllowlist(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "a:1", "the error names only the bad entry")
 }
+
+func TestAllowlistStringRoundTrips(t *testing.T) {
+	in := "intranet:8080, 10.0.0.0/8, [::1]:8080, 192.0.2.7"
+	a, err := ParseAllowlist(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseAllowlist(a.String())
+	if err != nil {
+		t.Fatalf("String wrote %q, which does not parse: %v", a.String(), err)
+	}
+	if a.String() != b.String() || a.String() == "" {
+		t.Fatalf("round trip changed the list: %q then %q", a.String(), b.String())
+	}
+	for _, ap := range []string{"10.1.2.3:1", "[::1]:8080", "192.0.2.7:443"} {
+		if !b.allowsAddr(netip.MustParseAddrPort(ap)) {
+			t.Errorf("%s is no longer allowed after the round trip", ap)
+		}
+	}
+	if !b.allowsName("intranet", 8080) || b.allowsName("intranet", 8081) {
+		t.Error("the host:port entry changed")
+	}
+}
