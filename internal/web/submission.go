@@ -162,6 +162,11 @@ func actionURL(form, submitter *html.Node, pageURL *url.URL) (*url.URL, error) {
 		return nil, errs.E(errs.Forbidden, "scheme_not_allowed",
 			"the form's action uses scheme %q; only http and https forms are submitted", u.Scheme)
 	}
+	// url.Parse accepts some hosts ("//::0") whose String does not parse
+	// again; the request must be made from a URL that does.
+	if again, err := url.Parse(u.String()); err != nil || again.Hostname() == "" {
+		return nil, errs.E(errs.Invalid, "invalid_form", "the form's action %q does not give a valid url", action)
+	}
 	return u, nil
 }
 

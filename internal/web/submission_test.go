@@ -149,9 +149,9 @@ func TestAgentState(t *testing.T) {
 	d := doc(t, src)
 	state := FormState{
 		Values: map[*html.Node][]string{
-			find(t, d, "input", "name=q"):     {"new\ntext"},
-			find(t, d, "select", "name=s"):    {"y"},
-			find(t, d, "select", "name=m"):    {"3", "1"},
+			find(t, d, "input", "name=q"):    {"new\ntext"},
+			find(t, d, "select", "name=s"):   {"y"},
+			find(t, d, "select", "name=m"):   {"3", "1"},
 			find(t, d, "textarea", "name=t"): {"a\nb"},
 		},
 		Checked: map[*html.Node]bool{
