@@ -102,6 +102,11 @@ func (c *compiler) input(n *html.Node, reg, form int) {
 		if t != "password" && t != "file" {
 			e.Value = clip(attr(n, "value"), 2000)
 		}
+		if e.Name == "" && e.Value != "" && strings.Contains(attr(n, "onfocus"), "value") {
+			// A value a script clears on focus is a placeholder from before
+			// browsers had one: it names the field and is not its value.
+			e.Name, e.Value = clip(clean(e.Value), maxName), ""
+		}
 	}
 	c.add(e)
 }
@@ -170,6 +175,9 @@ func (c *compiler) selectEl(n *html.Node, reg, form int) {
 			e.Value = o.Value
 			break
 		}
+	}
+	if e.Name == "" && len(e.Options) > 0 && e.Options[0].Value == "" {
+		e.Name = e.Options[0].Label // "Choose a country": the empty first option is the prompt
 	}
 	if e.Value == "" && !e.Multiple && len(e.Options) > 0 && n.DataAtom == atom.Select {
 		e.Value = e.Options[0].Value // a single select shows its first option

@@ -51,10 +51,12 @@ func invisible(n *html.Node) bool {
 	return false
 }
 
-// hiddenStyle reports whether an inline style hides the element.
+// hiddenStyle reports whether an inline style hides the element: display
+// none, visibility hidden, or positioned far off screen (the honeypot
+// fields spam traps hide from people).
 func hiddenStyle(st string) bool {
 	st = strings.ToLower(st)
-	if !strings.Contains(st, "none") && !strings.Contains(st, "hidden") {
+	if !strings.Contains(st, "none") && !strings.Contains(st, "hidden") && !strings.Contains(st, "-") {
 		return false
 	}
 	for _, decl := range strings.Split(st, ";") {
@@ -63,7 +65,10 @@ func hiddenStyle(st string) bool {
 			continue
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "!important"))
-		if (k == "display" && strings.TrimSpace(v) == "none") || (k == "visibility" && strings.TrimSpace(v) == "hidden") {
+		if (k == "display" && v == "none") || (k == "visibility" && v == "hidden") {
+			return true
+		}
+		if (k == "left" || k == "top") && offscreen(v) {
 			return true
 		}
 	}
@@ -151,4 +156,20 @@ func altText(n *html.Node) string {
 	}
 	visit(n, 0)
 	return found
+}
+
+// offscreen reports whether a CSS length is -999px or further left or up.
+func offscreen(v string) bool {
+	v = strings.TrimSpace(strings.TrimSuffix(v, "px"))
+	if !strings.HasPrefix(v, "-") {
+		return false
+	}
+	digits := 0
+	for _, c := range v[1:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		digits++
+	}
+	return digits >= 4 || v == "-999"
 }

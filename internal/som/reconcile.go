@@ -1,6 +1,7 @@
 package som
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -10,74 +11,179 @@ import (
 const maxGapScan = 256
 
 // reconcile lets elements that are recognisably the ones of the previous
-// snapshot keep their ids. Elements whose stateless id is in prev are the
-// same element by construction (same scope, kind, key and occurrence) and
-// anchor the alignment. Each remaining element is paired with the first
-// unpaired element of prev in the same gap between anchors that has the
-// same region role and kind and is compatible (see compatible), and
-// inherits its id: a renamed link, an edited paragraph, a field whose form
-// changed action. An element left unpaired keeps its minted id, re-salted
-// if prev used that id for anything, so an old id never names a different
-// element.
+// snapshot keep their ids, aligning the two element sequences the way a
+// patience diff aligns lines:
+//
+//  1. Anchors: an element whose group (region, kind, identity key) occurs
+//     once in each snapshot is the same element. Anchors that cross (a
+//     block moved) are cut down to the longest run in order.
+//  2. Between two anchors, the remaining elements pair in order with the
+//     previous ones of the same group (duplicates keep their order), then
+//     with a compatible one of the same region role and kind (see
+//     compatible): a renamed link, an edited paragraph, a field whose form
+//     changed action.
+//  3. Paired elements inherit the previous id. An unpaired element keeps
+//     its minted id, re-salted if prev used that id for anything, so an
+//     old id never names a different element.
 func (c *compiler) reconcile(prev *Snapshot) {
 	prevRole := make(map[string]Role, len(prev.Regions))
 	for _, r := range prev.Regions {
 		prevRole[r.ID] = r.Role
 	}
 	c.reconcileRegions(prev)
-	prevIdx := make(map[string]int, len(prev.Elements))
-	for j, p := range prev.Elements {
-		prevIdx[p.ID] = j
+	group := func(region string, e *Element) string {
+		return region + "\x1f" + string(e.Kind) + "\x1f" + identityKey(e)
+	}
+	ng := make([]string, len(c.elems))
+	count := map[string]int{}
+	for i, e := range c.elems {
+		ng[i] = group(c.regions[e.region].ID, &e.Element)
+		count[ng[i]]++
+	}
+	pg := make([]string, len(prev.Elements))
+	pcount := map[string]int{}
+	pone := map[string]int{}
+	for j := range prev.Elements {
+		pg[j] = group(prev.Elements[j].Region, &prev.Elements[j])
+		pcount[pg[j]]++
+		pone[pg[j]] = j
 	}
 	match := make([]int, len(c.elems))
-	used := make([]bool, len(prev.Elements))
-	for i, e := range c.elems {
+	for i := range c.elems {
 		match[i] = -1
-		if j, ok := prevIdx[e.ID]; ok && prev.Elements[j].Kind == e.Kind && !used[j] {
-			match[i], used[j] = j, true
+		if count[ng[i]] == 1 && pcount[ng[i]] == 1 {
+			match[i] = pone[ng[i]]
 		}
 	}
-	// hi[i]: the prev index of the next anchored element after i.
-	hi := make([]int, len(c.elems))
-	next := len(prev.Elements)
-	for i := len(c.elems) - 1; i >= 0; i-- {
-		hi[i] = next
-		if match[i] >= 0 {
-			next = match[i]
+	keepIncreasing(match)
+	used := make([]bool, len(prev.Elements))
+	for _, j := range match {
+		if j >= 0 {
+			used[j] = true
 		}
 	}
-	lo := -1
-	for i, e := range c.elems {
+	// Pair the elements of each gap between anchors.
+	for i := 0; i < len(c.elems); {
 		if match[i] >= 0 {
-			lo = match[i]
+			i++
 			continue
 		}
-		role := c.regions[e.region].Role
-		for j, n := lo+1, 0; j < hi[i] && n < maxGapScan; j, n = j+1, n+1 {
-			p := &prev.Elements[j]
-			if used[j] || p.Kind != e.Kind || prevRole[p.Region] != role || !compatible(&e.Element, p) {
-				continue
+		lo := -1
+		for k := i - 1; k >= 0; k-- {
+			if match[k] >= 0 {
+				lo = match[k]
+				break
 			}
-			match[i], used[j] = j, true
-			e.ID = p.ID
-			lo = j
-			break
 		}
+		end, hi := i, len(prev.Elements)
+		for ; end < len(c.elems); end++ {
+			if match[end] >= 0 {
+				hi = match[end]
+				break
+			}
+		}
+		c.pairGap(prev, prevRole, ng, pg, match, used, i, end, lo+1, hi)
+		i = end
 	}
 	seen := make(map[string]bool, len(c.elems)+len(prev.Elements))
 	for _, p := range prev.Elements {
 		seen[p.ID] = true
 	}
+	inherited := make(map[string]bool, len(c.elems))
 	for i, e := range c.elems {
-		if match[i] >= 0 || !seen[e.ID] {
-			seen[e.ID] = true
+		if match[i] >= 0 {
+			e.ID = prev.Elements[match[i]].ID
+			inherited[e.ID] = true
+		}
+	}
+	for i, e := range c.elems {
+		if match[i] >= 0 {
 			continue
 		}
 		base := e.ID
-		for salt := 2; seen[e.ID]; salt++ {
+		for salt := 2; seen[e.ID] || inherited[e.ID]; salt++ {
 			e.ID = hashID("e_", 8, base, "#"+strconv.Itoa(salt))
 		}
 		seen[e.ID] = true
+	}
+}
+
+// pairGap pairs new elements [i, end) with unused previous ones [lo, hi):
+// first the same group in order, then compatible ones.
+func (c *compiler) pairGap(prev *Snapshot, prevRole map[string]Role, ng, pg []string, match []int, used []bool, i, end, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	if hi-lo > maxGapScan*4 {
+		hi = lo + maxGapScan*4
+	}
+	next := map[string]int{} // per group, where to look next
+	for k := i; k < end; k++ {
+		for j := max(lo, next[ng[k]]); j < hi; j++ {
+			if !used[j] && pg[j] == ng[k] {
+				match[k], used[j] = j, true
+				next[ng[k]] = j + 1
+				break
+			}
+		}
+	}
+	from := lo
+	for k := i; k < end; k++ {
+		if match[k] >= 0 {
+			from = max(from, match[k]+1)
+			continue
+		}
+		e := c.elems[k]
+		role := c.regions[e.region].Role
+		for j, n := from, 0; j < hi && n < maxGapScan; j, n = j+1, n+1 {
+			p := &prev.Elements[j]
+			if used[j] || p.Kind != e.Kind || prevRole[p.Region] != role || !compatible(&e.Element, p) {
+				continue
+			}
+			match[k], used[j] = j, true
+			from = j + 1
+			break
+		}
+	}
+}
+
+// keepIncreasing unmatches the anchors (match[i] >= 0) that are not part
+// of the longest strictly increasing subsequence, so the anchors that
+// remain are in the same order in both snapshots.
+func keepIncreasing(match []int) {
+	var idx []int // positions in match of anchors
+	for i, j := range match {
+		if j >= 0 {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return
+	}
+	tails := []int{} // tails[l]: index into idx ending an increasing run of length l+1
+	parent := make([]int, len(idx))
+	for k, i := range idx {
+		v := match[i]
+		l := sort.Search(len(tails), func(t int) bool { return match[idx[tails[t]]] >= v })
+		if l > 0 {
+			parent[k] = tails[l-1]
+		} else {
+			parent[k] = -1
+		}
+		if l == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[l] = k
+		}
+	}
+	keep := make([]bool, len(idx))
+	for k := tails[len(tails)-1]; k >= 0; k = parent[k] {
+		keep[k] = true
+	}
+	for k, i := range idx {
+		if !keep[k] {
+			match[i] = -1
+		}
 	}
 }
 

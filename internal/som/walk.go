@@ -72,6 +72,9 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		c.flush()
 		return
 	}
+	if isPriceHolder(n) && !hasInteractive(n) && c.price(n, reg) {
+		return
+	}
 	if lvl := headingLevel(n); lvl > 0 {
 		c.flush()
 		c.run.level, c.run.region, c.run.node = lvl, reg, n
@@ -107,8 +110,9 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		if role == "radio" {
 			k = KindRadio
 		}
-		c.add(&elem{Element: Element{Kind: k, Name: c.controlName(n, reg), Checked: attr(n, "aria-checked") == "true"},
-			node: n, region: reg, form: form})
+		name := firstNonEmpty(c.controlName(n, reg), clip(clean(textOf(n, 400)), maxName))
+		c.add(&elem{Element: Element{Kind: k, Name: name, Checked: attr(n, "aria-checked") == "true"},
+			node: n, region: reg, form: -1})
 		return
 	case a == atom.Img:
 		if alt := clip(clean(attr(n, "alt")), maxName); alt != "" {
@@ -117,9 +121,6 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		return
 	case a == atom.Br:
 		c.text(" ", n, reg)
-		return
-	}
-	if isPriceHolder(n) && c.price(n, reg) {
 		return
 	}
 	if inline[a] {
@@ -310,4 +311,22 @@ func priceText(p *Price) string {
 		return p.Currency + " " + p.Amount
 	}
 	return p.Amount
+}
+
+// hasInteractive reports whether n holds a link, a control or a form: such
+// an element is a container to walk, never a price to take whole.
+func hasInteractive(n *html.Node) bool {
+	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		if ch.Type != html.ElementNode {
+			continue
+		}
+		switch ch.DataAtom {
+		case atom.A, atom.Form, atom.Input, atom.Button, atom.Select, atom.Textarea:
+			return true
+		}
+		if hasInteractive(ch) {
+			return true
+		}
+	}
+	return false
 }
