@@ -1,7 +1,7 @@
 package som
 
 import (
-	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,17 +147,8 @@ func scaleNumber(s string, f float64) string {
 	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] == '.' || s[end] == ',') {
 		end++
 	}
-	return s[:start] + strings.TrimRight(strings.TrimRight(formatAmount(v*f), "0"), ".") + s[end:]
+	return s[:start] + strconv.FormatFloat(v*f, 'f', 2, 64) + s[end:]
 }
-
-func formatAmount(v float64) string {
-	b := bytes.Buffer{}
-	b.WriteString(strings.TrimSpace(strings.Replace(strings.TrimRight(strings.TrimRight(
-		strings.TrimSpace(strings.Replace(fmtFloat(v), " ", "", -1)), "0"), "."), ",", "", -1)))
-	return b.String()
-}
-
-func fmtFloat(v float64) string { return strings.TrimSpace(strconvFormat(v)) }
 
 // scaleNumbersAfter scales the number that follows key: in JSON text.
 func scaleNumbersAfter(s, key string, f float64) string {
