@@ -42,9 +42,10 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
-	"github.com/svc-gateway/svc/web"
+	webfiles "github.com/svc-gateway/svc/web"
 )
 
 func main() {
@@ -113,11 +114,12 @@ type Main struct {
 	// webhook_url: pass it to whatever reports events and call Notify.
 	Webhooks *webhook.Notifier
 
-	plugins  *plugins.Host
-	recorder *ledger.Recorder
-	server   *http.Server
-	listener net.Listener
-	failed   chan error
+	plugins     *plugins.Host
+	webSessions *web.Sessions
+	recorder    *ledger.Recorder
+	server      *http.Server
+	listener    net.Listener
+	failed      chan error
 
 	stopTimers chan struct{} // closed by Close: stops the daily sweeps
 	timers     sync.WaitGroup
@@ -215,29 +217,36 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 			return fmt.Errorf("bootstrap admin (SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD): %w", err)
 		}
 	}
+	pages := web.NewService(web.ServiceOptions{
+		Fetcher:  web.New(web.Options{AllowPrivate: cfg.OpenDevMode(), Allow: cfg.WebAllowPrivate}),
+		External: m.plugins.Compiler(), Cache: caches, Store: m.Store, Logger: m.Logger.Named("web"),
+	})
+	m.webSessions = web.NewSessions(pages, governor, auditLog)
 	m.stopTimers = make(chan struct{})
 	m.timers.Go(m.sweepDaily)
 	api := httpapi.New(httpapi.Deps{
-		Config:    cfg,
-		Logger:    m.Logger.Named("http"),
-		Store:     m.Store,
-		Auth:      auth.NewAuthenticator(cfg.APIKey, keys, sessions),
-		Keys:      keys,
-		Accounts:  m.Accounts,
-		Sessions:  sessions,
-		Settings:  settingsService,
-		Audit:     auditLog,
-		Gateway:   gw,
-		Runs:      runs,
-		Governor:  governor,
-		Tracer:    governance.NewTracer(runs, m.Store, governor),
-		Approvals: approvals,
-		Cache:     caches,
-		Jobs:      m.Jobs,
-		Workflows: workflows.NewService(m.Store, m.recorder, nil),
-		Webhooks:  m.Webhooks,
-		Web:       web.FS,
-		External:  m.plugins.External(),
+		Config:      cfg,
+		Logger:      m.Logger.Named("http"),
+		Store:       m.Store,
+		Auth:        auth.NewAuthenticator(cfg.APIKey, keys, sessions),
+		Keys:        keys,
+		Accounts:    m.Accounts,
+		Sessions:    sessions,
+		Settings:    settingsService,
+		Audit:       auditLog,
+		Gateway:     gw,
+		Runs:        runs,
+		Governor:    governor,
+		Tracer:      governance.NewTracer(runs, m.Store, governor),
+		Approvals:   approvals,
+		Cache:       caches,
+		Jobs:        m.Jobs,
+		Workflows:   workflows.NewService(m.Store, m.recorder, nil),
+		Webhooks:    m.Webhooks,
+		SemanticWeb: pages,
+		WebSessions: m.webSessions,
+		Web:         webfiles.FS,
+		External:    m.plugins.External(),
 	})
 
 	m.listener, err = net.Listen("tcp", cfg.Addr)
@@ -336,6 +345,9 @@ func (m *Main) Close() error {
 	}
 	if m.Jobs != nil {
 		m.Jobs.Close()
+	}
+	if m.webSessions != nil {
+		m.webSessions.Close()
 	}
 	if m.recorder != nil {
 		m.recorder.Close()

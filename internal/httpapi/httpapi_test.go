@@ -37,6 +37,7 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -63,7 +64,9 @@ type testServer struct {
 	mail     *mailbox
 	accounts *accounts.Service
 	sessions *auth.SessionManager
-	now      time.Time
+	// webSessions keeps agents' browsing sessions.
+	webSessions *web.Sessions
+	now         time.Time
 }
 
 // mailbox records the emails svc sends.
@@ -178,6 +181,12 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		require.NoError(t, ts.accounts.Bootstrap(context.Background(), cfg.AdminEmail, cfg.AdminPassword))
 	}
 	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
+	pages := web.NewService(web.ServiceOptions{
+		Fetcher: web.New(web.Options{AllowPrivate: cfg.OpenDevMode(), Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second}),
+		Cache:   ts.cache, Store: s, Logger: logger, Now: clock,
+	})
+	ts.webSessions = web.NewSessions(pages, governor, auditLog)
+	t.Cleanup(ts.webSessions.Close)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -192,15 +201,17 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
 			Governor: governor, Cache: ts.cache, Redaction: settingsService, Secrets: []string{testProviderSecret},
 		}),
-		Runs:      runs,
-		Governor:  governor,
-		Tracer:    governance.NewTracer(runs, s, governor),
-		Approvals: approvals,
-		Cache:     ts.cache,
-		Jobs:      ts.jobs,
-		Workflows: workflows.NewService(s, recorder, func() time.Time { return ts.now }),
-		Web:       fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
-		Now:       func() time.Time { return ts.now },
+		Runs:        runs,
+		Governor:    governor,
+		Tracer:      governance.NewTracer(runs, s, governor),
+		Approvals:   approvals,
+		Cache:       ts.cache,
+		Jobs:        ts.jobs,
+		Workflows:   workflows.NewService(s, recorder, func() time.Time { return ts.now }),
+		SemanticWeb: pages,
+		WebSessions: ts.webSessions,
+		Web:         fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+		Now:         func() time.Time { return ts.now },
 	})
 	ts.Server = httptest.NewServer(api.Handler())
 	ts.keys = keys

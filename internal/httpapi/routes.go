@@ -60,6 +60,14 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
+	s.mux.Handle("POST /api/v1/web/fetch", s.api(s.webFetch))
+	s.mux.Handle("GET /api/v1/web/snapshots", s.api(s.listSnapshots))
+	s.mux.Handle("GET /api/v1/web/snapshots/{id}", s.api(s.getSnapshot))
+	s.mux.Handle("POST /api/v1/web/sessions", s.api(s.openWebSession))
+	s.mux.Handle("GET /api/v1/web/sessions", s.api(s.listWebSessions))
+	s.mux.Handle("POST /api/v1/web/sessions/{id}/act", s.api(s.actWebSession))
+	s.mux.Handle("DELETE /api/v1/web/sessions/{id}", s.api(s.closeWebSession))
+
 	s.mux.Handle("GET /api/v1/workflows", s.api(s.listWorkflows))
 	s.mux.Handle("GET /api/v1/orgs/active/onboarding", s.api(s.getOnboarding))
 	s.mux.Handle("POST /api/v1/orgs/active/onboarding/dismiss", s.api(s.dismissOnboarding))

@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
@@ -59,9 +60,13 @@ type Deps struct {
 	// Webhooks queues deliveries of notable events for handlers that
 	// report them; nil drops them.
 	Webhooks *webhook.Notifier
-	Web      fs.FS // the dashboard's files
-	External bool  // whether the external page compiler is installed
-	Now      func() time.Time
+	// SemanticWeb fetches and compiles pages; WebSessions keeps agents'
+	// browsing sessions.
+	SemanticWeb *web.Service
+	WebSessions *web.Sessions
+	Web         fs.FS // the dashboard's files
+	External    bool  // whether the external page compiler is installed
+	Now         func() time.Time
 }
 
 // Server holds the HTTP handlers.

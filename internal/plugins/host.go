@@ -206,6 +206,27 @@ func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 }
 
 // email calls the plugin in the email slot, restarting it like provider.
+// Compiler returns the external page compiler, or nil when none is
+// installed (or no browser is there for it).
+func (h *Host) Compiler() pluginapi.PageCompiler {
+	if h.som == nil {
+		return nil
+	}
+	return &compiler{slot: h.som}
+}
+
+type compiler struct{ slot *Slot }
+
+func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, error) {
+	var out []byte
+	err := retry(c.slot, func(impl pluginapi.PageCompiler) error {
+		var err error
+		out, err = impl.Compile(ctx, page)
+		return err
+	})
+	return out, err
+}
+
 type email struct{ slot *Slot }
 
 func (e *email) Send(ctx context.Context, msg pluginapi.EmailMessage) (string, error) {

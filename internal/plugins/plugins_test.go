@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/chromium"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/testbin"
@@ -85,7 +89,8 @@ func TestStartsTheMockProviderByDefault(t *testing.T) {
 	first := chat(t, h.Provider())
 	second := chat(t, h.Provider())
 	assert.Equal(t, first.Body, second.Body, "the mock is deterministic")
-	assert.False(t, h.External(), "no external page compiler installed")
+	_, noBrowser := chromium.Find()
+	assert.Equal(t, noBrowser == nil, h.External(), "the external compiler counts only beside a browser")
 
 	// The plugin's own log lines reach the host's logger, under its name.
 	require.Eventually(t, func() bool {
@@ -243,4 +248,41 @@ func TestEmailTransportChoice(t *testing.T) {
 	for _, kv := range env {
 		assert.NotContains(t, kv, "sk-x", "the email plugin never sees the model provider's key")
 	}
+}
+
+func TestExternalCompilerNeedsABrowser(t *testing.T) {
+	t.Setenv(chromium.EnvBrowser, filepath.Join(t.TempDir(), "no-such-chromium"))
+	h, logs := startHost(t, nil)
+	assert.False(t, h.External())
+	assert.Nil(t, h.Compiler())
+	assert.Contains(t, logs.String(), "no browser found")
+}
+
+// TestExternalCompilerRendersThroughThePlugin drives the real plugin: the
+// page is drawn by a script, and the SOM comes back over gRPC.
+func TestExternalCompilerRendersThroughThePlugin(t *testing.T) {
+	if _, err := chromium.Find(); err != nil {
+		msg := "EXTERNAL COMPILER TEST NOT RUN: " + err.Error() + ". Install Chromium (Debian: apt-get install chromium)."
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(`<!doctype html><title>App</title><div id="app"></div>
+<script>document.getElementById('app').innerHTML = '<main><h1>Drawn</h1><a href="/next">Next page</a></main>'</script>`))
+	}))
+	defer site.Close()
+	h, _ := startHost(t, map[string]string{"SVC_API_KEY": "bootstrap-token-0123456789",
+		"SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	require.True(t, h.External())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := h.Compiler().Compile(ctx, pluginapi.Page{URL: site.URL + "/"})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"Next page"`, "the SOM holds what the script drew")
+
+	_, err = h.Compiler().Compile(ctx, pluginapi.Page{URL: "http://127.0.0.1:9/"})
+	assert.Error(t, err, "outside open dev mode the plugin refuses an address the operator did not open")
 }

@@ -25,6 +25,11 @@ func (s *Store) Savings(ctx context.Context, tenantID string, since time.Time) (
 	if err != nil {
 		return sum, nil, err
 	}
+	err = s.read.QueryRowContext(ctx, `SELECT COALESCE(SUM(tokens_saved), 0) FROM web_fetches WHERE tenant_id = ? AND at >= ?`,
+		tenantID, from).Scan(&sum.SOMTokensSaved)
+	if err != nil {
+		return sum, nil, err
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT created_at / 86400000 AS day, COUNT(*),
 		COALESCE(SUM(route IN ('exact_cache', 'artifact')), 0), TOTAL(cost_usd), TOTAL(saved_usd), TOTAL(ghost_saved_usd)
 		FROM runs WHERE tenant_id = ? AND created_at >= ? GROUP BY day ORDER BY day`, tenantID, from)

@@ -26,6 +26,9 @@ func parseTarget(raw string) (*url.URL, error) {
 		return nil, errs.Wrap(err, errs.Invalid, "invalid_url", "the url does not parse: %s",
 			strings.TrimPrefix(err.Error(), "net/url: "))
 	}
+	if u.Scheme == "" {
+		return nil, errs.E(errs.Invalid, "invalid_url", "the url must be absolute, such as https://example.com/")
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, errs.E(errs.Forbidden, "scheme_not_allowed",
 			"scheme %q is not allowed; only http and https pages are fetched", u.Scheme)

@@ -1,0 +1,572 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/som"
+)
+
+// Session limits: idle sessions close after IdleTimeout; a tenant keeps at
+// most MaxSessionsPerTenant open.
+const (
+	IdleTimeout          = 5 * time.Minute
+	MaxSessionsPerTenant = 32
+)
+
+// The actions of a session and their governance levels: typing and
+// choosing change only the session's form state; a click reads another
+// page; a submit writes to the site.
+const (
+	ActClick  = "click"
+	ActType   = "type"
+	ActSelect = "select"
+	ActSubmit = "submit"
+)
+
+// Levels of the actions.
+const (
+	LevelLocal = 0 // type, select, toggling a checkbox
+	LevelRead  = 1 // following a link
+	LevelWrite = 3 // submitting a form
+)
+
+// ObserveWriteMessage is the refusal of a submit from an observe-mode key.
+const ObserveWriteMessage = "observe-mode keys cannot perform web writes"
+
+// SessionInfo describes an open session.
+type SessionInfo struct {
+	ID           string    `json:"id"`
+	URL          string    `json:"url"`
+	Title        string    `json:"title,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	LastActiveAt time.Time `json:"lastActiveAt"`
+}
+
+// session is one agent's browsing state: cookies, the current page and
+// what was typed into its forms.
+type session struct {
+	mu       sync.Mutex
+	tenantID string
+	info     SessionInfo
+	jar      http.CookieJar
+	doc      *som.Document
+	state    FormState
+	closed   bool
+}
+
+// Sessions holds the open web sessions of every tenant, in memory.
+type Sessions struct {
+	svc      *Service
+	governor *governance.Governor
+	audit    *audit.Log
+	now      func() time.Time
+
+	mu   sync.Mutex
+	byID map[string]*session
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewSessions returns the session keeper and starts its idle sweep; Close
+// stops it.
+func NewSessions(svc *Service, governor *governance.Governor, auditLog *audit.Log) *Sessions {
+	s := &Sessions{svc: svc, governor: governor, audit: auditLog, now: svc.o.Now,
+		byID: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.sweep()
+	return s
+}
+
+// Close stops the idle sweep and forgets every session.
+func (s *Sessions) Close() {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	clear(s.byID)
+	s.mu.Unlock()
+}
+
+func (s *Sessions) sweep() {
+	defer close(s.done)
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.CloseIdle()
+		}
+	}
+}
+
+// CloseIdle closes the sessions idle for IdleTimeout and returns how many.
+func (s *Sessions) CloseIdle() int {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, ss := range s.byID {
+		ss.mu.Lock()
+		idle := now.Sub(ss.info.LastActiveAt) >= IdleTimeout
+		if idle {
+			ss.closed = true
+		}
+		ss.mu.Unlock()
+		if idle {
+			delete(s.byID, id)
+			n++
+		}
+	}
+	return n
+}
+
+// Opened is the answer to opening a session.
+type Opened struct {
+	Session SessionInfo     `json:"session"`
+	SOM     json.RawMessage `json:"som"`
+	Context string          `json:"context"`
+}
+
+// Open starts a session at url for the caller's tenant.
+func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Opened, error) {
+	s.mu.Lock()
+	n := 0
+	for _, ss := range s.byID {
+		if ss.tenantID == id.TenantID {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n >= MaxSessionsPerTenant {
+		return Opened{}, errs.E(errs.Conflict, "too_many_sessions", "%d web sessions are open; close one first", n)
+	}
+	jar, _ := cookiejar.New(nil)
+	page, err := s.svc.o.Fetcher.Get(ctx, url, jar)
+	if err != nil {
+		s.record(ctx, id, "web.open", audit.Deny, url, map[string]any{"error": errs.As(err).Code})
+		return Opened{}, err
+	}
+	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String()})
+	if err != nil {
+		return Opened{}, err
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	ss := &session{tenantID: id.TenantID, jar: jar, doc: doc, state: newFormState(),
+		info: SessionInfo{ID: ids.New("ws"), URL: page.URL.String(), Title: snap.Meta.Title, CreatedAt: now, LastActiveAt: now}}
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		return Opened{}, err
+	}
+	s.mu.Lock()
+	s.byID[ss.info.ID] = ss
+	s.mu.Unlock()
+	s.record(ctx, id, "web.open", audit.Allow, ss.info.URL, map[string]any{"session": ss.info.ID})
+	return Opened{Session: ss.info, SOM: raw, Context: snap.Context}, nil
+}
+
+func newFormState() FormState {
+	return FormState{Values: map[*html.Node][]string{}, Checked: map[*html.Node]bool{}}
+}
+
+// get returns the tenant's session, locked; another tenant's is not found.
+func (s *Sessions) get(tenantID, sessionID string) (*session, error) {
+	s.mu.Lock()
+	ss, ok := s.byID[sessionID]
+	s.mu.Unlock()
+	if !ok || ss.tenantID != tenantID {
+		return nil, errs.NotFoundf("web session not found")
+	}
+	ss.mu.Lock()
+	if ss.closed || s.now().Sub(ss.info.LastActiveAt) >= IdleTimeout {
+		ss.mu.Unlock()
+		s.forget(sessionID)
+		return nil, errs.NotFoundf("web session not found (sessions close after %s idle)", IdleTimeout)
+	}
+	return ss, nil
+}
+
+func (s *Sessions) forget(id string) {
+	s.mu.Lock()
+	delete(s.byID, id)
+	s.mu.Unlock()
+}
+
+// List returns the tenant's open sessions, oldest first.
+func (s *Sessions) List(tenantID string) []SessionInfo {
+	s.CloseIdle()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []SessionInfo{}
+	for _, ss := range s.byID {
+		if ss.tenantID == tenantID {
+			ss.mu.Lock()
+			out = append(out, ss.info)
+			ss.mu.Unlock()
+		}
+	}
+	sortSessions(out)
+	return out
+}
+
+func sortSessions(list []SessionInfo) {
+	slices.SortFunc(list, func(a, b SessionInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
+}
+
+// CloseSession closes one of the tenant's sessions.
+func (s *Sessions) CloseSession(ctx context.Context, id *auth.Identity, sessionID string) error {
+	ss, err := s.get(id.TenantID, sessionID)
+	if err != nil {
+		return err
+	}
+	ss.closed = true
+	ss.mu.Unlock()
+	s.forget(sessionID)
+	s.record(ctx, id, "web.close", audit.Allow, ss.info.URL, map[string]any{"session": sessionID})
+	return nil
+}
+
+// Action is an agent's request to act on the current page.
+type Action struct {
+	Action string `json:"action"`
+	Target string `json:"target"`
+	Value  string `json:"value,omitempty"`
+}
+
+// ActionResult reports what an action did.
+type ActionResult struct {
+	OK        bool   `json:"ok"`
+	Action    string `json:"action"`
+	Target    string `json:"target"`
+	Resolved  string `json:"resolved,omitempty"`  // what the target turned out to be
+	Navigated bool   `json:"navigated,omitempty"` // a new page was loaded
+	URL       string `json:"url"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Acted is the answer to an action: its result and the page after it.
+type Acted struct {
+	Result  ActionResult    `json:"result"`
+	SOM     json.RawMessage `json:"som"`
+	Diff    *som.Delta      `json:"diff,omitempty"`
+	Context string          `json:"context"`
+}
+
+// plan is an action resolved against the page: what it will do, at which
+// level, to where.
+type plan struct {
+	kind      string // the effective action
+	level     int64
+	node      *html.Node
+	element   som.Element
+	form      *html.Node // the form a submit sends
+	submitter *html.Node
+	href      string
+	toggle    bool // a click on a checkbox or radio
+}
+
+// Act performs one action in the caller's session. The target id must
+// still name what the caller saw; the action is judged by the web policies
+// (observe-mode keys never submit); a navigation goes through the address
+// guard like any fetch; every action is audited.
+func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string, a Action) (Acted, error) {
+	ss, err := s.get(id.TenantID, sessionID)
+	if err != nil {
+		return Acted{}, err
+	}
+	defer ss.mu.Unlock()
+	ss.info.LastActiveAt = s.now().UTC().Truncate(time.Millisecond)
+	p, err := resolveAction(ss.doc, a)
+	if err != nil {
+		s.record(ctx, id, "web."+a.Action, audit.Deny, ss.info.URL, map[string]any{"session": sessionID, "target": a.Target, "error": errs.As(err).Code})
+		return Acted{}, err
+	}
+	result := ActionResult{OK: true, Action: a.Action, Target: a.Target, Resolved: describeElement(p.element), URL: ss.info.URL}
+	if p.level >= LevelWrite && id.Mode == auth.Observe {
+		s.record(ctx, id, "web."+p.kind, audit.Deny, ss.info.URL, map[string]any{"session": sessionID, "target": a.Target, "reason": "observe mode"})
+		return Acted{}, errs.E(errs.Forbidden, "observe_mode", ObserveWriteMessage)
+	}
+	in, sub, err := s.policyInput(ss, p, a)
+	if err != nil {
+		return Acted{}, err
+	}
+	d, err := s.governor.Decide(ctx, governance.Call{ID: id, RunID: sessionID, Target: policy.Web, Describe: func() (json.RawMessage, string) {
+		b, _ := json.Marshal(map[string]any{"session": sessionID, "action": in.Web.Action, "url": in.Web.URL, "fields": in.Web.Fields})
+		return b, governance.Fingerprint(policy.Web, id, b)
+	}}, in)
+	if err != nil {
+		return Acted{}, err
+	}
+	if d.Enforced {
+		s.record(ctx, id, "web."+p.kind, string(d.Verdict.Decision), in.Web.URL, map[string]any{"session": sessionID, "target": a.Target})
+		return Acted{}, &errs.Error{Kind: errs.Forbidden, Code: "policy_blocked",
+			Public: fmt.Sprintf("a policy refused this web %s", p.kind), Beside: map[string]any{"verdict": d.Verdict}}
+	}
+	prev := ss.doc.Snapshot()
+	navigated := false
+	switch {
+	case p.kind == ActType || p.kind == ActSelect:
+		values := []string{a.Value}
+		if err := CheckValue(p.node, values); err != nil {
+			return Acted{}, err
+		}
+		ss.state.Values[p.node] = values
+	case p.toggle:
+		ss.state.Checked[p.node] = !isChecked(ss.state, p.node)
+	case p.kind == ActClick && p.href == "":
+		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
+	case p.kind == ActClick:
+		page, err := s.svc.o.Fetcher.Get(ctx, p.href, ss.jar)
+		if err != nil {
+			s.record(ctx, id, "web.click", audit.Deny, p.href, map[string]any{"session": sessionID, "error": errs.As(err).Code})
+			return Acted{}, err
+		}
+		if err := ss.load(page); err != nil {
+			return Acted{}, err
+		}
+		navigated = true
+	case p.kind == ActSubmit:
+		page, err := s.svc.o.Fetcher.Do(ctx, &sub.Request, ss.jar)
+		if err != nil {
+			s.record(ctx, id, "web.submit", audit.Deny, sub.URL, map[string]any{"session": sessionID, "error": errs.As(err).Code})
+			return Acted{}, err
+		}
+		if err := ss.load(page); err != nil {
+			return Acted{}, err
+		}
+		navigated = true
+	}
+	result.Navigated, result.URL = navigated, ss.info.URL
+	s.record(ctx, id, "web."+p.kind, audit.Allow, in.Web.URL, map[string]any{"session": sessionID, "target": a.Target,
+		"navigated": navigated, "level": p.level})
+	next := ss.doc.Snapshot()
+	raw, err := json.Marshal(next)
+	if err != nil {
+		return Acted{}, err
+	}
+	out := Acted{Result: result, SOM: raw, Context: next.Context}
+	if navigated && prev.Meta.URL == next.Meta.URL {
+		d := som.Diff(prev, next)
+		out.Diff = &d
+	}
+	return out, nil
+}
+
+// load makes page the session's current page; a page at the same URL is
+// reconciled with the last one so that unchanged elements keep their ids.
+func (ss *session) load(page *Result) error {
+	var prev *som.Snapshot
+	if old := ss.doc.Snapshot(); old.Meta.URL == page.URL.String() {
+		prev = old
+	}
+	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String(), Previous: prev})
+	if err != nil {
+		return err
+	}
+	ss.doc, ss.state = doc, newFormState()
+	ss.info.URL, ss.info.Title = page.URL.String(), snap.Meta.Title
+	return nil
+}
+
+func isChecked(st FormState, n *html.Node) bool {
+	if v, ok := st.Checked[n]; ok {
+		return v
+	}
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == "checked" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveAction finds the action's target on the page and what the action
+// really is: a click on a submit button submits, a click on a checkbox
+// toggles it.
+func resolveAction(doc *som.Document, a Action) (plan, error) {
+	switch a.Action {
+	case ActClick, ActType, ActSelect, ActSubmit:
+	default:
+		return plan{}, errs.Invalidf("action", "action must be click, type, select or submit")
+	}
+	if a.Target == "" {
+		return plan{}, errs.Invalidf("target", "target must be an element id (e_...) or, to submit, a form id (r_form...)")
+	}
+	n, e, err := doc.Resolve(a.Target, doc.Snapshot())
+	if errs.Is(err, errs.NotFound) {
+		return plan{}, errs.E(errs.Conflict, "unknown_target", "no element %s on the session's current page; read the page again", a.Target)
+	} else if err != nil {
+		return plan{}, err
+	}
+	p := plan{kind: a.Action, node: n, element: e}
+	switch a.Action {
+	case ActType:
+		if e.Kind != som.KindInput && e.Kind != som.KindTextArea {
+			return plan{}, errs.E(errs.Invalid, "wrong_target", "type needs a text field; %s is a %s", a.Target, kindOf(e))
+		}
+		p.level = LevelLocal
+	case ActSelect:
+		if e.Kind != som.KindSelect {
+			return plan{}, errs.E(errs.Invalid, "wrong_target", "select needs a select field; %s is a %s", a.Target, kindOf(e))
+		}
+		p.level = LevelLocal
+	case ActClick:
+		switch {
+		case e.Kind == som.KindLink:
+			p.level, p.href = LevelRead, e.Href
+			if e.JS {
+				p.href = ""
+			}
+		case e.Kind == som.KindCheckbox || e.Kind == som.KindRadio:
+			p.level, p.toggle = LevelLocal, true
+		case e.Kind == som.KindButton && e.Form != "" && submits(n):
+			p.kind, p.level, p.submitter = ActSubmit, LevelWrite, n
+			p.form, _ = doc.Node(e.Form)
+		default:
+			return plan{}, errs.E(errs.Invalid, "wrong_target", "%s (a %s) does nothing a protocol-level session can do on click", a.Target, kindOf(e))
+		}
+	case ActSubmit:
+		p.level = LevelWrite
+		switch {
+		case strings.HasPrefix(a.Target, "r_form"):
+			p.form = n
+		case e.Form != "":
+			p.form, _ = doc.Node(e.Form)
+			if e.Kind == som.KindButton && submits(n) {
+				p.submitter = n
+			}
+		default:
+			return plan{}, errs.E(errs.Invalid, "wrong_target", "submit needs a form (r_form...) or one of its fields; %s is in no form", a.Target)
+		}
+		if p.form == nil {
+			return plan{}, errs.E(errs.Conflict, "stale_element", "the form of %s cannot be found; read the page again", a.Target)
+		}
+		if p.submitter == nil {
+			p.submitter = DefaultButton(p.form)
+		}
+	}
+	return p, nil
+}
+
+// submits reports whether a button node submits its form.
+func submits(n *html.Node) bool {
+	t := ""
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == "type" {
+			t = strings.ToLower(strings.TrimSpace(a.Val))
+		}
+	}
+	if n.Data == "input" {
+		return t == "submit" || t == "image"
+	}
+	return t == "" || t == "submit"
+}
+
+func kindOf(e som.Element) string {
+	if e.Kind == "" {
+		return "form"
+	}
+	return string(e.Kind)
+}
+
+func describeElement(e som.Element) string {
+	name := e.Name
+	if name == "" {
+		name = e.Text
+	}
+	if len(name) > 80 {
+		name = name[:80] + "…"
+	}
+	if name == "" {
+		return kindOf(e)
+	}
+	return fmt.Sprintf("%s %q", kindOf(e), name)
+}
+
+// policyInput is what the web policies see of an action: for a navigation
+// its destination, for a submit the fields it sends (passwords masked).
+func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *Submission, error) {
+	w := policy.WebAction{Action: p.kind, URL: ss.info.URL, Level: p.level, Fields: map[string]string{}}
+	var sub *Submission
+	switch {
+	case p.kind == ActType || p.kind == ActSelect:
+		if p.element.Field != "" {
+			value := a.Value
+			if p.element.Type == "password" {
+				value = "[password]"
+			}
+			w.Fields[p.element.Field] = value
+		}
+	case p.kind == ActClick && p.href != "":
+		w.URL = p.href
+	case p.kind == ActSubmit:
+		pageURL, err := url.Parse(ss.info.URL)
+		if err != nil {
+			return nil, nil, err
+		}
+		sub, err = BuildSubmission(p.form, p.submitter, ss.state, pageURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.URL = sub.URL
+		secret := passwordFields(p.form)
+		for _, e := range sub.Entries {
+			v := e.Value
+			if secret[e.Name] {
+				v = "[password]"
+			}
+			w.Fields[e.Name] = v
+		}
+	}
+	if u, err := url.Parse(w.URL); err == nil {
+		w.Host = u.Hostname()
+	}
+	return &policy.Input{Web: w}, sub, nil
+}
+
+// passwordFields names the form's password inputs.
+func passwordFields(form *html.Node) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range FormControls(form) {
+		if c.Data != "input" {
+			continue
+		}
+		name, typ := "", ""
+		for _, a := range c.Attr {
+			switch a.Key {
+			case "name":
+				name = a.Val
+			case "type":
+				typ = strings.ToLower(a.Val)
+			}
+		}
+		if typ == "password" && name != "" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+func (s *Sessions) record(ctx context.Context, id *auth.Identity, action, decision, target string, details map[string]any) {
+	if s.audit == nil {
+		return
+	}
+	s.audit.Record(ctx, audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: action, Decision: decision,
+		Target: target, Details: details})
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/netguard"
+)
+
+// GuardProxy is the only way out of the browser: Chromium is started with
+// it as its proxy for every scheme, including loopback, so each request the
+// page makes (documents, scripts, images, XHR, WebSockets) is dialed here
+// through the address guard, on the address actually dialed. A refused
+// destination answers 403 and is remembered for the compile's report.
+type GuardProxy struct {
+	Guard *netguard.Guard
+	Log   hclog.Logger
+
+	transport *http.Transport
+	once      sync.Once
+
+	mu      sync.Mutex
+	blocked []string
+}
+
+func (p *GuardProxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkName(host); err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second, Control: p.Guard.ControlFor(host)}
+	return d.DialContext(ctx, network, addr)
+}
+
+// checkName refuses names that are internal by their form (localhost,
+// metadata, single labels) before they are resolved at all.
+func (p *GuardProxy) checkName(host string) error {
+	if p.Guard.AllowAll {
+		return nil
+	}
+	_, err := p.Guard.CheckURL(context.Background(), "http://"+net.JoinHostPort(host, "80"))
+	if err == nil || errors.Is(err, netguard.ErrUnresolvable) {
+		return nil // the dial resolves and checks again
+	}
+	if errors.Is(err, netguard.ErrBlocked) {
+		// An operator's host:port exception is judged at dial time.
+		return nil
+	}
+	return err
+}
+
+func (p *GuardProxy) client() *http.Transport {
+	p.once.Do(func() {
+		p.transport = &http.Transport{
+			Proxy:                 nil, // never from the environment: the guard must see the target
+			DialContext:           p.dial,
+			ForceAttemptHTTP2:     false,
+			MaxIdleConns:          32,
+			IdleConnTimeout:       30 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 20 * time.Second,
+		}
+	})
+	return p.transport
+}
+
+// Blocked returns and forgets the destinations refused so far.
+func (p *GuardProxy) Blocked() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.blocked
+	p.blocked = nil
+	return out
+}
+
+func (p *GuardProxy) refuse(w http.ResponseWriter, target string, err error) {
+	p.mu.Lock()
+	if len(p.blocked) < 100 {
+		p.blocked = append(p.blocked, target)
+	}
+	p.mu.Unlock()
+	p.Log.Debug("browser request refused", "target", target, "error", err)
+	status := http.StatusBadGateway
+	if errors.Is(err, netguard.ErrBlocked) || errors.Is(err, netguard.ErrInvalidURL) {
+		status = http.StatusForbidden
+	}
+	http.Error(w, "refused by svc: "+err.Error(), status)
+}
+
+// ServeHTTP forwards one proxied request: CONNECT tunnels (https, wss) and
+// absolute-form http requests. Redirects are the browser's to follow, so
+// each hop comes back here and is checked again.
+func (p *GuardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, r)
+		return
+	}
+	if r.URL.Scheme != "http" || r.URL.Host == "" {
+		p.refuse(w, r.URL.String(), netguard.ErrInvalidURL)
+		return
+	}
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	for _, h := range []string{"Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade"} {
+		out.Header.Del(h)
+	}
+	res, err := p.client().RoundTrip(out)
+	if err != nil {
+		p.refuse(w, r.URL.Host, err)
+		return
+	}
+	defer res.Body.Close()
+	for k, vs := range res.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(res.StatusCode)
+	_, _ = io.Copy(w, res.Body)
+}
+
+func (p *GuardProxy) tunnel(w http.ResponseWriter, r *http.Request) {
+	target := r.Host
+	if !strings.Contains(target, ":") {
+		target += ":443"
+	}
+	upstream, err := p.dial(r.Context(), "tcp", target)
+	if err != nil {
+		p.refuse(w, target, err)
+		return
+	}
+	client, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		upstream.Close()
+		http.Error(w, "tunnelling unsupported", http.StatusInternalServerError)
+		return
+	}
+	defer client.Close()
+	defer upstream.Close()
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
+		return
+	}
+	go func() {
+		_, _ = io.Copy(upstream, buf) // what the browser sent after CONNECT, then the rest
+		upstream.Close()
+	}()
+	_, _ = io.Copy(client, upstream)
+}

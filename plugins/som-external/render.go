@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/svc-gateway/svc/internal/chromium"
+)
+
+// Renderer loads pages in one headless Chromium, started on first use and
+// kept for the plugin's life, one tab per page. The browser reaches the
+// network only through the guard proxy: every scheme is proxied, loopback
+// included, direct name resolution is disabled, and WebRTC may not send
+// UDP around the proxy.
+type Renderer struct {
+	Browser   string        // the Chromium binary
+	ProxyAddr string        // host:port of the GuardProxy
+	Timeout   time.Duration // per page, load included
+	Settle    time.Duration // wait after the load event for scripts to finish drawing
+
+	mu      sync.Mutex
+	browser context.Context
+	stop    func()
+	profile string
+}
+
+// Rendered is a page as the browser drew it.
+type Rendered struct {
+	URL  string // after redirects
+	HTML string // the document after its scripts ran
+}
+
+func (r *Renderer) start() (context.Context, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.browser != nil && r.browser.Err() == nil {
+		return r.browser, nil
+	}
+	if r.stop != nil {
+		r.stop()
+	}
+	profile, err := os.MkdirTemp("", "svc-som-external-")
+	if err != nil {
+		return nil, err
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromium.Options(r.Browser, profile,
+		chromedp.ProxyServer("http://"+r.ProxyAddr),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		chromedp.Flag("disable-features", "DnsOverHttps,Prefetch,NetworkPrediction"),
+	)...)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	// The first action starts the browser; it lives as long as browser.
+	if err := chromedp.Do(browser); err != nil {
+		cancelBrowser()
+		cancelAlloc()
+		_ = os.RemoveAll(profile)
+		return nil, fmt.Errorf("start %s: %w", r.Browser, err)
+	}
+	r.browser, r.profile = browser, profile
+	r.stop = func() {
+		cancelBrowser()
+		cancelAlloc()
+		_ = os.RemoveAll(profile)
+	}
+	return browser, nil
+}
+
+// Render loads url in a new tab and returns the drawn document.
+func (r *Renderer) Render(ctx context.Context, url string) (Rendered, error) {
+	browser, err := r.start()
+	if err != nil {
+		return Rendered{}, err
+	}
+	tab, closeTab := chromedp.NewContext(browser)
+	defer closeTab()
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	// The caller's deadline and ours, on the tab's context.
+	stopOnCancel := context.AfterFunc(ctx, closeTab)
+	defer stopOnCancel()
+	timer := time.AfterFunc(timeout, closeTab)
+	defer timer.Stop()
+
+	if err := chromedp.Do(tab, chromedp.Navigate(url), chromedp.Sleep(r.Settle)); err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			return Rendered{}, fmt.Errorf("rendering %s took longer than %s", url, timeout)
+		}
+		return Rendered{}, fmt.Errorf("render %s: %w", url, err)
+	}
+	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		return Rendered{}, fmt.Errorf("read the rendered document: %w", err)
+	}
+	final, err := chromedp.Run(tab, chromedp.Location())
+	if err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{URL: final, HTML: "<!doctype html>\n" + html}, nil
+}
+
+// Close stops the browser.
+func (r *Renderer) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop != nil {
+		r.stop()
+		r.stop, r.browser = nil, nil
+	}
+}
