@@ -37,7 +37,10 @@ function waitingFor(t, err, endpoint) {
  * @param {string} label
  */
 function elementId(som, context, label) {
-  const el = som?.elements?.find((e) => [e.name, e.text, e.label].some((v) => typeof v === 'string' && v.includes(label)));
+  /** @param {{name?: unknown}} e */
+  const named = (e) => typeof e.name === 'string' && e.name.includes(label);
+  const el = som?.elements?.find(named) ??
+    som?.elements?.find((e) => [e.text, e.label].some((v) => typeof v === 'string' && v.includes(label)));
   if (el) return el.id;
   const line = context.split('\n').find((l) => l.includes(label));
   return line?.match(/\b(e_[A-Za-z0-9_]+)/)?.[1];
