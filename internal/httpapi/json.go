@@ -19,6 +19,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
 }
 
+// writeRawJSON writes a body that is JSON already.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	// Two writes: body may be shared (a cached answer) and must not be
+	// appended to.
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte{'\n'})
+}
+
 // decodeJSON reads r's body into dst, which should be a narrow struct made
 // for the endpoint. It refuses a media type other than JSON, unknown fields,
 // and anything after the one JSON value, each as a classified error.

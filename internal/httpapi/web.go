@@ -20,7 +20,11 @@ func (s *Server) webFetch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	b, err := res.JSON()
+	if err != nil {
+		return err
+	}
+	writeRawJSON(w, http.StatusOK, b)
 	return nil
 }
 

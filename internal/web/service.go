@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -97,6 +98,43 @@ type FetchResult struct {
 	TokensSavedEstimate int             `json:"tokensSavedEstimate"`
 	Diff                *som.Delta      `json:"diff,omitempty"`
 	Context             string          `json:"context"`
+
+	// encoded is the answer already written as JSON, when it came from the
+	// cache: a hit is served without decoding and encoding the SOM again.
+	encoded []byte
+}
+
+// JSON returns the answer's JSON encoding.
+func (r FetchResult) JSON() ([]byte, error) {
+	if r.encoded != nil {
+		return r.encoded, nil
+	}
+	return json.Marshal(r)
+}
+
+// A cached answer is stored as "<snapshot id> <tokens saved>\n<JSON>", the
+// JSON already saying source "cache" and cached true.
+func encodeCached(r FetchResult) ([]byte, error) {
+	r.Source, r.Cached, r.Diff = SourceCache, true, nil
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("%s %d\n", r.SnapshotID, r.TokensSavedEstimate)
+	return append([]byte(head), body...), nil
+}
+
+func decodeCached(b []byte) (FetchResult, bool) {
+	head, body, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return FetchResult{}, false
+	}
+	var r FetchResult
+	if _, err := fmt.Sscanf(string(head), "%s %d", &r.SnapshotID, &r.TokensSavedEstimate); err != nil {
+		return FetchResult{}, false
+	}
+	r.Source, r.Cached, r.encoded = SourceCache, true, body
+	return r, true
 }
 
 // TokensSaved estimates the prompt tokens an agent saves by reading the
@@ -113,9 +151,7 @@ func TokensSaved(htmlBytes, somBytes int) int {
 func (s *Service) Fetch(ctx context.Context, tenantID, url string, bypassCache bool) (FetchResult, error) {
 	if !bypassCache {
 		if b, ok := s.o.Cache.LookupSOM(tenantID, url); ok {
-			var r FetchResult
-			if err := json.Unmarshal(b, &r); err == nil {
-				r.Source, r.Cached, r.Diff = SourceCache, true, nil
+			if r, ok := decodeCached(b); ok {
 				s.recordFetch(ctx, tenantID, r, true)
 				return r, nil
 			}
@@ -155,7 +191,7 @@ func (s *Service) Fetch(ctx context.Context, tenantID, url string, bypassCache b
 		return FetchResult{}, err
 	}
 	s.recordFetch(ctx, tenantID, r, false)
-	if b, err := json.Marshal(r); err == nil {
+	if b, err := encodeCached(r); err == nil {
 		s.o.Cache.StoreSOM(tenantID, url, b, s.o.CacheTTL)
 	}
 	return r, nil
