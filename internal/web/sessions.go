@@ -62,13 +62,54 @@ type SessionInfo struct {
 // session is one agent's browsing state: cookies, the current page and
 // what was typed into its forms.
 type session struct {
-	mu       sync.Mutex
 	tenantID string
-	info     SessionInfo
-	jar      http.CookieJar
-	doc      *som.Document
-	state    FormState
-	closed   bool
+	id       string
+
+	// mu is held for a whole action, network included: one action at a
+	// time per session. It guards the fields below it.
+	mu    sync.Mutex
+	url   string // the current page's
+	jar   http.CookieJar
+	doc   *som.Document
+	state FormState
+
+	// infoMu guards info and closed, which listing and the idle sweep read
+	// without waiting for an action to finish.
+	infoMu sync.Mutex
+	info   SessionInfo
+	closed bool
+}
+
+// touch marks the session used at now; false when it is closed or has been
+// idle too long, which closes it.
+func (ss *session) touch(now time.Time) bool {
+	ss.infoMu.Lock()
+	defer ss.infoMu.Unlock()
+	if ss.closed || now.Sub(ss.info.LastActiveAt) >= IdleTimeout {
+		ss.closed = true
+		return false
+	}
+	ss.info.LastActiveAt = now.UTC().Truncate(time.Millisecond)
+	return true
+}
+
+// closeIf closes the session when idle(info) says so, and reports whether
+// it is closed.
+func (ss *session) closeIf(idle func(SessionInfo) bool) bool {
+	ss.infoMu.Lock()
+	defer ss.infoMu.Unlock()
+	if !ss.closed && idle(ss.info) {
+		ss.closed = true
+	}
+	return ss.closed
+}
+
+func (ss *session) isClosed() bool { return ss.closeIf(func(SessionInfo) bool { return false }) }
+
+func (ss *session) snapshotInfo() SessionInfo {
+	ss.infoMu.Lock()
+	defer ss.infoMu.Unlock()
+	return ss.info
 }
 
 // Sessions holds the open web sessions of every tenant, in memory.
@@ -123,13 +164,7 @@ func (s *Sessions) CloseIdle() int {
 	defer s.mu.Unlock()
 	n := 0
 	for id, ss := range s.byID {
-		ss.mu.Lock()
-		idle := now.Sub(ss.info.LastActiveAt) >= IdleTimeout
-		if idle {
-			ss.closed = true
-		}
-		ss.mu.Unlock()
-		if idle {
+		if ss.closeIf(func(info SessionInfo) bool { return now.Sub(info.LastActiveAt) >= IdleTimeout }) {
 			delete(s.byID, id)
 			n++
 		}
@@ -168,24 +203,26 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 		return Opened{}, err
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	ss := &session{tenantID: id.TenantID, jar: jar, doc: doc, state: newFormState(),
-		info: SessionInfo{ID: ids.New("ws"), URL: page.URL.String(), Title: snap.Meta.Title, CreatedAt: now, LastActiveAt: now}}
+	ss := &session{tenantID: id.TenantID, id: ids.New("ws"), url: page.URL.String(), jar: jar, doc: doc, state: newFormState()}
+	info := SessionInfo{ID: ss.id, URL: ss.url, Title: snap.Meta.Title, CreatedAt: now, LastActiveAt: now}
+	ss.info = info
 	raw, err := json.Marshal(snap)
 	if err != nil {
 		return Opened{}, err
 	}
 	s.mu.Lock()
-	s.byID[ss.info.ID] = ss
+	s.byID[ss.id] = ss
 	s.mu.Unlock()
-	s.record(ctx, id, "web.open", audit.Allow, ss.info.URL, map[string]any{"session": ss.info.ID})
-	return Opened{Session: ss.info, SOM: raw, Context: snap.Context}, nil
+	s.record(ctx, id, "web.open", audit.Allow, ss.url, map[string]any{"session": ss.id})
+	return Opened{Session: info, SOM: raw, Context: snap.Context}, nil
 }
 
 func newFormState() FormState {
 	return FormState{Values: map[*html.Node][]string{}, Checked: map[*html.Node]bool{}}
 }
 
-// get returns the tenant's session, locked; another tenant's is not found.
+// get returns the tenant's open session, marked used; another tenant's is
+// not found.
 func (s *Sessions) get(tenantID, sessionID string) (*session, error) {
 	s.mu.Lock()
 	ss, ok := s.byID[sessionID]
@@ -193,9 +230,7 @@ func (s *Sessions) get(tenantID, sessionID string) (*session, error) {
 	if !ok || ss.tenantID != tenantID {
 		return nil, errs.NotFoundf("web session not found")
 	}
-	ss.mu.Lock()
-	if ss.closed || s.now().Sub(ss.info.LastActiveAt) >= IdleTimeout {
-		ss.mu.Unlock()
+	if !ss.touch(s.now()) {
 		s.forget(sessionID)
 		return nil, errs.NotFoundf("web session not found (sessions close after %s idle)", IdleTimeout)
 	}
@@ -216,9 +251,7 @@ func (s *Sessions) List(tenantID string) []SessionInfo {
 	out := []SessionInfo{}
 	for _, ss := range s.byID {
 		if ss.tenantID == tenantID {
-			ss.mu.Lock()
-			out = append(out, ss.info)
-			ss.mu.Unlock()
+			out = append(out, ss.snapshotInfo())
 		}
 	}
 	sortSessions(out)
@@ -235,10 +268,10 @@ func (s *Sessions) CloseSession(ctx context.Context, id *auth.Identity, sessionI
 	if err != nil {
 		return err
 	}
-	ss.closed = true
-	ss.mu.Unlock()
+	info := ss.snapshotInfo()
+	ss.closeIf(func(SessionInfo) bool { return true })
 	s.forget(sessionID)
-	s.record(ctx, id, "web.close", audit.Allow, ss.info.URL, map[string]any{"session": sessionID})
+	s.record(ctx, id, "web.close", audit.Allow, info.URL, map[string]any{"session": sessionID})
 	return nil
 }
 
@@ -290,16 +323,19 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	if err != nil {
 		return Acted{}, err
 	}
+	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.info.LastActiveAt = s.now().UTC().Truncate(time.Millisecond)
+	if ss.isClosed() { // closed while this action waited for the one before
+		return Acted{}, errs.NotFoundf("web session not found")
+	}
 	p, err := resolveAction(ss.doc, a)
 	if err != nil {
-		s.record(ctx, id, "web."+a.Action, audit.Deny, ss.info.URL, map[string]any{"session": sessionID, "target": a.Target, "error": errs.As(err).Code})
+		s.record(ctx, id, "web."+a.Action, audit.Deny, ss.url, map[string]any{"session": sessionID, "target": a.Target, "error": errs.As(err).Code})
 		return Acted{}, err
 	}
-	result := ActionResult{OK: true, Action: a.Action, Target: a.Target, Resolved: describeElement(p.element), URL: ss.info.URL}
+	result := ActionResult{OK: true, Action: a.Action, Target: a.Target, Resolved: describeElement(p.element), URL: ss.url}
 	if p.level >= LevelWrite && id.Mode == auth.Observe {
-		s.record(ctx, id, "web."+p.kind, audit.Deny, ss.info.URL, map[string]any{"session": sessionID, "target": a.Target, "reason": "observe mode"})
+		s.record(ctx, id, "web."+p.kind, audit.Deny, ss.url, map[string]any{"session": sessionID, "target": a.Target, "reason": "observe mode"})
 		return Acted{}, errs.E(errs.Forbidden, "observe_mode", ObserveWriteMessage)
 	}
 	in, sub, err := s.policyInput(ss, p, a)
@@ -352,7 +388,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		}
 		navigated = true
 	}
-	result.Navigated, result.URL = navigated, ss.info.URL
+	result.Navigated, result.URL = navigated, ss.url
 	s.record(ctx, id, "web."+p.kind, audit.Allow, in.Web.URL, map[string]any{"session": sessionID, "target": a.Target,
 		"navigated": navigated, "level": p.level})
 	next := ss.doc.Snapshot()
@@ -379,8 +415,10 @@ func (ss *session) load(page *Result) error {
 	if err != nil {
 		return err
 	}
-	ss.doc, ss.state = doc, newFormState()
-	ss.info.URL, ss.info.Title = page.URL.String(), snap.Meta.Title
+	ss.doc, ss.state, ss.url = doc, newFormState(), page.URL.String()
+	ss.infoMu.Lock()
+	ss.info.URL, ss.info.Title = ss.url, snap.Meta.Title
+	ss.infoMu.Unlock()
 	return nil
 }
 
@@ -502,7 +540,7 @@ func describeElement(e som.Element) string {
 // policyInput is what the web policies see of an action: for a navigation
 // its destination, for a submit the fields it sends (passwords masked).
 func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *Submission, error) {
-	w := policy.WebAction{Action: p.kind, URL: ss.info.URL, Level: p.level, Fields: map[string]string{}}
+	w := policy.WebAction{Action: p.kind, URL: ss.url, Level: p.level, Fields: map[string]string{}}
 	var sub *Submission
 	switch {
 	case p.kind == ActType || p.kind == ActSelect:
@@ -516,7 +554,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 	case p.kind == ActClick && p.href != "":
 		w.URL = p.href
 	case p.kind == ActSubmit:
-		pageURL, err := url.Parse(ss.info.URL)
+		pageURL, err := url.Parse(ss.url)
 		if err != nil {
 			return nil, nil, err
 		}
