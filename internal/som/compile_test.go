@@ -186,3 +186,30 @@ func TestDiffScores(t *testing.T) {
 	d := Diff(nil, a)
 	assert.Equal(t, len(a.Elements), d.Added)
 }
+
+func TestLabelsNameTheirControlsWithoutRepeatingAsText(t *testing.T) {
+	snap, _ := compileString(t, `<!doctype html><form action="/order">
+<label for="qty">Quantity</label><input id="qty" name="quantity">
+<label><input type="checkbox" name="gift"> Gift wrap</label>
+<label for="nothing">Orphan label</label>
+<p>Delivery in 3 days</p></form>`)
+	names := map[string]string{}
+	var texts []string
+	for _, e := range snap.Elements {
+		if e.Kind == KindText {
+			texts = append(texts, e.Text)
+		} else if e.Field != "" {
+			names[e.Field] = e.Name
+		}
+	}
+	if names["quantity"] != "Quantity" || names["gift"] != "Gift wrap" {
+		t.Fatalf("controls lost their names: %v", names)
+	}
+	joined := strings.Join(texts, "|")
+	if strings.Contains(joined, "Quantity") || strings.Contains(joined, "Gift wrap") {
+		t.Fatalf("label text repeated as text: %q", joined)
+	}
+	if !strings.Contains(joined, "Orphan label") || !strings.Contains(joined, "Delivery in 3 days") {
+		t.Fatalf("text that names nothing was lost: %q", joined)
+	}
+}

@@ -25,6 +25,7 @@ type compiler struct {
 	run      textRun
 	lastText string // the last short text flushed, an implicit label
 	lastReg  int    // the region lastText was in
+	muted    int    // inside a label whose text already names its control
 }
 
 // region is a Region under construction.

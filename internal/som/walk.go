@@ -122,6 +122,15 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 	case a == atom.Br:
 		c.text(" ", n, reg)
 		return
+	case a == atom.Label && c.namesAControl(n):
+		// Its text is the control's name already; as text too it would
+		// only say it twice.
+		c.flush()
+		c.muted++
+		c.walk(n, reg, form, depth)
+		c.muted--
+		c.flush()
+		return
 	}
 	if inline[a] {
 		c.walk(n, reg, form, depth)
@@ -132,8 +141,44 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 	c.flush()
 }
 
+// namesAControl reports whether a label names a form control: the one its
+// for attribute points to, or one inside it.
+func (c *compiler) namesAControl(label *html.Node) bool {
+	if id := attr(label, "for"); id != "" {
+		if t, ok := c.sc.byID[id]; ok && isFormControl(t) {
+			return true
+		}
+	}
+	found := false
+	var visit func(*html.Node)
+	visit = func(n *html.Node) {
+		for ch := n.FirstChild; ch != nil && !found; ch = ch.NextSibling {
+			if isFormControl(ch) {
+				found = true
+				return
+			}
+			visit(ch)
+		}
+	}
+	visit(label)
+	return found
+}
+
+func isFormControl(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Select, atom.Textarea:
+		return true
+	case atom.Input:
+		return !strings.EqualFold(attr(n, "type"), "hidden")
+	}
+	return false
+}
+
 // text adds page text to the open run.
 func (c *compiler) text(s string, at *html.Node, reg int) {
+	if c.muted > 0 {
+		return
+	}
 	r := &c.run
 	if r.region != reg {
 		c.flush()
