@@ -41,6 +41,7 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 10*time.Millisecond, "the upstream's fixed latency in the open-loop phases")
 	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "svc-bench:", err)
@@ -52,6 +53,7 @@ type options struct {
 	svc, plugins, rates string
 	duration, latency   time.Duration
 	conns, streams      int
+	cpuprofile          string
 }
 
 // chatBody is a request none before it asked, so that svc's exact cache
@@ -137,7 +139,16 @@ func run(o options) error {
 	for i, p := range procs {
 		cpuBefore[i] = cpuTime(p.pid)
 	}
+	profiled := make(chan error, 1)
+	if o.cpuprofile != "" {
+		go func() { profiled <- svc.profile(o.cpuprofile, o.duration) }()
+	} else {
+		profiled <- nil
+	}
 	st, err := closedLoop(gateway, o.conns, o.duration)
+	if perr := <-profiled; perr != nil {
+		return fmt.Errorf("cpu profile: %w", perr)
+	}
 	if err != nil {
 		return err
 	}
@@ -358,9 +369,32 @@ func (u *upstream) close() { _ = u.srv.Close() }
 
 // svcProcess is bin/svc running in front of the upstream.
 type svcProcess struct {
-	cmd *exec.Cmd
-	url string
-	dir string
+	cmd       *exec.Cmd
+	url       string
+	dir       string
+	pprofAddr string // set with -cpuprofile
+}
+
+// profile writes svc's CPU profile over d to file.
+func (p *svcProcess) profile(file string, d time.Duration) error {
+	secs := max(1, int(d/time.Second)-1)
+	res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprofAddr, secs))
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiler answered %s", res.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func startSVC(o options, upstreamURL string) (*svcProcess, error) {
@@ -379,6 +413,16 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 		"PROVIDER_API_KEY=sk-bench", "PROVIDER_BASE_URL=" + upstreamURL,
 		"SVC_RATE_LIMIT=0",
 	}
+	var pprofAddr string
+	if o.cpuprofile != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		pprofAddr = l.Addr().String()
+		l.Close()
+		cmd.Env = append(cmd.Env, "SVC_PPROF_ADDR="+pprofAddr)
+	}
 	// svc logs its address at info; at warn it says nothing, so find the
 	// port by asking for one first.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -393,7 +437,7 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", o.svc, err)
 	}
-	p := &svcProcess{cmd: cmd, url: "http://" + addr, dir: dir}
+	p := &svcProcess{cmd: cmd, url: "http://" + addr, dir: dir, pprofAddr: pprofAddr}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		res, err := http.Get(p.url + "/health")

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -269,6 +270,9 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		}
 	}()
 
+	if cfg.PprofAddr != "" {
+		m.servePprof(cfg.PprofAddr)
+	}
 	mode := "bearer"
 	if cfg.OpenDevMode() {
 		mode = "open dev mode: headerless requests are admin of the default tenant"
@@ -276,6 +280,23 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	m.Logger.Info("listening", "addr", m.listener.Addr().String(), "version", version.Version,
 		"provider", cfg.ProviderName(), "auth", mode, "db", cfg.DBPath)
 	return nil
+}
+
+// servePprof serves Go's profiler on its own listener, apart from the API.
+func (m *Main) servePprof(addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil {
+			m.Logger.Error("profiler stopped", "addr", addr, "error", err)
+		}
+	}()
+	m.Logger.Warn("Go profiler served without authentication", "addr", addr)
 }
 
 // sweepDaily queues a retention sweep of every tenant a minute after the

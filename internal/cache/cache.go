@@ -147,13 +147,7 @@ func ExactKey(tenantID, app, subject string, body []byte) (string, error) {
 // that only change how the answer is delivered (stream, stream_options):
 // what identifies the request for the cache and for approvals.
 func CanonicalRequest(body []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, err
-	}
-	delete(fields, "stream")
-	delete(fields, "stream_options")
-	return canonicalObject(make([]byte, 0, len(body)), fields)
+	return canonicalObjectWithout(body, "stream", "stream_options")
 }
 
 // ToolKey is the tool-result key of a call: tenant, tool, subject and the

@@ -2,77 +2,375 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"slices"
+	"unicode/utf8"
 )
 
 // Canonical appends v, a JSON value, in a canonical form: compact, object
-// keys sorted, strings re-encoded, numbers as written. Two documents that
-// differ only in key order or white space give the same bytes.
+// keys sorted (the last of duplicate keys kept), strings re-encoded as
+// encoding/json writes them, numbers as written. Two documents that differ
+// only in key order or white space give the same bytes.
+//
+// It reads v in one pass, writing each value's canonical form straight
+// into dst, so a request costs no map or intermediate value per field: it
+// runs on every chat request's way to the exact cache.
 func Canonical(dst []byte, v json.RawMessage) ([]byte, error) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
+	s := scanner{src: bytes.TrimSpace(v)}
+	if len(s.src) == 0 {
 		return dst, errors.New("cache: empty JSON value")
 	}
-	switch v[0] {
-	case '{':
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(v, &obj); err != nil {
-			return dst, err
-		}
-		return canonicalObject(dst, obj)
-	case '[':
-		var arr []json.RawMessage
-		if err := json.Unmarshal(v, &arr); err != nil {
-			return dst, err
-		}
-		dst = append(dst, '[')
-		for i, e := range arr {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = Canonical(dst, e); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
-	case '"':
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return dst, err
-		}
-		return appendString(dst, s), nil
+	dst, err := s.value(dst)
+	if err != nil {
+		return dst, err
 	}
-	if !json.Valid(v) {
-		return dst, errors.New("cache: invalid JSON value")
+	if s.ws(); s.i != len(s.src) {
+		return dst, errSyntax
 	}
-	return append(dst, v...), nil // a number, true, false or null
+	return dst, nil
+}
+
+var (
+	errSyntax = errors.New("cache: invalid JSON value")
+	errDepth  = errors.New("cache: JSON nested too deeply")
+)
+
+// maxDepth matches encoding/json's nesting limit.
+const maxDepth = 10000
+
+// scanner reads one JSON document.
+type scanner struct {
+	src   []byte
+	i     int
+	depth int
+	// dropTop names members of the top-level object left out.
+	dropTop []string
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.src) {
+		switch s.src[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) value(dst []byte) ([]byte, error) {
+	s.ws()
+	if s.i >= len(s.src) {
+		return dst, errSyntax
+	}
+	switch c := s.src[s.i]; {
+	case c == '{':
+		return s.object(dst)
+	case c == '[':
+		return s.array(dst)
+	case c == '"':
+		raw, escaped, err := s.stringToken()
+		if err != nil {
+			return dst, err
+		}
+		return appendJSONString(dst, raw, escaped)
+	case c == 't':
+		return s.literal(dst, "true")
+	case c == 'f':
+		return s.literal(dst, "false")
+	case c == 'n':
+		return s.literal(dst, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number(dst)
+	}
+	return dst, errSyntax
+}
+
+func (s *scanner) literal(dst []byte, word string) ([]byte, error) {
+	if !bytes.HasPrefix(s.src[s.i:], []byte(word)) {
+		return dst, errSyntax
+	}
+	s.i += len(word)
+	return append(dst, word...), nil
+}
+
+// number copies a number as written, after checking its grammar.
+func (s *scanner) number(dst []byte) ([]byte, error) {
+	start := s.i
+	if s.src[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.src) && s.src[s.i] == '0':
+		s.i++
+	case s.i < len(s.src) && s.src[s.i] >= '1' && s.src[s.i] <= '9':
+		s.digits()
+	default:
+		return dst, errSyntax
+	}
+	if s.i < len(s.src) && s.src[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return dst, errSyntax
+		}
+	}
+	if s.i < len(s.src) && (s.src[s.i] == 'e' || s.src[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.src) && (s.src[s.i] == '+' || s.src[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return dst, errSyntax
+		}
+	}
+	return append(dst, s.src[start:s.i]...), nil
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.i < len(s.src) && s.src[s.i] >= '0' && s.src[s.i] <= '9' {
+		s.i++
+		n++
+	}
+	return n
+}
+
+// stringToken returns a string's raw token, quotes included, and whether
+// it holds escapes, after checking it.
+func (s *scanner) stringToken() ([]byte, bool, error) {
+	start := s.i
+	s.i++ // the opening quote
+	escaped := false
+	for s.i < len(s.src) {
+		c := s.src[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return s.src[start:s.i], escaped, nil
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.src) {
+				return nil, false, errSyntax
+			}
+			switch s.src[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.src) || !isHex4(s.src[s.i+2:s.i+6]) {
+					return nil, false, errSyntax
+				}
+				s.i += 6
+			default:
+				return nil, false, errSyntax
+			}
+		case c < 0x20:
+			return nil, false, errSyntax
+		default:
+			s.i++
+		}
+	}
+	return nil, false, errSyntax
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONString appends a string token as encoding/json encodes its
+// value. A token without escapes whose text encoding/json would write
+// unchanged is copied; any other goes through a decode and an encode.
+func appendJSONString(dst, raw []byte, escaped bool) ([]byte, error) {
+	if !escaped && writtenAsIs(raw[1:len(raw)-1]) {
+		return append(dst, raw...), nil
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return dst, errSyntax
+	}
+	return appendString(dst, str), nil
+}
+
+// writtenAsIs reports whether encoding/json writes text unchanged inside
+// quotes: valid UTF-8 with no control character, quote, backslash, HTML
+// special character or line or paragraph separator.
+func writtenAsIs(text []byte) bool {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
 }
 
 func appendString(dst []byte, s string) []byte {
+	if writtenAsIs([]byte(s)) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	b, _ := json.Marshal(s) // a string always encodes
 	return append(dst, b...)
 }
 
-func canonicalObject(dst []byte, obj map[string]json.RawMessage) ([]byte, error) {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
+func (s *scanner) array(dst []byte) ([]byte, error) {
+	if s.depth++; s.depth > maxDepth {
+		return dst, errDepth
 	}
-	slices.Sort(keys)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
+	defer func() { s.depth-- }()
+	s.i++ // [
+	dst = append(dst, '[')
+	if s.ws(); s.i < len(s.src) && s.src[s.i] == ']' {
+		s.i++
+		return append(dst, ']'), nil
+	}
+	for n := 0; ; n++ {
+		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
-		dst = append(dst, ':')
 		var err error
-		if dst, err = Canonical(dst, obj[k]); err != nil {
+		if dst, err = s.value(dst); err != nil {
 			return dst, err
 		}
+		s.ws()
+		if s.i >= len(s.src) {
+			return dst, errSyntax
+		}
+		switch s.src[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return append(dst, ']'), nil
+		default:
+			return dst, errSyntax
+		}
 	}
-	return append(dst, '}'), nil
+}
+
+// member is an object member whose canonical value has been written to
+// dst[start:end].
+type member struct {
+	key        string
+	start, end int
+}
+
+func (s *scanner) object(dst []byte) ([]byte, error) {
+	if s.depth++; s.depth > maxDepth {
+		return dst, errDepth
+	}
+	defer func() { s.depth-- }()
+	s.i++ // {
+	if s.ws(); s.i < len(s.src) && s.src[s.i] == '}' {
+		s.i++
+		return append(dst, '{', '}'), nil
+	}
+	base := len(dst)
+	var stack [16]member
+	members := stack[:0]
+	for {
+		s.ws()
+		if s.i >= len(s.src) || s.src[s.i] != '"' {
+			return dst, errSyntax
+		}
+		raw, escaped, err := s.stringToken()
+		if err != nil {
+			return dst, err
+		}
+		key, err := decodeKey(raw, escaped)
+		if err != nil {
+			return dst, err
+		}
+		if s.ws(); s.i >= len(s.src) || s.src[s.i] != ':' {
+			return dst, errSyntax
+		}
+		s.i++
+		start := len(dst)
+		if dst, err = s.value(dst); err != nil {
+			return dst, err
+		}
+		if s.depth == 1 && slices.Contains(s.dropTop, key) {
+			dst = dst[:start]
+		} else {
+			members = append(members, member{key: key, start: start, end: len(dst)})
+		}
+		s.ws()
+		if s.i >= len(s.src) {
+			return dst, errSyntax
+		}
+		if s.src[s.i] == ',' {
+			s.i++
+			continue
+		}
+		if s.src[s.i] != '}' {
+			return dst, errSyntax
+		}
+		s.i++
+		break
+	}
+	// Sorted by key; of equal keys the last written wins, as when decoding
+	// into a map.
+	slices.SortStableFunc(members, func(a, b member) int { return cmp.Compare(a.key, b.key) })
+	out := len(dst)
+	dst = append(dst, '{')
+	first := true
+	for i, m := range members {
+		if i+1 < len(members) && members[i+1].key == m.key {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, m.key)
+		dst = append(dst, ':')
+		dst = append(dst, dst[m.start:m.end]...)
+	}
+	dst = append(dst, '}')
+	n := copy(dst[base:], dst[out:])
+	return dst[:base+n], nil
+}
+
+// canonicalObjectWithout is Canonical of a JSON object, without the
+// top-level members named in drop.
+func canonicalObjectWithout(body []byte, drop ...string) ([]byte, error) {
+	s := scanner{src: bytes.TrimSpace(body), dropTop: drop}
+	if len(s.src) == 0 || s.src[0] != '{' {
+		return nil, errors.New("cache: the request is not a JSON object")
+	}
+	dst, err := s.value(make([]byte, 0, len(s.src)))
+	if err != nil {
+		return nil, err
+	}
+	if s.ws(); s.i != len(s.src) {
+		return nil, errSyntax
+	}
+	return dst, nil
+}
+
+func decodeKey(raw []byte, escaped bool) (string, error) {
+	if !escaped && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", errSyntax
+	}
+	return key, nil
 }

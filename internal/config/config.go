@@ -37,6 +37,7 @@ type Config struct {
 	ProviderBaseURL string // PROVIDER_BASE_URL
 
 	PriceFile        string        // SVC_PRICE_FILE: per-model prices laid over the built-in table
+	PprofAddr        string        // SVC_PPROF_ADDR: where to serve Go's profiler, for operators measuring svc
 	PolicyDir        string        // SVC_POLICY_DIR
 	LearningInterval time.Duration // SVC_LEARNING_INTERVAL; 0 turns the timer off
 	AutoPromote      bool          // SVC_AUTO_PROMOTE
@@ -96,6 +97,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
 	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
 	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
+	{"SVC_PPROF_ADDR", "unset (off)", "serve Go's net/http/pprof profiler on this address (keep it on loopback: it is unauthenticated)"},
 	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
 	{"SVC_LEARNING_INTERVAL", "5m", "learning timer (Go duration; 0 turns it off)"},
@@ -139,6 +141,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		ProviderBaseURL:  p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
 		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
 		PriceFile:        p.str("SVC_PRICE_FILE", ""),
+		PprofAddr:        p.str("SVC_PPROF_ADDR", ""),
 		PolicyDir:        p.str("SVC_POLICY_DIR", ""),
 		LearningInterval: p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
 		AutoPromote:      p.boolean("SVC_AUTO_PROMOTE"),

@@ -1,0 +1,144 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// referenceCanonical is the canonical form written the plain way, through
+// encoding/json's maps: the one-pass scanner must agree with it byte for
+// byte, and refuse what it refuses.
+func referenceCanonical(dst []byte, v json.RawMessage) ([]byte, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return dst, errors.New("empty")
+	}
+	switch v[0] {
+	case '{':
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(v, &obj); err != nil {
+			return dst, err
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			b, _ := json.Marshal(k)
+			dst = append(append(dst, b...), ':')
+			var err error
+			if dst, err = referenceCanonical(dst, obj[k]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case '[':
+		var arr []json.RawMessage
+		if err := json.Unmarshal(v, &arr); err != nil {
+			return dst, err
+		}
+		dst = append(dst, '[')
+		for i, e := range arr {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = referenceCanonical(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return dst, err
+		}
+		b, _ := json.Marshal(s)
+		return append(dst, b...), nil
+	}
+	if !json.Valid(v) {
+		return dst, errors.New("invalid")
+	}
+	return append(dst, v...), nil
+}
+
+var canonicalSeeds = []string{
+	`{"b": [1, {"y": "\u0041", "x": 2.50}], "a": null}`,
+	`{"a":1,"a":2}`, `{"é":"<b>&amp;</b>","\u00e9":"x"}`, `"line\u2028sep"`, "\"bad \xff utf8\"",
+	`[]`, `{}`, `[{"k":[true,false,null,-0.5e+10,0]}]`, ` {"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"stream":true} `,
+	`{"a":}`, `[1,]`, `{"a" 1}`, `01`, `1.`, `-`, `"\x"`, `"\u12"`, "\"tab\there\"", `{"a":1}x`, `tru`, `nul`,
+}
+
+func TestCanonicalAgreesWithTheReference(t *testing.T) {
+	for _, in := range canonicalSeeds {
+		checkAgainstReference(t, []byte(in))
+	}
+}
+
+func checkAgainstReference(t *testing.T, in []byte) {
+	t.Helper()
+	want, werr := referenceCanonical(nil, in)
+	got, gerr := Canonical(nil, in)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%q: reference error %v, scanner error %v", in, werr, gerr)
+	}
+	if werr == nil && !bytes.Equal(want, got) {
+		t.Fatalf("%q:\nreference %s\nscanner   %s", in, want, got)
+	}
+}
+
+func FuzzCanonicalAgainstReference(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkAgainstReference(t, in)
+	})
+}
+
+func TestCanonicalRequestDropsDeliveryFields(t *testing.T) {
+	a, err := CanonicalRequest([]byte(`{"stream":true,"model":"m","stream_options":{"include_usage":true},"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != `{"messages":[],"model":"m"}` {
+		t.Fatalf("got %s", a)
+	}
+	nested, _ := CanonicalRequest([]byte(`{"metadata":{"stream":1}}`))
+	if string(nested) != `{"metadata":{"stream":1}}` {
+		t.Fatalf("only top-level fields are dropped: %s", nested)
+	}
+	if _, err := CanonicalRequest([]byte(`[1]`)); err == nil {
+		t.Fatal("a request must be an object")
+	}
+}
+
+func BenchmarkCanonicalRequest(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Write one sentence about benchmarks, and keep it short & clear."}],"stream":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CanonicalRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCanonicalReference(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Write one sentence about benchmarks, and keep it short & clear."}],"stream":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := referenceCanonical(nil, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
