@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -47,6 +48,9 @@ type scanner struct {
 	depth int
 	// dropTop names members of the top-level object left out.
 	dropTop []string
+	// variant is the first key found spelled in another letter case too
+	// within one object.
+	variant string
 }
 
 func (s *scanner) ws() {
@@ -284,6 +288,8 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 	base := len(dst)
 	var stack [16]member
 	members := stack[:0]
+	var seenStack [16]string
+	seen := seenStack[:0]
 	for {
 		s.ws()
 		if s.i >= len(s.src) || s.src[s.i] != '"' {
@@ -296,6 +302,14 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		key, err := decodeKey(raw, escaped)
 		if err != nil {
 			return dst, err
+		}
+		if s.variant == "" {
+			for _, k := range seen {
+				if k != key && strings.EqualFold(k, key) {
+					s.variant = key
+				}
+			}
+			seen = append(seen, key)
 		}
 		if s.ws(); s.i >= len(s.src) || s.src[s.i] != ':' {
 			return dst, errSyntax
@@ -348,20 +362,21 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 }
 
 // canonicalObjectWithout is Canonical of a JSON object, without the
-// top-level members named in drop.
-func canonicalObjectWithout(body []byte, drop ...string) ([]byte, error) {
+// top-level members named in drop, and the first key it found spelled in
+// two letter cases within one object.
+func canonicalObjectWithout(body []byte, drop ...string) ([]byte, string, error) {
 	s := scanner{src: bytes.TrimSpace(body), dropTop: drop}
 	if len(s.src) == 0 || s.src[0] != '{' {
-		return nil, errors.New("cache: the request is not a JSON object")
+		return nil, "", errors.New("cache: the request is not a JSON object")
 	}
 	dst, err := s.value(make([]byte, 0, len(s.src)))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if s.ws(); s.i != len(s.src) {
-		return nil, errSyntax
+		return nil, "", errSyntax
 	}
-	return dst, nil
+	return dst, s.variant, nil
 }
 
 func decodeKey(raw []byte, escaped bool) (string, error) {

@@ -66,7 +66,7 @@ func (g *Gateway) lookupExact(c *call) {
 		c.reject(ledger.RouteExactCache, why)
 		return
 	}
-	key, err := cache.ExactKey(c.id.TenantID, c.id.App, c.id.Subject, c.req.Body)
+	key, err := c.req.exactKey(c.id.TenantID, c.id.App, c.id.Subject)
 	if err != nil {
 		c.reject(ledger.RouteExactCache, "not cacheable: the request has no canonical form")
 		return

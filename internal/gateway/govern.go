@@ -171,7 +171,10 @@ func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
 // its fingerprint: the request's canonical JSON without the fields that
 // only change how the answer is delivered.
 func (c *call) describeChat() (json.RawMessage, string) {
-	canonical, err := cache.CanonicalRequest(c.req.Body)
+	canonical, err := c.req.Canonical, error(nil)
+	if canonical == nil {
+		canonical, err = cache.CanonicalRequest(c.req.Body)
+	}
 	if err != nil {
 		canonical = c.req.Body
 	}

@@ -1,11 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/policy"
 )
@@ -13,7 +13,11 @@ import (
 // Request is a validated chat-completions request: the body as the client
 // sent it, and the parts svc reasons about.
 type Request struct {
-	Body         []byte
+	Body []byte
+	// Canonical is Body in canonical form without stream and
+	// stream_options: what identifies the request for the exact cache and
+	// approvals.
+	Canonical    []byte
 	Model        string
 	Stream       bool
 	IncludeUsage bool // the client asked for usage in the stream
@@ -93,13 +97,17 @@ func ParseRequest(body []byte) (*Request, error) {
 		}
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
 	}
-	if key, ok := caseVariantKey(body); ok {
+	canonical, key, err := cache.CanonicalRequestKeys(body)
+	if err != nil {
+		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	if key != "" {
 		// Go reads keys without regard to case; the provider reads them as
 		// written. Two spellings of one key would let policies see one
 		// value and the provider another.
 		return nil, invalid(key, "Invalid body: the key '%.40s' appears in more than one letter case.", key)
 	}
-	r := &Request{Body: body}
+	r := &Request{Body: body, Canonical: canonical}
 	switch {
 	case w.Model == nil:
 		return nil, invalid("model", "Missing required parameter: 'model'.")
@@ -219,58 +227,10 @@ func typeName(kind string) string {
 	return kind
 }
 
-// caseVariantKey finds, in any object of a JSON document, two keys that
-// differ only in letter case, and returns one of them.
-func caseVariantKey(body []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	type object struct {
-		expectKey bool
-		keys      []string
+// exactKey is the request's key in the exact cache.
+func (r *Request) exactKey(tenantID, app, subject string) (string, error) {
+	if r.Canonical == nil {
+		return cache.ExactKey(tenantID, app, subject, r.Body)
 	}
-	var stack []*object
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false // the document's own errors are reported elsewhere
-		}
-		var top *object
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			if top != nil && top.expectKey == false && (v == '{' || v == '[') {
-				top.expectKey = true // this container is the value of the last key
-			}
-			switch v {
-			case '{':
-				stack = append(stack, &object{expectKey: true})
-			case '[':
-				stack = append(stack, nil)
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			if len(stack) == 0 {
-				return "", false
-			}
-		case string:
-			if top != nil && top.expectKey {
-				for _, k := range top.keys {
-					if k != v && strings.EqualFold(k, v) {
-						return v, true
-					}
-				}
-				top.keys = append(top.keys, v)
-				top.expectKey = false
-				continue
-			}
-			if top != nil {
-				top.expectKey = true
-			}
-		default:
-			if top != nil {
-				top.expectKey = true
-			}
-		}
-	}
+	return cache.ExactKeyOf(tenantID, app, subject, r.Canonical), nil
 }

@@ -82,6 +82,7 @@ func TestKeysDifferingOnlyInCaseAreRefused(t *testing.T) {
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"evil"}],"Messages":[{"role":"user","content":"benign"}]}`,
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"evil","CONTENT":"benign"}]}`,
 		`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a","Name":"b"}}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"stream":false,"Stream":true}`,
 	} {
 		_, err := gateway.ParseRequest([]byte(body))
 		require.Error(t, err, body)
