@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync"
 	"time"
 
@@ -56,6 +57,8 @@ type Recorder struct {
 	store  Store
 	logger hclog.Logger
 
+	lock *os.File // held while the recorder is open: one process per journal
+
 	mu        sync.Mutex
 	journal   *journal
 	pending   []*Record
@@ -85,14 +88,20 @@ const retryStore = time.Second
 // NewRecorder opens the journal in dir, stores whatever runs an earlier
 // process journaled but did not store, and starts the writer.
 func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logger) (*Recorder, error) {
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := restore(ctx, store, dir, logger); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("journal %s: %w", dir, err)
 	}
 	j, err := openJournal(dir)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("journal %s: %w", dir, err)
 	}
-	r := &Recorder{store: store, logger: logger, journal: j, storedNow: make(chan struct{}),
+	r := &Recorder{store: store, logger: logger, journal: j, lock: lock, storedNow: make(chan struct{}),
 		poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	go r.loop()
 	return r, nil
@@ -202,6 +211,7 @@ func (r *Recorder) Close() {
 	if err := r.journal.close(); err != nil {
 		r.logger.Error("closing the run journal failed", "error", err)
 	}
+	r.lock.Close()
 }
 
 func (r *Recorder) loop() {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -189,9 +188,21 @@ func TestRecorderStoresConcurrentRuns(t *testing.T) {
 
 	r.Close()
 	assert.ErrorIs(t, r.Record(ctx, newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")), ledger.ErrClosed)
-	left, err := os.ReadDir(dir)
+	left, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	require.NoError(t, err)
 	assert.Empty(t, left, "a clean stop leaves no journal segment behind")
+}
+
+func TestOneRecorderPerJournal(t *testing.T) {
+	s := storetest.Open(t)
+	dir := t.TempDir()
+	first := newRecorder(t, s, dir)
+	_, err := ledger.NewRecorder(context.Background(), s, dir, hclog.NewNullLogger())
+	require.Error(t, err, "a second process on the same database would replay and delete the first one's journal")
+	assert.Contains(t, err.Error(), "another svc process is using this database")
+	first.Close()
+	second := newRecorder(t, s, dir)
+	second.Close()
 }
 
 func TestRecorderDropsOnlyTheRunTheStoreRefuses(t *testing.T) {
@@ -251,8 +262,10 @@ func TestJournaledRunsSurviveACrashBeforeTheyAreStored(t *testing.T) {
 	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded, "runs the store refused are not stored")
-	// The process dies: nothing more reaches the database.
+	// The process dies: nothing more reaches the database, and its lock on
+	// the journal goes with it.
 	require.NoError(t, s.Close())
+	r.Close()
 
 	s, err = store.Open(ctx, path)
 	require.NoError(t, err)
