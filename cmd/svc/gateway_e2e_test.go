@@ -335,3 +335,14 @@ func execSVC(t *testing.T, env ...string) *exec.Cmd {
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "SVC_ADDR=127.0.0.1:0", "SVC_DB=" + filepath.Join(t.TempDir(), "svc.db")}, env...)
 	return cmd
 }
+
+// TestSecondProcessOnOneDatabaseIsRefused: two svc processes on one
+// database would replay and delete each other's run journal.
+func TestSecondProcessOnOneDatabaseIsRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "svc.db")
+	startWithDB(t, db)
+	cmd := execSVC(t, "SVC_DB="+db, "SVC_PLUGIN_DIR="+testbin.PluginDir(t))
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "another svc process is using this database")
+}
