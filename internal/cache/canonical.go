@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -288,8 +289,7 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 	base := len(dst)
 	var stack [16]member
 	members := stack[:0]
-	var seenStack [16]string
-	seen := seenStack[:0]
+	var folds caseFolds
 	for {
 		s.ws()
 		if s.i >= len(s.src) || s.src[s.i] != '"' {
@@ -303,13 +303,8 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		if s.variant == "" {
-			for _, k := range seen {
-				if k != key && strings.EqualFold(k, key) {
-					s.variant = key
-				}
-			}
-			seen = append(seen, key)
+		if s.variant == "" && folds.add(key) {
+			s.variant = key
 		}
 		if s.ws(); s.i >= len(s.src) || s.src[s.i] != ':' {
 			return dst, errSyntax
@@ -377,6 +372,56 @@ func canonicalObjectWithout(body []byte, drop ...string) ([]byte, string, error)
 		return nil, "", errSyntax
 	}
 	return dst, s.variant, nil
+}
+
+// caseFolds finds, among an object's keys, two that differ only in letter
+// case (as strings.EqualFold compares them), in time linear in the keys:
+// a few keys are compared in pairs, more through a map of folded forms.
+type caseFolds struct {
+	few    [8]string
+	n      int
+	folded map[string]string
+}
+
+// add records key and reports whether an earlier key is a case variant.
+func (c *caseFolds) add(key string) bool {
+	if c.folded == nil && c.n < len(c.few) {
+		for _, k := range c.few[:c.n] {
+			if k != key && strings.EqualFold(k, key) {
+				return true
+			}
+		}
+		c.few[c.n] = key
+		c.n++
+		return false
+	}
+	if c.folded == nil {
+		c.folded = make(map[string]string, 2*len(c.few))
+		for _, k := range c.few[:c.n] {
+			c.folded[foldCase(k)] = k
+		}
+	}
+	f := foldCase(key)
+	if k, ok := c.folded[f]; ok && k != key {
+		return true
+	}
+	c.folded[f] = key
+	return false
+}
+
+// foldCase maps each rune to the smallest rune of its simple case-folding
+// orbit, so that two strings fold alike exactly when EqualFold holds.
+func foldCase(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(m)
+	}
+	return b.String()
 }
 
 func decodeKey(raw []byte, escaped bool) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -138,6 +139,46 @@ func BenchmarkCanonicalReference(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := referenceCanonical(nil, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestCaseVariantsAmongManyKeys(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"metadata":{`)
+	for i := range 50_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"k` + strconv.Itoa(i) + `":1`)
+	}
+	b.WriteString(`}}`)
+	_, variant, err := CanonicalRequestKeys(b.Bytes())
+	if err != nil || variant != "" {
+		t.Fatalf("distinct keys: variant %q, error %v", variant, err)
+	}
+	withVariant := bytes.Replace(b.Bytes(), []byte(`"k49999"`), []byte(`"K7"`), 1)
+	if _, variant, _ := CanonicalRequestKeys(withVariant); variant != "K7" {
+		t.Fatalf("the case variant past the first keys was missed: %q", variant)
+	}
+	if _, variant, _ := CanonicalRequestKeys([]byte(`{"ſ":1,"S":2}`)); variant == "" {
+		t.Fatal("folding must agree with strings.EqualFold (long s and S)")
+	}
+}
+
+func BenchmarkCanonicalManyKeys(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"metadata":{`)
+	for i := range 50_000 {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`"k` + strconv.Itoa(i) + `":1`)
+	}
+	buf.WriteString(`}}`)
+	for b.Loop() {
+		if _, _, err := CanonicalRequestKeys(buf.Bytes()); err != nil {
 			b.Fatal(err)
 		}
 	}
