@@ -219,8 +219,9 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		}
 	}
 	pages := web.NewService(web.ServiceOptions{
-		Fetcher:  web.New(web.Options{AllowPrivate: cfg.OpenDevMode(), Allow: cfg.WebAllowPrivate}),
-		External: m.plugins.Compiler(), Cache: caches, Store: m.Store, Logger: m.Logger.Named("web"),
+		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate}),
+		OpenFetcher: web.New(web.Options{AllowPrivate: true}),
+		External:    m.plugins.Compiler(), Cache: caches, Store: m.Store, Logger: m.Logger.Named("web"),
 	})
 	m.webSessions = web.NewSessions(pages, governor, auditLog)
 	m.stopTimers = make(chan struct{})

@@ -78,9 +78,12 @@ func (s *Service) CreateOrg(ctx context.Context, id *auth.Identity, name string)
 	return Org{TenantID: t.ID, Name: n, Role: auth.RoleOwner, Active: true}, nil
 }
 
-// Active returns the caller's organization, its members and the caller's
-// role in it. A key's role is admin or member after its admin flag.
+// Active returns the signed-in user's organization, its members and their
+// role in it.
 func (s *Service) Active(ctx context.Context, id *auth.Identity) (ActiveOrg, error) {
+	if err := needSession(id); err != nil {
+		return ActiveOrg{}, err // its members' addresses are for people of the org
+	}
 	t, err := s.Store.Tenant(ctx, id.TenantID)
 	if err != nil {
 		return ActiveOrg{}, err
@@ -95,6 +98,9 @@ func (s *Service) Active(ctx context.Context, id *auth.Identity) (ActiveOrg, err
 // Rename renames the caller's organization; the caller must be its owner or
 // admin.
 func (s *Service) Rename(ctx context.Context, id *auth.Identity, name string) (ActiveOrg, error) {
+	if err := needSession(id); err != nil {
+		return ActiveOrg{}, err
+	}
 	if err := auth.RequireAdmin(id); err != nil {
 		return ActiveOrg{}, err
 	}

@@ -152,10 +152,12 @@ func (m *SessionManager) End(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 func (m *SessionManager) end(ctx context.Context, h [32]byte) error {
-	m.mu.Lock()
-	delete(m.cache, h)
-	m.mu.Unlock()
-	return m.store.DeleteSession(ctx, h)
+	// The row goes first, then every cached resolution: a request that
+	// read the row before the delete must not cache the session again.
+	err := m.store.DeleteSession(ctx, h)
+	m.Invalidate()
+	m.forget(h)
+	return err
 }
 
 // EndAll ends every session of userID, as after a password reset.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,4 +199,63 @@ func BenchmarkSessionIdentityCached(b *testing.B) {
 			b.Fatal("no identity")
 		}
 	}
+}
+
+// slowLookup holds a lookup after it read the session, as a request in
+// flight while the same session logs out.
+type slowLookup struct {
+	*memSessions
+	mu      sync.Mutex
+	read    chan struct{}
+	release chan struct{}
+	block   bool
+}
+
+func (s *slowLookup) LookupSession(ctx context.Context, h [32]byte) (auth.SessionRecord, error) {
+	s.mu.Lock()
+	rec, err := s.memSessions.LookupSession(ctx, h)
+	block := s.block
+	s.mu.Unlock()
+	if block {
+		close(s.read)
+		<-s.release
+	}
+	return rec, err
+}
+
+func (s *slowLookup) DeleteSession(ctx context.Context, h [32]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memSessions.DeleteSession(ctx, h)
+}
+
+func TestLogoutWinsOverARequestInFlight(t *testing.T) {
+	st := &slowLookup{memSessions: newMemSessions(), read: make(chan struct{}), release: make(chan struct{})}
+	st.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleMember}}
+	ctx := context.Background()
+	m, err := auth.NewSessionManager(ctx, st, false, false, nil)
+	require.NoError(t, err)
+	w := httptest.NewRecorder()
+	require.NoError(t, m.Start(ctx, w, httptest.NewRequest("POST", "/", nil), "u1", "t1"))
+	cookie := w.Result().Cookies()[0]
+	req := func() *http.Request {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.AddCookie(cookie)
+		return r
+	}
+
+	st.block = true
+	done := make(chan *auth.Identity)
+	go func() { id, _ := m.FromRequest(req()); done <- id }() // a request in flight
+	<-st.read
+	st.mu.Lock()
+	st.block = false
+	st.mu.Unlock()
+	require.NoError(t, m.End(ctx, httptest.NewRecorder(), req())) // logout
+	close(st.release)
+	<-done
+	time.Sleep(10 * time.Millisecond)
+	id, err := m.FromRequest(req())
+	require.NoError(t, err)
+	require.Nil(t, id, "the logged-out session still resolves from the cache")
 }

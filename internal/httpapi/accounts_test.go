@@ -576,3 +576,22 @@ func TestOrgRolesGateSeedDemo(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	assert.EqualValues(t, 1, field(t, member.do(t, "GET", "/api/v1/orgs/active/onboarding", ""), "workflowCount"))
 }
+
+func TestActiveOrgIsForPeople(t *testing.T) {
+	ts := newServer(t, bootstrap, accountEnv())
+	res := ts.call(t, "GET", "/api/v1/orgs/active", bootstrap, "")
+	assert.Equal(t, http.StatusUnauthorized, res.status, "a key does not read the members' addresses")
+	assert.Equal(t, http.StatusUnauthorized, ts.call(t, "PATCH", "/api/v1/orgs/active", bootstrap, `{"name":"X"}`).status)
+}
+
+func TestBootstrapRefusesToRaiseAnUnverifiedAccount(t *testing.T) {
+	ts := newServer(t, "", map[string]string{"SVC_ALLOW_PUBLIC_SIGNUP": "true"})
+	squatter := ts.browser(t)
+	require.Equal(t, http.StatusCreated, squatter.do(t, "POST", "/api/v1/auth/signup",
+		`{"email":"admin@corp.test","name":"Squatter","password":"squatter pass"}`).status)
+	err := ts.accounts.Bootstrap(context.Background(), "admin@corp.test", "operator pass 1")
+	require.Error(t, err, "the squatter's password must not become the admin's")
+	assert.Contains(t, err.Error(), "not verified")
+	me := squatter.do(t, "GET", "/api/v1/auth/me", "")
+	assert.Equal(t, "member", field(t, me, "user", "role"))
+}

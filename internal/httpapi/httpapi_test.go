@@ -182,8 +182,9 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	}
 	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
 	pages := web.NewService(web.ServiceOptions{
-		Fetcher: web.New(web.Options{AllowPrivate: cfg.OpenDevMode(), Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second}),
-		Cache:   ts.cache, Store: s, Logger: logger, Now: clock,
+		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second}),
+		OpenFetcher: web.New(web.Options{AllowPrivate: true, Timeout: 5 * time.Second}),
+		Cache:       ts.cache, Store: s, Logger: logger, Now: clock,
 	})
 	ts.webSessions = web.NewSessions(pages, governor, auditLog)
 	t.Cleanup(ts.webSessions.Close)

@@ -16,7 +16,7 @@ func (s *Server) webFetch(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	res, err := s.SemanticWeb.Fetch(r.Context(), identity(r).TenantID, body.URL, body.BypassCache)
+	res, err := s.SemanticWeb.Fetch(r.Context(), identity(r), body.URL, body.BypassCache)
 	if err != nil {
 		return err
 	}

@@ -292,7 +292,9 @@ func TestWebSessionGovernance(t *testing.T) {
     effect: deny
     reason: agents stay off the help desk
 `), 0o600))
-	ts := newServer(t, "", map[string]string{"SVC_POLICY_DIR": dir})
+	// Keys never get open dev mode's private fetches: the operator opens
+	// the test site.
+	ts := newServer(t, "", map[string]string{"SVC_POLICY_DIR": dir, "SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
 	_, observe := ts.createKey(t, "", `{"name":"watcher","mode":"observe"}`)
 
 	open := func(token string) (string, any) {
@@ -349,4 +351,34 @@ func TestWebSessionNavigationIsGuarded(t *testing.T) {
 		`{"action":"click","target":"`+elementID(t, opened.json["som"], "link", "Internal")+`"}`)
 	assert.Equal(t, http.StatusForbidden, res.status, "a link to a private address is refused: %s", res.body)
 	assert.Equal(t, http.StatusForbidden, ts.call(t, "POST", "/api/v1/web/sessions", bootstrap, `{"url":"`+inside.URL+`/"}`).status)
+}
+
+// TestPrivateFetchesEndWithOpenDevMode: once a person exists, nobody (a
+// signed-in user, a key) may fetch private addresses the operator did not
+// open, even without SVC_API_KEY.
+func TestPrivateFetchesEndWithOpenDevMode(t *testing.T) {
+	site := newShop(t)
+	ts := newServer(t, "", accountEnv("SVC_ALLOW_PUBLIC_SIGNUP", "true"))
+	b := ts.browser(t)
+	require.Equal(t, http.StatusCreated, b.do(t, "POST", "/api/v1/auth/signup", `{"email":"x@acme.test","name":"X","password":"password 123"}`).status)
+	for _, path := range []string{"/api/v1/web/fetch", "/api/v1/web/sessions"} {
+		res := b.do(t, "POST", path, `{"url":"`+site.URL+`/"}`)
+		assert.Equal(t, http.StatusForbidden, res.status, "%s: %s", path, res.body)
+	}
+	key := b.do(t, "POST", "/api/v1/keys", `{"name":"k","mode":"optimize"}`)
+	require.Equal(t, http.StatusCreated, key.status, key.body)
+	res := ts.call(t, "POST", "/api/v1/web/fetch", key.json["token"].(string), `{"url":"`+site.URL+`/"}`)
+	assert.Equal(t, http.StatusForbidden, res.status)
+}
+
+func TestObserveKeysAreNotServedFromTheSOMCache(t *testing.T) {
+	site := newShop(t)
+	ts := newServer(t, "", map[string]string{"SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	_, observe := ts.createKey(t, "", `{"name":"watcher","mode":"observe"}`)
+	body := `{"url":"` + site.URL + `/"}`
+	require.Equal(t, http.StatusOK, ts.call(t, "POST", "/api/v1/web/fetch", "", body).status)
+	res := ts.call(t, "POST", "/api/v1/web/fetch", observe, body)
+	require.Equal(t, http.StatusOK, res.status)
+	assert.Equal(t, false, res.json["cached"])
+	assert.Equal(t, "builtin", res.json["source"])
 }

@@ -116,17 +116,16 @@ func baseEnv(cfg *config.Config) []string {
 
 // SOMEnv is the environment of the external page compiler: the base, the
 // browser, and the address rules its proxy applies (the operator's
-// exceptions; everything in open dev mode).
+// exceptions).
 func SOMEnv(cfg *config.Config) []string {
 	env := baseEnv(cfg)
 	if v, ok := os.LookupEnv(chromium.EnvBrowser); ok {
 		env = append(env, chromium.EnvBrowser+"="+v)
 	}
-	env = append(env, "SVC_WEB_ALLOW_PRIVATE="+cfg.WebAllowPrivate.String())
-	if cfg.OpenDevMode() {
-		env = append(env, "SVC_WEB_OPEN=1")
-	}
-	return env
+	// Private addresses stay closed to the browser even in open dev mode:
+	// the plugin cannot tell who asked, and its pages fall back to svc's
+	// own compiler.
+	return append(env, "SVC_WEB_ALLOW_PRIVATE="+cfg.WebAllowPrivate.String())
 }
 
 // ProviderEnv is the environment of the provider plugin: the base, the live

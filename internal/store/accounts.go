@@ -84,7 +84,8 @@ func (s *Store) EnsureAdmin(ctx context.Context, u accounts.NewUser) (bool, erro
 	created := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE email = ?`, u.Email).Scan(&id)
+		var verified bool
+		err := tx.QueryRowContext(ctx, `SELECT id, email_verified FROM users WHERE email = ?`, u.Email).Scan(&id, &verified)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			created = true
@@ -94,8 +95,13 @@ func (s *Store) EnsureAdmin(ctx context.Context, u accounts.NewUser) (bool, erro
 			id = u.ID
 		case err != nil:
 			return err
+		case !verified:
+			// Anyone may have signed up with that address; its password
+			// must not become the admin's.
+			return errs.E(errs.Conflict, "unverified_account",
+				"an account with this email exists but its address is not verified: verify it, or choose another admin email")
 		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET role = ?, email_verified = 1, updated_at = ? WHERE id = ?`,
+			if _, err := tx.ExecContext(ctx, `UPDATE users SET role = ?, updated_at = ? WHERE id = ?`,
 				u.Role, u.CreatedAt.UnixMilli(), id); err != nil {
 				return err
 			}

@@ -48,18 +48,18 @@ func BenchmarkFetchFromSOMCache(b *testing.B) {
 	}))
 	defer site.Close()
 	svc := web.NewService(web.ServiceOptions{
-		Fetcher: web.New(web.Options{AllowPrivate: true}), Cache: cache.New(cache.Options{MaxBytes: 64 << 20}),
+		Fetcher: web.New(web.Options{}), OpenFetcher: web.New(web.Options{AllowPrivate: true}), Cache: cache.New(cache.Options{MaxBytes: 64 << 20}),
 		CacheTTL: time.Hour, Store: storetest.Open(b),
 	})
 	ctx := context.Background()
-	if _, err := svc.Fetch(ctx, "default", site.URL+"/", false); err != nil {
+	if _, err := svc.Fetch(ctx, openCaller, site.URL+"/", false); err != nil {
 		b.Fatal(err)
 	}
 	var times []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		r, err := svc.Fetch(ctx, "default", site.URL+"/", false)
+		r, err := svc.Fetch(ctx, openCaller, site.URL+"/", false)
 		if err != nil || !r.Cached {
 			b.Fatalf("not served from the cache: %v", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
@@ -56,13 +57,19 @@ type SnapshotStore interface {
 
 // ServiceOptions configure a Service.
 type ServiceOptions struct {
-	Fetcher  *Fetcher
-	External pluginapi.PageCompiler // nil when no external compiler is installed
-	Cache    *cache.Cache
-	CacheTTL time.Duration
-	Store    SnapshotStore
-	Logger   hclog.Logger
-	Now      func() time.Time
+	// Fetcher serves every caller but open dev mode's: the address guard
+	// with the operator's exceptions.
+	Fetcher *Fetcher
+	// OpenFetcher, when set, serves open dev mode's callers (no users, no
+	// SVC_API_KEY), who may fetch private addresses. It never serves a
+	// key or a signed-in person, so that accounts close it at once.
+	OpenFetcher *Fetcher
+	External    pluginapi.PageCompiler // nil when no external compiler is installed
+	Cache       *cache.Cache
+	CacheTTL    time.Duration
+	Store       SnapshotStore
+	Logger      hclog.Logger
+	Now         func() time.Time
 }
 
 // Service fetches and compiles pages for agents.
@@ -148,8 +155,10 @@ func TokensSaved(htmlBytes, somBytes int) int {
 // (unless bypassCache), else fetched through the guard and compiled, with a
 // diff against the tenant's previous snapshot of the URL. Every compile is
 // stored as a snapshot; every answer counts the tokens it saved.
-func (s *Service) Fetch(ctx context.Context, tenantID, url string, bypassCache bool) (FetchResult, error) {
-	if !bypassCache {
+func (s *Service) Fetch(ctx context.Context, id *auth.Identity, url string, bypassCache bool) (FetchResult, error) {
+	tenantID := id.TenantID
+	// Observe mode never serves from a cache.
+	if !bypassCache && id.Mode != auth.Observe {
 		if b, ok := s.o.Cache.LookupSOM(tenantID, url); ok {
 			if r, ok := decodeCached(b); ok {
 				s.recordFetch(ctx, tenantID, r, true)
@@ -157,7 +166,7 @@ func (s *Service) Fetch(ctx context.Context, tenantID, url string, bypassCache b
 			}
 		}
 	}
-	page, err := s.o.Fetcher.Get(ctx, url, nil)
+	page, err := s.fetcherFor(id).Get(ctx, url, nil)
 	if err != nil {
 		return FetchResult{}, err
 	}
@@ -195,6 +204,14 @@ func (s *Service) Fetch(ctx context.Context, tenantID, url string, bypassCache b
 		s.o.Cache.StoreSOM(tenantID, url, b, s.o.CacheTTL)
 	}
 	return r, nil
+}
+
+// fetcherFor returns the fetcher whose address rules apply to id.
+func (s *Service) fetcherFor(id *auth.Identity) *Fetcher {
+	if id.Via == auth.ViaOpen && s.o.OpenFetcher != nil {
+		return s.o.OpenFetcher
+	}
+	return s.o.Fetcher
 }
 
 func (s *Service) recordFetch(ctx context.Context, tenantID string, r FetchResult, cached bool) {

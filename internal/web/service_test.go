@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/web"
@@ -43,23 +44,23 @@ func TestFetchHandsScriptDrawnPagesToTheExternalCompiler(t *testing.T) {
 	defer site.Close()
 	ext := &fakeCompiler{}
 	svc := web.NewService(web.ServiceOptions{
-		Fetcher: web.New(web.Options{AllowPrivate: true}), External: ext,
+		Fetcher: web.New(web.Options{}), OpenFetcher: web.New(web.Options{AllowPrivate: true}), External: ext,
 		Cache: cache.New(cache.Options{MaxBytes: 1 << 20}), Store: storetest.Open(t),
 	})
 	ctx := context.Background()
 
-	r, err := svc.Fetch(ctx, "default", site.URL+"/app", false)
+	r, err := svc.Fetch(ctx, openCaller, site.URL+"/app", false)
 	require.NoError(t, err)
 	assert.Equal(t, web.SourceExternal, r.Source)
 	assert.Contains(t, string(r.SOM), "Drawn link")
 
-	r, err = svc.Fetch(ctx, "default", site.URL+"/static", false)
+	r, err = svc.Fetch(ctx, openCaller, site.URL+"/static", false)
 	require.NoError(t, err)
 	assert.Equal(t, web.SourceBuiltin, r.Source, "a page that reads without scripts stays with the built-in compiler")
 	assert.Equal(t, 1, ext.calls)
 
 	ext.fail = true
-	r, err = svc.Fetch(ctx, "default", site.URL+"/app", true)
+	r, err = svc.Fetch(ctx, openCaller, site.URL+"/app", true)
 	require.NoError(t, err, "a failing external compiler never fails the fetch")
 	assert.Equal(t, web.SourceBuiltin, r.Source)
 }
@@ -68,3 +69,6 @@ func TestTokensSaved(t *testing.T) {
 	assert.Equal(t, 250, web.TokensSaved(1200, 200))
 	assert.Equal(t, 0, web.TokensSaved(100, 400), "never negative")
 }
+
+// openCaller is open dev mode's caller, who may fetch private addresses.
+var openCaller = &auth.Identity{TenantID: "default", Via: auth.ViaOpen, Mode: auth.Optimize}

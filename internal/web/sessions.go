@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
@@ -28,6 +29,7 @@ import (
 const (
 	IdleTimeout          = 5 * time.Minute
 	MaxSessionsPerTenant = 32
+	MaxSessions          = 1024 // all tenants together
 )
 
 // The actions of a session and their governance levels: typing and
@@ -67,11 +69,12 @@ type session struct {
 
 	// mu is held for a whole action, network included: one action at a
 	// time per session. It guards the fields below it.
-	mu    sync.Mutex
-	url   string // the current page's
-	jar   http.CookieJar
-	doc   *som.Document
-	state FormState
+	mu      sync.Mutex
+	fetcher *Fetcher // the address rules of whoever opened it
+	url     string   // the current page's
+	jar     http.CookieJar
+	doc     *som.Document
+	state   FormState
 
 	// infoMu guards info and closed, which listing and the idle sweep read
 	// without waiting for an action to finish.
@@ -119,17 +122,18 @@ type Sessions struct {
 	audit    *audit.Log
 	now      func() time.Time
 
-	mu   sync.Mutex
-	byID map[string]*session
-	stop chan struct{}
-	done chan struct{}
+	mu      sync.Mutex
+	byID    map[string]*session
+	opening map[string]int // sessions being opened, per tenant: they count against the caps
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // NewSessions returns the session keeper and starts its idle sweep; Close
 // stops it.
 func NewSessions(svc *Service, governor *governance.Governor, auditLog *audit.Log) *Sessions {
 	s := &Sessions{svc: svc, governor: governor, audit: auditLog, now: svc.o.Now,
-		byID: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
+		byID: map[string]*session{}, opening: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep()
 	return s
 }
@@ -181,19 +185,13 @@ type Opened struct {
 
 // Open starts a session at url for the caller's tenant.
 func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Opened, error) {
-	s.mu.Lock()
-	n := 0
-	for _, ss := range s.byID {
-		if ss.tenantID == id.TenantID {
-			n++
-		}
+	if err := s.reserve(id.TenantID); err != nil {
+		return Opened{}, err
 	}
-	s.mu.Unlock()
-	if n >= MaxSessionsPerTenant {
-		return Opened{}, errs.E(errs.Conflict, "too_many_sessions", "%d web sessions are open; close one first", n)
-	}
-	jar, _ := cookiejar.New(nil)
-	page, err := s.svc.o.Fetcher.Get(ctx, url, jar)
+	defer s.release(id.TenantID)
+	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	fetcher := s.svc.fetcherFor(id)
+	page, err := fetcher.Get(ctx, url, jar)
 	if err != nil {
 		s.record(ctx, id, "web.open", audit.Deny, url, map[string]any{"error": errs.As(err).Code})
 		return Opened{}, err
@@ -203,7 +201,7 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 		return Opened{}, err
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	ss := &session{tenantID: id.TenantID, id: ids.New("ws"), url: page.URL.String(), jar: jar, doc: doc, state: newFormState()}
+	ss := &session{tenantID: id.TenantID, id: ids.New("ws"), fetcher: fetcher, url: page.URL.String(), jar: jar, doc: doc, state: newFormState()}
 	info := SessionInfo{ID: ss.id, URL: ss.url, Title: snap.Meta.Title, CreatedAt: now, LastActiveAt: now}
 	ss.info = info
 	raw, err := json.Marshal(snap)
@@ -215,6 +213,39 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	s.mu.Unlock()
 	s.record(ctx, id, "web.open", audit.Allow, ss.url, map[string]any{"session": ss.id})
 	return Opened{Session: info, SOM: raw, Context: snap.Context}, nil
+}
+
+// reserve counts a session about to be opened for the tenant against the
+// caps, before its page is fetched, so that parallel opens cannot pass
+// them together.
+func (s *Sessions) reserve(tenantID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, all := s.opening[tenantID], len(s.byID)
+	for _, c := range s.opening {
+		all += c
+	}
+	for _, ss := range s.byID {
+		if ss.tenantID == tenantID {
+			n++
+		}
+	}
+	if n >= MaxSessionsPerTenant {
+		return errs.E(errs.Conflict, "too_many_sessions", "%d web sessions are open; close one first", n)
+	}
+	if all >= MaxSessions {
+		return errs.E(errs.Unavailable, "too_many_sessions", "svc holds as many web sessions as it may; try again later")
+	}
+	s.opening[tenantID]++
+	return nil
+}
+
+func (s *Sessions) release(tenantID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opening[tenantID]--; s.opening[tenantID] <= 0 {
+		delete(s.opening, tenantID)
+	}
 }
 
 func newFormState() FormState {
@@ -368,7 +399,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActClick && p.href == "":
 		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
 	case p.kind == ActClick:
-		page, err := s.svc.o.Fetcher.Get(ctx, p.href, ss.jar)
+		page, err := ss.fetcher.Get(ctx, p.href, ss.jar)
 		if err != nil {
 			s.record(ctx, id, "web.click", audit.Deny, p.href, map[string]any{"session": sessionID, "error": errs.As(err).Code})
 			return Acted{}, err
@@ -378,7 +409,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		}
 		navigated = true
 	case p.kind == ActSubmit:
-		page, err := s.svc.o.Fetcher.Do(ctx, &sub.Request, ss.jar)
+		page, err := ss.fetcher.Do(ctx, &sub.Request, ss.jar)
 		if err != nil {
 			s.record(ctx, id, "web.submit", audit.Deny, sub.URL, map[string]any{"session": sessionID, "error": errs.As(err).Code})
 			return Acted{}, err
@@ -562,8 +593,8 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 		if err != nil {
 			return nil, nil, err
 		}
-		w.URL = sub.URL
 		secret := passwordFields(p.form)
+		w.URL = maskQuery(sub.URL, secret)
 		for _, e := range sub.Entries {
 			v := e.Value
 			if secret[e.Name] {
@@ -576,6 +607,23 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 		w.Host = u.Hostname()
 	}
 	return &policy.Input{Web: w}, sub, nil
+}
+
+// maskQuery hides the values of secret fields in a GET submission's URL,
+// which policies, approvals and the audit trail see.
+func maskQuery(raw string, secret map[string]bool) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery == "" || len(secret) == 0 {
+		return raw
+	}
+	q := u.Query()
+	for name := range secret {
+		if _, ok := q[name]; ok {
+			q[name] = []string{"[password]"}
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // passwordFields names the form's password inputs.

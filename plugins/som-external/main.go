@@ -7,8 +7,8 @@
 // dials only what the address guard allows (see GuardProxy).
 //
 // Environment: SVC_CHROMIUM (the browser; else chromium, chromium-browser or
-// google-chrome on PATH), SVC_WEB_ALLOW_PRIVATE (the operator's exceptions),
-// SVC_WEB_OPEN=1 (open dev mode: private addresses allowed), SVC_LOG_LEVEL.
+// google-chrome on PATH), SVC_WEB_ALLOW_PRIVATE (the operator's exceptions;
+// no other private address is ever reached), SVC_LOG_LEVEL.
 // Without a browser the plugin exits at start, and svc reports
 // external: false.
 package main
@@ -36,7 +36,7 @@ func main() {
 		log.Error("SVC_WEB_ALLOW_PRIVATE", "error", err)
 		os.Exit(1)
 	}
-	guard := &netguard.Guard{Allow: allow, AllowAll: os.Getenv("SVC_WEB_OPEN") == "1"}
+	guard := &netguard.Guard{Allow: allow}
 	proxy := &GuardProxy{Guard: guard, Log: log.Named("proxy")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +24,12 @@ type Renderer struct {
 	ProxyAddr string        // host:port of the GuardProxy
 	Timeout   time.Duration // per page, load included
 	Settle    time.Duration // wait after the load event for scripts to finish drawing
+	// MaxTabs bounds the pages rendered at once (default 2); the others
+	// wait their turn.
+	MaxTabs int
 
+	slots   chan struct{}
+	once    sync.Once
 	mu      sync.Mutex
 	browser context.Context
 	stop    func()
@@ -73,13 +79,26 @@ func (r *Renderer) start() (context.Context, error) {
 	return browser, nil
 }
 
-// Render loads url in a new tab and returns the drawn document.
+// maxRenderedBytes bounds the drawn document read back from the browser.
+const maxRenderedBytes = 10 << 20
+
+// Render loads url in a new tab of its own browser context (no cookies,
+// storage, cache or service worker shared with any other render, so one
+// tenant's page never sees another's session) and returns the drawn
+// document.
 func (r *Renderer) Render(ctx context.Context, url string) (Rendered, error) {
+	r.once.Do(func() { r.slots = make(chan struct{}, max(1, cmp.Or(r.MaxTabs, 2))) })
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-ctx.Done():
+		return Rendered{}, ctx.Err()
+	}
 	browser, err := r.start()
 	if err != nil {
 		return Rendered{}, err
 	}
-	tab, closeTab := chromedp.NewContext(browser)
+	tab, closeTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	defer closeTab()
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -100,6 +119,9 @@ func (r *Renderer) Render(ctx context.Context, url string) (Rendered, error) {
 	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
 	if err != nil {
 		return Rendered{}, fmt.Errorf("read the rendered document: %w", err)
+	}
+	if len(html) > maxRenderedBytes {
+		return Rendered{}, fmt.Errorf("the drawn document of %s is over %d bytes", url, maxRenderedBytes)
 	}
 	final, err := chromedp.Run(tab, chromedp.Location())
 	if err != nil {

@@ -106,3 +106,21 @@ func TestRenderGivesUpAfterItsTimeout(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 8*time.Second)
 }
+
+func TestRendersShareNoCookies(t *testing.T) {
+	r, _, pages := rig(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if req.URL.Path == "/set" {
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "tenant-a-secret", Path: "/"})
+			fmt.Fprint(w, `<!doctype html><title>Signed in</title><p>ok</p>`)
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><title>Check</title><p id="c"></p><script>document.getElementById('c').textContent = 'cookies:' + document.cookie</script>`)
+	}))
+	_, err := r.Render(context.Background(), pages.URL+"/set")
+	require.NoError(t, err)
+	got, err := r.Render(context.Background(), pages.URL+"/check")
+	require.NoError(t, err)
+	assert.Contains(t, got.HTML, "cookies:")
+	assert.NotContains(t, got.HTML, "tenant-a-secret", "one render's cookies never reach another's")
+}
