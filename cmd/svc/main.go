@@ -34,6 +34,7 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/plugins"
@@ -113,6 +114,8 @@ type Main struct {
 	// Webhooks queues signed deliveries of a tenant's notable events to its
 	// webhook_url: pass it to whatever reports events and call Notify.
 	Webhooks *webhook.Notifier
+	// Learning runs the learning loop: passes, gates, the serving index.
+	Learning *learning.Service
 
 	plugins     *plugins.Host
 	webSessions *web.Sessions
@@ -202,6 +205,11 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Prices: prices, Governor: governor, Cache: caches, Redaction: settingsService, Secrets: []string{cfg.ProviderAPIKey},
 	})
 	runs := ledger.NewService(m.Store, m.recorder, nil)
+	m.Learning = learning.New(learning.Options{Store: m.Store, Runs: runs, Syncer: m.recorder, Audit: auditLog,
+		Notifier: m.Webhooks, Negative: caches, AutoPromote: cfg.AutoPromote, Logger: m.Logger.Named("learning")})
+	if err := m.Learning.Load(ctx); err != nil {
+		return fmt.Errorf("loading the promoted artifacts: %w", err)
+	}
 
 	keys := auth.NewKeys(m.Store, nil)
 	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
@@ -242,6 +250,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Cache:       caches,
 		Jobs:        m.Jobs,
 		Workflows:   workflows.NewService(m.Store, m.recorder, nil),
+		Learning:    m.Learning,
 		Webhooks:    m.Webhooks,
 		SemanticWeb: pages,
 		WebSessions: m.webSessions,

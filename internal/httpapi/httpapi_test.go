@@ -30,6 +30,7 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -66,6 +67,7 @@ type testServer struct {
 	sessions *auth.SessionManager
 	// webSessions keeps agents' browsing sessions.
 	webSessions *web.Sessions
+	learning    *learning.Service
 	now         time.Time
 }
 
@@ -187,6 +189,9 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	})
 	ts.webSessions = web.NewSessions(pages, governor, auditLog)
 	t.Cleanup(ts.webSessions.Close)
+	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Syncer: recorder, Audit: auditLog,
+		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})
+	require.NoError(t, ts.learning.Load(context.Background()))
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -208,6 +213,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Cache:       ts.cache,
 		Jobs:        ts.jobs,
 		Workflows:   workflows.NewService(s, recorder, func() time.Time { return ts.now }),
+		Learning:    ts.learning,
 		SemanticWeb: pages,
 		WebSessions: ts.webSessions,
 		Web:         fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},

@@ -46,6 +46,8 @@ type Pattern struct {
 	Consistency      float64      `json:"consistency"` // output consistency, before corrections
 	StabilityScore   float64      `json:"stabilityScore"`
 	OptimizableScore float64      `json:"optimizableScore"`
+	// ExampleRunIDs are the newest runs of the pattern, newest first.
+	ExampleRunIDs []string `json:"exampleRunIds"`
 	// SynthesizedAt is the runCount of the last synthesis attempt.
 	SynthesizedAt int       `json:"synthesizedAtRunCount"`
 	LastRunAt     time.Time `json:"lastRunAt"`
