@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -124,7 +125,8 @@ type Main struct {
 	listener    net.Listener
 	failed      chan error
 
-	stopTimers chan struct{} // closed by Close: stops the daily sweeps
+	learner    atomic.Pointer[learning.Service] // Learning, for the job handler registered before it exists
+	stopTimers chan struct{}                    // closed by Close: stops the daily sweeps and the learning timer
 	timers     sync.WaitGroup
 }
 
@@ -170,6 +172,15 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		}
 		return err
 	})
+	// A learning pass job recovered at start waits for the learning loop,
+	// which needs the recorder and the caches made below.
+	m.Jobs.Register(learning.JobType, func(ctx context.Context, j jobs.Job) error {
+		l := m.learner.Load()
+		if l == nil {
+			return errors.New("the learning loop is not started yet")
+		}
+		return l.RunJob(ctx, j)
+	})
 	if err := m.Jobs.Start(ctx); err != nil {
 		return err
 	}
@@ -210,6 +221,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err := m.Learning.Load(ctx); err != nil {
 		return fmt.Errorf("loading the promoted artifacts: %w", err)
 	}
+	m.learner.Store(m.Learning)
 
 	keys := auth.NewKeys(m.Store, nil)
 	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
@@ -232,6 +244,9 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	m.webSessions = web.NewSessions(pages, governor, auditLog)
 	m.stopTimers = make(chan struct{})
 	m.timers.Go(m.sweepDaily)
+	if cfg.LearningInterval > 0 {
+		m.timers.Go(m.learnEvery)
+	}
 	api := httpapi.New(httpapi.Deps{
 		Config:      cfg,
 		Logger:      m.Logger.Named("http"),
@@ -315,6 +330,44 @@ func (m *Main) sweepDaily() {
 			}
 		}
 	}
+}
+
+// learnEvery queues a learning pass of every tenant each
+// SVC_LEARNING_INTERVAL, until Close. A tenant whose previous pass is still
+// queued is not queued again.
+func (m *Main) learnEvery() {
+	tick := time.NewTicker(m.Config.LearningInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stopTimers:
+			return
+		case <-tick.C:
+		}
+		ctx := context.Background()
+		tenants, err := m.Store.TenantIDs(ctx)
+		if err != nil {
+			m.Logger.Error("learning: listing tenants failed", "error", err)
+			continue
+		}
+		for _, id := range tenants {
+			if l, err := m.Jobs.List(ctx, id, jobs.Filter{Status: jobs.Queued, Limit: jobs.MaxLimit}); err == nil && queuedPass(l.Jobs) {
+				continue
+			}
+			if _, err := m.Jobs.Enqueue(ctx, id, learning.JobType, learning.JobPayload{Trigger: learning.TriggerTimer}); err != nil {
+				m.Logger.Error("learning: queueing a pass failed", "tenant", id, "error", err)
+			}
+		}
+	}
+}
+
+func queuedPass(js []jobs.Job) bool {
+	for _, j := range js {
+		if j.Type == learning.JobType {
+			return true
+		}
+	}
+	return false
 }
 
 // ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load

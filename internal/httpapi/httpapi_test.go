@@ -192,6 +192,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Syncer: recorder, Audit: auditLog,
 		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})
 	require.NoError(t, ts.learning.Load(context.Background()))
+	ts.jobs.Register(learning.JobType, ts.learning.RunJob)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
@@ -212,4 +213,22 @@ func TestLearningTenantIsolation(t *testing.T) {
 	res = ts.call(t, "POST", "/api/v1/learning/tick", theirs, "")
 	assert.InDelta(t, 0, res.json["runsScanned"], 0)
 	assert.Equal(t, "shadow", ts.call(t, "GET", "/api/v1/artifacts/"+aid, bootstrap, "").json["artifact"].(map[string]any)["state"])
+}
+
+// The timer's pass is a job: queued, run by a worker, its report stored.
+func TestLearningPassAsJob(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	rng := rand.New(rand.NewPCG(7, 8))
+	ts.sendTriage(t, bootstrap, rng, 0, 200)
+	_, err := ts.jobs.Enqueue(context.Background(), "default", learning.JobType, learning.JobPayload{Trigger: learning.TriggerTimer})
+	require.NoError(t, err)
+	n, err := ts.jobs.RunDue(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	res := ts.call(t, "GET", "/api/v1/learning/report", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status)
+	assert.Equal(t, "timer", res.json["trigger"])
+	assert.InDelta(t, 1, res.json["artifactsSynthesized"], 0, res.body)
+	jobsRes := ts.call(t, "GET", "/api/v1/jobs?status=succeeded", bootstrap, "")
+	assert.Contains(t, jobsRes.body, learning.JobType)
 }

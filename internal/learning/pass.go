@@ -2,10 +2,12 @@ package learning
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
@@ -232,4 +234,35 @@ func newestFirst(ring []string, next int) []string {
 		out = append(out, ring[(next+len(ring)-1-i)%len(ring)])
 	}
 	return out
+}
+
+// JobType is the job type of a learning pass; register RunJob for it.
+const JobType = "learning.pass"
+
+// JobPayload is a learning pass job's payload.
+type JobPayload struct {
+	Trigger string `json:"trigger"`
+}
+
+// RunJob runs the learning pass a job asks for, for the job's tenant.
+func (s *Service) RunJob(ctx context.Context, j jobs.Job) error {
+	var p JobPayload
+	if len(j.Payload) > 0 {
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			return jobs.Permanent(err)
+		}
+	}
+	if p.Trigger == "" {
+		p.Trigger = TriggerTimer
+	}
+	rep, err := s.Pass(ctx, j.TenantID, p.Trigger)
+	if err != nil {
+		return err
+	}
+	if rep.ArtifactsSynthesized > 0 || len(rep.AutoPromoted) > 0 || len(rep.Quarantined) > 0 {
+		s.o.Logger.Info("learning pass", "tenant", j.TenantID, "runs", rep.RunsScanned, "patterns", rep.Patterns,
+			"synthesized", rep.ArtifactsSynthesized, "eligible", len(rep.PromotionsEligible), "autoPromoted", len(rep.AutoPromoted),
+			"quarantined", len(rep.Quarantined), "ms", rep.DurationMS)
+	}
+	return nil
 }
