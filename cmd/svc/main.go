@@ -211,17 +211,19 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Logger: m.Logger.Named("policy"),
 	})
 	caches := cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: m.Store})
-	gw := gateway.New(gateway.Options{
-		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
-		Prices: prices, Governor: governor, Cache: caches, Redaction: settingsService, Secrets: []string{cfg.ProviderAPIKey},
-	})
 	runs := ledger.NewService(m.Store, m.recorder, nil)
 	m.Learning = learning.New(learning.Options{Store: m.Store, Runs: runs, Syncer: m.recorder, Audit: auditLog,
 		Notifier: m.Webhooks, Negative: caches, AutoPromote: cfg.AutoPromote, Logger: m.Logger.Named("learning")})
 	if err := m.Learning.Load(ctx); err != nil {
 		return fmt.Errorf("loading the promoted artifacts: %w", err)
 	}
+	m.Learning.Start()
 	m.learner.Store(m.Learning)
+	gw := gateway.New(gateway.Options{
+		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
+		Prices: prices, Governor: governor, Cache: caches, Redaction: settingsService, Secrets: []string{cfg.ProviderAPIKey},
+		Learner: m.Learning, Canary: settingsService,
+	})
 
 	keys := auth.NewKeys(m.Store, nil)
 	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
@@ -407,6 +409,9 @@ func (m *Main) Close() error {
 	}
 	if m.Jobs != nil {
 		m.Jobs.Close()
+	}
+	if m.Learning != nil {
+		m.Learning.Close() // stores the shadow evidence still pending
 	}
 	if m.webSessions != nil {
 		m.webSessions.Close()

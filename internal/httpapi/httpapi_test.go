@@ -206,6 +206,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Gateway: gateway.New(gateway.Options{
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
 			Governor: governor, Cache: ts.cache, Redaction: settingsService, Secrets: []string{testProviderSecret},
+			Learner: ts.learning, Canary: settingsService,
 		}),
 		Runs:        runs,
 		Governor:    governor,

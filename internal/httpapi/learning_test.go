@@ -232,3 +232,173 @@ func TestLearningPassAsJob(t *testing.T) {
 	jobsRes := ts.call(t, "GET", "/api/v1/jobs?status=succeeded", bootstrap, "")
 	assert.Contains(t, jobsRes.body, learning.JobType)
 }
+
+// learnTriage sends triage traffic, synthesizes its artifact, gathers
+// shadow evidence and returns the artifact's id, still in shadow.
+func (ts *testServer) learnTriage(t *testing.T, rng *rand.Rand) string {
+	t.Helper()
+	ts.sendTriage(t, bootstrap, rng, 0, 240)
+	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
+	require.InDelta(t, 1, res.json["artifactsSynthesized"], 0, res.body)
+	id := ts.call(t, "GET", "/api/v1/artifacts", bootstrap, "").json["artifacts"].([]any)[0].(map[string]any)["id"].(string)
+
+	// Live traffic of the pattern: the shadow artifact answers beside it.
+	routes := ts.sendTriage(t, bootstrap, rng, 1000, 60)
+	assert.Equal(t, map[string]int{"live": 60}, routes, "a shadow artifact never serves")
+	return id
+}
+
+func TestArtifactServing(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	rng := rand.New(rand.NewPCG(9, 10))
+	id := ts.learnTriage(t, rng)
+
+	d := ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json
+	a := d["artifact"].(map[string]any)
+	shadow := a["shadowPass"].(float64) + a["shadowFail"].(float64)
+	assert.GreaterOrEqual(t, shadow, 20.0, "shadow evidence from live traffic")
+	kinds := map[string]int{}
+	for _, e := range d["evaluations"].([]any) {
+		kinds[e.(map[string]any)["kind"].(string)]++
+	}
+	assert.Positive(t, kinds["shadow"])
+	assert.Positive(t, kinds["replay"])
+
+	res := ts.call(t, "POST", "/api/v1/artifacts/"+id+"/promote", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "promoted", res.json["artifact"].(map[string]any)["state"])
+	assert.Contains(t, ts.notified.list(), "artifact.promoted")
+
+	routes := map[string]int{}
+	var served string
+	for i := range 40 {
+		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triageBody(rng, 2000+i), "X-Svc-App", "support-triage")
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		route := res.header.Get("x-svc-route")
+		routes[route]++
+		if route == "artifact" {
+			served = res.header.Get("x-svc-run-id")
+			content := res.json["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+			assert.Contains(t, []string{"billing", "bug", "account", "feature_request", "other"}, content)
+			assert.Equal(t, "chat.completion", res.json["object"])
+		}
+	}
+	t.Logf("after promotion: %v", routes)
+	assert.Greater(t, routes["artifact"], 30, "the promoted artifact answers what it is sure of")
+
+	run := ts.run(t, bootstrap, served)
+	r := run["run"].(map[string]any)
+	assert.Equal(t, "artifact", r["route"])
+	assert.InDelta(t, 0, r["costUsd"], 0)
+	assert.Greater(t, r["savedUsd"].(float64), 0.0)
+	ex := r["routeExplanation"].(map[string]any)
+	assert.Equal(t, true, ex["artifact"].(map[string]any)["served"])
+	assert.Equal(t, id, ex["artifact"].(map[string]any)["id"])
+	var types []string
+	for _, e := range run["events"].([]any) {
+		types = append(types, e.(map[string]any)["type"].(string))
+	}
+	assert.Contains(t, types, "artifact.served")
+	assert.NotContains(t, types, "provider.completed")
+
+	// Streaming: the same answer as chunks.
+	body := strings.Replace(triageBody(rng, 3000), `"model"`, `"stream":true,"model"`, 1)
+	var resp *http.Response
+	var events []string
+	for range 10 { // an abstention goes live; try a few tickets
+		resp, events = ts.stream(t, bootstrap, body, "X-Svc-App", "support-triage")
+		if resp.Header.Get("x-svc-route") == "artifact" {
+			break
+		}
+		body = strings.Replace(triageBody(rng, 3001), `"model"`, `"stream":true,"model"`, 1)
+	}
+	assert.Equal(t, "artifact", resp.Header.Get("x-svc-route"))
+	assert.Equal(t, "[DONE]", events[len(events)-1])
+	assert.Contains(t, strings.Join(events, "\n"), "chat.completion.chunk")
+
+	sv := ts.call(t, "GET", "/api/v1/savings", bootstrap, "").json
+	assert.Greater(t, sv["artifactHitRate"].(float64), 0.0)
+	assert.Greater(t, sv["totalSavedUsd"].(float64), 0.0)
+
+	// Observe mode: the live answer, the artifact's as ghost savings.
+	_, observer := ts.createKey(t, bootstrap, `{"name":"observer","mode":"observe"}`)
+	routes = ts.sendTriage(t, observer, rng, 4000, 10)
+	assert.Equal(t, map[string]int{"live": 10}, routes)
+	assert.Greater(t, ts.call(t, "GET", "/api/v1/savings", bootstrap, "").json["ghostSavedUsd"].(float64), 0.0)
+
+	// Canary: a tenth is served, the rest goes live and gathers evidence.
+	require.Equal(t, http.StatusOK, ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"canary_enabled","value":true}`).status)
+	before := ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["artifact"].(map[string]any)["shadowPass"].(float64)
+	routes = ts.sendTriage(t, bootstrap, rng, 5000, 60)
+	t.Logf("canary: %v", routes)
+	assert.Greater(t, routes["live"], 40)
+	assert.Less(t, routes["artifact"], 20)
+	after := ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["artifact"].(map[string]any)["shadowPass"].(float64)
+	assert.Greater(t, after, before, "canary traffic that went live is shadow evidence")
+	require.Equal(t, http.StatusOK, ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"canary_enabled","value":false}`).status)
+
+	// Negative ratings of served answers quarantine the artifact.
+	quarantined := false
+	for i := range 200 {
+		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triageBody(rng, 6000+i), "X-Svc-App", "support-triage")
+		if res.header.Get("x-svc-route") != "artifact" {
+			continue
+		}
+		fb := ts.call(t, "POST", "/api/v1/runs/"+res.header.Get("x-svc-run-id")+"/feedback", bootstrap, `{"type":"rating","rating":-1}`)
+		require.Equal(t, http.StatusCreated, fb.status, fb.body)
+		st := ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["artifact"].(map[string]any)
+		if st["state"] == "quarantined" {
+			quarantined = true
+			assert.Positive(t, st["liveFail"])
+			assert.Contains(t, st["stateReason"], "lower bound")
+			break
+		}
+	}
+	require.True(t, quarantined)
+	assert.Contains(t, ts.notified.list(), "artifact.quarantined")
+	audit := ts.call(t, "GET", "/api/v1/audit", bootstrap, "").body
+	assert.Contains(t, audit, "artifact.quarantined")
+	assert.Contains(t, audit, "artifact.promoted")
+	routes = ts.sendTriage(t, bootstrap, rng, 7000, 10)
+	assert.Equal(t, map[string]int{"live": 10}, routes, "traffic goes live again")
+}
+
+func TestAutoPromoteAndSideEffects(t *testing.T) {
+	ts := newServer(t, bootstrap, map[string]string{"SVC_AUTO_PROMOTE": "true"})
+	rng := rand.New(rand.NewPCG(11, 12))
+	id := ts.learnTriage(t, rng)
+	// An artifact whose pattern offers tools is never promoted hands-free.
+	_, err := ts.store.DB().Exec(`UPDATE artifacts SET side_effects = 1 WHERE id = ?`, id)
+	require.NoError(t, err)
+	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, []any{id}, res.json["promotionsEligible"])
+	assert.Empty(t, res.json["autoPromoted"])
+	res = ts.call(t, "POST", "/api/v1/artifacts/"+id+"/promote", bootstrap, "")
+	assert.Equal(t, http.StatusConflict, res.status)
+	assert.Equal(t, "confirmation_required", res.errorCode())
+
+	_, err = ts.store.DB().Exec(`UPDATE artifacts SET side_effects = 0 WHERE id = ?`, id)
+	require.NoError(t, err)
+	res = ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
+	assert.Equal(t, []any{id}, res.json["autoPromoted"], res.body)
+	assert.Equal(t, "promoted", ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["artifact"].(map[string]any)["state"])
+	routes := ts.sendTriage(t, bootstrap, rng, 9000, 10)
+	assert.Positive(t, routes["artifact"])
+
+	res = ts.call(t, "POST", "/api/v1/artifacts/"+id+"/quarantine", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status)
+	routes = ts.sendTriage(t, bootstrap, rng, 9100, 5)
+	assert.Equal(t, map[string]int{"live": 5}, routes, "quarantine stops serving at once")
+}
+
+func TestPromoteWithConfirmation(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	rng := rand.New(rand.NewPCG(13, 14))
+	id := ts.learnTriage(t, rng)
+	_, err := ts.store.DB().Exec(`UPDATE artifacts SET side_effects = 1 WHERE id = ?`, id)
+	require.NoError(t, err)
+	res := ts.call(t, "POST", "/api/v1/artifacts/"+id+"/promote", bootstrap, `{"confirm":true}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "promoted", res.json["artifact"].(map[string]any)["state"])
+}

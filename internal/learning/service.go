@@ -160,6 +160,9 @@ type Service struct {
 	o      Options
 	index  *Index
 	passMu sync.Mutex // one pass at a time
+	shadow shadowBuffer
+	stop   chan struct{} // closed by Close: stops the flusher
+	done   chan struct{}
 }
 
 // DefaultCanaryShare is the share of matching requests served under
@@ -230,12 +233,20 @@ func (s *Service) reload(ctx context.Context, tenantID string) {
 	s.index.set(tenantID, rows, s.o.Logger)
 }
 
+// sync makes every answered run readable and stores pending shadow
+// evidence.
 func (s *Service) sync(ctx context.Context) error {
-	if s.o.Syncer == nil {
-		return nil
+	if s.o.Syncer != nil {
+		if err := s.o.Syncer.Sync(ctx); err != nil {
+			return err
+		}
 	}
-	return s.o.Syncer.Sync(ctx)
+	return s.FlushShadow(ctx)
 }
+
+// CanaryShare is the share of matching requests a promoted artifact serves
+// under canary_enabled.
+func (s *Service) CanaryShare() float64 { return s.o.CanaryShare }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC().Truncate(time.Millisecond) }
 
@@ -279,6 +290,9 @@ func (s *Service) PatternDetail(ctx context.Context, tenantID, id string) (Patte
 
 // Artifacts lists the tenant's artifacts, newest first.
 func (s *Service) Artifacts(ctx context.Context, tenantID string) ([]Artifact, error) {
+	if err := s.FlushShadow(ctx); err != nil {
+		return nil, err
+	}
 	return s.o.Store.ListArtifacts(ctx, tenantID, "")
 }
 
@@ -292,6 +306,9 @@ type ArtifactDetail struct {
 // ArtifactDetail returns one artifact with its newest 200 evaluations and
 // its pattern (nil when the pattern is gone).
 func (s *Service) ArtifactDetail(ctx context.Context, tenantID, id string) (ArtifactDetail, error) {
+	if err := s.FlushShadow(ctx); err != nil {
+		return ArtifactDetail{}, err
+	}
 	a, err := s.o.Store.Artifact(ctx, tenantID, id)
 	if err != nil {
 		return ArtifactDetail{}, err
@@ -443,6 +460,9 @@ func (s *Service) artifactStates(ctx context.Context, tenantID, patternID string
 // Promote promotes an artifact that passes the gate. A side-effect-bearing
 // artifact needs confirm. Returns errs.Conflict with the gate's reasons.
 func (s *Service) Promote(ctx context.Context, tenantID, id string, confirm bool, actor string) (Artifact, error) {
+	if err := s.FlushShadow(ctx); err != nil {
+		return Artifact{}, err
+	}
 	a, err := s.o.Store.Artifact(ctx, tenantID, id)
 	if err != nil {
 		return Artifact{}, err
