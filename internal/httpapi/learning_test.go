@@ -48,7 +48,7 @@ func triageBody(rng *rand.Rand, n int) string {
 }
 
 // sendTriage sends n triage requests as token and returns the routes.
-func (ts *testServer) sendTriage(t *testing.T, token string, rng *rand.Rand, from, n int, headers ...string) map[string]int {
+func (ts *testServer) sendTriage(t testing.TB, token string, rng *rand.Rand, from, n int, headers ...string) map[string]int {
 	t.Helper()
 	routes := map[string]int{}
 	for i := range n {
@@ -235,7 +235,7 @@ func TestLearningPassAsJob(t *testing.T) {
 
 // learnTriage sends triage traffic, synthesizes its artifact, gathers
 // shadow evidence and returns the artifact's id, still in shadow.
-func (ts *testServer) learnTriage(t *testing.T, rng *rand.Rand) string {
+func (ts *testServer) learnTriage(t testing.TB, rng *rand.Rand) string {
 	t.Helper()
 	ts.sendTriage(t, bootstrap, rng, 0, 240)
 	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")

@@ -204,3 +204,17 @@ func TestPatternLifecycle(t *testing.T) {
 	assert.Greater(t, Optimizable(1, 300, 0.002), Optimizable(1, 30, 0.002))
 	assert.Greater(t, Optimizable(1, 300, 0.002), Optimizable(1, 300, 0))
 }
+
+func TestFailsShadow(t *testing.T) {
+	a := &Artifact{State: ArtifactShadow, ReplayPass: 30}
+	for range 30 {
+		a.Count(EvalShadow, OutcomePass)
+		a.Count(EvalShadow, OutcomeFail)
+	}
+	assert.True(t, Defaults.FailsShadow(a))
+	b := &Artifact{State: ArtifactShadow, ReplayPass: 30}
+	for range 10 {
+		b.Count(EvalShadow, OutcomeFail)
+	}
+	assert.False(t, Defaults.FailsShadow(b), "not enough shadow evidence yet")
+}

@@ -3,6 +3,7 @@ package learning
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -35,8 +36,11 @@ type patternScan struct {
 //     gets a pattern record);
 //  3. for each candidate pattern that wants it, read its live runs again
 //     (bounded to Thresholds.MaxTrainingRuns, newest) and synthesize;
-//  4. list the shadow artifacts that pass the promotion gate, and with
-//     SVC_AUTO_PROMOTE promote those without side effects;
+//  4. quarantine promoted artifacts whose lower bound fell below the
+//     threshold, retire shadow artifacts that failed the shadow gate (see
+//     Thresholds.FailsShadow), list the shadow artifacts that pass the
+//     promotion gate, and with SVC_AUTO_PROMOTE promote those without side
+//     effects;
 //  5. store the report.
 //
 // Memory is bounded by the number of patterns, not of runs.
@@ -45,7 +49,8 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 	defer s.passMu.Unlock()
 	start := time.Now()
 	rep := Report{ID: ids.New("lrn"), Trigger: trigger, PromotionsEligible: []string{}, AutoPromoted: []string{},
-		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Transitions: []Transition{}, CreatedAt: s.now()}
+		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{},
+		CreatedAt: s.now()}
 	if err := s.sync(ctx); err != nil {
 		return Report{}, err
 	}
@@ -174,6 +179,15 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 				return Report{}, err
 			}
 			rep.Quarantined = append(rep.Quarantined, a.ID)
+			continue
+		}
+		if a.State == ArtifactShadow && s.o.Thresholds.FailsShadow(&a) {
+			reason := fmt.Sprintf("retired: after %d shadow evaluations the lower bound %.3f is still below %.2f",
+				a.ShadowPass+a.ShadowFail, a.LowerBound, s.o.Thresholds.LowerBound)
+			if _, err := s.retire(ctx, tenantID, a.ID, ArtifactRetired, reason, "svc", EventArtifactRetired); err != nil {
+				return Report{}, err
+			}
+			rep.Retired = append(rep.Retired, a.ID)
 			continue
 		}
 		if a.State != ArtifactShadow || s.o.Thresholds.Gate(&a) != nil {

@@ -267,6 +267,15 @@ func (th Thresholds) ShouldQuarantine(a *Artifact) bool {
 	return a.State == ArtifactPromoted && Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
 }
 
+// FailsShadow says whether a shadow artifact has had its chance: twice
+// MinShadow answered shadow evaluations and a lower bound still below the
+// threshold. The pass retires it, so that it stops being scored; an
+// operator may synthesize again.
+func (th Thresholds) FailsShadow(a *Artifact) bool {
+	return a.State == ArtifactShadow && a.ShadowPass+a.ShadowFail >= 2*th.MinShadow &&
+		Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
+}
+
 // outputKind classifies an answer for consistency.
 func outputKind(s string) string {
 	t := strings.TrimSpace(s)

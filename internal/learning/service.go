@@ -49,6 +49,7 @@ type Report struct {
 	AutoPromoted         []string          `json:"autoPromoted"`
 	SynthesisReports     []SynthesisReport `json:"synthesisReports"`
 	Quarantined          []string          `json:"quarantined"`
+	Retired              []string          `json:"retired"`
 	RunsScanned          int               `json:"runsScanned"`
 	Patterns             int               `json:"patterns"`
 	Transitions          []Transition      `json:"transitions"`
@@ -744,7 +745,7 @@ func (s *Service) Reports(ctx context.Context, tenantID string) (LearningReports
 		return LearningReports{}, err
 	}
 	out := LearningReports{History: rs, Report: Report{PromotionsEligible: []string{}, AutoPromoted: []string{},
-		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Transitions: []Transition{}}}
+		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{}}}
 	if len(rs) > 0 {
 		out.Last = &rs[0]
 		out.Report = rs[0]

@@ -172,7 +172,7 @@ func ShapeOf(app, model string, msgs []Message, responseFormat string, tools []s
 	}
 	sh := sha256.Sum256([]byte(system.String()))
 	fp.SystemHash = hex.EncodeToString(sh[:8])
-	fp.SystemPreview = preview(system.String(), 120)
+	fp.SystemPreview = preview(strings.ReplaceAll(system.String(), "\x00", " "), 120)
 	return Shape{Key: hex.EncodeToString(h.Sum(nil)), Fingerprints: fp, Slots: slots}, nil
 }
 
