@@ -71,6 +71,7 @@ func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 	lk := &artifactLookup{}
 	c.art = lk
 	if p := e.Promoted; p != nil {
+		canary := c.id.Mode == auth.Optimize && g.canary != nil && g.canary.Canary(ctx, c.id.TenantID)
 		d := &learning.ArtifactDetailOfRun{ID: p.ArtifactID, PatternID: p.PatternID, Type: p.Type, State: p.State}
 		lk.detail = d
 		ans, answered := p.Answerer.Answer(sh)
@@ -86,13 +87,13 @@ func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 				c.run.Explanation.EstimatedSavingsUSD = p.AvgCostUSD
 			}
 			lk.shadow, lk.shadowAnswer, lk.shadowAnswered = p, ans, true
-		case g.canary != nil && g.canary.Canary(ctx, c.id.TenantID) && rand.Float64() >= g.learner.CanaryShare():
+		case canary && rand.Float64() >= g.learner.CanaryShare():
 			d.Canary = true
 			d.Reason = fmt.Sprintf("canary: the artifact serves %.0f%% of its pattern's calls; this one went live for evidence",
 				100*g.learner.CanaryShare())
 			lk.shadow, lk.shadowAnswer, lk.shadowAnswered = p, ans, true
 		default:
-			d.Canary = g.canary != nil && g.canary.Canary(ctx, c.id.TenantID)
+			d.Canary = canary
 			lk.serve, lk.answer = p, ans
 			return
 		}
