@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/plugins"
@@ -114,6 +116,8 @@ type Main struct {
 	// Webhooks queues signed deliveries of a tenant's notable events to its
 	// webhook_url: pass it to whatever reports events and call Notify.
 	Webhooks *webhook.Notifier
+	// Learning runs the learning loop: passes, gates, the serving index.
+	Learning *learning.Service
 
 	plugins     *plugins.Host
 	webSessions *web.Sessions
@@ -122,7 +126,8 @@ type Main struct {
 	listener    net.Listener
 	failed      chan error
 
-	stopTimers chan struct{} // closed by Close: stops the daily sweeps
+	learner    atomic.Pointer[learning.Service] // Learning, for the job handler registered before it exists
+	stopTimers chan struct{}                    // closed by Close: stops the daily sweeps and the learning timer
 	timers     sync.WaitGroup
 }
 
@@ -168,6 +173,15 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		}
 		return err
 	})
+	// A learning pass job recovered at start waits for the learning loop,
+	// which needs the recorder and the caches made below.
+	m.Jobs.Register(learning.JobType, func(ctx context.Context, j jobs.Job) error {
+		l := m.learner.Load()
+		if l == nil {
+			return errors.New("the learning loop is not started yet")
+		}
+		return l.RunJob(ctx, j)
+	})
 	if err := m.Jobs.Start(ctx); err != nil {
 		return err
 	}
@@ -198,11 +212,19 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Logger: m.Logger.Named("policy"),
 	})
 	caches := cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: m.Store})
+	runs := ledger.NewService(m.Store, m.recorder, nil)
+	m.Learning = learning.New(learning.Options{Store: m.Store, Runs: runs, Syncer: m.recorder, Audit: auditLog,
+		Notifier: m.Webhooks, Negative: caches, AutoPromote: cfg.AutoPromote, Logger: m.Logger.Named("learning")})
+	if err := m.Learning.Load(ctx); err != nil {
+		return fmt.Errorf("loading the promoted artifacts: %w", err)
+	}
+	m.Learning.Start()
+	m.learner.Store(m.Learning)
 	gw := gateway.New(gateway.Options{
 		Provider: m.plugins.Provider(), ProviderName: cfg.ProviderName(), Recorder: m.recorder,
 		Prices: prices, Governor: governor, Cache: caches, Redaction: settingsService, Secrets: []string{cfg.ProviderAPIKey},
+		Learner: m.Learning, Canary: settingsService,
 	})
-	runs := ledger.NewService(m.Store, m.recorder, nil)
 
 	keys := auth.NewKeys(m.Store, nil)
 	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
@@ -226,6 +248,9 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	m.webSessions = web.NewSessions(pages, governor, auditLog)
 	m.stopTimers = make(chan struct{})
 	m.timers.Go(m.sweepDaily)
+	if cfg.LearningInterval > 0 {
+		m.timers.Go(m.learnEvery)
+	}
 	api := httpapi.New(httpapi.Deps{
 		Config:      cfg,
 		Logger:      m.Logger.Named("http"),
@@ -244,6 +269,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Cache:       caches,
 		Jobs:        m.Jobs,
 		Workflows:   workflows.NewService(m.Store, m.recorder, nil),
+		Learning:    m.Learning,
 		Webhooks:    m.Webhooks,
 		SemanticWeb: pages,
 		WebSessions: m.webSessions,
@@ -330,6 +356,44 @@ func (m *Main) sweepDaily() {
 	}
 }
 
+// learnEvery queues a learning pass of every tenant each
+// SVC_LEARNING_INTERVAL, until Close. A tenant whose previous pass is still
+// queued is not queued again.
+func (m *Main) learnEvery() {
+	tick := time.NewTicker(m.Config.LearningInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stopTimers:
+			return
+		case <-tick.C:
+		}
+		ctx := context.Background()
+		tenants, err := m.Store.TenantIDs(ctx)
+		if err != nil {
+			m.Logger.Error("learning: listing tenants failed", "error", err)
+			continue
+		}
+		for _, id := range tenants {
+			if l, err := m.Jobs.List(ctx, id, jobs.Filter{Status: jobs.Queued, Limit: jobs.MaxLimit}); err == nil && queuedPass(l.Jobs) {
+				continue
+			}
+			if _, err := m.Jobs.Enqueue(ctx, id, learning.JobType, learning.JobPayload{Trigger: learning.TriggerTimer}); err != nil {
+				m.Logger.Error("learning: queueing a pass failed", "tenant", id, "error", err)
+			}
+		}
+	}
+}
+
+func queuedPass(js []jobs.Job) bool {
+	for _, j := range js {
+		if j.Type == learning.JobType {
+			return true
+		}
+	}
+	return false
+}
+
 // ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
 // leaves the rules in force, and the log says why.
 func (m *Main) ReloadPolicies() {
@@ -367,6 +431,9 @@ func (m *Main) Close() error {
 	}
 	if m.Jobs != nil {
 		m.Jobs.Close()
+	}
+	if m.Learning != nil {
+		m.Learning.Close() // stores the shadow evidence still pending
 	}
 	if m.webSessions != nil {
 		m.webSessions.Close()

@@ -37,6 +37,8 @@ type Gateway struct {
 	governor     Governor
 	cache        *cache.Cache
 	redaction    Redaction
+	learner      Learner
+	canary       Canary
 	now          func() time.Time
 	secrets      []string // never shown in an error
 }
@@ -50,6 +52,8 @@ type Options struct {
 	Governor     Governor     // nil: no policies
 	Cache        *cache.Cache // nil: no exact cache
 	Redaction    Redaction    // nil: runs keep their text as it was
+	Learner      Learner      // nil: no artifacts
+	Canary       Canary       // nil: no canary
 	Now          func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
@@ -67,7 +71,8 @@ func New(o Options) *Gateway {
 		}
 	}
 	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices,
-		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, now: o.Now, secrets: secrets}
+		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, learner: o.Learner, canary: o.Canary, now: o.Now,
+		secrets: secrets}
 }
 
 // Redaction tells whether a tenant's stored text is to be masked.
@@ -93,9 +98,10 @@ type call struct {
 	chatVerdicts, toolVerdicts []ledger.Event
 	standing                   *ledger.Standing // the agent's standing after the verdicts
 	calledProvider             bool
-	exact                      *exactLookup // what the exact cache had; nil when not looked up
-	hit                        *cache.Entry // the cached answer served, if one was
-	providerFailure            string       // why the provider failed, when a cached answer stood in
+	exact                      *exactLookup    // what the exact cache had; nil when not looked up
+	hit                        *cache.Entry    // the cached answer served, if one was
+	art                        *artifactLookup // what the serving index had; nil when nothing
+	providerFailure            string          // why the provider failed, when a cached answer stood in
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -129,9 +135,18 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
 	g.lookupExact(c)
+	if !c.servable() {
+		g.lookupArtifact(ctx, c)
+	}
 	var body []byte
 	if c.servable() {
 		body = g.serveExact(c, nil)
+	} else if c.artifactServable() {
+		body = g.serveArtifact(c)
+		if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+			return Result{}, err
+		}
+		return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
 	} else {
 		c.calledProvider = true
 		res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
@@ -145,6 +160,7 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 			body = res.Body
 			c.run.Response = res.Body
 			g.price(c.run, &res.Usage)
+			g.shadowEvaluate(c, body)
 		}
 	}
 	// A cached answer never skips a policy: its tool calls are judged too.
@@ -192,6 +208,10 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 	g.lookupExact(c)
 	if c.servable() {
 		return g.streamExact(ctx, c, sink, nil)
+	}
+	g.lookupArtifact(ctx, c)
+	if c.artifactServable() {
+		return g.streamArtifact(ctx, c, sink)
 	}
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
 	c.calledProvider = true
@@ -241,6 +261,11 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, s
 		return res, g.fail(ctx, c, err)
 	}
 	g.price(c.run, usage)
+	if c.art != nil {
+		if body, ok := assembleCompletion(chunks, nil); ok {
+			g.shadowEvaluate(c, body)
+		}
+	}
 	if hold {
 		if err := g.governTools(ctx, c, streamedToolCalls(chunks), false); err != nil {
 			return Result{RunID: c.run.ID, Route: c.run.Route}, err
@@ -269,6 +294,22 @@ func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallb
 	if err := g.governToolCalls(ctx, c, body); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
+	res := Result{RunID: c.run.ID, Route: c.run.Route}
+	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
+		return res, g.fail(ctx, c, err)
+	}
+	for _, chunk := range completionChunks(body, c.req.IncludeUsage) {
+		if err := sink.Chunk(chunk); err != nil {
+			return res, g.fail(ctx, c, err)
+		}
+	}
+	return res, g.finish(ctx, c, http.StatusOK, "")
+}
+
+// streamArtifact answers a streamed call from a promoted artifact, as the
+// chunks of its answer.
+func (g *Gateway) streamArtifact(ctx context.Context, c *call, sink Sink) (Result, error) {
+	body := g.serveArtifact(c)
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
 	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
 		return res, g.fail(ctx, c, err)
@@ -405,6 +446,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	if c.hit != nil {
 		run.SavedMS = max(0, c.hit.Meta.LatencyMS-run.LatencyMS)
 	}
+	served := c.art != nil && c.art.serve != nil && run.Route == ledger.RouteArtifact
+	if served {
+		run.SavedMS = max(0, c.art.serve.AvgLatencyMS-run.LatencyMS)
+		c.art.detail.SavedMS = run.SavedMS
+	}
 	switch {
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
@@ -427,6 +473,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		events = append(events, ledger.Event{Type: "cache.hit", At: end, Payload: mustJSON(cacheHitEvent{
 			Tier: string(cache.ExactResponse), SourceRunID: c.hit.Meta.RunID, StoredAt: c.hit.StoredAt.UTC(),
 			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
+	}
+	if served {
+		p := c.art.serve
+		events = append(events, ledger.Event{Type: "artifact.served", At: end, Payload: mustJSON(artifactServedEvent{
+			ArtifactID: p.ArtifactID, PatternID: p.PatternID, Type: p.Type, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	events = append(events, c.toolVerdicts...)
 	rec := ledger.NewRecord(run, events, end)

@@ -135,11 +135,14 @@ func sse(t *testing.T, res *http.Response) []string {
 	return data
 }
 
-func (ts *testServer) stream(t *testing.T, token, body string) (*http.Response, []string) {
+func (ts *testServer) stream(t *testing.T, token, body string, headers ...string) (*http.Response, []string) {
 	t.Helper()
 	req, err := http.NewRequest("POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -66,6 +67,7 @@ type testServer struct {
 	sessions *auth.SessionManager
 	// webSessions keeps agents' browsing sessions.
 	webSessions *web.Sessions
+	learning    *learning.Service
 	now         time.Time
 }
 
@@ -188,6 +190,10 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	})
 	ts.webSessions = web.NewSessions(pages, governor, auditLog)
 	t.Cleanup(ts.webSessions.Close)
+	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Syncer: recorder, Audit: auditLog,
+		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})
+	require.NoError(t, ts.learning.Load(context.Background()))
+	ts.jobs.Register(learning.JobType, ts.learning.RunJob)
 	api := httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   logger,
@@ -201,6 +207,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Gateway: gateway.New(gateway.Options{
 			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
 			Governor: governor, Cache: ts.cache, Redaction: settingsService, Secrets: []string{testProviderSecret},
+			Learner: ts.learning, Canary: settingsService,
 		}),
 		Runs:        runs,
 		Governor:    governor,
@@ -209,6 +216,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Cache:       ts.cache,
 		Jobs:        ts.jobs,
 		Workflows:   workflows.NewService(s, recorder, func() time.Time { return ts.now }),
+		Learning:    ts.learning,
 		SemanticWeb: pages,
 		WebSessions: ts.webSessions,
 		Web:         fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},

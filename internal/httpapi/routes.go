@@ -60,6 +60,19 @@ func (s *Server) routes() {
 
 	s.mux.Handle("GET /api/v1/jobs", s.api(s.listJobs))
 
+	s.mux.Handle("GET /api/v1/patterns", s.api(s.listPatterns))
+	s.mux.Handle("GET /api/v1/patterns/{id}", s.api(s.getPattern))
+	s.mux.Handle("POST /api/v1/patterns/{id}/synthesize", s.admin(s.synthesizePattern))
+	s.mux.Handle("POST /api/v1/patterns/{id}/ignore", s.admin(s.ignorePattern))
+	s.mux.Handle("GET /api/v1/artifacts", s.api(s.listArtifacts))
+	s.mux.Handle("GET /api/v1/artifacts/{id}", s.api(s.getArtifact))
+	s.mux.Handle("POST /api/v1/artifacts/{id}/promote", s.admin(s.promoteArtifact))
+	s.mux.Handle("POST /api/v1/artifacts/{id}/rollback", s.admin(s.rollbackArtifact))
+	s.mux.Handle("POST /api/v1/artifacts/{id}/quarantine", s.admin(s.quarantineArtifact))
+	s.mux.Handle("POST /api/v1/artifacts/{id}/replay", s.admin(s.replayArtifact))
+	s.mux.Handle("GET /api/v1/learning/report", s.api(s.learningReport))
+	s.mux.Handle("POST /api/v1/learning/tick", s.admin(s.learningTick))
+
 	s.mux.Handle("POST /api/v1/web/fetch", s.api(s.webFetch))
 	s.mux.Handle("GET /api/v1/web/snapshots", s.api(s.listSnapshots))
 	s.mux.Handle("GET /api/v1/web/snapshots/{id}", s.api(s.getSnapshot))

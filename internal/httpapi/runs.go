@@ -82,9 +82,19 @@ func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
 	if req.Correction != nil {
 		in.Correction = *req.Correction
 	}
-	f, err := s.Runs.AddFeedback(r.Context(), identity(r).TenantID, r.PathValue("id"), in)
+	tenantID := identity(r).TenantID
+	f, err := s.Runs.AddFeedback(r.Context(), tenantID, r.PathValue("id"), in)
 	if err != nil {
 		return err
+	}
+	if s.Learning != nil {
+		run, err := s.Runs.Run(r.Context(), tenantID, f.RunID)
+		if err != nil {
+			return err
+		}
+		if err := s.Learning.Feedback(r.Context(), tenantID, run, f.Rating, f.Correction); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"feedback": f})
 	return nil

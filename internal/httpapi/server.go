@@ -21,6 +21,7 @@ import (
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
@@ -55,6 +56,9 @@ type Deps struct {
 	Approvals *approval.Service
 	Cache     *cache.Cache
 	Jobs      *jobs.Queue
+	// Learning answers patterns, artifacts and learning passes, and turns
+	// ratings of artifact-served runs into evidence.
+	Learning *learning.Service
 	// Workflows answers the workflows list, onboarding and seed-demo.
 	Workflows *workflows.Service
 	// Webhooks queues deliveries of notable events for handlers that

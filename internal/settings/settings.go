@@ -138,6 +138,14 @@ func (s *Service) Redaction(ctx context.Context, tenantID string) bool {
 	return err != nil || st.Redaction
 }
 
+// Canary reports whether the tenant serves promoted artifacts to a share of
+// their requests only (canary_enabled); a tenant whose settings cannot be
+// read is treated as canary, the careful side.
+func (s *Service) Canary(ctx context.Context, tenantID string) bool {
+	st, err := s.Get(ctx, tenantID)
+	return err != nil || st.CanaryEnabled
+}
+
 // ExceptionTTL is how long an approved request of the tenant passes again.
 func (s *Service) ExceptionTTL(ctx context.Context, tenantID string) (time.Duration, error) {
 	st, err := s.Get(ctx, tenantID)

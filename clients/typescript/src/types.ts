@@ -297,7 +297,10 @@ export interface ToolCacheCheckResult<R = unknown> {
 // ------------------------------------------------------ learning loop
 
 /** A pattern's lifecycle state. */
-export type PatternState = 'observed' | 'candidate' | 'promoted' | 'negative' | 'retired' | string;
+export type PatternState = 'observed' | 'candidate' | 'shadow' | 'promoted' | 'negative' | 'retired' | string;
+
+/** An artifact's state: only a promoted artifact serves. */
+export type ArtifactState = 'shadow' | 'promoted' | 'quarantined' | 'retired' | string;
 
 /** A kind of request svc keeps seeing. */
 export interface Pattern {
@@ -309,6 +312,14 @@ export interface Pattern {
   avgLatencyMs: number;
   stabilityScore: number;
   optimizableScore: number;
+  /** The shape fingerprint (hex SHA-256). */
+  key?: string;
+  /** Why the pattern is in its state. */
+  stateReason?: string;
+  /** Runs rated down or corrected; they count against stability. */
+  corrections?: number;
+  /** The pattern's newest runs, newest first. */
+  exampleRunIds?: string[];
   /** A pattern's detail adds its artifacts. */
   artifacts?: Artifact[];
   /** A pattern's detail adds example runs. */
@@ -327,7 +338,10 @@ export interface ArtifactProvenance {
 export interface Artifact {
   id: string;
   patternId?: string;
-  state: string;
+  state: ArtifactState;
+  /** Why the artifact is in its state. */
+  stateReason?: string;
+  /** `classifier`, `template`, `extractor` or `lookup`. */
   type: string;
   /** The declarative representation svc interprets (never code). */
   representation: unknown;
@@ -343,11 +357,28 @@ export interface Artifact {
   shadowFail: number;
   livePass: number;
   liveFail: number;
+  /** The 5% quantile of the Beta posterior: promotion needs 0.9. */
+  lowerBound?: number;
+  /** The pattern offers tools: promotion needs `{confirm: true}`. */
+  sideEffects?: boolean;
+  /** Evaluations the artifact declined. */
+  abstentions?: number;
   [key: string]: unknown;
 }
 
-/** One replay, shadow or live evidence row; its fields are the service's. */
-export type ArtifactEvaluation = Record<string, unknown>;
+/** One replay, shadow or live evidence row. */
+export interface ArtifactEvaluation {
+  id: string;
+  artifactId: string;
+  kind: 'replay' | 'shadow' | 'live' | string;
+  runId: string;
+  outcome: 'pass' | 'fail' | 'abstain' | string;
+  expected: string;
+  got: string;
+  reason?: string;
+  createdAt: string;
+  [key: string]: unknown;
+}
 
 /** `GET /api/v1/artifacts/:id`. */
 export interface ArtifactDetail {

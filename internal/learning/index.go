@@ -1,0 +1,113 @@
+package learning
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Served is an artifact ready in memory: compiled once when it entered the
+// index, so that a request pays only for its answer.
+type Served struct {
+	ArtifactID  string
+	PatternID   string
+	Type        string
+	State       string
+	SideEffects bool
+	Answerer    Answerer
+	// The pattern's live averages: what an answer from the artifact saves.
+	AvgCostUSD   float64
+	AvgLatencyMS float64
+}
+
+// Entry is what the index holds for one shape: the promoted artifact that
+// serves, and the shadow artifact scored beside live calls.
+type Entry struct {
+	Promoted *Served
+	Shadow   *Served
+}
+
+// Index maps a tenant's request shapes to their artifacts. Reads take a
+// read lock and one map lookup.
+type Index struct {
+	mu sync.RWMutex
+	m  map[string]map[string]Entry // tenant → shape key → entry
+}
+
+func newIndex() *Index { return &Index{m: map[string]map[string]Entry{}} }
+
+// Match returns the entry of a request shape; false when no artifact
+// answers it.
+func (ix *Index) Match(tenantID, shapeKey string) (Entry, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e, ok := ix.m[tenantID][shapeKey]
+	return e, ok
+}
+
+// Empty reports whether the tenant has no artifact at all, so that the
+// gateway skips fingerprinting its requests.
+func (ix *Index) Empty(tenantID string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.m[tenantID]) == 0
+}
+
+// set replaces a tenant's entries by rows, compiling each artifact.
+func (ix *Index) set(tenantID string, rows []ServingRow, logger hclog.Logger) {
+	m := map[string]Entry{}
+	for _, r := range rows {
+		a := r.Artifact
+		ans, err := Compile(a.Type, a.Representation)
+		if err != nil {
+			logger.Error("an artifact cannot be compiled; it does not serve", "artifact", a.ID, "error", err)
+			continue
+		}
+		s := &Served{ArtifactID: a.ID, PatternID: a.PatternID, Type: a.Type, State: a.State, SideEffects: a.SideEffects,
+			Answerer: ans, AvgCostUSD: r.Pattern.AvgCostUSD, AvgLatencyMS: r.Pattern.AvgLatencyMS}
+		e := m[r.Pattern.Key]
+		switch a.State {
+		case ArtifactPromoted:
+			e.Promoted = s
+		case ArtifactShadow:
+			if e.Shadow == nil || a.CreatedAt.After(createdOf(rows, e.Shadow.ArtifactID)) {
+				e.Shadow = s
+			}
+		default:
+			continue
+		}
+		m[r.Pattern.Key] = e
+	}
+	ix.mu.Lock()
+	ix.m[tenantID] = m
+	ix.mu.Unlock()
+}
+
+// drop takes an artifact out of the index at once.
+func (ix *Index) drop(tenantID, artifactID string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for k, e := range ix.m[tenantID] {
+		if e.Promoted != nil && e.Promoted.ArtifactID == artifactID {
+			e.Promoted = nil
+		}
+		if e.Shadow != nil && e.Shadow.ArtifactID == artifactID {
+			e.Shadow = nil
+		}
+		if e.Promoted == nil && e.Shadow == nil {
+			delete(ix.m[tenantID], k)
+		} else {
+			ix.m[tenantID][k] = e
+		}
+	}
+}
+
+func createdOf(rows []ServingRow, id string) (t time.Time) {
+	for _, r := range rows {
+		if r.Artifact.ID == id {
+			return r.Artifact.CreatedAt
+		}
+	}
+	return t
+}

@@ -1,0 +1,220 @@
+package learning
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBetaQuantile(t *testing.T) {
+	// Beta(1, 1) is uniform; Beta(a, 1) has CDF x^a.
+	assert.InDelta(t, 0.05, BetaQuantile(0.05, 1, 1), 1e-8)
+	assert.InDelta(t, math.Pow(0.05, 1.0/20), BetaQuantile(0.05, 20, 1), 1e-8)
+	// Symmetry: I_x(a, b) = 1 − I_{1−x}(b, a).
+	assert.InDelta(t, 1-RegIncBeta(0.3, 7, 4), RegIncBeta(0.7, 4, 7), 1e-12)
+	// A known value: I_0.5(2, 3) = 11/16.
+	assert.InDelta(t, 11.0/16, RegIncBeta(0.5, 2, 3), 1e-12)
+
+	c := Posterior(0, 0)
+	assert.InDelta(t, 1.0, c.Alpha, 0)
+	assert.InDelta(t, 1.0, c.Beta, 0)
+	assert.InDelta(t, 0.5, c.Mean, 1e-12)
+	// 40 of 40 agree: the lower bound is 0.05^(1/41) ≈ 0.930.
+	assert.InDelta(t, math.Pow(0.05, 1.0/41), Posterior(40, 0).Lower, 1e-8)
+	assert.Less(t, Posterior(36, 4).Lower, 0.9)
+}
+
+func TestShapeSlots(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"system","content":"Triage."},` +
+		`{"role":"user","content":"Subject: Card declined\n\nMy card: it fails.\nOrder: 12"}]}`)
+	sh, err := ParseShape("app", body)
+	require.NoError(t, err)
+	assert.Equal(t, []Slot{{"subject", "Card declined"}, {"text", "My card: it fails.\nOrder: 12"}}, sh.Slots)
+	other, err := ParseShape("app", []byte(`{"model":"m","messages":[{"role":"system","content":"Triage."},`+
+		`{"role":"user","content":"Subject: Other\n\nSomething else entirely"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, sh.Key, other.Key, "the varying parts do not change the pattern")
+	for _, b := range []string{
+		`{"model":"m2","messages":[{"role":"system","content":"Triage."},{"role":"user","content":"Subject: x\n\ny"}]}`,
+		`{"model":"m","messages":[{"role":"system","content":"Other."},{"role":"user","content":"Subject: x\n\ny"}]}`,
+		`{"model":"m","messages":[{"role":"system","content":"Triage."},{"role":"user","content":"Title: x\n\ny"}]}`,
+		`{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"system","content":"Triage."},{"role":"user","content":"Subject: x\n\ny"}]}`,
+		`{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"system","content":"Triage."},{"role":"user","content":"Subject: x\n\ny"}]}`,
+	} {
+		o, err := ParseShape("app", []byte(b))
+		require.NoError(t, err)
+		assert.NotEqual(t, sh.Key, o.Key, b)
+	}
+	o, _ := ParseShape("other-app", body)
+	assert.NotEqual(t, sh.Key, o.Key, "the app is part of the shape")
+	_, err = ParseShape("app", []byte(`{"model":"m","messages":[{"role":"system","content":"x"}]}`))
+	assert.ErrorIs(t, err, ErrNoShape)
+}
+
+func shapeFor(tb testing.TB, user string) Shape {
+	sh, err := ShapeOf("app", "m", []Message{{Role: "system", Content: "s"}, {Role: "user", Content: user}}, "", nil)
+	require.NoError(tb, err)
+	return sh
+}
+
+func TestSynthesizeTemplate(t *testing.T) {
+	var ex []Example
+	for i := range 200 {
+		name := fmt.Sprintf("Customer%03d", i)
+		ex = append(ex, Example{RunID: fmt.Sprintf("run_t%d", i), Shape: shapeFor(t, "Name: "+name+"\n\nplease greet"),
+			Output: "Hello " + name + ", thanks for writing."})
+	}
+	cand, rep := Synthesize(ex, Defaults)
+	require.NotNil(t, cand, rep.Reason)
+	assert.Equal(t, TypeTemplate, cand.Type)
+	a, err := Compile(cand.Type, cand.Representation)
+	require.NoError(t, err)
+	got, ok := a.Answer(shapeFor(t, "Name: Ada\n\nplease greet"))
+	assert.True(t, ok)
+	assert.Equal(t, "Hello Ada, thanks for writing.", got)
+}
+
+func TestSynthesizeExtractor(t *testing.T) {
+	var ex []Example
+	for i := range 200 {
+		order := fmt.Sprintf("A-%04d", i)
+		out, _ := json.Marshal(map[string]string{"order": order, "intent": "refund"})
+		ex = append(ex, Example{RunID: fmt.Sprintf("run_x%d", i), Shape: shapeFor(t, "Order: "+order+"\n\nI want my money back"),
+			Output: string(out)})
+	}
+	cand, rep := Synthesize(ex, Defaults)
+	require.NotNil(t, cand, rep.Reason)
+	assert.Equal(t, TypeExtractor, cand.Type, rep.Reason)
+	a, err := Compile(cand.Type, cand.Representation)
+	require.NoError(t, err)
+	got, ok := a.Answer(shapeFor(t, "Order: Z-9\n\nrefund please"))
+	assert.True(t, ok)
+	assert.JSONEq(t, `{"order":"Z-9","intent":"refund"}`, got)
+}
+
+func TestSynthesizeLookup(t *testing.T) {
+	capitals := map[string]string{"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Peru": "Lima", "Japan": "Tokyo"}
+	var ex []Example
+	i := 0
+	for round := range 30 {
+		for country, city := range capitals {
+			q := "What is the capital of " + country + "?"
+			if round%2 == 1 {
+				q = "what is the capital of  " + country + "?"
+			}
+			ex = append(ex, Example{RunID: fmt.Sprintf("run_l%d", i), Shape: shapeFor(t, q), Output: city})
+			i++
+		}
+	}
+	cand, rep := Synthesize(ex, Defaults)
+	require.NotNil(t, cand, rep.Reason)
+	assert.Equal(t, TypeLookup, cand.Type, rep.Reason)
+	a, err := Compile(cand.Type, cand.Representation)
+	require.NoError(t, err)
+	got, ok := a.Answer(shapeFor(t, "What is the capital of Peru?"))
+	assert.True(t, ok)
+	assert.Equal(t, "Lima", got)
+	_, ok = a.Answer(shapeFor(t, "What is the capital of Chile?"))
+	assert.False(t, ok, "an input never seen is not guessed")
+}
+
+func TestSynthesizeTooFewRuns(t *testing.T) {
+	cand, rep := Synthesize([]Example{{RunID: "run_1", Shape: shapeFor(t, "x"), Output: "y"}}, Defaults)
+	assert.Nil(t, cand)
+	assert.Contains(t, rep.Reason, "too few runs")
+}
+
+func TestGateAndQuarantine(t *testing.T) {
+	a := &Artifact{State: ArtifactShadow}
+	err := Defaults.Gate(a)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replay evidence")
+	assert.Contains(t, err.Error(), "shadow evidence")
+	for range 30 {
+		a.Count(EvalReplay, OutcomePass)
+	}
+	a.Count(EvalReplay, OutcomeAbstain)
+	for range 20 {
+		a.Count(EvalShadow, OutcomePass)
+	}
+	require.NoError(t, Defaults.Gate(a))
+	assert.Equal(t, 1, a.Abstentions)
+	assert.InDelta(t, 51.0, a.Alpha, 0)
+	assert.InDelta(t, 1.0, a.Beta, 0)
+	a.State = ArtifactPromoted
+	assert.False(t, Defaults.ShouldQuarantine(a))
+	n := 0
+	for !Defaults.ShouldQuarantine(a) {
+		a.Count(EvalLive, OutcomeFail)
+		n++
+	}
+	assert.Equal(t, n, a.LiveFail)
+	assert.Less(t, n, 6, "a handful of failures turns 50 passes")
+	a.State = ArtifactRetired
+	assert.Error(t, Defaults.Gate(a))
+}
+
+func TestPatternLifecycle(t *testing.T) {
+	var s Stats
+	p := &Pattern{}
+	at := time.Unix(1e9, 0)
+	for i := range 40 {
+		label := []string{"billing", "bug"}[i%2]
+		s.Add(shapeFor(t, fmt.Sprintf("ticket %d", i)), label, true, 0.002, 900, at)
+	}
+	p.Apply(&s)
+	assert.Equal(t, 40, p.RunCount)
+	assert.InDelta(t, 0.002, p.AvgCostUSD, 1e-12)
+	assert.InDelta(t, 900, p.AvgLatencyMS, 1e-9)
+	assert.InDelta(t, 1.0, p.StabilityScore, 1e-12, "every answer is a short label")
+	assert.True(t, p.Advance(Defaults, nil))
+	assert.Equal(t, PatternCandidate, p.State)
+	assert.True(t, p.WantsSynthesis())
+	p.SynthesizedAt = 40
+	assert.False(t, p.WantsSynthesis())
+	assert.True(t, p.Advance(Defaults, []string{ArtifactShadow}))
+	assert.Equal(t, PatternShadow, p.State)
+	assert.True(t, p.Advance(Defaults, []string{ArtifactPromoted, ArtifactRetired}))
+	assert.Equal(t, PatternPromoted, p.State)
+	assert.True(t, p.Advance(Defaults, []string{ArtifactQuarantined}))
+	assert.Equal(t, PatternRetired, p.State)
+	assert.False(t, p.Advance(Defaults, nil), "a retired pattern waits for an operator")
+
+	// Corrections count against stability.
+	s.Corrections = 20
+	q := &Pattern{State: PatternCandidate}
+	q.Apply(&s)
+	assert.InDelta(t, 0.5, q.StabilityScore, 1e-12)
+	assert.True(t, q.Advance(Defaults, nil))
+	assert.Equal(t, PatternObserved, q.State)
+	q.Ignore()
+	assert.False(t, q.Advance(Defaults, []string{ArtifactPromoted}), "negative is final")
+
+	// Repeated inputs with changing answers are unstable.
+	var r Stats
+	for i := range 40 {
+		r.Add(shapeFor(t, "same question"), fmt.Sprintf("answer %d", i%4), true, 0, 0, at)
+	}
+	assert.InDelta(t, 0.25, r.Consistency(), 1e-12)
+	assert.Greater(t, Optimizable(1, 300, 0.002), Optimizable(1, 30, 0.002))
+	assert.Greater(t, Optimizable(1, 300, 0.002), Optimizable(1, 300, 0))
+}
+
+func TestFailsShadow(t *testing.T) {
+	a := &Artifact{State: ArtifactShadow, ReplayPass: 30}
+	for range 30 {
+		a.Count(EvalShadow, OutcomePass)
+		a.Count(EvalShadow, OutcomeFail)
+	}
+	assert.True(t, Defaults.FailsShadow(a))
+	b := &Artifact{State: ArtifactShadow, ReplayPass: 30}
+	for range 10 {
+		b.Count(EvalShadow, OutcomeFail)
+	}
+	assert.False(t, Defaults.FailsShadow(b), "not enough shadow evidence yet")
+}

@@ -1,0 +1,117 @@
+package learning
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/ids"
+)
+
+// maxPendingShadow bounds the shadow evaluations waiting to be stored; more
+// are dropped (and counted) rather than slowing requests down.
+const maxPendingShadow = 10000
+
+// shadowBuffer holds evaluations made beside live calls until they are
+// stored: by the flusher every 100 ms, and before anything reads or judges
+// the evidence (a pass, a promotion, a replay, an artifact's detail).
+type shadowBuffer struct {
+	mu      sync.Mutex
+	pending []Evaluation
+	dropped int
+}
+
+// RecordShadow records the outcome of an artifact's answer computed beside
+// a live call of its pattern: it agreed with the live answer, or not, or
+// it abstained. It never blocks on storage.
+func (s *Service) RecordShadow(tenantID, artifactID, runID, artifactAnswer string, answered bool, liveAnswer string) {
+	ev := Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: artifactID, Kind: EvalShadow, RunID: runID,
+		Expected: clip(liveAnswer), CreatedAt: s.now()}
+	switch {
+	case !answered:
+		ev.Outcome, ev.Reason = OutcomeAbstain, "the artifact abstained"
+	case Agrees(artifactAnswer, liveAnswer):
+		ev.Outcome, ev.Got = OutcomePass, clip(artifactAnswer)
+	default:
+		ev.Outcome, ev.Got, ev.Reason = OutcomeFail, clip(artifactAnswer), "the live answer differs"
+	}
+	b := &s.shadow
+	b.mu.Lock()
+	if len(b.pending) >= maxPendingShadow {
+		b.dropped++
+	} else {
+		b.pending = append(b.pending, ev)
+	}
+	b.mu.Unlock()
+}
+
+// FlushShadow stores the pending shadow evaluations, artifact by artifact,
+// and quarantines a promoted artifact whose evidence turned.
+func (s *Service) FlushShadow(ctx context.Context) error {
+	b := &s.shadow
+	b.mu.Lock()
+	pending := b.pending
+	b.pending = nil
+	dropped := b.dropped
+	b.dropped = 0
+	b.mu.Unlock()
+	if dropped > 0 {
+		s.o.Logger.Warn("shadow evaluations dropped: the buffer was full", "dropped", dropped)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	type key struct{ tenant, artifact string }
+	groups := map[key][]Evaluation{}
+	var order []key
+	for _, ev := range pending {
+		k := key{ev.TenantID, ev.ArtifactID}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], ev)
+	}
+	for _, k := range order {
+		a, err := s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, groups[k], s.now())
+		if err != nil {
+			s.o.Logger.Error("storing shadow evaluations failed", "artifact", k.artifact, "error", err)
+			continue
+		}
+		if err := s.checkQuarantine(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start runs the shadow flusher until Close.
+func (s *Service) Start() {
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				_ = s.FlushShadow(context.Background())
+				return
+			case <-t.C:
+				if err := s.FlushShadow(context.Background()); err != nil {
+					s.o.Logger.Error("flushing shadow evaluations failed", "error", err)
+				}
+			}
+		}
+	}()
+}
+
+// Close stores what is pending and stops the flusher.
+func (s *Service) Close() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+	s.stop = nil
+}
