@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/workflows"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // send posts a chat completion as app and returns the route, the run id
@@ -166,18 +168,7 @@ type spamMessage struct {
 // test loudly when they are not there.
 func spamCorpus(t *testing.T) []spamMessage {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("SKIPPED: no go.mod above the test; the spam corpus cannot be found")
-		}
-		dir = filepath.Dir(dir)
-	}
-	path := filepath.Join(dir, "..", "shared", "data", "spam", "messages.jsonl")
+	path := filepath.Join(shareddata.Dir(t, "spam"), "messages.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Skipf("SKIPPED: the labelled spam corpus is not at %s (%v); the learning loop is not checked against real traffic", path, err)

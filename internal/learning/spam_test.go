@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // spamMessage is one labelled message of ../shared/data/spam.
@@ -28,19 +30,7 @@ const spamSystem = "Classify this email message as spam or ham. Reply with the l
 // there.
 func SpamMessages(tb testing.TB) []spamMessage {
 	tb.Helper()
-	dir, err := os.Getwd()
-	require.NoError(tb, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Skip("SKIPPED: no go.mod above the test; the spam corpus cannot be found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "data", "spam", "messages.jsonl")
+	path := filepath.Join(shareddata.Dir(tb, "spam"), "messages.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Skipf("SKIPPED: the labelled spam corpus is not at %s (%v); the learning loop is not checked against real traffic", path, err)

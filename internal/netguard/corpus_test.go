@@ -14,30 +14,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // ssrfDataDir returns the shared SSRF corpus folder, ../shared/data/ssrf
 // beside the module root. The data is not copied into the repository, so the
 // tests that need it skip loudly when it is absent.
 func ssrfDataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("SKIP: go.mod not found above the test directory: SSRF corpus tests did not run")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data", "ssrf")
-	if _, err := os.Stat(data); err != nil {
-		t.Skip("SKIP: ../shared/data/ssrf not found: SSRF corpus tests did not run")
-	}
-	return data
+	return shareddata.Dir(t, "ssrf")
 }
 
 // readURLs returns the non-comment, non-blank lines of a corpus file.

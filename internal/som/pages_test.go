@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // corpusPage is one real page from the shared corpus.
@@ -17,26 +19,7 @@ type corpusPage struct {
 // pagesDir finds the shared corpus: ../shared/data/pages beside the
 // repository root, which is the nearest directory above that holds go.mod.
 func pagesDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			tb.Skip("SKIPPED: no go.mod above the test; the real-page corpus cannot be located")
-		}
-		dir = up
-	}
-	p := filepath.Join(dir, "..", "shared", "data", "pages")
-	if _, err := os.Stat(filepath.Join(p, "INDEX.tsv")); err != nil {
-		tb.Skipf("SKIPPED: real-page corpus not found at %s: these tests need ../shared/data/pages beside the repository", p)
-	}
-	return p
+	return shareddata.Dir(tb, "pages")
 }
 
 // loadCorpus reads every page of the corpus, with its origin URL from

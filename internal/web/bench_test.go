@@ -13,18 +13,14 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/web"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // largestPage returns the biggest page of ../shared/data/pages beside the
 // module root, read in place.
 func largestPage(b *testing.B) []byte {
-	dir, _ := os.Getwd()
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "..", "shared", "data", "pages", "*", "source.html"))
+	files, _ := filepath.Glob(filepath.Join(shareddata.Dir(b, "pages"), "*", "source.html"))
 	var best []byte
 	for _, f := range files {
 		if raw, err := os.ReadFile(f); err == nil && len(raw) > len(best) {

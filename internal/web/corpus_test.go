@@ -14,30 +14,15 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/netguard"
+
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // ssrfDataDir returns ../shared/data/ssrf beside the module root. The cases
 // are read in place, never copied into the repository; without them the
 // corpus tests skip and say so.
 func ssrfDataDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("SKIP: go.mod not found above the test directory: SSRF corpus tests did not run")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data", "ssrf")
-	if _, err := os.Stat(data); err != nil {
-		t.Skip("SKIP: ../shared/data/ssrf not found: SSRF corpus tests did not run")
-	}
-	return data
+	return shareddata.Dir(t, "ssrf")
 }
 
 // readURLs returns the non-comment, non-blank lines of a corpus file.
