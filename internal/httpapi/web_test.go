@@ -286,6 +286,11 @@ func TestWebSessionGovernance(t *testing.T) {
     when: web.action == "submit" && web.url.endsWith("/order") && web.fields["quantity"] == "99"
     effect: deny
     reason: bulk orders go through sales
+  - id: no-intranet-open
+    target: web
+    when: web.action == "open" && web.url.endsWith("/about")
+    effect: deny
+    reason: sessions start on the shop
   - id: no-help
     target: web
     when: web.action == "click" && web.url.endsWith("/help")
@@ -329,8 +334,13 @@ func TestWebSessionGovernance(t *testing.T) {
 	assert.Nil(t, order)
 	assert.Equal(t, http.StatusOK, act(observe, osid, "click", elementID(t, opage, "link", "About"), "").status)
 
+	openDenied := ts.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/about"}`)
+	assert.Equal(t, http.StatusForbidden, openDenied.status, "opening a session is judged too: %s", openDenied.body)
+	assert.Contains(t, openDenied.body, "no-intranet-open")
+
 	audit := ts.call(t, "GET", "/api/v1/audit?decision=deny", "", "").body
 	assert.Contains(t, audit, `"web.submit"`)
+	assert.Contains(t, audit, `"web.open"`)
 }
 
 func TestWebSessionNavigationIsGuarded(t *testing.T) {

@@ -444,8 +444,23 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 			return err
 		})
 		total += int(n)
-		if err != nil || n == 0 {
+		if err != nil {
 			return total, err
 		}
+		if n == 0 {
+			return total, s.deleteWebBefore(ctx, tenantID, t)
+		}
 	}
+}
+
+// deleteWebBefore deletes the tenant's web snapshots and fetch records
+// older than t: page content is tenant data under the same retention.
+func (s *Store) deleteWebBefore(ctx context.Context, tenantID string, t time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM web_snapshots WHERE tenant_id = ? AND created_at < ?`, tenantID, t.UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM web_fetches WHERE tenant_id = ? AND at < ?`, tenantID, t.UnixMilli())
+		return err
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
+	"github.com/svc-gateway/svc/internal/web"
 )
 
 func newRun(tenantID string, at time.Time, route, status, agent string) *ledger.Record {
@@ -332,6 +333,14 @@ func TestRetentionDeletesOnlyOldRunsOfTheTenant(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.AddSideEffect(ctx, ledger.NewSideEffect(tenant.DefaultID, old, "optimize", ledger.Event{At: now}, "x", 3, json.RawMessage(`{}`))))
 
+	for i, at := range []time.Time{now.Add(-40 * 24 * time.Hour), now.Add(-time.Hour)} {
+		for _, tid := range []string{tenant.DefaultID, other.ID} {
+			snap := web.Snapshot{ID: fmt.Sprintf("snap_%s_%d", tid, i), TenantID: tid, URL: "https://example.com/", Source: web.SourceBuiltin,
+				SOM: json.RawMessage(`{}`), CreatedAt: at}
+			require.NoError(t, s.SaveSnapshot(ctx, snap))
+			require.NoError(t, s.RecordFetch(ctx, tid, snap.ID, false, 10, at))
+		}
+	}
 	r := ledger.NewRetention(s, retentionDays{tenant.DefaultID: 30, other.ID: 60}, func() time.Time { return now })
 	n, err := r.Sweep(ctx, tenant.DefaultID)
 	require.NoError(t, err)
@@ -349,4 +358,12 @@ func TestRetentionDeletesOnlyOldRunsOfTheTenant(t *testing.T) {
 	_, total, err = s.ListRuns(ctx, other.ID, ledger.Filter{Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, 1, total, "another tenant's runs follow its own retention")
+	for tid, want := range map[string]int{tenant.DefaultID: 1, other.ID: 2} {
+		_, n, err := s.ListSnapshots(ctx, tid, "", 10, 0)
+		require.NoError(t, err)
+		assert.Equal(t, want, n, "web snapshots follow the tenant's retention")
+		var fetches int
+		require.NoError(t, s.DB().QueryRow(`SELECT COUNT(*) FROM web_fetches WHERE tenant_id = ?`, tid).Scan(&fetches))
+		assert.Equal(t, want, fetches)
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
-	"net/url"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +40,7 @@ const (
 	ActType   = "type"
 	ActSelect = "select"
 	ActSubmit = "submit"
+	ActOpen   = "open" // opening a session: judged as a read
 )
 
 // Levels of the actions.
@@ -189,6 +190,14 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 		return Opened{}, err
 	}
 	defer s.release(id.TenantID)
+	// Opening reads a page, as a click does.
+	open := policy.WebAction{Action: ActOpen, URL: url, Level: LevelRead, Fields: map[string]string{}}
+	if u, err := neturl.Parse(url); err == nil {
+		open.Host = u.Hostname()
+	}
+	if err := s.judge(ctx, id, "", ActOpen, url, &policy.Input{Web: open}); err != nil {
+		return Opened{}, err
+	}
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	fetcher := s.svc.fetcherFor(id)
 	page, err := fetcher.Get(ctx, url, jar)
@@ -373,17 +382,8 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	if err != nil {
 		return Acted{}, err
 	}
-	d, err := s.governor.Decide(ctx, governance.Call{ID: id, RunID: sessionID, Target: policy.Web, Describe: func() (json.RawMessage, string) {
-		b, _ := json.Marshal(map[string]any{"session": sessionID, "action": in.Web.Action, "url": in.Web.URL, "fields": in.Web.Fields})
-		return b, governance.Fingerprint(policy.Web, id, b)
-	}}, in)
-	if err != nil {
+	if err := s.judge(ctx, id, sessionID, p.kind, a.Target, in); err != nil {
 		return Acted{}, err
-	}
-	if d.Enforced {
-		s.record(ctx, id, "web."+p.kind, string(d.Verdict.Decision), in.Web.URL, map[string]any{"session": sessionID, "target": a.Target})
-		return Acted{}, &errs.Error{Kind: errs.Forbidden, Code: "policy_blocked",
-			Public: fmt.Sprintf("a policy refused this web %s", p.kind), Beside: map[string]any{"verdict": d.Verdict}}
 	}
 	prev := ss.doc.Snapshot()
 	navigated := false
@@ -433,6 +433,24 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		out.Diff = &d
 	}
 	return out, nil
+}
+
+// judge runs the web policies on an action and refuses it, audited, when
+// they deny it or hold it for approval.
+func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind, target string, in *policy.Input) error {
+	d, err := s.governor.Decide(ctx, governance.Call{ID: id, RunID: sessionID, Target: policy.Web, Describe: func() (json.RawMessage, string) {
+		b, _ := json.Marshal(map[string]any{"session": sessionID, "action": in.Web.Action, "url": in.Web.URL, "fields": in.Web.Fields})
+		return b, governance.Fingerprint(policy.Web, id, b)
+	}}, in)
+	if err != nil {
+		return err
+	}
+	if d.Enforced {
+		s.record(ctx, id, "web."+kind, string(d.Verdict.Decision), in.Web.URL, map[string]any{"session": sessionID, "target": target})
+		return &errs.Error{Kind: errs.Forbidden, Code: "policy_blocked",
+			Public: fmt.Sprintf("a policy refused this web %s", kind), Beside: map[string]any{"verdict": d.Verdict}}
+	}
+	return nil
 }
 
 // load makes page the session's current page; a page at the same URL is
@@ -585,7 +603,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 	case p.kind == ActClick && p.href != "":
 		w.URL = p.href
 	case p.kind == ActSubmit:
-		pageURL, err := url.Parse(ss.url)
+		pageURL, err := neturl.Parse(ss.url)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -603,7 +621,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 			w.Fields[e.Name] = v
 		}
 	}
-	if u, err := url.Parse(w.URL); err == nil {
+	if u, err := neturl.Parse(w.URL); err == nil {
 		w.Host = u.Hostname()
 	}
 	return &policy.Input{Web: w}, sub, nil
@@ -612,7 +630,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 // maskQuery hides the values of secret fields in a GET submission's URL,
 // which policies, approvals and the audit trail see.
 func maskQuery(raw string, secret map[string]bool) string {
-	u, err := url.Parse(raw)
+	u, err := neturl.Parse(raw)
 	if err != nil || u.RawQuery == "" || len(secret) == 0 {
 		return raw
 	}
