@@ -44,11 +44,15 @@ func Find() (string, error) {
 // profileDir, and without the background connections (updates, sync,
 // QUIC, first-run checks) that a closed network refuses and that would
 // leave the browser's control.
+//
+// The browser keeps its sandbox unless svc runs as root, where Chromium
+// refuses to start with it: run svc as an ordinary user to keep the pages
+// it renders sandboxed.
 func Options(path, profileDir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
 	return append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("no-sandbox", os.Geteuid() == 0),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("no-first-run", true),
