@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
@@ -53,6 +54,10 @@ func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 	}
 	ix := g.learner.Index()
 	if ix.Empty(c.id.TenantID) {
+		return
+	}
+	if c.req.Unlearnable != "" {
+		c.reject(ledger.RouteArtifact, c.req.Unlearnable)
 		return
 	}
 	msgs := make([]learning.Message, len(c.req.Messages))
@@ -146,12 +151,17 @@ func (g *Gateway) shadowEvaluate(c *call, body []byte) {
 	if c.art == nil || c.art.shadow == nil || body == nil {
 		return
 	}
+	lk := c.art
 	live, ok := learning.ResponseText(body)
-	if !ok {
+	toolCall := learning.ToolCalled(body)
+	if !ok && !toolCall {
 		return
 	}
-	lk := c.art
 	switch {
+	case toolCall && lk.shadowAnswered:
+		// The model called a tool where the artifact would have answered
+		// with text: the artifact would have dropped the call.
+		lk.detail.Shadow = learning.OutcomeFail
 	case !lk.shadowAnswered:
 		lk.detail.Shadow = learning.OutcomeAbstain
 	case learning.Agrees(lk.shadowAnswer, live):
@@ -159,7 +169,13 @@ func (g *Gateway) shadowEvaluate(c *call, body []byte) {
 	default:
 		lk.detail.Shadow = learning.OutcomeFail
 	}
-	g.learner.RecordShadow(c.id.TenantID, lk.shadow.ArtifactID, c.run.ID, lk.shadowAnswer, lk.shadowAnswered, live)
+	answer := lk.shadowAnswer
+	if g.redaction != nil && g.redaction.Redaction(context.Background(), c.id.TenantID) {
+		// Evidence rows keep the texts; under redaction they keep them
+		// masked, as the run does.
+		answer, live = redact.String(answer), redact.String(live)
+	}
+	g.learner.RecordShadow(c.id.TenantID, lk.shadow.ArtifactID, c.run.ID, answer, lk.shadowAnswered, live)
 }
 
 // artifactCompletion is an artifact's answer as a chat.completion body.

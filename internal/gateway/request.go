@@ -7,6 +7,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/policy"
 )
 
@@ -27,6 +28,9 @@ type Request struct {
 	Tools        []string // names of the offered functions
 	// ResponseFormat is response_format.type, empty when absent.
 	ResponseFormat string
+	// Unlearnable says why no learned artifact may answer the request, or
+	// is empty (see learning.Unlearnable).
+	Unlearnable string
 }
 
 // Message is one chat message, its content flattened to text: the type
@@ -47,6 +51,9 @@ type wireRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	ResponseFormat      *responseFormat `json:"response_format"`
 	Tools               []wireTool      `json:"tools"`
+	Functions           json.RawMessage `json:"functions"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	Logprobs            *bool           `json:"logprobs"`
 }
 
 type wireMessage struct {
@@ -120,8 +127,9 @@ func ParseRequest(body []byte) (*Request, error) {
 	}
 	r.Model = *w.Model
 	r.Messages = make([]Message, len(w.Messages))
+	nonText := false
 	for i, m := range w.Messages {
-		msg, err := parseMessage(i, m)
+		msg, err := parseMessage(i, m, &nonText)
 		if err != nil {
 			return nil, err
 		}
@@ -169,10 +177,18 @@ func ParseRequest(body []byte) (*Request, error) {
 		}
 		r.Tools = append(r.Tools, t.Function.Name)
 	}
+	choice := ""
+	if len(w.ToolChoice) > 0 && json.Unmarshal(w.ToolChoice, &choice) != nil {
+		choice = "forced" // an object naming a function
+	}
+	r.Unlearnable = learning.Unlearnable(nonText, len(w.Functions) > 0 && string(w.Functions) != "null", choice,
+		r.ResponseFormat, r.N, w.Logprobs != nil && *w.Logprobs)
 	return r, nil
 }
 
-func parseMessage(i int, m wireMessage) (Message, error) {
+// parseMessage reads one message; nonText is set when its content has
+// parts other than text.
+func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 	if m.Role == nil {
 		return Message{}, invalid("messages", "Missing required parameter: 'messages[%d].role'.", i)
 	}
@@ -197,12 +213,14 @@ func parseMessage(i int, m wireMessage) (Message, error) {
 		}
 		var b strings.Builder
 		for _, p := range parts {
-			if p.Type == "text" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(p.Text)
+			if p.Type != "text" {
+				*nonText = true
+				continue
 			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
 		}
 		msg.Content = b.String()
 	default:

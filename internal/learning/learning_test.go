@@ -218,3 +218,52 @@ func TestFailsShadow(t *testing.T) {
 	}
 	assert.False(t, Defaults.FailsShadow(b), "not enough shadow evidence yet")
 }
+
+func TestRequestsAnArtifactMayNotAnswerHaveNoShape(t *testing.T) {
+	const user = `{"role":"user","content":"Is this safe? Answer yes or no."}`
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Is this safe?"},{"type":"image_url","image_url":{"url":"https://x/1.png"}}]}]}`,
+		`{"model":"m","messages":[` + user + `],"functions":[{"name":"refund"}]}`,
+		`{"model":"m","messages":[` + user + `],"tools":[{"type":"function","function":{"name":"refund"}}],"tool_choice":"required"}`,
+		`{"model":"m","messages":[` + user + `],"tools":[{"type":"function","function":{"name":"refund"}}],"tool_choice":{"type":"function","function":{"name":"refund"}}}`,
+		`{"model":"m","messages":[` + user + `],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}}}`,
+		`{"model":"m","messages":[` + user + `],"n":3}`,
+		`{"model":"m","messages":[` + user + `],"logprobs":true}`,
+	} {
+		_, err := ParseShape("app", []byte(body))
+		if err != ErrNoShape {
+			t.Errorf("%s: got %v, want ErrNoShape", body, err)
+		}
+	}
+	if _, err := ParseShape("app", []byte(`{"model":"m","messages":[`+user+`],"tool_choice":"auto","n":1}`)); err != nil {
+		t.Errorf("a plain request has a shape: %v", err)
+	}
+}
+
+func TestTextPartsShapeAsTheGatewayJoinsThem(t *testing.T) {
+	parts, err := ParseShape("app", []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Subject: a"},{"type":"text","text":"b"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway, err := ShapeOf("app", "m", []Message{{Role: "user", Content: "Subject: a\nb"}}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts.Key != gateway.Key {
+		t.Fatal("a stored request with text parts must have the key the gateway computes for it")
+	}
+}
+
+func TestToolCalled(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"refund","arguments":"{}"}}]}}]}`: true,
+		`{"choices":[{"message":{"content":null,"function_call":{"name":"refund","arguments":"{}"}}}]}`:                                        true,
+		`{"chunks":[{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"refund"}}]}}]}]}`:                             true,
+		`{"choices":[{"message":{"content":"ok","tool_calls":null}}]}`:                                                                         false,
+		`{"choices":[{"message":{"content":"ok","tool_calls":[]}}]}`:                                                                           false,
+	} {
+		if got := ToolCalled([]byte(body)); got != want {
+			t.Errorf("%s: got %v", body, got)
+		}
+	}
+}

@@ -21,10 +21,13 @@ const exampleRunsKept = 10
 
 // patternScan is one shape's runs during a pass.
 type patternScan struct {
-	stats    Stats
-	fp       Fingerprints
-	examples []string // newest run ids, a ring of exampleRunsKept
-	next     int
+	stats Stats
+	// toolCalls counts live answers that called a tool: such a pattern is
+	// not for an artifact, which would silently drop the calls.
+	toolCalls int
+	fp        Fingerprints
+	examples  []string // newest run ids, a ring of exampleRunsKept
+	next      int
 }
 
 // Pass runs one learning pass over a tenant's runs:
@@ -72,6 +75,9 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		}
 		live := r.Route == ledger.RouteLive
 		out := ""
+		if live && ToolCalled(r.Response) {
+			ps.toolCalls++
+		}
 		if live {
 			var ok bool
 			if out, ok = ResponseText(r.Response); !ok {
@@ -132,6 +138,11 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		p.UpdatedAt = now
 		changed = append(changed, *p)
 		if p.WantsSynthesis() {
+			if ps.toolCalls > 0 {
+				rep.SynthesisReports = append(rep.SynthesisReports, SynthesisReport{PatternID: p.ID, Attempts: []TypeAttempt{},
+					Reason: fmt.Sprintf("%d live answers of this pattern called a tool; an artifact answers with text only", ps.toolCalls)})
+				continue
+			}
 			synth = append(synth, p)
 		}
 	}

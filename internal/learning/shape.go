@@ -94,9 +94,37 @@ type wireRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	Functions  json.RawMessage `json:"functions"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	N          *int            `json:"n"`
+	Logprobs   *bool           `json:"logprobs"`
 }
 
-// ErrNoShape is returned for a request with no user message to learn from.
+// Unlearnable says why a request is outside what an artifact may answer,
+// or "" when it is within: an artifact sees only text and answers one
+// text choice, so a request with images, audio or files, legacy functions,
+// a forced tool choice, a JSON schema to follow, several choices or log
+// probabilities is neither learned from nor served.
+func Unlearnable(nonText bool, functions bool, toolChoice string, responseFormat string, n int, logprobs bool) string {
+	switch {
+	case nonText:
+		return "the request has parts other than text (images, audio, files), which an artifact cannot see"
+	case functions:
+		return "the request offers legacy functions"
+	case toolChoice != "" && toolChoice != "auto" && toolChoice != "none":
+		return "the request forces a tool call"
+	case responseFormat == "json_schema":
+		return "the request asks for a JSON schema"
+	case n > 1:
+		return "the request asks for several choices"
+	case logprobs:
+		return "the request asks for log probabilities"
+	}
+	return ""
+}
+
+// ErrNoShape is returned for a request with no user message to learn from,
+// or one an artifact may not answer (see Unlearnable).
 var ErrNoShape = errors.New("learning: the request has no user message")
 
 // ParseShape fingerprints a chat-completions request body sent by app.
@@ -106,12 +134,27 @@ func ParseShape(app string, body []byte) (Shape, error) {
 		return Shape{}, err
 	}
 	msgs := make([]Message, len(w.Messages))
+	nonText := false
 	for i, m := range w.Messages {
-		msgs[i] = Message{Role: m.Role, Content: contentText(m.Content)}
+		text, plain := contentText(m.Content)
+		nonText = nonText || !plain
+		msgs[i] = Message{Role: m.Role, Content: text}
 	}
 	rf := ""
 	if w.ResponseFormat != nil {
 		rf = w.ResponseFormat.Type
+	}
+	choice := ""
+	if len(w.ToolChoice) > 0 && json.Unmarshal(w.ToolChoice, &choice) != nil {
+		choice = "forced" // an object naming a function
+	}
+	n := 0
+	if w.N != nil {
+		n = *w.N
+	}
+	hasFunctions := len(w.Functions) > 0 && string(w.Functions) != "null"
+	if Unlearnable(nonText, hasFunctions, choice, rf, n, w.Logprobs != nil && *w.Logprobs) != "" {
+		return Shape{}, ErrNoShape
 	}
 	tools := make([]string, 0, len(w.Tools))
 	for _, t := range w.Tools {
@@ -265,10 +308,13 @@ func slotName(label string) string {
 	}, label)
 }
 
-func contentText(raw json.RawMessage) string {
+// contentText flattens a message's content to text, text parts joined by
+// a newline as the gateway joins them; plain is false when the content has
+// parts other than text.
+func contentText(raw json.RawMessage) (text string, plain bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		return s, true
 	}
 	var parts []struct {
 		Type string `json:"type"`
@@ -276,14 +322,20 @@ func contentText(raw json.RawMessage) string {
 	}
 	if json.Unmarshal(raw, &parts) == nil {
 		var b strings.Builder
+		plain = true
 		for _, p := range parts {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
+			if p.Type != "text" {
+				plain = false
+				continue
 			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
 		}
-		return b.String()
+		return b.String(), plain
 	}
-	return ""
+	return "", len(raw) == 0 || string(raw) == "null"
 }
 
 func preview(s string, n int) string {
@@ -316,6 +368,45 @@ func itoa(n int) string {
 
 // ResponseText is the assistant's text of a chat.completion body (choice
 // 0), or of a stored stream (`{"chunks": [...]}`) put back together.
+// ToolCalled reports whether a chat.completion body (or an assembled
+// stream) answered with a tool call: an artifact, which answers with text,
+// must never stand in for such an answer.
+func ToolCalled(body []byte) bool {
+	var c struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls    json.RawMessage `json:"tool_calls"`
+				FunctionCall json.RawMessage `json:"function_call"`
+			} `json:"message"`
+		} `json:"choices"`
+		Chunks []struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls    json.RawMessage `json:"tool_calls"`
+					FunctionCall json.RawMessage `json:"function_call"`
+				} `json:"delta"`
+			} `json:"choices"`
+		} `json:"chunks"`
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return false
+	}
+	set := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" && string(raw) != "[]" }
+	for _, ch := range c.Choices {
+		if set(ch.Message.ToolCalls) || set(ch.Message.FunctionCall) {
+			return true
+		}
+	}
+	for _, chunk := range c.Chunks {
+		for _, ch := range chunk.Choices {
+			if set(ch.Delta.ToolCalls) || set(ch.Delta.FunctionCall) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func ResponseText(body []byte) (string, bool) {
 	var c struct {
 		Choices []struct {
