@@ -300,14 +300,38 @@ func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reaso
 func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []learning.Evaluation, at time.Time) (learning.Artifact, error) {
 	var out learning.Artifact
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var d learning.Artifact
+		// A replay or live verdict on a run replaces the artifact's earlier
+		// one on the same run: replaying the holdout again, or rating one
+		// run a thousand times, adds no evidence.
+		var d, old learning.Artifact
 		for _, e := range evals {
 			d.Count(e.Kind, e.Outcome)
+			if e.Kind != learning.EvalReplay && e.Kind != learning.EvalLive {
+				continue
+			}
+			rows, err := tx.QueryContext(ctx, `DELETE FROM artifact_evaluations
+				WHERE tenant_id = ? AND artifact_id = ? AND run_id = ? AND kind = ? RETURNING outcome`, tenantID, artifactID, e.RunID, e.Kind)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var outcome string
+				if err := rows.Scan(&outcome); err != nil {
+					rows.Close()
+					return err
+				}
+				old.Count(e.Kind, outcome)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE artifacts SET replay_pass = replay_pass + ?, replay_fail = replay_fail + ?,
 			shadow_pass = shadow_pass + ?, shadow_fail = shadow_fail + ?, live_pass = live_pass + ?, live_fail = live_fail + ?,
 			abstentions = abstentions + ?, updated_at = ? WHERE tenant_id = ? AND id = ?`,
-			d.ReplayPass, d.ReplayFail, d.ShadowPass, d.ShadowFail, d.LivePass, d.LiveFail, d.Abstentions, at.UnixMilli(),
+			d.ReplayPass-old.ReplayPass, d.ReplayFail-old.ReplayFail, d.ShadowPass, d.ShadowFail,
+			d.LivePass-old.LivePass, d.LiveFail-old.LiveFail, d.Abstentions-old.Abstentions, at.UnixMilli(),
 			tenantID, artifactID)
 		if err != nil {
 			return err

@@ -110,6 +110,33 @@ func TestLearningStore(t *testing.T) {
 	assert.Equal(t, a.ShadowPass+1, after.ShadowPass)
 	assert.InDelta(t, a.Alpha+1, after.Alpha, 0)
 
+	// A run's live verdict replaces its earlier one: rating one run many
+	// times counts once, and changing the rating moves the counters.
+	live := func(outcome string) learning.Artifact {
+		got, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, []learning.Evaluation{
+			{ID: ids.New("ev"), ArtifactID: a.ID, Kind: learning.EvalLive, RunID: "run_rated", Outcome: outcome, CreatedAt: time.Now()},
+		}, time.Now())
+		require.NoError(t, err)
+		return got
+	}
+	for range 5 {
+		after = live(learning.OutcomePass)
+	}
+	assert.Equal(t, 1, after.LivePass, "five ratings of one run are one verdict")
+	after = live(learning.OutcomeFail)
+	assert.Equal(t, 0, after.LivePass)
+	assert.Equal(t, 1, after.LiveFail)
+	// Replaying the holdout again replaces its verdicts rather than adding.
+	replayAgain := make([]learning.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		e.ID = ids.New("ev")
+		replayAgain = append(replayAgain, e)
+	}
+	again, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, replayAgain, time.Now())
+	require.NoError(t, err)
+	assert.Equal(t, after.ReplayPass, again.ReplayPass)
+	assert.Equal(t, after.ReplayFail, again.ReplayFail)
+
 	// Another tenant sees nothing and changes nothing.
 	other, err := s.CreateTenant(ctx, "Other")
 	require.NoError(t, err)
