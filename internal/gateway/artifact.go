@@ -8,8 +8,8 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/learning"
-	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/redact"
 )
 
 // Learner is the learning loop as the gateway sees it: the serving index

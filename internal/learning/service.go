@@ -161,9 +161,11 @@ type Service struct {
 	o      Options
 	index  *Index
 	passMu sync.Mutex // one pass at a time
-	shadow shadowBuffer
-	stop   chan struct{} // closed by Close: stops the flusher
-	done   chan struct{}
+	// reloading holds a *sync.Mutex per tenant: its index reloads in turn.
+	reloading sync.Map
+	shadow    shadowBuffer
+	stop      chan struct{} // closed by Close: stops the flusher
+	done      chan struct{}
 }
 
 // DefaultCanaryShare is the share of matching requests served under
@@ -209,8 +211,14 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
-// reload rebuilds one tenant's part of the serving index.
+// reload rebuilds one tenant's part of the serving index. Reloads of a
+// tenant run one at a time, read and swap together, so that one that read
+// the artifacts before a quarantine cannot finish after the reload that
+// follows the quarantine and put the artifact back.
 func (s *Service) reload(ctx context.Context, tenantID string) {
+	mu, _ := s.reloading.LoadOrStore(tenantID, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	arts, err := s.o.Store.ListArtifacts(ctx, tenantID, "")
 	if err != nil {
 		s.o.Logger.Error("reloading the serving index failed", "tenant", tenantID, "error", err)
@@ -330,6 +338,10 @@ func (s *Service) ArtifactDetail(ctx context.Context, tenantID, id string) (Arti
 // Ignore marks a pattern negative and records that decision in the
 // negative cache tier; its artifacts are retired.
 func (s *Service) Ignore(ctx context.Context, tenantID, id, actor string) (Pattern, error) {
+	// Not while a pass runs: it saves the patterns it read, and would turn
+	// this one back.
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
 	p, err := s.o.Store.Pattern(ctx, tenantID, id)
 	if err != nil {
 		return Pattern{}, err

@@ -11,8 +11,9 @@ const RetentionJob = "retention.sweep"
 // RetentionStore deletes old runs.
 type RetentionStore interface {
 	// DeleteRunsBefore deletes the tenant's runs created before t, with
-	// everything that hangs off them, and the tenant's web snapshots of the
-	// same age, and returns how many runs went.
+	// everything that hangs off them, and the tenant's other records of the
+	// same age (web snapshots, evaluation rows, learning reports), and
+	// returns how many runs went.
 	DeleteRunsBefore(ctx context.Context, tenantID string, t time.Time) (int, error)
 }
 

@@ -280,6 +280,20 @@ func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals [
 func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (learning.Artifact, error) {
 	var out learning.Artifact
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var current string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM artifacts WHERE tenant_id = ? AND id = ?`, tenantID, id).Scan(&current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.NotFoundf("artifact not found")
+		} else if err != nil {
+			return err
+		}
+		// Retired is final, and nothing promotes an artifact that is not
+		// in shadow or quarantine: a pass that decided on what it read
+		// earlier cannot undo an operator's retirement in between.
+		if current == learning.ArtifactRetired && state != learning.ArtifactRetired ||
+			state == learning.ArtifactPromoted && current != learning.ArtifactShadow && current != learning.ArtifactQuarantined {
+			return errs.E(errs.Conflict, "artifact_state", "the artifact is %s and cannot become %s", current, state)
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE artifacts SET state = ?, state_reason = ?, updated_at = ?,
 			promoted_at = CASE WHEN ? = 'promoted' THEN ? ELSE promoted_at END
 			WHERE tenant_id = ? AND id = ?`, state, reason, at.UnixMilli(), state, at.UnixMilli(), tenantID, id)

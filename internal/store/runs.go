@@ -448,19 +448,27 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 			return total, err
 		}
 		if n == 0 {
-			return total, s.deleteWebBefore(ctx, tenantID, t)
+			return total, s.deleteRecordsBefore(ctx, tenantID, t)
 		}
 	}
 }
 
-// deleteWebBefore deletes the tenant's web snapshots and fetch records
-// older than t: page content is tenant data under the same retention.
-func (s *Store) deleteWebBefore(ctx context.Context, tenantID string, t time.Time) error {
+// deleteRecordsBefore deletes the tenant's other records older than t
+// under the same retention: web snapshots and fetches (page content), the
+// learning loop's evaluation rows (an artifact keeps its counters) and
+// learning reports.
+func (s *Store) deleteRecordsBefore(ctx context.Context, tenantID string, t time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM web_snapshots WHERE tenant_id = ? AND created_at < ?`, tenantID, t.UnixMilli()); err != nil {
-			return err
+		for _, q := range []string{
+			`DELETE FROM web_snapshots WHERE tenant_id = ? AND created_at < ?`,
+			`DELETE FROM web_fetches WHERE tenant_id = ? AND at < ?`,
+			`DELETE FROM artifact_evaluations WHERE tenant_id = ? AND created_at < ?`,
+			`DELETE FROM learning_reports WHERE tenant_id = ? AND created_at < ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, tenantID, t.UnixMilli()); err != nil {
+				return err
+			}
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM web_fetches WHERE tenant_id = ? AND at < ?`, tenantID, t.UnixMilli())
-		return err
+		return nil
 	})
 }
