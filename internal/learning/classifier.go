@@ -24,7 +24,16 @@ type Classifier struct {
 	LogPrior []float64            `json:"logPrior"`
 	Weights  map[string][]float64 `json:"weights"` // token → log P(token | label)
 	Margin   float64              `json:"margin"`
+	// MaxTokens is the most distinct tokens a training request had, and
+	// MinKnown the least share of a request's tokens the model must know:
+	// a request padded with text the model never saw (to drown its
+	// evidence) is outside what it learned, and it abstains.
+	MaxTokens int     `json:"maxTokens,omitempty"`
+	MinKnown  float64 `json:"minKnown,omitempty"`
 }
+
+// minKnownShare is MinKnown of the classifiers synthesized now.
+const minKnownShare = 0.5
 
 // maxVocabulary bounds a classifier's tokens: the most frequent ones.
 const maxVocabulary = 6000
@@ -46,8 +55,12 @@ func (c *Classifier) compile() (*Classifier, error) {
 
 // Answer classifies the slot text.
 func (c *Classifier) Answer(sh Shape) (string, bool) {
-	best, gap, known := c.score(tokenize(sh.SlotText()))
-	if known == 0 || gap < c.Margin {
+	tokens := tokenize(sh.SlotText())
+	if c.MaxTokens > 0 && len(tokens) > c.MaxTokens {
+		return "", false
+	}
+	best, gap, known := c.score(tokens)
+	if known == 0 || gap < c.Margin || float64(known) < c.MinKnown*float64(len(tokens)) {
 		return "", false
 	}
 	return c.Labels[best], true
@@ -168,7 +181,11 @@ func fitNB(docs [][]string, y []int, labels []string) *Classifier {
 		}
 	}
 	v := float64(len(cand))
-	c := &Classifier{Model: "multinomial_nb", Labels: labels, LogPrior: make([]float64, k), Weights: make(map[string][]float64, len(cand))}
+	c := &Classifier{Model: "multinomial_nb", Labels: labels, LogPrior: make([]float64, k), Weights: make(map[string][]float64, len(cand)),
+		MinKnown: minKnownShare}
+	for _, d := range docs {
+		c.MaxTokens = max(c.MaxTokens, len(d))
+	}
 	for j := range k {
 		c.LogPrior[j] = math.Log((float64(classDocs[j]) + 1) / (float64(len(docs)) + float64(k)))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +266,23 @@ func TestToolCalled(t *testing.T) {
 		if got := ToolCalled([]byte(body)); got != want {
 			t.Errorf("%s: got %v", body, got)
 		}
+	}
+}
+
+func TestClassifierAbstainsOnPaddedText(t *testing.T) {
+	docs := [][]string{}
+	y := []int{}
+	for range 20 {
+		docs = append(docs, []string{"invoice", "refund", "charge", "card"}, []string{"crash", "error", "bug", "stack"})
+		y = append(y, 0, 1)
+	}
+	c := fitNB(docs, y, []string{"billing", "bug"})
+	c.Margin = 0
+	if got, ok := c.Answer(Shape{Slots: []Slot{{Name: "text", Value: "refund my card charge"}}}); !ok || got != "billing" {
+		t.Fatalf("a plain request: %q %v", got, ok)
+	}
+	padding := strings.Repeat("lorem ipsum dolor sit amet consectetur adipiscing elit sed do ", 5)
+	if _, ok := c.Answer(Shape{Slots: []Slot{{Name: "text", Value: "refund my card charge " + padding}}}); ok {
+		t.Fatal("text mostly unknown to the model must make it abstain")
 	}
 }
