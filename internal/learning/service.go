@@ -653,8 +653,12 @@ func exampleOf(r *RunRecord, fb map[string]RunFeedback) (Example, bool) {
 	if !ok {
 		return Example{}, false
 	}
-	if f, rated := fb[r.ID]; rated && f.Correction != "" {
-		out = f.Correction
+	if f, rated := fb[r.ID]; rated && (f.Correction != "" || f.Rating < 0) {
+		// A corrected or rejected answer teaches nothing, and a correction
+		// is not taken as a label: any key of the tenant may send one, and
+		// it would decide what an artifact answers other people. It counts
+		// against the pattern's stability instead.
+		return Example{}, false
 	}
 	return Example{RunID: r.ID, Shape: sh, Output: out}, true
 }
