@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +286,24 @@ func TestClassifierAbstainsOnPaddedText(t *testing.T) {
 	if _, ok := c.Answer(Shape{Slots: []Slot{{Name: "text", Value: "refund my card charge " + padding}}}); ok {
 		t.Fatal("text mostly unknown to the model must make it abstain")
 	}
+}
+
+func TestQuarantineSeesEvidenceTurn(t *testing.T) {
+	evs := func(outcomes ...string) []Evaluation {
+		out := make([]Evaluation, len(outcomes))
+		for i, o := range outcomes {
+			out[i] = Evaluation{Kind: EvalLive, Outcome: o}
+		}
+		return out
+	}
+	repeat := func(o string, n int) []string { return slices.Repeat([]string{o}, n) }
+	turned := append(repeat(OutcomeFail, 12), repeat(OutcomePass, 100)...) // newest first
+	assert.True(t, Defaults.TurnedRecently(evs(turned...)), "a run of failures after long success")
+	assert.False(t, Defaults.TurnedRecently(evs(append(repeat(OutcomeFail, 2), repeat(OutcomePass, 60)...)...)), "two failures are noise")
+	assert.False(t, Defaults.TurnedRecently(evs(repeat(OutcomeFail, 5)...)), "too little evidence")
+	replays := make([]Evaluation, 40)
+	for i := range replays {
+		replays[i] = Evaluation{Kind: EvalReplay, Outcome: OutcomeFail}
+	}
+	assert.False(t, Defaults.TurnedRecently(replays), "only live and shadow verdicts count")
 }

@@ -267,6 +267,39 @@ func (th Thresholds) ShouldQuarantine(a *Artifact) bool {
 	return a.State == ArtifactPromoted && Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
 }
 
+// RecentWindow is how many of an artifact's newest live and shadow
+// verdicts the turn check reads, and RecentMin how many it needs.
+const (
+	RecentWindow = 40
+	RecentMin    = 10
+)
+
+// TurnedRecently says the newest evidence alone shows an artifact worse
+// than the threshold: even the upper credible bound (95%) of its recent
+// agreement is below it. Pooled counters of thousands of passes would take
+// hundreds of failures to move; this takes a run of them.
+func (th Thresholds) TurnedRecently(recent []Evaluation) bool {
+	passes, fails := 0, 0
+	for _, e := range recent {
+		if e.Kind != EvalLive && e.Kind != EvalShadow {
+			continue
+		}
+		switch e.Outcome {
+		case OutcomePass:
+			passes++
+		case OutcomeFail:
+			fails++
+		}
+		if passes+fails == RecentWindow {
+			break
+		}
+	}
+	if passes+fails < RecentMin {
+		return false
+	}
+	return BetaQuantile(1-LowerQuantile, 1+float64(passes), 1+float64(fails)) < th.LowerBound
+}
+
 // FailsShadow says whether a shadow artifact has had its chance: twice
 // MinShadow answered shadow evaluations and a lower bound still below the
 // threshold. The pass retires it, so that it stops being scored; an

@@ -704,11 +704,24 @@ func (s *Service) Feedback(ctx context.Context, tenantID string, run ledger.Run,
 
 // checkQuarantine quarantines a promoted artifact whose evidence turned.
 func (s *Service) checkQuarantine(ctx context.Context, a Artifact) error {
-	if !s.o.Thresholds.ShouldQuarantine(&a) {
+	if a.State != ArtifactPromoted {
 		return nil
 	}
-	reason := fmt.Sprintf("quarantined automatically: lower bound %.3f (alpha %.0f, beta %.0f) fell below %.2f",
-		a.LowerBound, a.Alpha, a.Beta, s.o.Thresholds.LowerBound)
+	reason := ""
+	if s.o.Thresholds.ShouldQuarantine(&a) {
+		reason = fmt.Sprintf("quarantined automatically: lower bound %.3f (alpha %.0f, beta %.0f) fell below %.2f",
+			a.LowerBound, a.Alpha, a.Beta, s.o.Thresholds.LowerBound)
+	} else {
+		recent, err := s.o.Store.Evaluations(ctx, a.TenantID, a.ID, 4*RecentWindow)
+		if err != nil {
+			return err
+		}
+		if !s.o.Thresholds.TurnedRecently(recent) {
+			return nil
+		}
+		reason = fmt.Sprintf("quarantined automatically: its newest evidence turned (the upper bound of its last %d verdicts is below %.2f)",
+			RecentWindow, s.o.Thresholds.LowerBound)
+	}
 	_, err := s.retire(ctx, a.TenantID, a.ID, ArtifactQuarantined, reason, "svc", EventArtifactQuarantined)
 	return err
 }
