@@ -350,7 +350,7 @@ func TestArtifactServing(t *testing.T) {
 		if st["state"] == "quarantined" {
 			quarantined = true
 			assert.Positive(t, st["liveFail"])
-			assert.Contains(t, st["stateReason"], "lower bound")
+			assert.Contains(t, st["stateReason"], "quarantined automatically")
 			break
 		}
 	}
