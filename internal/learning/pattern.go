@@ -175,7 +175,7 @@ func (p *Pattern) Apply(s *Stats) {
 	p.AvgCostUSD, p.AvgLatencyMS = s.Averages()
 	p.Corrections = s.Corrections
 	p.Consistency = s.Consistency()
-	p.StabilityScore = Stability(p.Consistency, p.Corrections, max(1, s.liveRuns))
+	p.StabilityScore = Stability(p.Consistency, p.Corrections, max(1, s.Runs)) // corrections of any run, over all runs
 	p.OptimizableScore = Optimizable(p.StabilityScore, p.RunCount, p.AvgCostUSD)
 	if s.LastRunAt.After(p.LastRunAt) {
 		p.LastRunAt = s.LastRunAt
