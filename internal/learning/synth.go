@@ -14,8 +14,7 @@ import (
 type Example struct {
 	RunID string
 	Shape Shape
-	// Output is the answer the run's model gave, or the correction a
-	// person gave for it.
+	// Output is the answer the run's model gave.
 	Output string
 }
 
@@ -306,8 +305,8 @@ func fitExtractor(train []Example, _ Thresholds) (Answerer, any, string) {
 	return x, x, ""
 }
 
-// fitLookup keeps the answer of every input seen, when inputs repeat and
-// each has one answer.
+// fitLookup keeps the answer of every input seen at least twice with one
+// answer, when inputs repeat.
 func fitLookup(train []Example, _ Thresholds) (Answerer, any, string) {
 	answers := map[string]map[string]int{}
 	for _, e := range train {
@@ -329,7 +328,9 @@ func fitLookup(train []Example, _ Thresholds) (Answerer, any, string) {
 				best, n = o, c
 			}
 		}
-		if float64(n) >= 0.9*float64(total) {
+		// An input seen once is one caller's request, whose answer is
+		// not for others to be given.
+		if total >= 2 && float64(n) >= 0.9*float64(total) {
 			l.Entries[k] = best
 		}
 	}
