@@ -78,7 +78,8 @@ func (s *Service) FlushShadow(ctx context.Context) error {
 			continue
 		}
 		if err := s.checkQuarantine(ctx, a); err != nil {
-			return err
+			// The other artifacts' evidence is stored all the same.
+			s.o.Logger.Error("checking an artifact for quarantine failed", "artifact", k.artifact, "error", err)
 		}
 	}
 	return nil
