@@ -57,7 +57,6 @@ type SessionStore interface {
 	// LookupSession returns errs.NotFound for an unknown session.
 	LookupSession(ctx context.Context, hash [32]byte) (SessionRecord, error)
 	TouchSession(ctx context.Context, hash [32]byte, at time.Time) error
-	SetSessionTenant(ctx context.Context, hash [32]byte, tenantID string) error
 	DeleteSession(ctx context.Context, hash [32]byte) error
 	DeleteUserSessions(ctx context.Context, userID string) error
 	HasUsers(ctx context.Context) (bool, error)
@@ -167,15 +166,14 @@ func (m *SessionManager) EndAll(ctx context.Context, userID string) error {
 	return err
 }
 
-// Switch makes tenantID the active org of r's session.
-func (m *SessionManager) Switch(ctx context.Context, r *http.Request, tenantID string) error {
-	h, ok := cookieHash(r)
-	if !ok {
+// Switch moves userID, signed in on r, to tenantID: a new session with that
+// org active replaces r's, so that a session id never carries over from
+// one organization to another.
+func (m *SessionManager) Switch(ctx context.Context, w http.ResponseWriter, r *http.Request, userID, tenantID string) error {
+	if _, ok := cookieHash(r); !ok {
 		return errs.E(errs.Unauthorized, "session_required", "sign in first")
 	}
-	err := m.store.SetSessionTenant(ctx, h, tenantID)
-	m.Invalidate()
-	return err
+	return m.Start(ctx, w, r, userID, tenantID)
 }
 
 func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {

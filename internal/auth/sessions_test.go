@@ -51,13 +51,6 @@ func (m *memSessions) TouchSession(_ context.Context, h [32]byte, at time.Time) 
 	return nil
 }
 
-func (m *memSessions) SetSessionTenant(_ context.Context, h [32]byte, tenantID string) error {
-	if s, ok := m.sessions[h]; ok {
-		s.ActiveTenantID = tenantID
-	}
-	return nil
-}
-
 func (m *memSessions) DeleteSession(_ context.Context, h [32]byte) error {
 	delete(m.sessions, h)
 	return nil

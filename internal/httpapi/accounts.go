@@ -198,11 +198,12 @@ func (s *Server) switchOrg(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	org, err := s.Accounts.CheckSwitch(r.Context(), identity(r), body.TenantID)
+	id := identity(r)
+	org, err := s.Accounts.CheckSwitch(r.Context(), id, body.TenantID)
 	if err != nil {
 		return err
 	}
-	if err := s.Sessions.Switch(r.Context(), r, org.TenantID); err != nil {
+	if err := s.Sessions.Switch(r.Context(), w, r, id.UserID, org.TenantID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, orgResponse{ActiveTenantID: org.TenantID, Org: org})
@@ -216,11 +217,12 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	org, err := s.Accounts.CreateOrg(r.Context(), identity(r), body.Name)
+	id := identity(r)
+	org, err := s.Accounts.CreateOrg(r.Context(), id, body.Name)
 	if err != nil {
 		return err
 	}
-	if err := s.Sessions.Switch(r.Context(), r, org.TenantID); err != nil {
+	if err := s.Sessions.Switch(r.Context(), w, r, id.UserID, org.TenantID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, orgResponse{ActiveTenantID: org.TenantID, Org: org})
@@ -328,7 +330,7 @@ func (s *Server) acceptInvite(w http.ResponseWriter, r *http.Request) error {
 	if res.NewUser {
 		err = s.Sessions.Start(r.Context(), w, r, res.User.ID, res.TenantID)
 	} else {
-		err = s.Sessions.Switch(r.Context(), r, res.TenantID)
+		err = s.Sessions.Switch(r.Context(), w, r, res.User.ID, res.TenantID)
 	}
 	if err != nil {
 		return err

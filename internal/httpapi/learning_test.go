@@ -62,7 +62,7 @@ func (ts *testServer) sendTriage(t testing.TB, token string, rng *rand.Rand, fro
 func TestLearningPassSynthesizesAndGates(t *testing.T) {
 	ts := newServer(t, bootstrap, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
-	ts.sendTriage(t, bootstrap, rng, 0, 240)
+	ts.sendTriage(t, bootstrap, rng, 0, 400)
 
 	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
@@ -77,7 +77,7 @@ func TestLearningPassSynthesizesAndGates(t *testing.T) {
 	require.Len(t, patterns, 1)
 	p := patterns[0].(map[string]any)
 	assert.Equal(t, "shadow", p["state"])
-	assert.InDelta(t, 240, p["runCount"], 0)
+	assert.InDelta(t, 400, p["runCount"], 0)
 	assert.Greater(t, p["avgCostUsd"].(float64), 0.0)
 	assert.InDelta(t, 1, p["stabilityScore"], 1e-9)
 	assert.Greater(t, p["optimizableScore"].(float64), 0.2)
@@ -237,7 +237,7 @@ func TestLearningPassAsJob(t *testing.T) {
 // shadow evidence and returns the artifact's id, still in shadow.
 func (ts *testServer) learnTriage(t testing.TB, rng *rand.Rand) string {
 	t.Helper()
-	ts.sendTriage(t, bootstrap, rng, 0, 240)
+	ts.sendTriage(t, bootstrap, rng, 0, 400)
 	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
 	require.InDelta(t, 1, res.json["artifactsSynthesized"], 0, res.body)
 	id := ts.call(t, "GET", "/api/v1/artifacts", bootstrap, "").json["artifacts"].([]any)[0].(map[string]any)["id"].(string)

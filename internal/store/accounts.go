@@ -400,11 +400,6 @@ func (s *Store) TouchSession(ctx context.Context, hash [32]byte, at time.Time) e
 	return s.sessionWrite(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id_hash = ?`, at.UnixMilli(), hash[:])
 }
 
-// SetSessionTenant changes the session's active organization.
-func (s *Store) SetSessionTenant(ctx context.Context, hash [32]byte, tenantID string) error {
-	return s.sessionWrite(ctx, `UPDATE sessions SET active_tenant_id = ? WHERE id_hash = ?`, tenantID, hash[:])
-}
-
 // DeleteSession deletes the session.
 func (s *Store) DeleteSession(ctx context.Context, hash [32]byte) error {
 	return s.sessionWrite(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash[:])
