@@ -199,7 +199,24 @@ func appendJSONString(dst, raw []byte, escaped bool) ([]byte, error) {
 	if err := json.Unmarshal(raw, &str); err != nil {
 		return dst, errSyntax
 	}
+	if lossy(raw, str) {
+		// Invalid UTF-8 and lone surrogates decode to U+FFFD, but the
+		// provider reads the bytes as sent: kept as written, they never
+		// share a key with a real U+FFFD.
+		return append(dst, raw...), nil
+	}
 	return appendString(dst, str), nil
+}
+
+// lossy reports whether decoding raw replaced anything with U+FFFD: the
+// decoded text holds more of it than raw wrote, as UTF-8 or as an escape.
+func lossy(raw []byte, decoded string) bool {
+	n := strings.Count(decoded, "\uFFFD")
+	if n == 0 {
+		return false
+	}
+	written := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(bytes.ToLower(raw), []byte(`\ufffd`))
+	return n > written
 }
 
 // writtenAsIs reports whether encoding/json writes text unchanged inside
