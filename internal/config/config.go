@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,8 +37,11 @@ type Config struct {
 	ProviderAPIKey  string // PROVIDER_API_KEY: set means the live provider
 	ProviderBaseURL string // PROVIDER_BASE_URL
 
-	PriceFile        string        // SVC_PRICE_FILE: per-model prices laid over the built-in table
-	PprofAddr        string        // SVC_PPROF_ADDR: where to serve Go's profiler, for operators measuring svc
+	PriceFile string // SVC_PRICE_FILE: per-model prices laid over the built-in table
+	PprofAddr string // SVC_PPROF_ADDR: where to serve Go's profiler, for operators measuring svc
+	// TrustedProxies are the reverse proxies (SVC_TRUSTED_PROXIES) whose
+	// X-Forwarded-For names the client the per-address limits count.
+	TrustedProxies   []netip.Prefix
 	PolicyDir        string        // SVC_POLICY_DIR
 	LearningInterval time.Duration // SVC_LEARNING_INTERVAL; 0 turns the timer off
 	AutoPromote      bool          // SVC_AUTO_PROMOTE
@@ -97,6 +101,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
 	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
 	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
+	{"SVC_TRUSTED_PROXIES", "unset", "comma-separated IPs or CIDRs of reverse proxies in front of svc: their X-Forwarded-For names the client for per-address limits"},
 	{"SVC_PPROF_ADDR", "unset (off)", "serve Go's net/http/pprof profiler on this address (keep it on loopback: it is unauthenticated)"},
 	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
@@ -142,6 +147,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
 		PriceFile:        p.str("SVC_PRICE_FILE", ""),
 		PprofAddr:        p.str("SVC_PPROF_ADDR", ""),
+		TrustedProxies:   p.prefixes("SVC_TRUSTED_PROXIES"),
 		PolicyDir:        p.str("SVC_POLICY_DIR", ""),
 		LearningInterval: p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
 		AutoPromote:      p.boolean("SVC_AUTO_PROMOTE"),
@@ -201,6 +207,25 @@ type parser struct {
 
 func (p *parser) fail(name, format string, args ...any) {
 	p.errs = append(p.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// prefixes reads a comma-separated list of IPs and CIDR prefixes.
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for entry := range strings.SplitSeq(p.getenv(name), ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if pfx, err := netip.ParsePrefix(entry); err == nil {
+			out = append(out, pfx.Masked())
+		} else if a, err := netip.ParseAddr(entry); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		} else {
+			p.fail(name, "%q is neither an IP address nor a CIDR prefix", entry)
+		}
+	}
+	return out
 }
 
 func (p *parser) str(name, def string) string {

@@ -18,7 +18,7 @@ const (
 
 // limitAddress draws one token of bucket for r's client address.
 func (s *Server) limitAddress(r *http.Request, bucket string) error {
-	if ok, wait := s.abuseLimiter.Allow(bucket + ratelimit.ClientKey(r.RemoteAddr)); !ok {
+	if ok, wait := s.abuseLimiter.Allow(bucket + s.clientKey(r)); !ok {
 		e := errs.E(errs.RateLimited, "rate_limited", "too many attempts from your address; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
 		e.Retry = wait
 		return e

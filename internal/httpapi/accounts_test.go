@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -600,4 +601,24 @@ func TestBootstrapRefusesToRaiseAnUnverifiedAccount(t *testing.T) {
 	assert.Contains(t, err.Error(), "not verified")
 	me := squatter.do(t, "GET", "/api/v1/auth/me", "")
 	assert.Equal(t, "member", field(t, me, "user", "role"))
+}
+
+func TestPerAddressBucketsBehindATrustedProxy(t *testing.T) {
+	signup := func(ts *testServer, client string) int {
+		return ts.browser(t).do(t, "POST", "/api/v1/auth/signup", `{"email":"a@b.test","name":"A","password":"password 123"}`,
+			"X-Forwarded-For", client+", 127.0.0.1").status
+	}
+	proxied := newServer(t, "", map[string]string{"SVC_TRUSTED_PROXIES": "127.0.0.1"})
+	for range 10 {
+		require.Equal(t, http.StatusForbidden, signup(proxied, "203.0.113.1"))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, signup(proxied, "203.0.113.1"))
+	assert.Equal(t, http.StatusForbidden, signup(proxied, "203.0.113.2"), "another client behind the proxy has its own bucket")
+
+	direct := newServer(t, "", nil)
+	for i := range 10 {
+		require.Equal(t, http.StatusForbidden, signup(direct, "198.51.100."+strconv.Itoa(i)))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, signup(direct, "198.51.100.99"),
+		"without a trusted proxy, X-Forwarded-For is the client's to write and is ignored")
 }

@@ -14,7 +14,7 @@ import (
 func (s *Server) public(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isManagementPath(r.URL.Path) {
-			if err := s.limit("ip:" + ratelimit.ClientKey(r.RemoteAddr)); err != nil {
+			if err := s.limit("ip:" + s.clientKey(r)); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
@@ -57,7 +57,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		// Failed attempts draw from the address's bucket, so guessing
 		// tokens is slowed down like any other traffic.
 		if limited && errs.Is(err, errs.Unauthorized) {
-			if lerr := s.limit("ip:" + ratelimit.ClientKey(r.RemoteAddr)); lerr != nil {
+			if lerr := s.limit("ip:" + s.clientKey(r)); lerr != nil {
 				return lerr
 			}
 		}
@@ -70,7 +70,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		}
 	}
 	if limited {
-		if err := s.limit(limiterKey(id, r)); err != nil {
+		if err := s.limit(s.limiterKey(id, r)); err != nil {
 			return err
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 
 // limiterKey is the standard limiter's bucket of a caller: its key, user or
 // the bootstrap token; open dev mode callers by address.
-func limiterKey(id *auth.Identity, r *http.Request) string {
+func (s *Server) limiterKey(id *auth.Identity, r *http.Request) string {
 	switch id.Via {
 	case auth.ViaKey:
 		return "key:" + id.KeyID
@@ -97,7 +97,7 @@ func limiterKey(id *auth.Identity, r *http.Request) string {
 	case auth.ViaBootstrap:
 		return "bootstrap"
 	default:
-		return "ip:" + ratelimit.ClientKey(r.RemoteAddr)
+		return "ip:" + s.clientKey(r)
 	}
 }
 

@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/svc-gateway/svc/internal/ratelimit"
+)
+
+// clientKey is the per-address limiters' key of r's client. Behind a
+// trusted reverse proxy (SVC_TRUSTED_PROXIES) every request comes from the
+// proxy, so the client is the nearest X-Forwarded-For entry that is not a
+// trusted proxy itself; anyone else's X-Forwarded-For is ignored, since a
+// client could write anything there.
+func (s *Server) clientKey(r *http.Request) string {
+	if len(s.Config.TrustedProxies) == 0 {
+		return ratelimit.ClientKey(r.RemoteAddr)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil || !s.trusted(host) {
+		return ratelimit.ClientKey(r.RemoteAddr)
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if hop == "" || s.trusted(hop) {
+			continue
+		}
+		if _, err := netip.ParseAddr(hop); err != nil {
+			break // garbage: count the proxy rather than trust it
+		}
+		return ratelimit.ClientKey(hop)
+	}
+	return ratelimit.ClientKey(r.RemoteAddr)
+}
+
+func (s *Server) trusted(host string) bool {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap().WithZone("")
+	for _, p := range s.Config.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
