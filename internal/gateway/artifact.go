@@ -19,7 +19,7 @@ type Learner interface {
 	Index() *learning.Index
 	// RecordShadow records an artifact's answer beside the live answer; it
 	// never blocks on storage.
-	RecordShadow(tenantID, artifactID, runID, artifactAnswer string, answered bool, liveAnswer string)
+	RecordShadow(tenantID, artifactID, runID, outcome, reason, artifactAnswer, liveAnswer string)
 	// CanaryShare is the share of matching requests served under
 	// canary_enabled.
 	CanaryShare() float64
@@ -152,30 +152,19 @@ func (g *Gateway) shadowEvaluate(c *call, body []byte) {
 		return
 	}
 	lk := c.art
-	live, ok := learning.ResponseText(body)
-	toolCall := learning.ToolCalled(body)
-	if !ok && !toolCall {
+	reply := learning.ReadReply(body)
+	if !reply.HasText && !reply.ToolCall {
 		return
 	}
-	switch {
-	case toolCall && lk.shadowAnswered:
-		// The model called a tool where the artifact would have answered
-		// with text: the artifact would have dropped the call.
-		lk.detail.Shadow = learning.OutcomeFail
-	case !lk.shadowAnswered:
-		lk.detail.Shadow = learning.OutcomeAbstain
-	case learning.Agrees(lk.shadowAnswer, live):
-		lk.detail.Shadow = learning.OutcomePass
-	default:
-		lk.detail.Shadow = learning.OutcomeFail
-	}
-	answer := lk.shadowAnswer
+	outcome, reason := learning.JudgeShadow(lk.shadowAnswer, lk.shadowAnswered, reply)
+	lk.detail.Shadow = outcome
+	answer, live := lk.shadowAnswer, reply.Text
 	if g.redaction != nil && g.redaction.Redaction(context.Background(), c.id.TenantID) {
 		// Evidence rows keep the texts; under redaction they keep them
 		// masked, as the run does.
 		answer, live = redact.String(answer), redact.String(live)
 	}
-	g.learner.RecordShadow(c.id.TenantID, lk.shadow.ArtifactID, c.run.ID, answer, lk.shadowAnswered, live)
+	g.learner.RecordShadow(c.id.TenantID, lk.shadow.ArtifactID, c.run.ID, outcome, reason, answer, live)
 }
 
 // artifactCompletion is an artifact's answer as a chat.completion body.

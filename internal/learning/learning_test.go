@@ -256,7 +256,7 @@ func TestTextPartsShapeAsTheGatewayJoinsThem(t *testing.T) {
 	}
 }
 
-func TestToolCalled(t *testing.T) {
+func TestReadReplySeesToolCalls(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"refund","arguments":"{}"}}]}}]}`: true,
 		`{"choices":[{"message":{"content":null,"function_call":{"name":"refund","arguments":"{}"}}}]}`:                                        true,
@@ -264,7 +264,7 @@ func TestToolCalled(t *testing.T) {
 		`{"choices":[{"message":{"content":"ok","tool_calls":null}}]}`:                                                                         false,
 		`{"choices":[{"message":{"content":"ok","tool_calls":[]}}]}`:                                                                           false,
 	} {
-		if got := ToolCalled([]byte(body)); got != want {
+		if got := ReadReply([]byte(body)).ToolCall; got != want {
 			t.Errorf("%s: got %v", body, got)
 		}
 	}
@@ -306,4 +306,21 @@ func TestQuarantineSeesEvidenceTurn(t *testing.T) {
 		replays[i] = Evaluation{Kind: EvalReplay, Outcome: OutcomeFail}
 	}
 	assert.False(t, Defaults.TurnedRecently(replays), "only live and shadow verdicts count")
+}
+
+func TestJudgeShadow(t *testing.T) {
+	for _, c := range []struct {
+		answer   string
+		answered bool
+		live     Reply
+		want     string
+	}{
+		{"billing", true, Reply{Text: "billing", HasText: true}, OutcomePass},
+		{"billing", true, Reply{Text: "bug", HasText: true}, OutcomeFail},
+		{"", false, Reply{Text: "bug", HasText: true}, OutcomeAbstain},
+		{"ok", true, Reply{ToolCall: true}, OutcomeFail},
+	} {
+		got, _ := JudgeShadow(c.answer, c.answered, c.live)
+		assert.Equal(t, c.want, got, "%+v", c)
+	}
 }

@@ -75,14 +75,12 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		}
 		live := r.Route == ledger.RouteLive
 		out := ""
-		if live && ToolCalled(r.Response) {
-			ps.toolCalls++
-		}
 		if live {
-			var ok bool
-			if out, ok = ResponseText(r.Response); !ok {
-				live = false
+			reply := ReadReply(r.Response)
+			if reply.ToolCall {
+				ps.toolCalls++
 			}
+			out, live = reply.Text, reply.HasText && !reply.ToolCall
 		}
 		ps.stats.Add(sh, out, live, r.CostUSD, r.LatencyMS, r.CreatedAt)
 		if f, rated := fb[r.ID]; rated && (f.Rating < 0 || f.Correction != "" && !Agrees(out, f.Correction)) {

@@ -21,19 +21,29 @@ type shadowBuffer struct {
 	dropped int
 }
 
-// RecordShadow records the outcome of an artifact's answer computed beside
-// a live call of its pattern: it agreed with the live answer, or not, or
-// it abstained. It never blocks on storage.
-func (s *Service) RecordShadow(tenantID, artifactID, runID, artifactAnswer string, answered bool, liveAnswer string) {
-	ev := Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: artifactID, Kind: EvalShadow, RunID: runID,
-		Expected: clip(liveAnswer), CreatedAt: s.now()}
+// JudgeShadow decides an artifact's answer, computed beside a live call of
+// its pattern, against the live reply: it agreed, it did not (or the model
+// called a tool, which the artifact would have dropped), or it abstained.
+func JudgeShadow(artifactAnswer string, answered bool, live Reply) (outcome, reason string) {
 	switch {
+	case live.ToolCall && answered:
+		return OutcomeFail, "the model called a tool; the artifact would have answered with text"
 	case !answered:
-		ev.Outcome, ev.Reason = OutcomeAbstain, "the artifact abstained"
-	case Agrees(artifactAnswer, liveAnswer):
-		ev.Outcome, ev.Got = OutcomePass, clip(artifactAnswer)
+		return OutcomeAbstain, "the artifact abstained"
+	case Agrees(artifactAnswer, live.Text):
+		return OutcomePass, ""
 	default:
-		ev.Outcome, ev.Got, ev.Reason = OutcomeFail, clip(artifactAnswer), "the live answer differs"
+		return OutcomeFail, "the live answer differs"
+	}
+}
+
+// RecordShadow records a shadow verdict made by JudgeShadow, with the two
+// answers it compared. It never blocks on storage.
+func (s *Service) RecordShadow(tenantID, artifactID, runID, outcome, reason, artifactAnswer, liveAnswer string) {
+	ev := Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: artifactID, Kind: EvalShadow, RunID: runID,
+		Outcome: outcome, Reason: reason, Expected: clip(liveAnswer), CreatedAt: s.now()}
+	if outcome != OutcomeAbstain {
+		ev.Got = clip(artifactAnswer)
 	}
 	b := &s.shadow
 	b.mu.Lock()

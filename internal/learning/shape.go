@@ -366,53 +366,28 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// ResponseText is the assistant's text of a chat.completion body (choice
-// 0), or of a stored stream (`{"chunks": [...]}`) put back together.
-// ToolCalled reports whether a chat.completion body (or an assembled
-// stream) answered with a tool call: an artifact, which answers with text,
-// must never stand in for such an answer.
-func ToolCalled(body []byte) bool {
-	var c struct {
-		Choices []struct {
-			Message struct {
-				ToolCalls    json.RawMessage `json:"tool_calls"`
-				FunctionCall json.RawMessage `json:"function_call"`
-			} `json:"message"`
-		} `json:"choices"`
-		Chunks []struct {
-			Choices []struct {
-				Delta struct {
-					ToolCalls    json.RawMessage `json:"tool_calls"`
-					FunctionCall json.RawMessage `json:"function_call"`
-				} `json:"delta"`
-			} `json:"choices"`
-		} `json:"chunks"`
-	}
-	if json.Unmarshal(body, &c) != nil {
-		return false
-	}
-	set := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" && string(raw) != "[]" }
-	for _, ch := range c.Choices {
-		if set(ch.Message.ToolCalls) || set(ch.Message.FunctionCall) {
-			return true
-		}
-	}
-	for _, chunk := range c.Chunks {
-		for _, ch := range chunk.Choices {
-			if set(ch.Delta.ToolCalls) || set(ch.Delta.FunctionCall) {
-				return true
-			}
-		}
-	}
-	return false
+// Reply is what a chat.completion body, or a stored stream
+// (`{"chunks": [...]}`) put back together, answered in choice 0.
+type Reply struct {
+	Text    string
+	HasText bool // a message with content, or a stream
+	// ToolCall says the model called a tool (or a legacy function): an
+	// artifact, which answers with text, must never stand in for that.
+	ToolCall bool
 }
 
-func ResponseText(body []byte) (string, bool) {
+// ReadReply reads a stored or live answer once, for its text and whether
+// it called a tool.
+func ReadReply(body []byte) Reply {
+	type calls struct {
+		ToolCalls    json.RawMessage `json:"tool_calls"`
+		FunctionCall json.RawMessage `json:"function_call"`
+	}
 	var c struct {
 		Choices []struct {
 			Message struct {
-				Content   *string         `json:"content"`
-				ToolCalls json.RawMessage `json:"tool_calls"`
+				Content *string `json:"content"`
+				calls
 			} `json:"message"`
 		} `json:"choices"`
 		Chunks []struct {
@@ -420,29 +395,44 @@ func ResponseText(body []byte) (string, bool) {
 				Index int `json:"index"`
 				Delta struct {
 					Content *string `json:"content"`
+					calls
 				} `json:"delta"`
 			} `json:"choices"`
 		} `json:"chunks"`
 	}
 	if json.Unmarshal(body, &c) != nil {
-		return "", false
+		return Reply{}
 	}
+	called := func(k calls) bool {
+		set := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" && string(raw) != "[]" }
+		return set(k.ToolCalls) || set(k.FunctionCall)
+	}
+	var r Reply
 	if len(c.Chunks) > 0 {
 		var b strings.Builder
 		for _, ch := range c.Chunks {
 			for _, choice := range ch.Choices {
+				r.ToolCall = r.ToolCall || called(choice.Delta.calls)
 				if choice.Index == 0 && choice.Delta.Content != nil {
 					b.WriteString(*choice.Delta.Content)
 				}
 			}
 		}
-		return b.String(), true
+		r.Text, r.HasText = b.String(), true
+		return r
 	}
-	if len(c.Choices) == 0 || c.Choices[0].Message.Content == nil {
-		return "", false
+	for _, ch := range c.Choices {
+		r.ToolCall = r.ToolCall || called(ch.Message.calls)
 	}
-	if tc := c.Choices[0].Message.ToolCalls; len(tc) > 0 && string(tc) != "null" {
-		return "", false // tool calls are not learned
+	if len(c.Choices) > 0 && c.Choices[0].Message.Content != nil {
+		r.Text, r.HasText = *c.Choices[0].Message.Content, true
 	}
-	return *c.Choices[0].Message.Content, true
+	return r
+}
+
+// ResponseText is the text an answer gave, when it gave text and called no
+// tool: what the learning loop can learn from or compare with.
+func ResponseText(body []byte) (string, bool) {
+	r := ReadReply(body)
+	return r.Text, r.HasText && !r.ToolCall
 }
