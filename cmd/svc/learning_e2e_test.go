@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -9,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,33 +47,8 @@ func (p *proc) send(t *testing.T, app, body string) (route, runID, content strin
 	return res.Header.Get("x-svc-route"), res.Header.Get("x-svc-run-id"), c.Choices[0].Message.Content
 }
 
-var e2eTicketWords = [][]string{
-	{"invoice", "charged twice", "refund", "payment method", "billing address", "credit card", "subscription price", "receipt"},
-	{"crashes", "error message", "broken button", "fails to load", "blank page", "export fails", "stack trace", "bug"},
-	{"password reset", "locked out", "cannot log in", "two-factor code", "sign in", "account access", "username"},
-	{"would be nice", "please add", "feature idea", "dark mode", "wish the product had", "support for", "integration with"},
-}
-
-var e2eFiller = []string{"hello", "team", "today", "again", "since monday", "on my laptop", "for our company", "thanks",
-	"quickly", "as soon as possible", "my colleague said", "yesterday"}
-
 // ticket is the support-triage workflow's request for a generated ticket.
-func ticket(rng *rand.Rand, n int) string {
-	step := workflows.SupportTriage().Definition.Steps[0]
-	kind := e2eTicketWords[rng.IntN(len(e2eTicketWords))]
-	var words []string
-	for range 2 + rng.IntN(2) {
-		words = append(words, kind[rng.IntN(len(kind))])
-	}
-	for range 3 {
-		words = append(words, e2eFiller[rng.IntN(len(e2eFiller))])
-	}
-	rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
-	user := fmt.Sprintf("Subject: ticket %d about %s\n\n%s.", n, words[0], strings.Join(words, ", "))
-	b, _ := json.Marshal(map[string]any{"model": step.Model, "temperature": 0, "messages": []map[string]string{
-		{"role": "system", "content": step.Messages[0].Content}, {"role": "user", "content": user}}})
-	return string(b)
-}
+func ticket(rng *rand.Rand, n int) string { return string(workflows.TriageRequest(rng, n)) }
 
 func (p *proc) tickets(t *testing.T, rng *rand.Rand, from, n int) (routes map[string]int, served []string) {
 	t.Helper()
@@ -156,39 +129,9 @@ func TestLearningLoopEndToEnd(t *testing.T) {
 	assert.Equal(t, map[string]int{"live": 10}, routes)
 }
 
-// spamMessage is one labelled message of ../shared/data/spam.
-type spamMessage struct {
-	ID      string `json:"id"`
-	Label   string `json:"label"`
-	Subject string `json:"subject"`
-	Text    string `json:"text"`
-}
-
-// spamCorpus reads the labelled messages beside the module, skipping the
-// test loudly when they are not there.
-func spamCorpus(t *testing.T) []spamMessage {
-	t.Helper()
-	path := filepath.Join(shareddata.Dir(t, "spam"), "messages.jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Skipf("SKIPPED: the labelled spam corpus is not at %s (%v); the learning loop is not checked against real traffic", path, err)
-	}
-	defer f.Close()
-	var out []spamMessage
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m spamMessage
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
-	}
-	require.NoError(t, sc.Err())
-	return out
-}
-
 const spamPrompt = "Classify this email message as spam or ham. Reply with the label only."
 
-func spamRequest(m spamMessage) (string, string) {
+func spamRequest(m shareddata.Message) (string, string) {
 	user := "Subject: " + m.Subject + "\n\n" + m.Text
 	b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "temperature": 0, "messages": []map[string]string{
 		{"role": "system", "content": spamPrompt}, {"role": "user", "content": user}}})
@@ -198,7 +141,7 @@ func spamRequest(m spamMessage) (string, string) {
 // labelUpstream is an OpenAI-compatible upstream that answers each message
 // with its label, flipped for a share noise of the messages (chosen by a
 // hash of the message, so the same message always gets the same answer).
-func labelUpstream(t *testing.T, msgs []spamMessage, noise float64) *httptest.Server {
+func labelUpstream(t *testing.T, msgs []shareddata.Message, noise float64) *httptest.Server {
 	labels := map[string]string{}
 	for _, m := range msgs {
 		_, user := spamRequest(m)
@@ -233,7 +176,7 @@ func labelUpstream(t *testing.T, msgs []spamMessage, noise float64) *httptest.Se
 // evidence on 400 more, is promoted, and then answers held-out messages
 // it has never seen, agreeing with the upstream on those it answers.
 func TestLearningSpamThroughAnUpstream(t *testing.T) {
-	msgs := spamCorpus(t)
+	msgs := shareddata.SpamMessages(t)
 	rng := rand.New(rand.NewPCG(31, 32))
 	rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 	up := labelUpstream(t, msgs, 0)
@@ -283,7 +226,7 @@ func TestLearningSpamThroughAnUpstream(t *testing.T) {
 // An upstream that answers at random a fifth of the time is not learned:
 // nothing is promoted, and the report says why.
 func TestLearningNoisyUpstreamFailsTheGates(t *testing.T) {
-	msgs := spamCorpus(t)
+	msgs := shareddata.SpamMessages(t)
 	rng := rand.New(rand.NewPCG(41, 42))
 	rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 	up := labelUpstream(t, msgs, 0.2)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func BenchmarkArtifactServed(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		// A fresh body each round: n differs, so the cache key differs.
-		body := strings.Replace(bodies[i%len(bodies)], `"user":"bench"`, `"user":"bench`+itoa(i)+`"`, 1)
+		body := strings.Replace(bodies[i%len(bodies)], `"user":"bench"`, `"user":"bench`+strconv.Itoa(i)+`"`, 1)
 		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+bootstrap)
 		req.Header.Set("Content-Type", "application/json")
@@ -55,18 +56,4 @@ func BenchmarkArtifactServed(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1000, "p50-µs")
 	b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds())/1000, "p99-µs")
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }

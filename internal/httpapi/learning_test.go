@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -17,35 +15,9 @@ import (
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
-// ticketWords are what customers write about, per kind of ticket.
-var ticketWords = [][]string{
-	{"invoice", "charged twice", "refund", "payment method", "billing address", "credit card", "subscription price", "receipt"},
-	{"crashes", "error message", "broken button", "fails to load", "blank page", "export fails", "stack trace", "bug"},
-	{"password reset", "locked out", "cannot log in", "two-factor code", "sign in", "account access", "username"},
-	{"would be nice", "please add", "feature idea", "dark mode", "wish the product had", "support for", "integration with"},
-}
-
-var ticketFiller = []string{"hello", "team", "today", "again", "since monday", "on my laptop", "for our company", "thanks",
-	"quickly", "as soon as possible", "my colleague said", "yesterday"}
-
 // triageBody is the support-triage workflow's request for a generated
-// ticket: the same system prompt, a different ticket each time.
-func triageBody(rng *rand.Rand, n int) string {
-	step := workflows.SupportTriage().Definition.Steps[0]
-	kind := ticketWords[rng.IntN(len(ticketWords))]
-	var words []string
-	for range 2 + rng.IntN(2) {
-		words = append(words, kind[rng.IntN(len(kind))])
-	}
-	for range 3 {
-		words = append(words, ticketFiller[rng.IntN(len(ticketFiller))])
-	}
-	rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
-	user := fmt.Sprintf("Subject: ticket %d about %s\n\n%s.", n, words[0], strings.Join(words, ", "))
-	b, _ := json.Marshal(map[string]any{"model": step.Model, "temperature": 0, "messages": []map[string]string{
-		{"role": "system", "content": step.Messages[0].Content}, {"role": "user", "content": user}}})
-	return string(b)
-}
+// ticket.
+func triageBody(rng *rand.Rand, n int) string { return string(workflows.TriageRequest(rng, n)) }
 
 // sendTriage sends n triage requests as token and returns the routes.
 func (ts *testServer) sendTriage(t testing.TB, token string, rng *rand.Rand, from, n int, headers ...string) map[string]int {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -237,7 +238,7 @@ func splitSlots(content string) (string, []Slot) {
 		}
 		name := "text"
 		if n := countFree(slots); n > 0 {
-			name = "text" + itoa(n+1)
+			name = "text" + strconv.Itoa(n+1)
 		}
 		slots = append(slots, Slot{Name: name, Value: strings.TrimSpace(strings.Join(free, "\n"))})
 		skel.WriteString("{{" + name + "}}\n")
@@ -351,20 +352,6 @@ func preview(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
-}
 
 // Reply is what a chat.completion body, or a stored stream
 // (`{"chunks": [...]}`) put back together, answered in choice 0.

@@ -1,11 +1,7 @@
 package learning
 
 import (
-	"bufio"
-	"encoding/json"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,42 +10,10 @@ import (
 	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
-// spamMessage is one labelled message of ../shared/data/spam.
-type spamMessage struct {
-	ID      string `json:"id"`
-	Label   string `json:"label"`
-	Subject string `json:"subject"`
-	Text    string `json:"text"`
-}
-
 // spamSystem is the prompt the traffic of the spam tests carries.
 const spamSystem = "Classify this email message as spam or ham. Reply with the label only."
 
-// SpamMessages reads the labelled messages beside the module (the module
-// root's ../shared/data/spam), skipping the test loudly when they are not
-// there.
-func SpamMessages(tb testing.TB) []spamMessage {
-	tb.Helper()
-	path := filepath.Join(shareddata.Dir(tb, "spam"), "messages.jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Skipf("SKIPPED: the labelled spam corpus is not at %s (%v); the learning loop is not checked against real traffic", path, err)
-	}
-	defer f.Close()
-	var out []spamMessage
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m spamMessage
-		require.NoError(tb, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
-	}
-	require.NoError(tb, sc.Err())
-	require.NotEmpty(tb, out)
-	return out
-}
-
-func spamShape(tb testing.TB, m spamMessage) Shape {
+func spamShape(tb testing.TB, m shareddata.Message) Shape {
 	tb.Helper()
 	sh, err := ShapeOf("mail-filter", "gpt-4o-mini", []Message{
 		{Role: "system", Content: spamSystem},
@@ -64,7 +28,7 @@ func spamShape(tb testing.TB, m spamMessage) Shape {
 // the upstream's answers: the true label, flipped for a share noise of the
 // messages.
 func spamTraffic(tb testing.TB, noise float64) (seen, unseen []Example) {
-	msgs := SpamMessages(tb)
+	msgs := shareddata.SpamMessages(tb)
 	rng := rand.New(rand.NewPCG(7, 11))
 	rng.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 	cut := len(msgs) * 7 / 10

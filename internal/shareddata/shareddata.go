@@ -1,9 +1,12 @@
-// Package shareddata finds the real-world test data that lives beside the
-// repository, in ../shared/data (web pages, SSRF address cases, labelled
-// email): tests read it in place, and skip, saying so, where it is absent.
+// Package shareddata finds and reads the real-world test data that lives
+// beside the repository, in ../shared/data (web pages, SSRF address cases,
+// labelled email): tests read it in place, and skip, saying so, where it is
+// absent.
 package shareddata
 
 import (
+	"bufio"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,4 +36,40 @@ func Dir(tb testing.TB, parts ...string) string {
 		tb.Skipf("SKIPPED: %s not found: the tests that read it did not run", data)
 	}
 	return data
+}
+
+// Message is one labelled email of ../shared/data/spam.
+type Message struct {
+	ID      string `json:"id"`
+	Label   string `json:"label"` // spam or ham
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+}
+
+// SpamMessages reads the labelled email messages, skipping the test where
+// they are absent.
+func SpamMessages(tb testing.TB) []Message {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(Dir(tb, "spam"), "messages.jsonl"))
+	if err != nil {
+		tb.Skipf("SKIPPED: the labelled spam corpus cannot be read (%v); the tests that learn from real mail did not run", err)
+	}
+	defer f.Close()
+	var out []Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			tb.Fatalf("spam corpus: %v", err)
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("spam corpus: %v", err)
+	}
+	if len(out) == 0 {
+		tb.Fatal("spam corpus: no messages")
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -258,4 +259,17 @@ func TestOnboardingAndSeedFailWhenRunsCannotBeSynced(t *testing.T) {
 	assert.NotContains(t, errs.Public(err), "journal", "the cause stays private")
 	_, err = svc.SeedDemo(context.Background(), tenant.DefaultID)
 	assert.Equal(t, errs.Internal, errs.KindOf(err), "seeding needs to know the agents the tenant has")
+}
+
+func TestTriageRequestIsTheWorkflowsRequest(t *testing.T) {
+	a := workflows.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
+	b := workflows.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
+	assert.Equal(t, a, b, "the same seed makes the same ticket")
+	var req struct {
+		Messages []struct{ Role, Content string } `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(a, &req))
+	require.Len(t, req.Messages, 2)
+	assert.Equal(t, workflows.SupportTriage().Definition.Steps[0].Messages[0].Content, req.Messages[0].Content)
+	assert.Contains(t, req.Messages[1].Content, "Subject: ticket 7 about ")
 }
