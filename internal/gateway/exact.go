@@ -168,7 +168,7 @@ func timePtr(t time.Time) *time.Time {
 // completionChunks replays a chat.completion body as the chunks of a
 // stream: the role and content of each choice, then its finish reason, and
 // the usage when the client asked for it.
-func completionChunks(body []byte, includeUsage bool) [][]byte {
+func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 	var c struct {
 		ID                string          `json:"id"`
 		Created           int64           `json:"created"`
@@ -201,7 +201,7 @@ func completionChunks(body []byte, includeUsage bool) [][]byte {
 		}{c.ID, "chat.completion.chunk", c.Created, c.Model, c.SystemFingerprint, choices, usage})
 		return b
 	}
-	var out [][]byte
+	var out []json.RawMessage
 	for _, ch := range c.Choices {
 		delta := ch.Message
 		if len(delta) == 0 {

@@ -294,14 +294,15 @@ func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallb
 	if err := g.governToolCalls(ctx, c, body); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
+	return g.streamHeld(ctx, c, sink, body)
+}
+
+// streamHeld streams an answer svc already holds (a cached one, an
+// artifact's) as the chunks of a stream, and records the run.
+func (g *Gateway) streamHeld(ctx context.Context, c *call, sink Sink, body []byte) (Result, error) {
 	res := Result{RunID: c.run.ID, Route: c.run.Route}
-	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
+	if err := g.replay(sink, c, completionChunks(body, c.req.IncludeUsage)); err != nil {
 		return res, g.fail(ctx, c, err)
-	}
-	for _, chunk := range completionChunks(body, c.req.IncludeUsage) {
-		if err := sink.Chunk(chunk); err != nil {
-			return res, g.fail(ctx, c, err)
-		}
 	}
 	return res, g.finish(ctx, c, http.StatusOK, "")
 }
@@ -310,16 +311,7 @@ func (g *Gateway) streamExact(ctx context.Context, c *call, sink Sink, fb *fallb
 // chunks of its answer.
 func (g *Gateway) streamArtifact(ctx context.Context, c *call, sink Sink) (Result, error) {
 	body := g.serveArtifact(c)
-	res := Result{RunID: c.run.ID, Route: c.run.Route}
-	if err := sink.Begin(c.run.ID, c.run.Route); err != nil {
-		return res, g.fail(ctx, c, err)
-	}
-	for _, chunk := range completionChunks(body, c.req.IncludeUsage) {
-		if err := sink.Chunk(chunk); err != nil {
-			return res, g.fail(ctx, c, err)
-		}
-	}
-	return res, g.finish(ctx, c, http.StatusOK, "")
+	return g.streamHeld(ctx, c, sink, body)
 }
 
 // maskResponse masks a stored answer. A streamed answer's text is split

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/svc-gateway/svc/internal/page"
 	"github.com/svc-gateway/svc/internal/web"
 )
 
@@ -35,14 +34,8 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if limit, err = page.Limit(limit, 50, 500); err != nil {
-		return err
-	}
 	offset, err := queryInt(r, "offset")
 	if err != nil {
-		return err
-	}
-	if offset, err = page.Offset(offset); err != nil {
 		return err
 	}
 	list, total, err := s.SemanticWeb.Snapshots(r.Context(), identity(r).TenantID, r.URL.Query().Get("url"), limit, offset)

@@ -149,6 +149,8 @@ func TestWebFetchCompilesCachesAndDiffs(t *testing.T) {
 	snaps := ts.call(t, "GET", "/api/v1/web/snapshots", "", "")
 	require.Equal(t, http.StatusOK, snaps.status)
 	assert.EqualValues(t, 3, snaps.json["total"], "three compiles; the cache hit stored nothing")
+	assert.Len(t, ts.call(t, "GET", "/api/v1/web/snapshots?limit=2", "", "").json["snapshots"], 2)
+	assert.Equal(t, http.StatusBadRequest, ts.call(t, "GET", "/api/v1/web/snapshots?limit=-1", "", "").status)
 	first := snaps.json["snapshots"].([]any)[0].(map[string]any)
 	assert.NotContains(t, first, "som", "the list leaves the SOM out")
 	one := ts.call(t, "GET", "/api/v1/web/snapshots/"+first["id"].(string), "", "")

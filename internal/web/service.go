@@ -13,6 +13,7 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/page"
 	"github.com/svc-gateway/svc/internal/som"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -256,8 +257,22 @@ func ScriptDrawn(snap *som.Snapshot, html []byte) bool {
 	return c.Interactive < 3 && c.Elements < 8
 }
 
-// Snapshots lists the tenant's stored snapshots, newest first.
+// Snapshot listing's page sizes.
+const (
+	DefaultSnapshotLimit = 50
+	MaxSnapshotLimit     = 500
+)
+
+// Snapshots lists the tenant's stored snapshots (of url, when given),
+// newest first, a page of limit (0: the default) from offset.
 func (s *Service) Snapshots(ctx context.Context, tenantID, url string, limit, offset int) ([]Snapshot, int, error) {
+	limit, err := page.Limit(limit, DefaultSnapshotLimit, MaxSnapshotLimit)
+	if err != nil {
+		return nil, 0, err
+	}
+	if offset, err = page.Offset(offset); err != nil {
+		return nil, 0, err
+	}
 	return s.o.Store.ListSnapshots(ctx, tenantID, url, limit, offset)
 }
 
