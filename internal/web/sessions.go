@@ -577,8 +577,8 @@ func describeElement(e som.Element) string {
 	if name == "" {
 		name = e.Text
 	}
-	if len(name) > 80 {
-		name = name[:80] + "…"
+	if r := []rune(name); len(r) > 80 {
+		name = string(r[:80]) + "…"
 	}
 	if name == "" {
 		return kindOf(e)

@@ -31,33 +31,16 @@ type GuardProxy struct {
 	blocked []string
 }
 
+// dial connects to addr through the guard, which judges the address
+// actually dialed (after DNS), honouring the operator's host:port
+// exceptions.
 func (p *GuardProxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.checkName(host); err != nil {
-		return nil, err
-	}
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: p.Guard.ControlFor(host)}
 	return d.DialContext(ctx, network, addr)
-}
-
-// checkName refuses names that are internal by their form (localhost,
-// metadata, single labels) before they are resolved at all.
-func (p *GuardProxy) checkName(host string) error {
-	if p.Guard.AllowAll {
-		return nil
-	}
-	_, err := p.Guard.CheckURL(context.Background(), "http://"+net.JoinHostPort(host, "80"))
-	if err == nil || errors.Is(err, netguard.ErrUnresolvable) {
-		return nil // the dial resolves and checks again
-	}
-	if errors.Is(err, netguard.ErrBlocked) {
-		// An operator's host:port exception is judged at dial time.
-		return nil
-	}
-	return err
 }
 
 func (p *GuardProxy) client() *http.Transport {
