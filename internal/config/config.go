@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -74,11 +75,25 @@ type Config struct {
 	SMTPPassword      string // SMTP_PASSWORD
 	SMTPTLS           string // SMTP_TLS: starttls, tls or none
 	MockLatencyMS     int    // MOCK_LATENCY_MS, passed to the mock provider
+	PluginProcs       int    // SVC_PLUGIN_GOMAXPROCS; 0 for the default (see PluginGOMAXPROCS)
 	ExecutableDir     string // folder of the running binary, for default paths
 }
 
 // OpenDevMode reports whether no bootstrap token is configured.
 func (c *Config) OpenDevMode() bool { return c.APIKey == "" }
+
+// PluginGOMAXPROCS is the GOMAXPROCS each plugin process runs with: the
+// operator's SVC_PLUGIN_GOMAXPROCS, or a quarter of the machine's CPUs (at
+// least one). A plugin relays bytes between svc and a service; with a
+// runtime as wide as the machine, each of its many goroutine hand-offs wakes
+// an idle thread on another CPU, which on a small virtual machine costs more
+// CPU than the relaying itself and adds latency (measured with make bench).
+func (c *Config) PluginGOMAXPROCS() int {
+	if c.PluginProcs > 0 {
+		return c.PluginProcs
+	}
+	return max(1, runtime.NumCPU()/4)
+}
 
 // ProviderName is "openai" when a live provider key is set, otherwise "mock".
 func (c *Config) ProviderName() string {
@@ -101,6 +116,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
 	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
 	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
+	{"SVC_PLUGIN_GOMAXPROCS", "a quarter of the CPUs, at least 1", "GOMAXPROCS of each plugin process (a plugin mostly relays bytes; a small runtime wastes less CPU waking idle threads)"},
 	{"SVC_TRUSTED_PROXIES", "unset", "comma-separated IPs or CIDRs of reverse proxies in front of svc: their X-Forwarded-For names the client for per-address limits"},
 	{"SVC_PPROF_ADDR", "unset (off)", "serve Go's net/http/pprof profiler on this address (keep it on loopback: it is unauthenticated)"},
 	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
@@ -145,6 +161,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		ProviderAPIKey:   p.str("PROVIDER_API_KEY", ""),
 		ProviderBaseURL:  p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
 		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
+		PluginProcs:      p.intRange("SVC_PLUGIN_GOMAXPROCS", 0, 0, 4096),
 		PriceFile:        p.str("SVC_PRICE_FILE", ""),
 		PprofAddr:        p.str("SVC_PPROF_ADDR", ""),
 		TrustedProxies:   p.prefixes("SVC_TRUSTED_PROXIES"),

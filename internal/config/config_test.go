@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "http://localhost:4100", c.AppBaseURL)
 	assert.Equal(t, "starttls", c.SMTPTLS)
 	assert.NotEmpty(t, c.PluginDir, "defaults to plugins/ beside the binary")
+	assert.Equal(t, max(1, runtime.NumCPU()/4), c.PluginGOMAXPROCS())
 }
 
 func TestValues(t *testing.T) {
@@ -39,6 +41,7 @@ func TestValues(t *testing.T) {
 		"PROVIDER_API_KEY": "sk-1", "SVC_LEARNING_INTERVAL": "0", "SVC_LOG_LEVEL": "debug", "SVC_LOG_JSON": "1",
 		"SVC_AUTO_PROMOTE": "true", "SVC_WEB_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1:8080",
 		"SVC_APP_BASE_URL": "https://svc.example.com/", "SVC_PLUGIN_DIR": "/opt/svc/plugins", "SMTP_TLS": "TLS",
+		"SVC_PLUGIN_GOMAXPROCS": "3",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:0", c.Addr)
@@ -51,6 +54,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, "https://svc.example.com", c.AppBaseURL, "trailing slash trimmed")
 	assert.Equal(t, "/opt/svc/plugins", c.PluginDir)
 	assert.Equal(t, "tls", c.SMTPTLS)
+	assert.Equal(t, 3, c.PluginGOMAXPROCS())
 }
 
 func TestBadValuesNameTheVariable(t *testing.T) {
@@ -58,6 +62,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		"SVC_ADDR":                "4100",
 		"SVC_API_KEY":             "short",
 		"SVC_CACHE_TTL":           "forever",
+		"SVC_PLUGIN_GOMAXPROCS":   "-1",
 		"SVC_LEARNING_INTERVAL":   "-5m",
 		"SVC_LOG_LEVEL":           "loud",
 		"SVC_LOG_JSON":            "maybe",

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -220,6 +222,25 @@ func TestPluginEnvironmentCarriesNoSvcSecrets(t *testing.T) {
 	for _, kv := range env {
 		assert.NotContains(t, kv, "bootstrap-secret")
 	}
+}
+
+// Plugins run with a narrow Go runtime unless the operator says otherwise,
+// and the provider plugin really starts with it.
+func TestPluginsRunWithTheirOwnGOMAXPROCS(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "7") // svc's own setting is not the plugins'
+	want := fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/4))
+	assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), want)
+	assert.Contains(t, plugins.EmailEnv(configFor(t, nil)), want)
+	assert.Contains(t, plugins.SOMEnv(configFor(t, nil)), want)
+	assert.Contains(t, plugins.ProviderEnv(configFor(t, map[string]string{"SVC_PLUGIN_GOMAXPROCS": "2"})), "GOMAXPROCS=2")
+
+	h, _ := startHost(t, map[string]string{"SVC_PLUGIN_GOMAXPROCS": "3"})
+	chat(t, h.Provider())
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", h.ProviderSlot().Pid()))
+	if err != nil {
+		t.Skipf("SKIPPED: cannot read the plugin's environment here (%v); the env lists above are checked", err)
+	}
+	assert.Contains(t, strings.Split(string(environ), "\x00"), "GOMAXPROCS=3")
 }
 
 func TestTheConsoleEmailPluginLogsTheMessage(t *testing.T) {

@@ -55,7 +55,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	// busy_timeout first, so that the pragmas after it wait instead of failing
 	// while another process holds the file.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {

@@ -51,6 +51,7 @@ func TestPragmas(t *testing.T) {
 	assert.Equal(t, "wal", mode)
 	assert.Equal(t, 1, count(t, s, `PRAGMA foreign_keys`))
 	assert.Equal(t, 10000, count(t, s, `PRAGMA busy_timeout`))
+	assert.Equal(t, 2, count(t, s, `PRAGMA temp_store`), "MEMORY")
 }
 
 func TestForeignKeysEnforced(t *testing.T) {
