@@ -79,6 +79,7 @@ func (s *Slot) Dispense() (any, error) {
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  pluginapi.DialOptions(),
 		Managed:          true,
 		StartTimeout:     startTimeout,
 		Logger:           s.logger,

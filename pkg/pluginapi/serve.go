@@ -21,7 +21,7 @@ func serve(name string, p plugin.Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         map[string]plugin.Plugin{name: p},
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer:      newGRPCServer,
 		Logger:          Logger(name),
 	})
 }

@@ -1,0 +1,31 @@
+package pluginapi
+
+import "google.golang.org/grpc"
+
+// Flow-control windows of the gRPC connection between svc and a plugin.
+// They are fixed because gRPC's dynamic windows estimate the bandwidth with
+// a PING after data arrives: between two processes on one machine, each
+// probe wakes the other side to answer it, twice per call and on the
+// call's path. The windows are large enough that a chat answer or a stream
+// of chunks never waits for a window update.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
+)
+
+// DialOptions are the gRPC options of svc's side of a plugin connection
+// (go-plugin's ClientConfig.GRPCDialOptions).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow)}
+}
+
+// ServerOptions are the gRPC options of a plugin's server; the Serve
+// helpers use them.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow)}
+}
+
+// newGRPCServer is go-plugin's server constructor with ServerOptions added.
+func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts, ServerOptions()...)...)
+}
