@@ -42,6 +42,13 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file")
+	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("%q is not KEY=VALUE", kv)
+		}
+		o.env = append(o.env, kv)
+		return nil
+	})
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "svc-bench:", err)
@@ -54,6 +61,7 @@ type options struct {
 	duration, latency   time.Duration
 	conns, streams      int
 	cpuprofile          string
+	env                 []string
 }
 
 // chatBody is a request none before it asked, so that svc's exact cache
@@ -413,6 +421,7 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 		"PROVIDER_API_KEY=sk-bench", "PROVIDER_BASE_URL=" + upstreamURL,
 		"SVC_RATE_LIMIT=0",
 	}
+	cmd.Env = append(cmd.Env, o.env...)
 	var pprofAddr string
 	if o.cpuprofile != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
