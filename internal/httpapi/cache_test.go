@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -414,6 +415,30 @@ func BenchmarkExactCacheHit(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkLiveCall is a live call through the whole HTTP handler with the
+// provider in the same process: svc's own work on a call's path (everything
+// but the plugin hop), each request one the cache has not seen.
+func BenchmarkLiveCall(b *testing.B) {
+	ts := newServerWith(b, bootstrap, nil, &fakeProvider{})
+	h := ts.Config.Handler
+	bodies := make([]string, b.N)
+	for i := range bodies {
+		bodies[i] = strings.Replace(triage, "charged twice", "charged twice ("+strconv.Itoa(i)+")", 1)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(bodies[i]))
+		req.Header.Set("Authorization", "Bearer "+bootstrap)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Header().Get("x-svc-route") != "live" {
+			b.Fatalf("route %q, want live", rec.Header().Get("x-svc-route"))
+		}
+	}
 }
 
 func TestRedactionOfAStreamedAnswerSeesTheWholeText(t *testing.T) {

@@ -79,31 +79,40 @@ func replayJournal(dir string, fn func(rec *Record) error) ([]uint64, error) {
 		return nil, err
 	}
 	for _, seq := range seqs {
-		b, err := os.ReadFile(segmentPath(dir, seq))
-		if err != nil {
+		if err := readSegment(dir, seq, fn); err != nil {
 			return nil, err
-		}
-		for len(b) >= frameHeader {
-			n := binary.LittleEndian.Uint32(b)
-			sum := binary.LittleEndian.Uint32(b[4:])
-			if n > maxFrame || int(n) > len(b)-frameHeader {
-				break
-			}
-			payload := b[frameHeader : frameHeader+int(n)]
-			if crc32.Checksum(payload, castagnoli) != sum {
-				break
-			}
-			rec, err := decodeRecord(payload)
-			if err != nil {
-				break
-			}
-			if err := fn(rec); err != nil {
-				return nil, err
-			}
-			b = b[frameHeader+int(n):]
 		}
 	}
 	return seqs, nil
+}
+
+// readSegment calls fn with each record of one segment, up to a torn or
+// corrupt tail.
+func readSegment(dir string, seq uint64, fn func(rec *Record) error) error {
+	b, err := os.ReadFile(segmentPath(dir, seq))
+	if err != nil {
+		return err
+	}
+	for len(b) >= frameHeader {
+		n := binary.LittleEndian.Uint32(b)
+		sum := binary.LittleEndian.Uint32(b[4:])
+		if n > maxFrame || int(n) > len(b)-frameHeader {
+			break
+		}
+		payload := b[frameHeader : frameHeader+int(n)]
+		if crc32.Checksum(payload, castagnoli) != sum {
+			break
+		}
+		rec, err := decodeRecord(payload)
+		if err != nil {
+			break
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		b = b[frameHeader+int(n):]
+	}
+	return nil
 }
 
 // openJournal creates dir when missing and opens a new segment numbered

@@ -26,6 +26,7 @@ type Record struct {
 	Standing *Standing
 
 	explanation []byte // Run.Explanation as JSON, once encoded
+	size        int    // bytes of its journal frame, what holding it in memory costs
 }
 
 // ExplanationJSON returns the run's route explanation as JSON, encoding it
@@ -59,13 +60,20 @@ type Recorder struct {
 
 	lock *os.File // held while the recorder is open: one process per journal
 
-	mu        sync.Mutex
-	journal   *journal
-	pending   []*Record
-	appended  uint64        // runs journaled since start
-	stored    uint64        // of those, runs the writer is done with
-	storedNow chan struct{} // closed and replaced each time stored moves
-	closed    bool
+	mu           sync.Mutex
+	journal      *journal
+	pending      []*Record
+	pendingBytes int           // journal bytes of pending, about what they hold in memory
+	appended     uint64        // runs journaled since start
+	stored       uint64        // of those, runs the writer is done with
+	storedNow    chan struct{} // closed and replaced each time stored moves
+	closed       bool
+
+	// spilled are sealed segments whose runs are held on disk only: the
+	// store was down for longer than holdLimit of runs. Only the writer
+	// changes it (under mu), and it stores them before anything newer.
+	spilled   []uint64
+	holdLimit int
 
 	poke   chan struct{} // a run is pending
 	urgent chan struct{} // a reader waits in Sync
@@ -80,6 +88,11 @@ var ErrClosed = errors.New("ledger: recorder closed")
 // a transaction of many runs costs little more than one of a single run.
 // A reader in Sync cuts it short.
 const gather = 5 * time.Millisecond
+
+// holdLimit is how many journal bytes of runs the recorder keeps in memory
+// while the store refuses them; beyond it they wait on disk only, in their
+// journal segments, so that a long outage costs disk rather than memory.
+const holdLimit = 64 << 20
 
 // retryStore is how long the writer waits before trying a store that
 // refused a whole batch again.
@@ -101,7 +114,7 @@ func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logg
 		lock.Close()
 		return nil, fmt.Errorf("journal %s: %w", dir, err)
 	}
-	r := &Recorder{store: store, logger: logger, journal: j, lock: lock, storedNow: make(chan struct{}),
+	r := &Recorder{store: store, logger: logger, journal: j, lock: lock, storedNow: make(chan struct{}), holdLimit: holdLimit,
 		poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	go r.loop()
 	return r, nil
@@ -123,10 +136,7 @@ func restore(ctx context.Context, store Store, dir string, logger hclog.Logger) 
 		return err
 	}
 	for _, rec := range recs {
-		err := store.RestoreRuns(ctx, []*Record{rec})
-		if errs.As(err) != nil {
-			logger.Error("a journaled run was refused by the store and is dropped", "run", rec.Run.ID, "error", err)
-		} else if err != nil {
+		if err := restoreRun(ctx, store, rec, logger); err != nil {
 			return err
 		}
 	}
@@ -134,6 +144,18 @@ func restore(ctx context.Context, store Store, dir string, logger hclog.Logger) 
 		logger.Info("stored runs from the journal", "runs", len(recs))
 	}
 	return remove(dir, seqs...)
+}
+
+// restoreRun stores a run read back from the journal unless it is stored
+// already. A run the store refuses for what it holds is logged and dropped;
+// any other error means the store is down.
+func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logger) error {
+	err := store.RestoreRuns(ctx, []*Record{rec})
+	if errs.As(err) != nil {
+		logger.Error("a journaled run was refused by the store and is dropped", "run", rec.Run.ID, "error", err)
+		return nil
+	}
+	return err
 }
 
 // Record journals rec and returns once it is durable. The write is not
@@ -146,6 +168,7 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 		return err
 	}
 	defer releaseFrame(frame)
+	rec.size = len(*frame)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -156,6 +179,7 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 		return err
 	}
 	r.pending = append(r.pending, rec)
+	r.pendingBytes += rec.size
 	r.appended++
 	r.mu.Unlock()
 	r.wake()
@@ -222,6 +246,11 @@ func (r *Recorder) loop() {
 	for {
 		select {
 		case <-r.poke:
+			if retry != nil {
+				// The store is down: runs gather until the retry, rather
+				// than each few milliseconds making a segment of their own.
+				continue
+			}
 			gathering.Reset(gather)
 			select {
 			case <-gathering.C:
@@ -255,24 +284,23 @@ func (r *Recorder) hasPending() bool {
 func (r *Recorder) flush() error {
 	r.mu.Lock()
 	batch, target := r.pending, r.appended
-	r.pending = nil
+	r.pending, r.pendingBytes = nil, 0
 	err := r.journal.rotate()
 	sealed := r.journal.takeSealed()
 	r.mu.Unlock()
-	if err != nil {
+	rotated := err == nil // the batch's runs are all in sealed
+	if !rotated {
 		r.logger.Error("rotating the run journal failed", "error", err)
 	}
-	if len(batch) > 0 {
-		if err := r.store.InsertRuns(context.Background(), batch); err != nil {
-			if left, err := r.storeEach(batch); err != nil {
-				r.logger.Error("storing runs failed; they stay in the journal", "runs", len(left), "error", err)
-				r.mu.Lock()
-				r.pending = append(left, r.pending...)
-				r.journal.sealed = append(sealed, r.journal.sealed...)
-				r.mu.Unlock()
-				return err
-			}
+	err = r.restoreSpilled()
+	if err == nil && len(batch) > 0 {
+		if err = r.store.InsertRuns(context.Background(), batch); err != nil {
+			batch, err = r.storeEach(batch)
 		}
+	}
+	if err != nil {
+		r.hold(batch, sealed, rotated, err)
+		return err
 	}
 	if err := remove(r.journal.dir, sealed...); err != nil {
 		r.logger.Error("removing stored journal segments failed", "error", err)
@@ -285,10 +313,61 @@ func (r *Recorder) flush() error {
 	return nil
 }
 
+// hold keeps the runs of a batch the store refused for the next try: in
+// memory, with the segments they are in, or, once the runs held would pass
+// holdLimit, on disk only, in those segments, which the next try reads back.
+// Runs stay in memory when they are not all in sealed (the journal could not
+// rotate): a segment still open is not one to read back.
+func (r *Recorder) hold(batch []*Record, sealed []uint64, rotated bool, err error) {
+	size := 0
+	for _, rec := range batch {
+		size += rec.size
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rotated && (r.pendingBytes+size > r.holdLimit || len(r.spilled) > 0) {
+		// Once runs wait on disk, newer ones join them there, so that they
+		// reach the store in the order they came.
+		r.spilled = append(r.spilled, sealed...)
+		r.logger.Error("storing runs failed; they wait in the journal on disk", "runs", len(batch), "error", err)
+		return
+	}
+	r.logger.Error("storing runs failed; they stay in the journal", "runs", len(batch), "error", err)
+	r.pending = append(batch, r.pending...)
+	r.pendingBytes += size
+	r.journal.sealed = append(sealed, r.journal.sealed...)
+}
+
+// restoreSpilled stores the runs of the segments held on disk only, oldest
+// first, removing each segment once its runs are stored.
+func (r *Recorder) restoreSpilled() error {
+	ctx := context.Background()
+	for {
+		r.mu.Lock()
+		if len(r.spilled) == 0 {
+			r.mu.Unlock()
+			return nil
+		}
+		seq := r.spilled[0]
+		r.mu.Unlock()
+		err := readSegment(r.journal.dir, seq, func(rec *Record) error { return restoreRun(ctx, r.store, rec, r.logger) })
+		if err != nil {
+			return err
+		}
+		if err := remove(r.journal.dir, seq); err != nil {
+			r.logger.Error("removing a stored journal segment failed", "error", err)
+		}
+		r.mu.Lock()
+		r.spilled = r.spilled[1:]
+		r.mu.Unlock()
+	}
+}
+
 // storeEach stores, run by run, a batch the store refused, so that one bad
 // run does not hold back the others. A run refused for what it holds (the
 // store says which with an errs kind) is logged and dropped; any other
-// failure means the store is down, and the runs not stored are returned.
+// failure means the store is down, and the runs not stored are returned
+// with it.
 func (r *Recorder) storeEach(batch []*Record) ([]*Record, error) {
 	for i, rec := range batch {
 		err := r.store.InsertRuns(context.Background(), []*Record{rec})
