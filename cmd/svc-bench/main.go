@@ -102,18 +102,14 @@ func run(o options) error {
 
 	// Warm both paths: connections, the plugin, SQLite's pages.
 	up.latency.Store(int64(o.latency))
-	if _, err := openLoop(gateway, 200, time.Second); err != nil {
+	if _, err := openLoop(client(4096), gateway, 200, time.Second); err != nil {
 		return err
 	}
 
 	fmt.Println("latency added by svc (open loop, same rate, svc minus direct)")
 	fmt.Printf("  %-10s %-22s %-22s %-20s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "errors")
 	for _, rate := range rates {
-		d, err := openLoop(direct, rate, o.duration)
-		if err != nil {
-			return err
-		}
-		s, err := openLoop(gateway, rate, o.duration)
+		d, s, err := interleaved(direct, gateway, rate, o.duration)
 		if err != nil {
 			return err
 		}
@@ -121,14 +117,15 @@ func run(o options) error {
 			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), d.errors+s.errors)
 	}
 
-	fmt.Println("\nstreaming: time to first byte (sequential streams)")
-	d, err := firstBytes(direct, o.streams)
-	if err != nil {
-		return err
-	}
-	s, err := firstBytes(gateway, o.streams)
-	if err != nil {
-		return err
+	fmt.Println("\nstreaming: time to first byte (sequential streams, direct and svc in turn)")
+	d, s := &sample{}, &sample{}
+	for range o.streams {
+		if err := firstByte(direct, d); err != nil {
+			return err
+		}
+		if err := firstByte(gateway, s); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)), ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)))
 
@@ -236,11 +233,35 @@ func call(c *http.Client, url string) error {
 	return err
 }
 
+// interleaved measures both paths at rate for d in all, in turns of a
+// second each, so that a change in the machine's other load (a neighbour on
+// the host, a daemon waking) falls on both rather than on one.
+func interleaved(direct, gateway string, rate int, d time.Duration) (dir, svc *sample, err error) {
+	dir, svc = &sample{}, &sample{}
+	paths := []struct {
+		c   *http.Client
+		url string
+		s   *sample
+	}{{client(4096), direct, dir}, {client(4096), gateway, svc}}
+	for left := d; left > 0; left -= time.Second {
+		turn := min(left, time.Second)
+		for _, p := range paths {
+			got, err := openLoop(p.c, p.url, rate, turn)
+			if err != nil {
+				return nil, nil, err
+			}
+			p.s.lat = append(p.s.lat, got.lat...)
+			p.s.errors += got.errors
+			p.s.ok += got.ok
+		}
+	}
+	return dir, svc, nil
+}
+
 // openLoop sends rate requests a second for d, each at its scheduled time
 // whatever the others are doing, and measures each from its scheduled
 // start, so that a stall is counted against every request it delays.
-func openLoop(url string, rate int, d time.Duration) (*sample, error) {
-	c := client(4096)
+func openLoop(c *http.Client, url string, rate int, d time.Duration) (*sample, error) {
 	n := int(float64(rate) * d.Seconds())
 	interval := time.Second / time.Duration(rate)
 	lat := make([]time.Duration, n)
@@ -300,28 +321,26 @@ func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
 	return &all, nil
 }
 
-// firstBytes times, for n sequential streamed calls, the wait from sending
-// to the first body byte.
-func firstBytes(url string, n int) (*sample, error) {
-	c := client(1)
-	s := &sample{}
-	for range n {
-		body := strings.Replace(chatBody(), `{"model"`, `{"stream":true,"model"`, 1)
-		t := time.Now()
-		res, err := post(c, url, body)
-		if err != nil {
-			return nil, err
-		}
-		one := make([]byte, 1)
-		if _, err := io.ReadFull(res.Body, one); err != nil {
-			res.Body.Close()
-			return nil, fmt.Errorf("%s: stream: %w", url, err)
-		}
-		s.lat = append(s.lat, time.Since(t))
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
+// streamClient is the one connection of the first-byte phase, per path.
+var streamClient = client(2)
+
+// firstByte times one streamed call, from sending to the first body byte,
+// into s.
+func firstByte(url string, s *sample) error {
+	body := strings.Replace(chatBody(), `{"model"`, `{"stream":true,"model"`, 1)
+	t := time.Now()
+	res, err := post(streamClient, url, body)
+	if err != nil {
+		return err
 	}
-	return s, nil
+	defer res.Body.Close()
+	one := make([]byte, 1)
+	if _, err := io.ReadFull(res.Body, one); err != nil {
+		return fmt.Errorf("%s: stream: %w", url, err)
+	}
+	s.lat = append(s.lat, time.Since(t))
+	_, _ = io.Copy(io.Discard, res.Body)
+	return nil
 }
 
 // upstream is an OpenAI-compatible chat-completions server with a fixed
