@@ -26,6 +26,22 @@ func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	return nil
 }
 
+// limitAccount draws one sign-in attempt from the bucket of the account
+// email names, whether or not such an account exists, so that the limit
+// says nothing about who has one.
+func (s *Server) limitAccount(email string) error {
+	key, err := accounts.NormalizeEmail(email)
+	if err != nil {
+		return nil // no account can match: the login fails on its own
+	}
+	if ok, wait := s.accountLimiter.Allow(key); !ok {
+		e := errs.E(errs.RateLimited, "rate_limited", "too many sign-in attempts for this account; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
+		e.Retry = wait
+		return e
+	}
+	return nil
+}
+
 // sameOrigin refuses a cross-site browser request that would act with the
 // session cookie (CSRF). Requests without browser fetch metadata, such as
 // those of programs using API keys, pass.
@@ -60,6 +76,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		Password string `json:"password"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	if err := s.limitAccount(body.Email); err != nil {
 		return err
 	}
 	u, tenantID, err := s.Accounts.Login(r.Context(), body.Email, body.Password)

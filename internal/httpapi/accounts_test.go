@@ -622,3 +622,32 @@ func TestPerAddressBucketsBehindATrustedProxy(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, signup(direct, "198.51.100.99"),
 		"without a trusted proxy, X-Forwarded-For is the client's to write and is ignored")
 }
+
+// Guesses at one account's password from many addresses are slowed by the
+// account's own bucket, the right password included once it is empty, and
+// an address with no account behaves the same.
+func TestSignInAttemptsAreLimitedPerAccount(t *testing.T) {
+	env := accountEnv()
+	env["SVC_TRUSTED_PROXIES"] = "127.0.0.1"
+	ts := newServer(t, "", env)
+	login := func(client, email, password string) response {
+		return ts.browser(t).do(t, "POST", "/api/v1/auth/login", `{"email":"`+email+`","password":"`+password+`"}`,
+			"X-Forwarded-For", client+", 127.0.0.1")
+	}
+	for _, email := range []string{adminEmail, "nobody@example.com"} {
+		for i := range 10 {
+			res := login("203.0.113."+strconv.Itoa(i), email, "wrong guess "+strconv.Itoa(i))
+			require.Equal(t, http.StatusUnauthorized, res.status, "attempt %d at %s", i, email)
+		}
+		res := login("203.0.113.77", email, "wrong guess 10")
+		require.Equal(t, http.StatusTooManyRequests, res.status, email)
+		assert.NotEmpty(t, res.header.Get("Retry-After"))
+		assert.Contains(t, res.body, "this account")
+	}
+	assert.Equal(t, http.StatusTooManyRequests, login("198.51.100.1", strings.ToUpper(adminEmail), adminPassword).status,
+		"the right password waits too, under any spelling of the address")
+	assert.Equal(t, http.StatusUnauthorized, login("198.51.100.2", "other@example.com", "wrong").status, "other accounts are not slowed")
+
+	ts.now = ts.now.Add(31 * time.Second)
+	assert.Equal(t, http.StatusOK, login("198.51.100.3", adminEmail, adminPassword).status, "one attempt back after 30 seconds")
+}

@@ -83,6 +83,10 @@ type Server struct {
 	// abuseLimiter holds the per-address buckets of the account endpoints:
 	// 10 a minute.
 	abuseLimiter *ratelimit.Limiter
+	// accountLimiter holds one bucket of sign-in attempts per account, so
+	// that guesses at one password from many addresses are slowed too: 10,
+	// then one every 30 seconds.
+	accountLimiter *ratelimit.Limiter
 	// csrf refuses cross-site requests that would act with a session
 	// cookie.
 	csrf    *http.CrossOriginProtection
@@ -104,6 +108,8 @@ func New(d Deps) *Server {
 	s.apiLimiter.Now = d.Now
 	s.abuseLimiter = ratelimit.New(6*time.Second, 10, 100_000)
 	s.abuseLimiter.Now = d.Now
+	s.accountLimiter = ratelimit.New(30*time.Second, 10, 100_000)
+	s.accountLimiter.Now = d.Now
 	s.csrf = http.NewCrossOriginProtection()
 	if u, err := url.Parse(d.Config.AppBaseURL); err == nil && u.Host != "" {
 		// Behind a proxy the Host svc sees may differ from the address
