@@ -345,6 +345,65 @@ func TestWebSessionGovernance(t *testing.T) {
 	assert.Contains(t, audit, `"web.open"`)
 }
 
+// A redirect is judged as the action that met it, at the URL it leads to:
+// a rule about a page cannot be passed by a link or a form that redirects
+// there.
+func TestWebSessionRedirectsAreJudged(t *testing.T) {
+	var posted atomic.Int32
+	mux := http.NewServeMux()
+	page := func(title, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<!doctype html><title>%s</title><main>%s</main>`, title, body)
+		}
+	}
+	mux.HandleFunc("GET /{$}", page("Start", `<a href="/moved">Moved page</a> <a href="/elsewhere">Other page</a>
+<form action="/order" method="post" aria-label="Order"><label for="q">Quantity</label><input id="q" name="quantity" value="1"><button type="submit">Send</button></form>`))
+	mux.Handle("GET /moved", http.RedirectHandler("/help", http.StatusFound))
+	mux.Handle("GET /elsewhere", http.RedirectHandler("/about", http.StatusFound))
+	mux.HandleFunc("POST /order", func(w http.ResponseWriter, r *http.Request) {
+		posted.Add(1)
+		http.Redirect(w, r, "/help", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /help", page("Help", "help desk"))
+	mux.HandleFunc("GET /about", page("About", "about us"))
+	site := httptest.NewServer(mux)
+	defer site.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`policies:
+  - id: no-help
+    target: web
+    when: web.url.endsWith("/help")
+    effect: deny
+    reason: agents stay off the help desk
+`), 0o600))
+	ts := newServer(t, "", map[string]string{"SVC_POLICY_DIR": dir, "SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	opened := ts.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/"}`)
+	require.Equal(t, http.StatusCreated, opened.status, opened.body)
+	sid, som := field(t, opened, "session", "id").(string), opened.json["som"]
+	act := func(action, target string) response {
+		return ts.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", "", fmt.Sprintf(`{"action":%q,"target":%q}`, action, target))
+	}
+
+	moved := act("click", elementID(t, som, "link", "Moved"))
+	require.Equal(t, http.StatusForbidden, moved.status, moved.body)
+	assert.Equal(t, "policy_blocked", moved.errorCode())
+	assert.Contains(t, moved.body, "no-help")
+	assert.Contains(t, moved.body, "redirect")
+
+	submitted := act("submit", formID(t, som))
+	assert.Equal(t, http.StatusForbidden, submitted.status, submitted.body)
+	assert.Contains(t, submitted.body, "no-help")
+	assert.EqualValues(t, 1, posted.Load(), "the form went out; the redirect after it was refused")
+
+	other := act("click", elementID(t, som, "link", "Other"))
+	require.Equal(t, http.StatusOK, other.status, other.body)
+	assert.Equal(t, site.URL+"/about", field(t, other, "result", "url"), "a redirect the rules allow is followed")
+
+	assert.Equal(t, http.StatusForbidden, ts.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/moved"}`).status,
+		"opening a session at a redirect is judged at each hop too")
+}
+
 func TestWebSessionNavigationIsGuarded(t *testing.T) {
 	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "internal")

@@ -86,6 +86,9 @@ type Request struct {
 	// Referer, when set, is sent as the Referer header, as a browser does
 	// when following a link or submitting a form on a page.
 	Referer string
+	// Hop, when set, is asked about each redirect after the address guard
+	// passed it; an error refuses the redirect and is what Do returns.
+	Hop func(ctx context.Context, to *url.URL) error
 }
 
 // Result is a fetched page.
@@ -197,6 +200,14 @@ func (f *Fetcher) Do(ctx context.Context, req *Request, jar http.CookieJar) (*Re
 
 	client := *f.client
 	client.Jar = jar
+	if req.Hop != nil {
+		client.CheckRedirect = func(hr *http.Request, via []*http.Request) error {
+			if err := f.checkRedirect(hr, via); err != nil {
+				return err
+			}
+			return req.Hop(hr.Context(), hr.URL)
+		}
+	}
 	res, err := client.Do(hr)
 	if err != nil {
 		return nil, f.requestError(ctx, err, u.Hostname())

@@ -200,7 +200,7 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	}
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	fetcher := s.svc.fetcherFor(id)
-	page, err := fetcher.Get(ctx, url, jar)
+	page, err := fetcher.Do(ctx, &Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open})}, jar)
 	if err != nil {
 		s.record(ctx, id, "web.open", audit.Deny, url, map[string]any{"error": errs.As(err).Code})
 		return Opened{}, err
@@ -399,7 +399,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActClick && p.href == "":
 		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
 	case p.kind == ActClick:
-		page, err := ss.fetcher.Get(ctx, p.href, ss.jar)
+		page, err := ss.fetcher.Do(ctx, &Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in)}, ss.jar)
 		if err != nil {
 			s.record(ctx, id, "web.click", audit.Deny, p.href, map[string]any{"session": sessionID, "error": errs.As(err).Code})
 			return Acted{}, err
@@ -409,7 +409,9 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		}
 		navigated = true
 	case p.kind == ActSubmit:
-		page, err := ss.fetcher.Do(ctx, &sub.Request, ss.jar)
+		req := sub.Request
+		req.Hop = s.judgeHop(id, sessionID, p.kind, in)
+		page, err := ss.fetcher.Do(ctx, &req, ss.jar)
 		if err != nil {
 			s.record(ctx, id, "web.submit", audit.Deny, sub.URL, map[string]any{"session": sessionID, "error": errs.As(err).Code})
 			return Acted{}, err
@@ -451,6 +453,22 @@ func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind
 			Public: fmt.Sprintf("a policy refused this web %s", kind), Beside: map[string]any{"verdict": d.Verdict}}
 	}
 	return nil
+}
+
+// judgeHop returns the check of each redirect an action's request meets:
+// the web policies judge the action again as it lands on the new URL (a
+// rule about a host cannot be passed by a redirect from another), and a
+// refusal stops the redirect, audited like the action's own.
+func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *policy.Input) func(context.Context, *neturl.URL) error {
+	return func(ctx context.Context, to *neturl.URL) error {
+		hop := *in
+		hop.Web.URL, hop.Web.Host = to.String(), to.Hostname()
+		err := s.judge(ctx, id, sessionID, kind, hop.Web.URL, &hop)
+		if e := errs.As(err); e != nil && e.Code == "policy_blocked" {
+			e.Public = fmt.Sprintf("a policy refused the redirect of this web %s to host %q", kind, to.Hostname())
+		}
+		return err
+	}
 }
 
 // load makes page the session's current page; a page at the same URL is
