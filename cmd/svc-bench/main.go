@@ -118,12 +118,12 @@ func run(o options) error {
 	}
 
 	fmt.Println("\nstreaming: time to first byte (sequential streams, direct and svc in turn)")
-	d, s := &sample{}, &sample{}
+	d, s, sc := &sample{}, &sample{}, client(2)
 	for range o.streams {
-		if err := firstByte(direct, d); err != nil {
+		if err := firstByte(sc, direct, d); err != nil {
 			return err
 		}
-		if err := firstByte(gateway, s); err != nil {
+		if err := firstByte(sc, gateway, s); err != nil {
 			return err
 		}
 	}
@@ -321,15 +321,12 @@ func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
 	return &all, nil
 }
 
-// streamClient is the one connection of the first-byte phase, per path.
-var streamClient = client(2)
-
 // firstByte times one streamed call, from sending to the first body byte,
 // into s.
-func firstByte(url string, s *sample) error {
+func firstByte(c *http.Client, url string, s *sample) error {
 	body := strings.Replace(chatBody(), `{"model"`, `{"stream":true,"model"`, 1)
 	t := time.Now()
-	res, err := post(streamClient, url, body)
+	res, err := post(c, url, body)
 	if err != nil {
 		return err
 	}

@@ -149,9 +149,12 @@ func TestCanonicalRequestDropsDeliveryFields(t *testing.T) {
 	}
 }
 
+// benchRequest is a typical short chat request.
+var benchRequest = []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Write one sentence about benchmarks, and keep it short & clear."}],"stream":false}`)
+
 func BenchmarkCanonicalRequest(b *testing.B) {
-	body := []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
-		`{"role":"user","content":"Write one sentence about benchmarks, and keep it short & clear."}],"stream":false}`)
+	body := benchRequest
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := CanonicalRequest(body); err != nil {
@@ -161,8 +164,7 @@ func BenchmarkCanonicalRequest(b *testing.B) {
 }
 
 func BenchmarkCanonicalReference(b *testing.B) {
-	body := []byte(`{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"system","content":"You are a helpful assistant."},` +
-		`{"role":"user","content":"Write one sentence about benchmarks, and keep it short & clear."}],"stream":false}`)
+	body := benchRequest
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := referenceCanonical(nil, body); err != nil {
@@ -171,7 +173,8 @@ func BenchmarkCanonicalReference(b *testing.B) {
 	}
 }
 
-func TestCaseVariantsAmongManyKeys(t *testing.T) {
+// manyKeys is a request whose metadata object has 50,000 distinct keys.
+func manyKeys() []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"metadata":{`)
 	for i := range 50_000 {
@@ -181,11 +184,16 @@ func TestCaseVariantsAmongManyKeys(t *testing.T) {
 		b.WriteString(`"k` + strconv.Itoa(i) + `":1`)
 	}
 	b.WriteString(`}}`)
-	_, variant, err := CanonicalRequestKeys(b.Bytes())
+	return b.Bytes()
+}
+
+func TestCaseVariantsAmongManyKeys(t *testing.T) {
+	body := manyKeys()
+	_, variant, err := CanonicalRequestKeys(body)
 	if err != nil || variant != "" {
 		t.Fatalf("distinct keys: variant %q, error %v", variant, err)
 	}
-	withVariant := bytes.Replace(b.Bytes(), []byte(`"k49999"`), []byte(`"K7"`), 1)
+	withVariant := bytes.Replace(body, []byte(`"k49999"`), []byte(`"K7"`), 1)
 	if _, variant, _ := CanonicalRequestKeys(withVariant); variant != "K7" {
 		t.Fatalf("the case variant past the first keys was missed: %q", variant)
 	}
@@ -195,17 +203,9 @@ func TestCaseVariantsAmongManyKeys(t *testing.T) {
 }
 
 func BenchmarkCanonicalManyKeys(b *testing.B) {
-	var buf bytes.Buffer
-	buf.WriteString(`{"metadata":{`)
-	for i := range 50_000 {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteString(`"k` + strconv.Itoa(i) + `":1`)
-	}
-	buf.WriteString(`}}`)
+	body := manyKeys()
 	for b.Loop() {
-		if _, _, err := CanonicalRequestKeys(buf.Bytes()); err != nil {
+		if _, _, err := CanonicalRequestKeys(body); err != nil {
 			b.Fatal(err)
 		}
 	}
