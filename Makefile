@@ -66,7 +66,10 @@ lint:
 	$(GO) vet ./...
 
 ## proto: regenerate the plugin protocol's Go code (needs protoc, protoc-gen-go
-## and protoc-gen-go-grpc on PATH; the generated files are committed)
+## and protoc-gen-go-grpc on PATH; the generated files are committed). The
+## committed code came from Debian's protobuf-compiler (3.21.12) and
+## `go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+## google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2`.
 proto:
 	protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative \

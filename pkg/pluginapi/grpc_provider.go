@@ -28,12 +28,14 @@ func (p *ProviderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 
 // GRPCClient returns a Provider that calls the plugin.
 func (p *ProviderPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &providerClient{client: pb.NewProviderClient(c)}, nil
+	client := pb.NewProviderClient(c)
+	return &providerClient{client: client, calls: &chatCalls{client: client}}, nil
 }
 
 // providerClient is the host's side: a Provider over gRPC.
 type providerClient struct {
 	client pb.ProviderClient
+	calls  *chatCalls
 }
 
 var _ Provider = (*providerClient)(nil)
@@ -51,9 +53,13 @@ func toPBUsage(u Usage) *pb.Usage {
 }
 
 func (c *providerClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
-	res, err := c.client.Chat(ctx, toPBRequest(req))
+	res, err := c.calls.do(ctx, req)
+	if errors.Is(err, errNoChatCalls) {
+		res, err = c.client.Chat(ctx, toPBRequest(req))
+		err = fromStatus(err)
+	}
 	if err != nil {
-		return ChatResponse{}, fromStatus(err)
+		return ChatResponse{}, err
 	}
 	return ChatResponse{Body: res.GetBody(), Usage: fromPBUsage(res.GetUsage())}, nil
 }
@@ -112,6 +118,10 @@ func (s *providerServer) Chat(ctx context.Context, req *pb.ChatRequest) (*pb.Cha
 		return nil, toStatus(err)
 	}
 	return &pb.ChatResponse{Body: res.Body, Usage: toPBUsage(res.Usage)}, nil
+}
+
+func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
+	return serveChatCalls(s.impl, stream)
 }
 
 func (s *providerServer) StreamChat(req *pb.ChatRequest, stream grpc.ServerStreamingServer[pb.ChatChunk]) error {

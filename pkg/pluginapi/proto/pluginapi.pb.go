@@ -483,6 +483,130 @@ func (x *ProviderError) GetMessage() string {
 	return ""
 }
 
+// ChatCall is one non-streamed call on the ChatCalls stream. svc numbers
+// its calls; a call without a request cancels the call of that id.
+type ChatCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *ChatRequest           `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	TimeoutNs     int64                  `protobuf:"varint,3,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"` // the caller's deadline, from now; 0: none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatCall) Reset() {
+	*x = ChatCall{}
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatCall) ProtoMessage() {}
+
+func (x *ChatCall) ProtoReflect() protoreflect.Message {
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatCall.ProtoReflect.Descriptor instead.
+func (*ChatCall) Descriptor() ([]byte, []int) {
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ChatCall) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ChatCall) GetRequest() *ChatRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ChatCall) GetTimeoutNs() int64 {
+	if x != nil {
+		return x.TimeoutNs
+	}
+	return 0
+}
+
+// ChatResult answers the ChatCall of the same id: a response, or an error
+// as a serialized google.rpc.Status (what a unary Chat would have returned).
+type ChatResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response      *ChatResponse          `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	Status        []byte                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatResult) Reset() {
+	*x = ChatResult{}
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatResult) ProtoMessage() {}
+
+func (x *ChatResult) ProtoReflect() protoreflect.Message {
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatResult.ProtoReflect.Descriptor instead.
+func (*ChatResult) Descriptor() ([]byte, []int) {
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ChatResult) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ChatResult) GetResponse() *ChatResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ChatResult) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 type EmailMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -496,7 +620,7 @@ type EmailMessage struct {
 
 func (x *EmailMessage) Reset() {
 	*x = EmailMessage{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +632,7 @@ func (x *EmailMessage) String() string {
 func (*EmailMessage) ProtoMessage() {}
 
 func (x *EmailMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +645,7 @@ func (x *EmailMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmailMessage.ProtoReflect.Descriptor instead.
 func (*EmailMessage) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{8}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EmailMessage) GetFrom() string {
@@ -568,7 +692,7 @@ type SendResult struct {
 
 func (x *SendResult) Reset() {
 	*x = SendResult{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +704,7 @@ func (x *SendResult) String() string {
 func (*SendResult) ProtoMessage() {}
 
 func (x *SendResult) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +717,7 @@ func (x *SendResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResult.ProtoReflect.Descriptor instead.
 func (*SendResult) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{9}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SendResult) GetId() string {
@@ -614,7 +738,7 @@ type CompileRequest struct {
 
 func (x *CompileRequest) Reset() {
 	*x = CompileRequest{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +750,7 @@ func (x *CompileRequest) String() string {
 func (*CompileRequest) ProtoMessage() {}
 
 func (x *CompileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +763,7 @@ func (x *CompileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileRequest.ProtoReflect.Descriptor instead.
 func (*CompileRequest) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{10}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompileRequest) GetUrl() string {
@@ -672,7 +796,7 @@ type CompileResponse struct {
 
 func (x *CompileResponse) Reset() {
 	*x = CompileResponse{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +808,7 @@ func (x *CompileResponse) String() string {
 func (*CompileResponse) ProtoMessage() {}
 
 func (x *CompileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +821,7 @@ func (x *CompileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileResponse.ProtoReflect.Descriptor instead.
 func (*CompileResponse) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{11}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompileResponse) GetSom() []byte {
@@ -742,7 +866,17 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
 	"\x04code\x18\x03 \x01(\tR\x04code\x12\x14\n" +
 	"\x05param\x18\x04 \x01(\tR\x05param\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"t\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"r\n" +
+	"\bChatCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
+	"\arequest\x18\x02 \x01(\v2\x1d.svc.pluginapi.v1.ChatRequestR\arequest\x12\x1d\n" +
+	"\n" +
+	"timeout_ns\x18\x03 \x01(\x03R\ttimeoutNs\"p\n" +
+	"\n" +
+	"ChatResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12:\n" +
+	"\bresponse\x18\x02 \x01(\v2\x1e.svc.pluginapi.v1.ChatResponseR\bresponse\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\fR\x06status\"t\n" +
 	"\fEmailMessage\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x03(\tR\x02to\x12\x18\n" +
@@ -757,9 +891,10 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\x04html\x18\x02 \x01(\fR\x04html\x12!\n" +
 	"\fcontent_type\x18\x03 \x01(\tR\vcontentType\"#\n" +
 	"\x0fCompileResponse\x12\x10\n" +
-	"\x03som\x18\x01 \x01(\fR\x03som2\xea\x01\n" +
+	"\x03som\x18\x01 \x01(\fR\x03som2\xb5\x02\n" +
 	"\bProvider\x12E\n" +
-	"\x04Chat\x12\x1d.svc.pluginapi.v1.ChatRequest\x1a\x1e.svc.pluginapi.v1.ChatResponse\x12J\n" +
+	"\x04Chat\x12\x1d.svc.pluginapi.v1.ChatRequest\x1a\x1e.svc.pluginapi.v1.ChatResponse\x12I\n" +
+	"\tChatCalls\x12\x1a.svc.pluginapi.v1.ChatCall\x1a\x1c.svc.pluginapi.v1.ChatResult(\x010\x01\x12J\n" +
 	"\n" +
 	"StreamChat\x12\x1d.svc.pluginapi.v1.ChatRequest\x1a\x1b.svc.pluginapi.v1.ChatChunk0\x01\x12K\n" +
 	"\x06Models\x12\x1f.svc.pluginapi.v1.ModelsRequest\x1a .svc.pluginapi.v1.ModelsResponse2M\n" +
@@ -780,7 +915,7 @@ func file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP() []byte {
 	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescData
 }
 
-var file_pkg_pluginapi_proto_pluginapi_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_pkg_pluginapi_proto_pluginapi_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_pkg_pluginapi_proto_pluginapi_proto_goTypes = []any{
 	(*ChatRequest)(nil),     // 0: svc.pluginapi.v1.ChatRequest
 	(*Usage)(nil),           // 1: svc.pluginapi.v1.Usage
@@ -790,30 +925,36 @@ var file_pkg_pluginapi_proto_pluginapi_proto_goTypes = []any{
 	(*Model)(nil),           // 5: svc.pluginapi.v1.Model
 	(*ModelsResponse)(nil),  // 6: svc.pluginapi.v1.ModelsResponse
 	(*ProviderError)(nil),   // 7: svc.pluginapi.v1.ProviderError
-	(*EmailMessage)(nil),    // 8: svc.pluginapi.v1.EmailMessage
-	(*SendResult)(nil),      // 9: svc.pluginapi.v1.SendResult
-	(*CompileRequest)(nil),  // 10: svc.pluginapi.v1.CompileRequest
-	(*CompileResponse)(nil), // 11: svc.pluginapi.v1.CompileResponse
+	(*ChatCall)(nil),        // 8: svc.pluginapi.v1.ChatCall
+	(*ChatResult)(nil),      // 9: svc.pluginapi.v1.ChatResult
+	(*EmailMessage)(nil),    // 10: svc.pluginapi.v1.EmailMessage
+	(*SendResult)(nil),      // 11: svc.pluginapi.v1.SendResult
+	(*CompileRequest)(nil),  // 12: svc.pluginapi.v1.CompileRequest
+	(*CompileResponse)(nil), // 13: svc.pluginapi.v1.CompileResponse
 }
 var file_pkg_pluginapi_proto_pluginapi_proto_depIdxs = []int32{
 	1,  // 0: svc.pluginapi.v1.ChatResponse.usage:type_name -> svc.pluginapi.v1.Usage
 	1,  // 1: svc.pluginapi.v1.ChatChunk.usage:type_name -> svc.pluginapi.v1.Usage
 	5,  // 2: svc.pluginapi.v1.ModelsResponse.models:type_name -> svc.pluginapi.v1.Model
-	0,  // 3: svc.pluginapi.v1.Provider.Chat:input_type -> svc.pluginapi.v1.ChatRequest
-	0,  // 4: svc.pluginapi.v1.Provider.StreamChat:input_type -> svc.pluginapi.v1.ChatRequest
-	4,  // 5: svc.pluginapi.v1.Provider.Models:input_type -> svc.pluginapi.v1.ModelsRequest
-	8,  // 6: svc.pluginapi.v1.Email.Send:input_type -> svc.pluginapi.v1.EmailMessage
-	10, // 7: svc.pluginapi.v1.PageCompiler.Compile:input_type -> svc.pluginapi.v1.CompileRequest
-	2,  // 8: svc.pluginapi.v1.Provider.Chat:output_type -> svc.pluginapi.v1.ChatResponse
-	3,  // 9: svc.pluginapi.v1.Provider.StreamChat:output_type -> svc.pluginapi.v1.ChatChunk
-	6,  // 10: svc.pluginapi.v1.Provider.Models:output_type -> svc.pluginapi.v1.ModelsResponse
-	9,  // 11: svc.pluginapi.v1.Email.Send:output_type -> svc.pluginapi.v1.SendResult
-	11, // 12: svc.pluginapi.v1.PageCompiler.Compile:output_type -> svc.pluginapi.v1.CompileResponse
-	8,  // [8:13] is the sub-list for method output_type
-	3,  // [3:8] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	0,  // 3: svc.pluginapi.v1.ChatCall.request:type_name -> svc.pluginapi.v1.ChatRequest
+	2,  // 4: svc.pluginapi.v1.ChatResult.response:type_name -> svc.pluginapi.v1.ChatResponse
+	0,  // 5: svc.pluginapi.v1.Provider.Chat:input_type -> svc.pluginapi.v1.ChatRequest
+	8,  // 6: svc.pluginapi.v1.Provider.ChatCalls:input_type -> svc.pluginapi.v1.ChatCall
+	0,  // 7: svc.pluginapi.v1.Provider.StreamChat:input_type -> svc.pluginapi.v1.ChatRequest
+	4,  // 8: svc.pluginapi.v1.Provider.Models:input_type -> svc.pluginapi.v1.ModelsRequest
+	10, // 9: svc.pluginapi.v1.Email.Send:input_type -> svc.pluginapi.v1.EmailMessage
+	12, // 10: svc.pluginapi.v1.PageCompiler.Compile:input_type -> svc.pluginapi.v1.CompileRequest
+	2,  // 11: svc.pluginapi.v1.Provider.Chat:output_type -> svc.pluginapi.v1.ChatResponse
+	9,  // 12: svc.pluginapi.v1.Provider.ChatCalls:output_type -> svc.pluginapi.v1.ChatResult
+	3,  // 13: svc.pluginapi.v1.Provider.StreamChat:output_type -> svc.pluginapi.v1.ChatChunk
+	6,  // 14: svc.pluginapi.v1.Provider.Models:output_type -> svc.pluginapi.v1.ModelsResponse
+	11, // 15: svc.pluginapi.v1.Email.Send:output_type -> svc.pluginapi.v1.SendResult
+	13, // 16: svc.pluginapi.v1.PageCompiler.Compile:output_type -> svc.pluginapi.v1.CompileResponse
+	11, // [11:17] is the sub-list for method output_type
+	5,  // [5:11] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_pkg_pluginapi_proto_pluginapi_proto_init() }
@@ -827,7 +968,7 @@ func file_pkg_pluginapi_proto_pluginapi_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pkg_pluginapi_proto_pluginapi_proto_rawDesc), len(file_pkg_pluginapi_proto_pluginapi_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Provider_Chat_FullMethodName       = "/svc.pluginapi.v1.Provider/Chat"
+	Provider_ChatCalls_FullMethodName  = "/svc.pluginapi.v1.Provider/ChatCalls"
 	Provider_StreamChat_FullMethodName = "/svc.pluginapi.v1.Provider/StreamChat"
 	Provider_Models_FullMethodName     = "/svc.pluginapi.v1.Provider/Models"
 )
@@ -33,6 +34,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ProviderClient interface {
 	Chat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (*ChatResponse, error)
+	// ChatCalls carries non-streamed calls, any number at once, over one
+	// long-lived stream: svc opens it once per connection and sends Chat
+	// only to a plugin that answers it with Unimplemented. It saves a
+	// stream and a handler per call.
+	ChatCalls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChatCall, ChatResult], error)
 	StreamChat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatChunk], error)
 	Models(ctx context.Context, in *ModelsRequest, opts ...grpc.CallOption) (*ModelsResponse, error)
 }
@@ -55,9 +61,22 @@ func (c *providerClient) Chat(ctx context.Context, in *ChatRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *providerClient) ChatCalls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChatCall, ChatResult], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_ChatCalls_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ChatCall, ChatResult]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ChatCallsClient = grpc.BidiStreamingClient[ChatCall, ChatResult]
+
 func (c *providerClient) StreamChat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_StreamChat_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[1], Provider_StreamChat_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +108,11 @@ func (c *providerClient) Models(ctx context.Context, in *ModelsRequest, opts ...
 // for forward compatibility.
 type ProviderServer interface {
 	Chat(context.Context, *ChatRequest) (*ChatResponse, error)
+	// ChatCalls carries non-streamed calls, any number at once, over one
+	// long-lived stream: svc opens it once per connection and sends Chat
+	// only to a plugin that answers it with Unimplemented. It saves a
+	// stream and a handler per call.
+	ChatCalls(grpc.BidiStreamingServer[ChatCall, ChatResult]) error
 	StreamChat(*ChatRequest, grpc.ServerStreamingServer[ChatChunk]) error
 	Models(context.Context, *ModelsRequest) (*ModelsResponse, error)
 	mustEmbedUnimplementedProviderServer()
@@ -103,6 +127,9 @@ type UnimplementedProviderServer struct{}
 
 func (UnimplementedProviderServer) Chat(context.Context, *ChatRequest) (*ChatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Chat not implemented")
+}
+func (UnimplementedProviderServer) ChatCalls(grpc.BidiStreamingServer[ChatCall, ChatResult]) error {
+	return status.Error(codes.Unimplemented, "method ChatCalls not implemented")
 }
 func (UnimplementedProviderServer) StreamChat(*ChatRequest, grpc.ServerStreamingServer[ChatChunk]) error {
 	return status.Error(codes.Unimplemented, "method StreamChat not implemented")
@@ -148,6 +175,13 @@ func _Provider_Chat_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Provider_ChatCalls_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ProviderServer).ChatCalls(&grpc.GenericServerStream[ChatCall, ChatResult]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ChatCallsServer = grpc.BidiStreamingServer[ChatCall, ChatResult]
 
 func _Provider_StreamChat_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ChatRequest)
@@ -195,6 +229,12 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ChatCalls",
+			Handler:       _Provider_ChatCalls_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "StreamChat",
 			Handler:       _Provider_StreamChat_Handler,

@@ -1,0 +1,243 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/svc-gateway/svc/pkg/pluginapi/proto"
+)
+
+// chatCalls sends non-streamed chat calls over one ChatCalls stream per
+// connection instead of a unary call each. A unary call opens an HTTP/2
+// stream, and the plugin starts a handler for it and closes it with
+// trailers; on the shared stream a call is one message each way. Between
+// two processes on one machine that is most of what a call costs besides
+// waking the other process.
+type chatCalls struct {
+	client pb.ProviderClient
+
+	mu          sync.Mutex
+	open        *callStream // nil: none yet, or the last one ended
+	unsupported bool        // the plugin has no ChatCalls: unary calls
+	nextID      uint64
+}
+
+// callStream is one ChatCalls stream and the calls waiting on it.
+type callStream struct {
+	stream  grpc.BidiStreamingClient[pb.ChatCall, pb.ChatResult]
+	cancel  context.CancelFunc
+	sendMu  sync.Mutex // gRPC streams allow one sender at a time
+	pending map[uint64]chan callOutcome
+}
+
+// callOutcome is a call's answer; unsupported asks the caller to use the
+// unary Chat instead (the plugin never saw the call).
+type callOutcome struct {
+	res         *pb.ChatResponse
+	err         error
+	unsupported bool
+}
+
+// errNoChatCalls reports that the plugin does not serve ChatCalls.
+var errNoChatCalls = errors.New("plugin does not serve ChatCalls")
+
+// do sends req on the shared stream and waits for its answer. It returns
+// errNoChatCalls when the plugin does not serve the stream.
+func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, error) {
+	s, id, ch, err := m.register()
+	if err != nil {
+		return nil, err
+	}
+	call := &pb.ChatCall{Id: id, Request: toPBRequest(req)}
+	if deadline, ok := ctx.Deadline(); ok {
+		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
+	}
+	// A failed send ends the stream; its reader then answers every
+	// pending call, this one included, with the stream's status.
+	if err := s.send(call); err != nil && !errors.Is(err, io.EOF) {
+		m.forget(s, id)
+		return nil, fromStatus(err)
+	}
+	select {
+	case out := <-ch:
+		if out.unsupported {
+			return nil, errNoChatCalls
+		}
+		return out.res, out.err
+	case <-ctx.Done():
+		if m.forget(s, id) {
+			_ = s.send(&pb.ChatCall{Id: id}) // cancels the call in the plugin
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// register numbers a call and files it on the open stream, opening one
+// when there is none.
+func (m *chatCalls) register() (*callStream, uint64, chan callOutcome, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unsupported {
+		return nil, 0, nil, errNoChatCalls
+	}
+	if m.open == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		stream, err := m.client.ChatCalls(ctx)
+		if err != nil {
+			cancel()
+			return nil, 0, nil, fromStatus(err)
+		}
+		m.open = &callStream{stream: stream, cancel: cancel, pending: make(map[uint64]chan callOutcome)}
+		go m.read(m.open)
+	}
+	m.nextID++
+	ch := make(chan callOutcome, 1)
+	m.open.pending[m.nextID] = ch
+	return m.open, m.nextID, ch, nil
+}
+
+// forget takes a call off its stream; false means its answer came first
+// (or the stream ended).
+func (m *chatCalls) forget(s *callStream, id uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := s.pending[id]
+	delete(s.pending, id)
+	return ok
+}
+
+// read hands each answer to its caller until the stream ends, then answers
+// every call still waiting with the reason it ended.
+func (m *chatCalls) read(s *callStream) {
+	defer s.cancel()
+	for {
+		res, err := s.stream.Recv()
+		if err != nil {
+			m.end(s, err)
+			return
+		}
+		m.mu.Lock()
+		ch := s.pending[res.GetId()]
+		delete(s.pending, res.GetId())
+		m.mu.Unlock()
+		if ch != nil {
+			ch <- outcomeOf(res)
+		}
+	}
+}
+
+// end retires a stream that ended with err.
+func (m *chatCalls) end(s *callStream, err error) {
+	out := callOutcome{unsupported: status.Code(err) == codes.Unimplemented}
+	switch {
+	case out.unsupported:
+	case errors.Is(err, io.EOF):
+		// The plugin ended the stream: it is going away.
+		out.err = &UnavailableError{Err: errors.New("plugin closed its call stream")}
+	default:
+		out.err = fromStatus(err)
+	}
+	m.mu.Lock()
+	if m.open == s {
+		m.open = nil
+	}
+	if out.unsupported {
+		m.unsupported = true
+	}
+	pending := s.pending
+	s.pending = nil
+	m.mu.Unlock()
+	for _, ch := range pending {
+		ch <- out
+	}
+}
+
+func (s *callStream) send(c *pb.ChatCall) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return s.stream.Send(c)
+}
+
+// outcomeOf reads a ChatResult: its response, or its status as the error a
+// unary Chat would have returned.
+func outcomeOf(r *pb.ChatResult) callOutcome {
+	if len(r.GetStatus()) == 0 {
+		return callOutcome{res: r.GetResponse()}
+	}
+	var st spb.Status
+	if err := proto.Unmarshal(r.GetStatus(), &st); err != nil {
+		return callOutcome{err: errors.New("plugin sent an unreadable status: " + err.Error())}
+	}
+	return callOutcome{err: fromStatus(status.FromProto(&st).Err())}
+}
+
+// serveChatCalls is the plugin's side of ChatCalls: each call runs in its
+// own goroutine and answers on the stream when done; a call without a
+// request cancels the running call of its id. When svc closes the stream
+// the calls still running finish and answer; when the stream breaks they
+// are cancelled.
+func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
+	ctx, cancelAll := context.WithCancel(stream.Context())
+	defer cancelAll()
+	var (
+		wg      sync.WaitGroup
+		sendMu  sync.Mutex
+		mu      sync.Mutex
+		running = make(map[uint64]context.CancelFunc)
+	)
+	for {
+		call, err := stream.Recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				cancelAll()
+			}
+			wg.Wait()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		id := call.GetId()
+		if call.GetRequest() == nil {
+			mu.Lock()
+			if cancel := running[id]; cancel != nil {
+				cancel()
+			}
+			mu.Unlock()
+			continue
+		}
+		callCtx, cancel := context.WithCancel(ctx)
+		if t := call.GetTimeoutNs(); t > 0 {
+			cancel()
+			callCtx, cancel = context.WithTimeout(ctx, time.Duration(t))
+		}
+		mu.Lock()
+		running[id] = cancel
+		mu.Unlock()
+		wg.Go(func() {
+			res, err := impl.Chat(callCtx, fromPBRequest(call.GetRequest()))
+			mu.Lock()
+			delete(running, id)
+			mu.Unlock()
+			cancel()
+			out := &pb.ChatResult{Id: id}
+			if err != nil {
+				out.Status, _ = proto.Marshal(status.Convert(toStatus(err)).Proto())
+			} else {
+				out.Response = &pb.ChatResponse{Body: res.Body, Usage: toPBUsage(res.Usage)}
+			}
+			sendMu.Lock()
+			_ = stream.Send(out) // fails only when the stream broke, which Recv reports
+			sendMu.Unlock()
+		})
+	}
+}

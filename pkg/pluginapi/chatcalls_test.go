@@ -1,0 +1,194 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/svc-gateway/svc/pkg/pluginapi/proto"
+)
+
+// echoProvider answers each call with its request body, after waiting for
+// release when that is set (or for the call's end).
+type echoProvider struct {
+	release chan struct{}
+	ended   chan error // the ctx error of each call that waited
+	started chan time.Time
+}
+
+func (e *echoProvider) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	if e.started != nil {
+		deadline, _ := ctx.Deadline()
+		e.started <- deadline
+	}
+	if e.release != nil {
+		select {
+		case <-e.release:
+		case <-ctx.Done():
+			e.ended <- ctx.Err()
+			return ChatResponse{}, ctx.Err()
+		}
+	}
+	if string(req.Body) == "fail" {
+		return ChatResponse{}, &ProviderError{Status: 429, Type: "rate_limit_error", Message: "slow down"}
+	}
+	return ChatResponse{Body: req.Body, Usage: Usage{TotalTokens: int64(len(req.Body))}}, nil
+}
+
+func (e *echoProvider) StreamChat(context.Context, ChatRequest, func(ChatChunk) error) error {
+	return errors.New("not streamed here")
+}
+
+func (e *echoProvider) Models(context.Context) ([]Model, error) { return nil, nil }
+
+// unaryOnly is a plugin built before ChatCalls: the generated server's
+// Unimplemented answer for it.
+type unaryOnly struct {
+	pb.UnimplementedProviderServer
+	impl Provider
+}
+
+func (u *unaryOnly) Chat(ctx context.Context, req *pb.ChatRequest) (*pb.ChatResponse, error) {
+	return (&providerServer{impl: u.impl}).Chat(ctx, req)
+}
+
+// methodCounts counts the gRPC calls a plugin's server receives, by method.
+type methodCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *methodCounts) add(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n[method]++
+}
+
+func (m *methodCounts) get(method string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[method]
+}
+
+// serveOver starts a gRPC server with srv as its Provider and returns the
+// host's client of it, the server, and the calls the server received.
+func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *methodCounts) {
+	t.Helper()
+	counts := &methodCounts{n: map[string]int{}}
+	s := grpc.NewServer(append(ServerOptions(),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			counts.add(info.FullMethod)
+			return h(ctx, req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			counts.add(info.FullMethod)
+			return h(srv, ss)
+		}))...)
+	pb.RegisterProviderServer(s, srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	client, err := (&ProviderPlugin{}).GRPCClient(context.Background(), nil, conn)
+	require.NoError(t, err)
+	return client.(Provider), s, counts
+}
+
+func TestConcurrentChatCallsShareOneStream(t *testing.T) {
+	impl := &echoProvider{}
+	p, _, counts := serveOver(t, &providerServer{impl: impl})
+
+	var wg sync.WaitGroup
+	var wrong atomic.Int32
+	for i := range 50 {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"call":%d}`, i)
+			res, err := p.Chat(context.Background(), ChatRequest{Body: []byte(body)})
+			if err != nil || string(res.Body) != body || res.Usage.TotalTokens != int64(len(body)) {
+				wrong.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, wrong.Load(), "every call gets its own answer")
+
+	_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("fail")})
+	var pe *ProviderError
+	require.ErrorAs(t, err, &pe, "an error crosses the stream as a unary call's would")
+	assert.Equal(t, &ProviderError{Status: 429, Type: "rate_limit_error", Message: "slow down"}, pe)
+
+	assert.Equal(t, 1, counts.get(pb.Provider_ChatCalls_FullMethodName))
+	assert.Zero(t, counts.get(pb.Provider_Chat_FullMethodName))
+}
+
+func TestChatFallsBackToUnaryCallsForAnOlderPlugin(t *testing.T) {
+	p, _, counts := serveOver(t, &unaryOnly{impl: &echoProvider{}})
+	for i := range 3 {
+		body := fmt.Sprintf(`{"call":%d}`, i)
+		res, err := p.Chat(context.Background(), ChatRequest{Body: []byte(body)})
+		require.NoError(t, err)
+		assert.Equal(t, body, string(res.Body))
+	}
+	assert.Equal(t, 1, counts.get(pb.Provider_ChatCalls_FullMethodName), "asked once, then remembered")
+	assert.Equal(t, 3, counts.get(pb.Provider_Chat_FullMethodName))
+}
+
+func TestCancelledChatCallIsCancelledInThePlugin(t *testing.T) {
+	impl := &echoProvider{release: make(chan struct{}), ended: make(chan error, 1), started: make(chan time.Time, 2)}
+	p, _, _ := serveOver(t, &providerServer{impl: impl})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Chat(ctx, ChatRequest{Body: []byte("x")})
+		done <- err
+	}()
+	<-impl.started
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	select {
+	case err := <-impl.ended:
+		assert.ErrorIs(t, err, context.Canceled, "the plugin's call ends with the caller's")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the plugin's call went on after the caller cancelled it")
+	}
+
+	// The stream goes on serving: a call with a deadline gets it.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	close(impl.release)
+	res, err := p.Chat(ctx, ChatRequest{Body: []byte("y")})
+	require.NoError(t, err)
+	assert.Equal(t, "y", string(res.Body))
+	deadline := <-impl.started
+	want, _ := ctx.Deadline()
+	assert.WithinDuration(t, want, deadline, 5*time.Second, "the plugin's call has the caller's deadline")
+}
+
+func TestChatCallsOfADeadPluginAreUnavailable(t *testing.T) {
+	impl := &echoProvider{release: make(chan struct{}), ended: make(chan error, 1), started: make(chan time.Time, 1)}
+	p, srv, _ := serveOver(t, &providerServer{impl: impl})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("x")})
+		done <- err
+	}()
+	<-impl.started
+	srv.Stop() // the process is gone: connections closed, calls cut
+	err := <-done
+	var unavailable *UnavailableError
+	assert.ErrorAs(t, err, &unavailable, "%v", err)
+}
