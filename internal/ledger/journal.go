@@ -20,10 +20,13 @@ import (
 // survives the process being killed, as a commit in SQLite's WAL with
 // synchronous=NORMAL does.
 //
-// It is a folder of numbered segments. The recorder rotates to a new segment
-// each time it takes the pending runs for SQLite, so that a segment can be
-// removed as soon as the runs it holds are stored. A start replays whatever
-// segments a crash left behind.
+// It is a folder of numbered segments. Runs are appended to the open
+// segment; once every run in it is stored the recorder empties it and
+// writes on from its start, and once it passes segmentLimit while runs keep
+// coming it is sealed, to be removed when the runs it holds are stored.
+// Creating and removing a file per batch cost more than storing a batch of
+// one. A start replays whatever segments a crash left behind, skipping the
+// runs already stored.
 //
 // A frame is the payload's length and CRC-32C (4 bytes each, little
 // endian), then the payload. A torn frame at a segment's end, from a crash
@@ -39,6 +42,10 @@ type journal struct {
 const (
 	frameHeader = 8
 	segmentExt  = ".log"
+	// segmentLimit is the size past which the open segment is sealed
+	// rather than written on, so that a replay never reads much that is
+	// stored already.
+	segmentLimit = 4 << 20
 	// maxFrame bounds a frame a replay will accept; a record holds one
 	// request and response, each bounded far below this by the server.
 	maxFrame = 256 << 20
@@ -200,6 +207,19 @@ func (j *journal) rotate() error {
 	return errors.Join(err, j.open())
 }
 
+// empty truncates the open segment, all of whose runs are stored, so that
+// it is written from its start again.
+func (j *journal) empty() error {
+	if j.size == 0 {
+		return nil
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.size = 0
+	return nil
+}
+
 // takeSealed returns the sealed segments and forgets them.
 func (j *journal) takeSealed() []uint64 {
 	s := j.sealed
@@ -218,10 +238,11 @@ func remove(dir string, seqs ...uint64) error {
 	return errors.Join(errList...)
 }
 
-// close closes the open segment, removing it when it is empty.
-func (j *journal) close() error {
+// close closes the open segment, removing it when it is empty or all its
+// runs are stored.
+func (j *journal) close(allStored bool) error {
 	err := j.f.Close()
-	if j.size == 0 {
+	if j.size == 0 || allStored {
 		err = errors.Join(err, remove(j.dir, j.seq))
 	}
 	return err

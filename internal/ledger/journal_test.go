@@ -99,7 +99,7 @@ func TestJournalReplaysUpToATornTail(t *testing.T) {
 	j2, err := openJournal(dir)
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, j2.seq, "a new segment never reuses an old number")
-	require.NoError(t, j2.close())
+	require.NoError(t, j2.close(false))
 }
 
 func FuzzDecodeRecord(f *testing.F) {

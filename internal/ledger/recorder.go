@@ -75,6 +75,8 @@ type Recorder struct {
 	spilled   []uint64
 	holdLimit int
 
+	segmentLimit int64 // see the constant; a field for tests
+
 	poke   chan struct{} // a run is pending
 	urgent chan struct{} // a reader waits in Sync
 	stop   chan struct{}
@@ -115,7 +117,7 @@ func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logg
 		return nil, fmt.Errorf("journal %s: %w", dir, err)
 	}
 	r := &Recorder{store: store, logger: logger, journal: j, lock: lock, storedNow: make(chan struct{}), holdLimit: holdLimit,
-		poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+		segmentLimit: segmentLimit, poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	go r.loop()
 	return r, nil
 }
@@ -232,7 +234,8 @@ func (r *Recorder) Close() {
 	<-r.exited
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.journal.close(); err != nil {
+	allStored := r.stored == r.appended && len(r.pending) == 0 && len(r.spilled) == 0
+	if err := r.journal.close(allStored); err != nil {
 		r.logger.Error("closing the run journal failed", "error", err)
 	}
 	r.lock.Close()
@@ -281,51 +284,72 @@ func (r *Recorder) hasPending() bool {
 // flush moves the pending runs into the store. When the store is down the
 // runs not stored stay pending and journaled, for the next try or the next
 // start, and flush returns the error.
+//
+// The batch's runs are in the open segment, or in sealed ones when an
+// earlier try failed. On success the sealed segments go, and the open one
+// is emptied when no run came in meanwhile, or sealed once it is large
+// (its stored runs are skipped by a replay).
 func (r *Recorder) flush() error {
 	r.mu.Lock()
 	batch, target := r.pending, r.appended
 	r.pending, r.pendingBytes = nil, 0
-	err := r.journal.rotate()
 	sealed := r.journal.takeSealed()
 	r.mu.Unlock()
-	rotated := err == nil // the batch's runs are all in sealed
-	if !rotated {
-		r.logger.Error("rotating the run journal failed", "error", err)
-	}
-	err = r.restoreSpilled()
+	err := r.restoreSpilled()
 	if err == nil && len(batch) > 0 {
 		if err = r.store.InsertRuns(context.Background(), batch); err != nil {
 			batch, err = r.storeEach(batch)
 		}
 	}
 	if err != nil {
-		r.hold(batch, sealed, rotated, err)
+		r.hold(batch, sealed, err)
 		return err
 	}
 	if err := remove(r.journal.dir, sealed...); err != nil {
 		r.logger.Error("removing stored journal segments failed", "error", err)
 	}
 	r.mu.Lock()
+	var jerr error
+	switch {
+	case r.appended == target:
+		jerr = r.journal.empty()
+	case r.journal.size >= r.segmentLimit:
+		jerr = r.journal.rotate() // removed once the runs pending now are stored
+	}
 	r.stored = target
 	close(r.storedNow)
 	r.storedNow = make(chan struct{})
 	r.mu.Unlock()
+	if jerr != nil {
+		r.logger.Error("reusing the run journal's segment failed", "error", jerr)
+	}
 	return nil
 }
 
 // hold keeps the runs of a batch the store refused for the next try: in
 // memory, with the segments they are in, or, once the runs held would pass
 // holdLimit, on disk only, in those segments, which the next try reads back.
-// Runs stay in memory when they are not all in sealed (the journal could not
-// rotate): a segment still open is not one to read back.
-func (r *Recorder) hold(batch []*Record, sealed []uint64, rotated bool, err error) {
+// It seals the open segment first, which holds the batch's newest runs and
+// any that came in since; those join the batch, so that what is held is
+// exactly what the sealed segments hold that the store lacks. Runs stay in
+// memory when the journal could not seal its segment: a segment still open
+// is not one to read back.
+func (r *Recorder) hold(batch []*Record, sealed []uint64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rerr := r.journal.rotate()
+	rotated := rerr == nil
+	if !rotated {
+		r.logger.Error("sealing the run journal's segment failed", "error", rerr)
+	}
+	sealed = append(sealed, r.journal.takeSealed()...)
+	batch = append(batch, r.pending...)
+	r.pending, r.pendingBytes = nil, 0
 	size := 0
 	for _, rec := range batch {
 		size += rec.size
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if rotated && (r.pendingBytes+size > r.holdLimit || len(r.spilled) > 0) {
+	if rotated && (size > r.holdLimit || len(r.spilled) > 0) {
 		// Once runs wait on disk, newer ones join them there, so that they
 		// reach the store in the order they came.
 		r.spilled = append(r.spilled, sealed...)
@@ -333,9 +357,8 @@ func (r *Recorder) hold(batch []*Record, sealed []uint64, rotated bool, err erro
 		return
 	}
 	r.logger.Error("storing runs failed; they stay in the journal", "runs", len(batch), "error", err)
-	r.pending = append(batch, r.pending...)
-	r.pendingBytes += size
-	r.journal.sealed = append(sealed, r.journal.sealed...)
+	r.pending, r.pendingBytes = batch, size
+	r.journal.sealed = sealed
 }
 
 // restoreSpilled stores the runs of the segments held on disk only, oldest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 type flakyStore struct {
 	Store // the reads, which these tests do not use
 
+	entered chan struct{} // when set, InsertRuns says so, then waits for gate
+	gate    chan struct{}
+
 	mu     sync.Mutex
 	down   bool
 	writes map[string]int // run id → times stored
@@ -26,6 +30,10 @@ type flakyStore struct {
 var errDown = errors.New("store down")
 
 func (s *flakyStore) InsertRuns(_ context.Context, recs []*Record) error {
+	if s.gate != nil {
+		s.entered <- struct{}{}
+		<-s.gate
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
@@ -101,4 +109,76 @@ func TestRunsWaitOnDiskWhileTheStoreIsDown(t *testing.T) {
 	segs, err := segments(dir)
 	require.NoError(t, err)
 	assert.Len(t, segs, 1, "only the open segment is left")
+}
+
+func journalSize(t *testing.T, dir string, seq uint64) int64 {
+	t.Helper()
+	fi, err := os.Stat(segmentPath(dir, seq))
+	require.NoError(t, err)
+	return fi.Size()
+}
+
+// Runs that come one at a time do not cost a file each: once its runs are
+// stored, the open segment is emptied and written on.
+func TestQuietTrafficReusesOneSegment(t *testing.T) {
+	ctx := context.Background()
+	store := &flakyStore{writes: map[string]int{}}
+	dir := t.TempDir()
+	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, r.Record(ctx, sampleRecord(fmt.Sprintf("run_%02d", i), nil)))
+		assert.Positive(t, journalSize(t, dir, 1), "journaled before it is stored")
+		require.NoError(t, r.Sync(ctx))
+		segs, err := segments(dir)
+		require.NoError(t, err)
+		assert.Equal(t, []uint64{1}, segs)
+		assert.Zero(t, journalSize(t, dir, 1), "stored, so emptied")
+	}
+	assert.Len(t, store.order, 20)
+	r.Close()
+	segs, err := segments(dir)
+	require.NoError(t, err)
+	assert.Empty(t, segs, "nothing left to replay")
+}
+
+// Under steady traffic the open segment always holds a run not yet stored:
+// once it is large it is sealed, and removed when those runs are stored.
+func TestBusyJournalSealsLargeSegments(t *testing.T) {
+	ctx := context.Background()
+	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}), gate: make(chan struct{})}
+	dir := t.TempDir()
+	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
+	require.NoError(t, err)
+	r.mu.Lock()
+	r.segmentLimit = 1
+	r.mu.Unlock()
+
+	require.NoError(t, r.Record(ctx, sampleRecord("run_a", nil)))
+	<-store.entered // the writer is storing run_a
+	require.NoError(t, r.Record(ctx, sampleRecord("run_b", nil)))
+	store.gate <- struct{}{}
+	<-store.entered // and now run_b: segment 1 was sealed with both
+	segs, err := segments(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1, 2}, segs)
+
+	// A crash now would replay run_a, stored already: a replay skips runs
+	// the store has (Store.RestoreRuns).
+	var inSegment []string
+	require.NoError(t, readSegment(dir, 1, func(rec *Record) error {
+		inSegment = append(inSegment, rec.Run.ID)
+		return nil
+	}))
+	assert.Equal(t, []string{"run_a", "run_b"}, inSegment)
+	store.gate <- struct{}{}
+	require.NoError(t, r.Sync(ctx))
+	segs, err = segments(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{2}, segs, "the sealed segment goes once its runs are stored")
+	assert.Zero(t, journalSize(t, dir, 2))
+	r.Close()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Equal(t, map[string]int{"run_a": 1, "run_b": 1}, store.writes)
 }
