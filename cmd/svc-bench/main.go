@@ -108,13 +108,23 @@ func run(o options) error {
 
 	fmt.Println("latency added by svc (open loop, same rate, svc minus direct)")
 	fmt.Printf("  %-10s %-22s %-22s %-20s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "errors")
+	var cpuLines []string
 	for _, rate := range rates {
+		// svc and its plugin work only for svc's turns: their CPU over the
+		// phase is what svc's requests cost at this rate.
+		procs := svc.processes()
+		before := cpuTimes(procs)
 		d, s, err := interleaved(direct, gateway, rate, o.duration)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("  %-10s %-22s %-22s %-20s %d\n", fmt.Sprintf("%d/s", rate),
 			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), d.errors+s.errors)
+		cpuLines = append(cpuLines, fmt.Sprintf("  %-10s %s", fmt.Sprintf("%d/s", rate), cpuPerRequest(procs, before, s.ok)))
+	}
+	fmt.Println("  CPU per request at that rate")
+	for _, l := range cpuLines {
+		fmt.Println(l)
 	}
 
 	fmt.Println("\nstreaming: time to first byte (sequential streams, direct and svc in turn)")
@@ -140,10 +150,7 @@ func run(o options) error {
 		return err
 	}
 	procs := svc.processes()
-	cpuBefore := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		cpuBefore[i] = cpuTime(p.pid)
-	}
+	cpuBefore := cpuTimes(procs)
 	profiled := make(chan error, 1)
 	if o.cpuprofile != "" {
 		go func() { profiled <- svc.profile(o.cpuprofile, o.duration) }()
@@ -163,10 +170,7 @@ func run(o options) error {
 	}
 	fmt.Printf("  direct %.0f req/s   svc %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 		dt.rate, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
-	for i, p := range procs {
-		used := cpuTime(p.pid) - cpuBefore[i]
-		fmt.Printf("  %-22s CPU %.0f µs per request\n", p.name, float64(used.Microseconds())/float64(st.ok))
-	}
+	fmt.Printf("  CPU per request: %s\n", cpuPerRequest(procs, cpuBefore, st.ok))
 
 	fmt.Println("\nmemory after the run")
 	for _, p := range svc.processes() {
@@ -529,6 +533,26 @@ func (p *svcProcess) processes() []namedPID {
 		}
 	}
 	return out
+}
+
+// cpuTimes reads the CPU time each of procs has used.
+func cpuTimes(procs []namedPID) []time.Duration {
+	t := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		t[i] = cpuTime(p.pid)
+	}
+	return t
+}
+
+// cpuPerRequest tells the CPU time each of procs used since before, per
+// request of n.
+func cpuPerRequest(procs []namedPID, before []time.Duration, n int) string {
+	parts := make([]string, len(procs))
+	for i, p := range procs {
+		used := cpuTime(p.pid) - before[i]
+		parts[i] = fmt.Sprintf("%s %.0f µs", p.name, float64(used.Microseconds())/float64(max(n, 1)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuTime reads the user and system CPU time a process has used.
