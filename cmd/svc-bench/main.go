@@ -129,6 +129,8 @@ func run(o options) error {
 
 	fmt.Println("\nstreaming: time to first byte (sequential streams, direct and svc in turn)")
 	d, s, sc := &sample{}, &sample{}, client(2)
+	procs := svc.processes()
+	streamCPU := cpuTimes(procs)
 	for range o.streams {
 		if err := firstByte(sc, direct, d); err != nil {
 			return err
@@ -138,6 +140,7 @@ func run(o options) error {
 		}
 	}
 	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)), ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)))
+	fmt.Printf("  CPU per stream: %s\n", cpuPerRequest(procs, streamCPU, len(s.lat)))
 
 	up.latency.Store(0)
 	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded\n", o.conns)
@@ -149,7 +152,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	procs := svc.processes()
+	procs = svc.processes()
 	cpuBefore := cpuTimes(procs)
 	profiled := make(chan error, 1)
 	if o.cpuprofile != "" {
