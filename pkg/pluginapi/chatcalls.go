@@ -34,10 +34,14 @@ type chatCalls struct {
 // callStream is one ChatCalls stream and the calls waiting on it.
 type callStream struct {
 	stream  grpc.BidiStreamingClient[pb.ChatCall, pb.ChatResult]
+	ctx     context.Context // ends with the stream
 	cancel  context.CancelFunc
-	sendMu  sync.Mutex // gRPC streams allow one sender at a time
+	queue   chan *pb.ChatCall // to the stream's one sender
 	pending map[uint64]chan callOutcome
 }
+
+// sendQueue is how many calls may wait for the stream's sender.
+const sendQueue = 256
 
 // callOutcome is a call's answer; unsupported asks the caller to use the
 // unary Chat instead (the plugin never saw the call).
@@ -61,11 +65,11 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 	if deadline, ok := ctx.Deadline(); ok {
 		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
 	}
-	// A failed send ends the stream; its reader then answers every
-	// pending call, this one included, with the stream's status.
-	if err := s.send(call); err != nil && !errors.Is(err, io.EOF) {
+	// io.EOF: the stream ended, and its reader answers every pending call,
+	// this one included, with the reason.
+	if err := s.send(ctx, call); err != nil && !errors.Is(err, io.EOF) {
 		m.forget(s, id)
-		return nil, fromStatus(err)
+		return nil, err
 	}
 	select {
 	case out := <-ch:
@@ -75,7 +79,12 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 		return out.res, out.err
 	case <-ctx.Done():
 		if m.forget(s, id) {
-			_ = s.send(&pb.ChatCall{Id: id}) // cancels the call in the plugin
+			// Cancels the call in the plugin, unless the sender is so far
+			// behind that the plugin has stopped reading anyway.
+			select {
+			case s.queue <- &pb.ChatCall{Id: id}:
+			default:
+			}
 		}
 		return nil, ctx.Err()
 	}
@@ -96,8 +105,10 @@ func (m *chatCalls) register() (*callStream, uint64, chan callOutcome, error) {
 			cancel()
 			return nil, 0, nil, fromStatus(err)
 		}
-		m.open = &callStream{stream: stream, cancel: cancel, pending: make(map[uint64]chan callOutcome)}
+		m.open = &callStream{stream: stream, ctx: ctx, cancel: cancel, queue: make(chan *pb.ChatCall, sendQueue),
+			pending: make(map[uint64]chan callOutcome)}
 		go m.read(m.open)
+		go m.open.sendLoop()
 	}
 	m.nextID++
 	ch := make(chan callOutcome, 1)
@@ -143,6 +154,9 @@ func (m *chatCalls) end(s *callStream, err error) {
 	case errors.Is(err, io.EOF):
 		// The plugin ended the stream: it is going away.
 		out.err = &UnavailableError{Err: errors.New("plugin closed its call stream")}
+	case s.ctx.Err() != nil:
+		// The sender could not send and ended the stream.
+		out.err = &UnavailableError{Err: err}
 	default:
 		out.err = fromStatus(err)
 	}
@@ -161,10 +175,36 @@ func (m *chatCalls) end(s *callStream, err error) {
 	}
 }
 
-func (s *callStream) send(c *pb.ChatCall) error {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
-	return s.stream.Send(c)
+// send hands c to the stream's sender. A plugin that stops reading stalls
+// the sender in gRPC's flow control, which no call's deadline interrupts;
+// the callers wait on the queue instead, and keep their deadlines. io.EOF
+// means the stream ended, and its reader answers the call.
+func (s *callStream) send(ctx context.Context, c *pb.ChatCall) error {
+	select {
+	case s.queue <- c:
+		return nil
+	case <-s.ctx.Done():
+		return io.EOF
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sendLoop is the stream's one sender (gRPC allows no more) until the
+// stream ends. A failed send ends the stream, and the reader answers the
+// calls pending.
+func (s *callStream) sendLoop() {
+	for {
+		select {
+		case c := <-s.queue:
+			if err := s.stream.Send(c); err != nil {
+				s.cancel()
+				return
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
 }
 
 // outcomeOf reads a ChatResult: its response, or its status as the error a

@@ -192,3 +192,43 @@ func TestChatCallsOfADeadPluginAreUnavailable(t *testing.T) {
 	var unavailable *UnavailableError
 	assert.ErrorAs(t, err, &unavailable, "%v", err)
 }
+
+// stalledReader is a plugin whose ChatCalls stream stops reading after the
+// first call: gRPC's flow control then stalls whoever sends next.
+type stalledReader struct {
+	pb.UnimplementedProviderServer
+	got chan struct{}
+}
+
+func (s *stalledReader) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	close(s.got)
+	<-stream.Context().Done()
+	return nil
+}
+
+func TestChatCallsKeepTheirDeadlinesBehindAStalledSend(t *testing.T) {
+	plugin := &stalledReader{got: make(chan struct{})}
+	p, _, _ := serveOver(t, plugin)
+	go func() { _, _ = p.Chat(context.Background(), ChatRequest{Body: []byte("first")}) }()
+	<-plugin.got
+	// Larger than the stream's flow-control window: this send stalls.
+	go func() { _, _ = p.Chat(context.Background(), ChatRequest{Body: make([]byte, 2*streamWindow)}) }()
+	time.Sleep(50 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Chat(ctx, ChatRequest{Body: []byte("third")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call waiting to send outlived its deadline")
+	}
+}
