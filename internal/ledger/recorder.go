@@ -60,14 +60,13 @@ type Recorder struct {
 
 	lock *os.File // held while the recorder is open: one process per journal
 
-	mu           sync.Mutex
-	journal      *journal
-	pending      []*Record
-	pendingBytes int           // journal bytes of pending, about what they hold in memory
-	appended     uint64        // runs journaled since start
-	stored       uint64        // of those, runs the writer is done with
-	storedNow    chan struct{} // closed and replaced each time stored moves
-	closed       bool
+	mu        sync.Mutex
+	journal   *journal
+	pending   []*Record
+	appended  uint64        // runs journaled since start
+	stored    uint64        // of those, runs the writer is done with
+	storedNow chan struct{} // closed and replaced each time stored moves
+	closed    bool
 
 	// spilled are sealed segments whose runs are held on disk only: the
 	// store was down for longer than holdLimit of runs. Only the writer
@@ -181,7 +180,6 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 		return err
 	}
 	r.pending = append(r.pending, rec)
-	r.pendingBytes += rec.size
 	r.appended++
 	r.mu.Unlock()
 	r.wake()
@@ -234,8 +232,7 @@ func (r *Recorder) Close() {
 	<-r.exited
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	allStored := r.stored == r.appended && len(r.pending) == 0 && len(r.spilled) == 0
-	if err := r.journal.close(allStored); err != nil {
+	if err := r.journal.close(r.stored == r.appended); err != nil {
 		r.logger.Error("closing the run journal failed", "error", err)
 	}
 	r.lock.Close()
@@ -292,7 +289,7 @@ func (r *Recorder) hasPending() bool {
 func (r *Recorder) flush() error {
 	r.mu.Lock()
 	batch, target := r.pending, r.appended
-	r.pending, r.pendingBytes = nil, 0
+	r.pending = nil
 	sealed := r.journal.takeSealed()
 	r.mu.Unlock()
 	err := r.restoreSpilled()
@@ -344,7 +341,7 @@ func (r *Recorder) hold(batch []*Record, sealed []uint64, err error) {
 	}
 	sealed = append(sealed, r.journal.takeSealed()...)
 	batch = append(batch, r.pending...)
-	r.pending, r.pendingBytes = nil, 0
+	r.pending = nil
 	size := 0
 	for _, rec := range batch {
 		size += rec.size
@@ -357,7 +354,7 @@ func (r *Recorder) hold(batch []*Record, sealed []uint64, err error) {
 		return
 	}
 	r.logger.Error("storing runs failed; they stay in the journal", "runs", len(batch), "error", err)
-	r.pending, r.pendingBytes = batch, size
+	r.pending = batch
 	r.journal.sealed = sealed
 }
 

@@ -18,10 +18,10 @@ import (
 type flakyStore struct {
 	Store // the reads, which these tests do not use
 
-	entered chan struct{} // when set, InsertRuns says so, then waits for gate
-	gate    chan struct{}
+	entered chan struct{} // InsertRuns says so, then waits for gate, while gate is set
 
 	mu     sync.Mutex
+	gate   chan struct{}
 	down   bool
 	writes map[string]int // run id → times stored
 	order  []string
@@ -30,9 +30,12 @@ type flakyStore struct {
 var errDown = errors.New("store down")
 
 func (s *flakyStore) InsertRuns(_ context.Context, recs []*Record) error {
-	if s.gate != nil {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
 		s.entered <- struct{}{}
-		<-s.gate
+		<-gate
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,6 +70,13 @@ func (s *flakyStore) setDown(down bool) {
 	s.mu.Unlock()
 }
 
+// open lets writes through without waiting for the test.
+func (s *flakyStore) open() {
+	s.mu.Lock()
+	s.gate = nil
+	s.mu.Unlock()
+}
+
 // While the store is down, the runs held in memory stay under the limit;
 // the rest wait in their journal segments, and every run reaches the store
 // once, in order, when it is back.
@@ -94,7 +104,10 @@ func TestRunsWaitOnDiskWhileTheStoreIsDown(t *testing.T) {
 		cancel()
 	}
 	r.mu.Lock()
-	held, onDisk := r.pendingBytes, len(r.spilled)
+	held, onDisk := 0, len(r.spilled)
+	for _, rec := range r.pending {
+		held += rec.size
+	}
 	r.mu.Unlock()
 	assert.LessOrEqual(t, held, 4<<10, "runs held in memory")
 	assert.Positive(t, onDisk, "segments whose runs wait on disk only")
@@ -146,7 +159,8 @@ func TestQuietTrafficReusesOneSegment(t *testing.T) {
 // once it is large it is sealed, and removed when those runs are stored.
 func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	ctx := context.Background()
-	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}), gate: make(chan struct{})}
+	gate := make(chan struct{})
+	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}), gate: gate}
 	dir := t.TempDir()
 	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
 	require.NoError(t, err)
@@ -157,7 +171,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	require.NoError(t, r.Record(ctx, sampleRecord("run_a", nil)))
 	<-store.entered // the writer is storing run_a
 	require.NoError(t, r.Record(ctx, sampleRecord("run_b", nil)))
-	store.gate <- struct{}{}
+	gate <- struct{}{}
 	<-store.entered // and now run_b: segment 1 was sealed with both
 	segs, err := segments(dir)
 	require.NoError(t, err)
@@ -171,7 +185,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, []string{"run_a", "run_b"}, inSegment)
-	store.gate <- struct{}{}
+	gate <- struct{}{}
 	require.NoError(t, r.Sync(ctx))
 	segs, err = segments(dir)
 	require.NoError(t, err)
@@ -181,4 +195,40 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	assert.Equal(t, map[string]int{"run_a": 1, "run_b": 1}, store.writes)
+}
+
+// Runs journaled while a store fails join the held batch: once the held
+// runs wait on disk, they are stored from there, each once.
+func TestRunsArrivingDuringAFailedStoreAreStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	gate := make(chan struct{})
+	store := &flakyStore{down: true, writes: map[string]int{}, entered: make(chan struct{}), gate: gate}
+	r, err := NewRecorder(ctx, store, t.TempDir(), hclog.NewNullLogger())
+	require.NoError(t, err)
+	defer r.Close()
+	r.mu.Lock()
+	r.holdLimit = 1 // every held run waits on disk
+	r.mu.Unlock()
+
+	require.NoError(t, r.Record(ctx, sampleRecord("run_a", nil)))
+	<-store.entered // the writer tries run_a
+	require.NoError(t, r.Record(ctx, sampleRecord("run_b", nil)))
+	gate <- struct{}{}
+	<-store.entered // and run_a alone
+	gate <- struct{}{}
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.spilled) > 0
+	}, 10*time.Second, time.Millisecond, "the failed batch waits on disk")
+	r.mu.Lock()
+	assert.Empty(t, r.pending, "run_b waits on disk with run_a, not in memory too")
+	r.mu.Unlock()
+
+	store.open()
+	store.setDown(false)
+	require.NoError(t, r.Sync(ctx))
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Equal(t, []string{"run_a", "run_b"}, store.order)
 }

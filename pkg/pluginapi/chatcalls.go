@@ -236,14 +236,13 @@ func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, 
 	)
 	for {
 		call, err := stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				cancelAll()
-			}
+		if errors.Is(err, io.EOF) { // svc is done sending: answer what runs
 			wg.Wait()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+			return nil
+		}
+		if err != nil {
+			cancelAll()
+			wg.Wait()
 			return err
 		}
 		id := call.GetId()
@@ -255,11 +254,7 @@ func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, 
 			mu.Unlock()
 			continue
 		}
-		callCtx, cancel := context.WithCancel(ctx)
-		if t := call.GetTimeoutNs(); t > 0 {
-			cancel()
-			callCtx, cancel = context.WithTimeout(ctx, time.Duration(t))
-		}
+		callCtx, cancel := callContext(ctx, call.GetTimeoutNs())
 		mu.Lock()
 		running[id] = cancel
 		mu.Unlock()
@@ -280,4 +275,13 @@ func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, 
 			sendMu.Unlock()
 		})
 	}
+}
+
+// callContext is a call's context in the plugin: cancellable, with the
+// caller's deadline when it had one.
+func callContext(parent context.Context, timeoutNs int64) (context.Context, context.CancelFunc) {
+	if timeoutNs > 0 {
+		return context.WithTimeout(parent, time.Duration(timeoutNs))
+	}
+	return context.WithCancel(parent)
 }
