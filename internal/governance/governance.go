@@ -92,6 +92,10 @@ type Call struct {
 	// received in a stream): the verdict is recorded, never enforced, and
 	// no approval is opened.
 	Advisory bool
+	// Unheld says the call cannot wait for a person: it is one step of
+	// another (a redirect) and cannot be retried alone. A require_approval
+	// verdict refuses it, and no approval is opened.
+	Unheld bool
 }
 
 // Rules lists the rules in force.
@@ -147,7 +151,7 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 		v.Decision, v.ApprovalID = policy.Allow, exc.ID
 		return nil
 	}
-	if c.ID.Mode != auth.Optimize || c.Advisory {
+	if c.ID.Mode != auth.Optimize || c.Advisory || c.Unheld {
 		return nil // nothing is held; the verdict says it would have been
 	}
 	rules := make([]approval.Rule, 0, len(v.Rules))

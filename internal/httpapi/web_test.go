@@ -453,3 +453,131 @@ func TestObserveKeysAreNotServedFromTheSOMCache(t *testing.T) {
 	assert.Equal(t, false, res.json["cached"])
 	assert.Equal(t, "builtin", res.json["source"])
 }
+
+// A redirect that turns a submit into a GET is judged as a read of the new
+// page: the approved form is sent once and its answer page loads, without
+// a second approval for a redirect no one could retry alone. A redirect
+// that sends the form on (307) is judged as the submit at its new URL.
+func TestWebSessionRedirectsAfterASubmitAreJudgedForWhatTheyDo(t *testing.T) {
+	var orders, vault atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>Shop</title><main>
+<form action="/order" method="post" aria-label="Order"><label for="q">Quantity</label><input id="q" name="quantity" value="1"><button type="submit">Order</button></form>
+<form action="/forward" method="post" aria-label="Forward"><label for="n">Note</label><input id="n" name="note" value="x"><button type="submit">Forward</button></form></main>`)
+	})
+	mux.HandleFunc("POST /order", func(w http.ResponseWriter, r *http.Request) {
+		orders.Add(1)
+		http.Redirect(w, r, "/vault", http.StatusSeeOther)
+	})
+	mux.Handle("POST /forward", http.RedirectHandler("/vault", http.StatusTemporaryRedirect))
+	mux.HandleFunc("/vault", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			vault.Add(1)
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>Vault</title><main>thank you</main>`)
+	})
+	site := httptest.NewServer(mux)
+	defer site.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`policies:
+  - id: approve-submits
+    target: web
+    when: web.action == "submit"
+    effect: require_approval
+    reason: a person approves each form
+  - id: no-vault-writes
+    target: web
+    when: web.action == "submit" && web.url.endsWith("/vault")
+    effect: deny
+    reason: nothing is sent to the vault
+`), 0o600))
+	ts := newServer(t, "", map[string]string{"SVC_POLICY_DIR": dir, "SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	// Each form in a session of its own, since a submit leaves the page;
+	// an approval is of the submit in its session.
+	form := func(name string) func() response {
+		opened := ts.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/"}`)
+		require.Equal(t, http.StatusCreated, opened.status, opened.body)
+		sid, som := field(t, opened, "session", "id").(string), opened.json["som"]
+		body := fmt.Sprintf(`{"action":"submit","target":%q}`, elementID(t, som, "button", name))
+		return func() response { return ts.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", "", body) }
+	}
+	approve := func(res response) {
+		t.Helper()
+		require.Equal(t, http.StatusForbidden, res.status, res.body)
+		id := res.json["verdict"].(map[string]any)["approvalId"].(string)
+		ok := ts.call(t, "POST", "/api/v1/approvals/"+id+"/approve", "", `{"reason":"fine"}`)
+		require.Equal(t, http.StatusOK, ok.status, ok.body)
+	}
+
+	order := form("Order")
+	approve(order())
+	ordered := order()
+	require.Equal(t, http.StatusOK, ordered.status, ordered.body)
+	assert.Equal(t, site.URL+"/vault", field(t, ordered, "result", "url"), "the page after the form loads")
+	assert.EqualValues(t, 1, orders.Load())
+
+	forward := form("Forward")
+	approve(forward())
+	forwarded := forward()
+	require.Equal(t, http.StatusForbidden, forwarded.status, forwarded.body)
+	assert.Contains(t, forwarded.body, "no-vault-writes")
+	assert.Zero(t, vault.Load(), "the form was not sent on to the vault")
+
+	pending := ts.call(t, "GET", "/api/v1/approvals?status=pending", "", "")
+	require.Equal(t, http.StatusOK, pending.status, pending.body)
+	assert.Empty(t, pending.json["approvals"], "no redirect waits for a person")
+}
+
+// A redirect's refusal is audited once, at the URL it was refused at, with
+// the action's password values masked there too.
+func TestWebSessionRedirectRefusalIsAuditedOnceAndMasked(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>Sign in</title><main>
+<form action="/login" method="get" aria-label="Sign in"><label for="u">User</label><input id="u" name="user">
+<label for="p">Password</label><input id="p" type="password" name="pw"><button type="submit">Sign in</button></form></main>`)
+	})
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/private?"+r.URL.RawQuery, http.StatusFound) // echoes the password
+	})
+	site := httptest.NewServer(mux)
+	defer site.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`policies:
+  - id: no-private
+    target: web
+    when: web.url.contains("/private")
+    effect: deny
+    reason: private pages stay private
+`), 0o600))
+	ts := newServer(t, "", map[string]string{"SVC_POLICY_DIR": dir, "SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	opened := ts.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/"}`)
+	require.Equal(t, http.StatusCreated, opened.status, opened.body)
+	sid, som := field(t, opened, "session", "id").(string), opened.json["som"]
+	act := func(body string) response {
+		return ts.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", "", body)
+	}
+	require.Equal(t, http.StatusOK, act(fmt.Sprintf(`{"action":"type","target":%q,"value":"jane"}`, elementID(t, som, "input", "User"))).status)
+	typed := act(fmt.Sprintf(`{"action":"type","target":%q,"value":"hunter2"}`, elementID(t, som, "input", "Password")))
+	require.Equal(t, http.StatusOK, typed.status, typed.body)
+	refused := act(fmt.Sprintf(`{"action":"submit","target":%q}`, elementID(t, som, "button", "Sign in")))
+	require.Equal(t, http.StatusForbidden, refused.status, refused.body)
+	assert.Contains(t, refused.body, "redirect")
+
+	trail := ts.call(t, "GET", "/api/v1/audit", "", "")
+	require.Equal(t, http.StatusOK, trail.status, trail.body)
+	assert.NotContains(t, trail.body, "hunter2")
+	denied := 0
+	for _, e := range trail.json["events"].([]any) {
+		ev := e.(map[string]any)
+		if ev["action"] == "web.submit" && ev["decision"] == "deny" {
+			denied++
+			assert.Contains(t, mustMarshal(t, ev), "/private?")
+		}
+	}
+	assert.Equal(t, 1, denied, "one refusal, one record")
+}

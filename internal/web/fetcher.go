@@ -87,8 +87,10 @@ type Request struct {
 	// when following a link or submitting a form on a page.
 	Referer string
 	// Hop, when set, is asked about each redirect after the address guard
-	// passed it; an error refuses the redirect and is what Do returns.
-	Hop func(ctx context.Context, to *url.URL) error
+	// passed it, with the method the redirect is followed with (GET after a
+	// 301-303; the request's own, body and all, after a 307 or 308); an
+	// error refuses the redirect and is what Do returns.
+	Hop func(ctx context.Context, method string, to *url.URL) error
 }
 
 // Result is a fetched page.
@@ -205,7 +207,7 @@ func (f *Fetcher) Do(ctx context.Context, req *Request, jar http.CookieJar) (*Re
 			if err := f.checkRedirect(hr, via); err != nil {
 				return err
 			}
-			return req.Hop(hr.Context(), hr.URL)
+			return req.Hop(hr.Context(), hr.Method, hr.URL)
 		}
 	}
 	res, err := client.Do(hr)

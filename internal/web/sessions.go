@@ -195,14 +195,14 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	if u, err := neturl.Parse(url); err == nil {
 		open.Host = u.Hostname()
 	}
-	if err := s.judge(ctx, id, "", ActOpen, url, &policy.Input{Web: open}); err != nil {
+	if err := s.judge(ctx, id, "", ActOpen, url, &policy.Input{Web: open}, false); err != nil {
 		return Opened{}, err
 	}
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	fetcher := s.svc.fetcherFor(id)
 	page, err := fetcher.Do(ctx, &Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open})}, jar)
 	if err != nil {
-		s.record(ctx, id, "web.open", audit.Deny, url, map[string]any{"error": errs.As(err).Code})
+		s.fetchFailed(ctx, id, "web.open", url, map[string]any{}, err)
 		return Opened{}, err
 	}
 	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String()})
@@ -382,7 +382,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	if err != nil {
 		return Acted{}, err
 	}
-	if err := s.judge(ctx, id, sessionID, p.kind, a.Target, in); err != nil {
+	if err := s.judge(ctx, id, sessionID, p.kind, a.Target, in, false); err != nil {
 		return Acted{}, err
 	}
 	prev := ss.doc.Snapshot()
@@ -401,7 +401,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActClick:
 		page, err := ss.fetcher.Do(ctx, &Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in)}, ss.jar)
 		if err != nil {
-			s.record(ctx, id, "web.click", audit.Deny, p.href, map[string]any{"session": sessionID, "error": errs.As(err).Code})
+			s.fetchFailed(ctx, id, "web.click", p.href, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
 		}
 		if err := ss.load(page); err != nil {
@@ -413,7 +413,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		req.Hop = s.judgeHop(id, sessionID, p.kind, in)
 		page, err := ss.fetcher.Do(ctx, &req, ss.jar)
 		if err != nil {
-			s.record(ctx, id, "web.submit", audit.Deny, sub.URL, map[string]any{"session": sessionID, "error": errs.As(err).Code})
+			s.fetchFailed(ctx, id, "web.submit", in.Web.URL, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
 		}
 		if err := ss.load(page); err != nil {
@@ -438,9 +438,10 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 }
 
 // judge runs the web policies on an action and refuses it, audited, when
-// they deny it or hold it for approval.
-func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind, target string, in *policy.Input) error {
-	d, err := s.governor.Decide(ctx, governance.Call{ID: id, RunID: sessionID, Target: policy.Web, Describe: func() (json.RawMessage, string) {
+// they deny it or hold it for approval. A redirect's check holds nothing:
+// it is refused instead (governance.Call.Unheld).
+func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind, target string, in *policy.Input, redirect bool) error {
+	d, err := s.governor.Decide(ctx, governance.Call{ID: id, RunID: sessionID, Target: policy.Web, Unheld: redirect, Describe: func() (json.RawMessage, string) {
 		b, _ := json.Marshal(map[string]any{"session": sessionID, "action": in.Web.Action, "url": in.Web.URL, "fields": in.Web.Fields})
 		return b, governance.Fingerprint(policy.Web, id, b)
 	}}, in)
@@ -455,20 +456,53 @@ func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind
 	return nil
 }
 
-// judgeHop returns the check of each redirect an action's request meets:
-// the web policies judge the action again as it lands on the new URL (a
-// rule about a host cannot be passed by a redirect from another), and a
-// refusal stops the redirect, audited like the action's own.
-func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *policy.Input) func(context.Context, *neturl.URL) error {
-	return func(ctx context.Context, to *neturl.URL) error {
+// judgeHop returns the check of each redirect an action's request meets,
+// so that a rule about a page cannot be passed by a redirect there. The web
+// policies judge what the redirect does: one that sends the request on
+// (307, 308: same method and body) is the action again at the new URL; one
+// that turns it into a GET is a read of the new page, as a click on a link
+// (after a submit, the form was sent already). Query values of the action's
+// password fields stay masked. A refusal stops the redirect, audited like
+// the action's own; a hold refuses it too, since a redirect cannot be
+// retried alone.
+func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *policy.Input) func(context.Context, string, *neturl.URL) error {
+	secret := map[string]bool{}
+	for name, v := range in.Web.Fields {
+		if v == maskedValue {
+			secret[name] = true
+		}
+	}
+	return func(ctx context.Context, method string, to *neturl.URL) error {
 		hop := *in
-		hop.Web.URL, hop.Web.Host = to.String(), to.Hostname()
-		err := s.judge(ctx, id, sessionID, kind, hop.Web.URL, &hop)
+		hop.Web.URL, hop.Web.Host = maskQuery(to.String(), secret), to.Hostname()
+		if method == http.MethodGet || method == http.MethodHead {
+			hop.Web.Level, hop.Web.Fields = LevelRead, map[string]string{}
+			if kind == ActSubmit {
+				hop.Web.Action = ActClick
+			}
+		}
+		err := s.judge(ctx, id, sessionID, kind, hop.Web.URL, &hop, true)
 		if e := errs.As(err); e != nil && e.Code == "policy_blocked" {
 			e.Public = fmt.Sprintf("a policy refused the redirect of this web %s to host %q", kind, to.Hostname())
 		}
 		return err
 	}
+}
+
+// fetchFailed audits an action whose fetch failed, unless a redirect's
+// check refused it: judge audited that refusal already, with the URL it
+// was refused at.
+func (s *Sessions) fetchFailed(ctx context.Context, id *auth.Identity, action, url string, details map[string]any, err error) {
+	e := errs.As(err)
+	if e != nil && e.Code == "policy_blocked" {
+		return
+	}
+	code := ""
+	if e != nil {
+		code = e.Code
+	}
+	details["error"] = code
+	s.record(ctx, id, action, audit.Deny, url, details)
 }
 
 // load makes page the session's current page; a page at the same URL is
@@ -614,7 +648,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 		if p.element.Field != "" {
 			value := a.Value
 			if p.element.Type == "password" {
-				value = "[password]"
+				value = maskedValue
 			}
 			w.Fields[p.element.Field] = value
 		}
@@ -634,7 +668,7 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 		for _, e := range sub.Entries {
 			v := e.Value
 			if secret[e.Name] {
-				v = "[password]"
+				v = maskedValue
 			}
 			w.Fields[e.Name] = v
 		}
@@ -644,6 +678,10 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 	}
 	return &policy.Input{Web: w}, sub, nil
 }
+
+// maskedValue stands for a password field's value wherever policies,
+// approvals and the audit trail see it.
+const maskedValue = "[password]"
 
 // maskQuery hides the values of secret fields in a GET submission's URL,
 // which policies, approvals and the audit trail see.
@@ -655,7 +693,7 @@ func maskQuery(raw string, secret map[string]bool) string {
 	q := u.Query()
 	for name := range secret {
 		if _, ok := q[name]; ok {
-			q[name] = []string{"[password]"}
+			q[name] = []string{maskedValue}
 		}
 	}
 	u.RawQuery = q.Encode()
