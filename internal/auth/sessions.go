@@ -54,6 +54,11 @@ type SessionRecord struct {
 // SessionStore keeps sessions by the sha256 of their cookie value.
 type SessionStore interface {
 	CreateSession(ctx context.Context, hash [32]byte, userID, tenantID string, at time.Time) error
+	// RotateSession replaces userID's session old with next, active in
+	// tenantID and last seen at, keeping old's creation time, all or
+	// nothing. It returns that creation time, or errs.NotFound when old is
+	// not a session of userID.
+	RotateSession(ctx context.Context, old, next [32]byte, userID, tenantID string, at time.Time) (time.Time, error)
 	// LookupSession returns errs.NotFound for an unknown session.
 	LookupSession(ctx context.Context, hash [32]byte) (SessionRecord, error)
 	TouchSession(ctx context.Context, hash [32]byte, at time.Time) error
@@ -129,16 +134,25 @@ func (m *SessionManager) Start(ctx context.Context, w http.ResponseWriter, r *ht
 	if old, ok := cookieHash(r); ok {
 		m.end(ctx, old)
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	token, h, err := newSessionID()
+	if err != nil {
 		return err
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := m.store.CreateSession(ctx, sha256.Sum256([]byte(token)), userID, tenantID, m.now()); err != nil {
+	if err := m.store.CreateSession(ctx, h, userID, tenantID, m.now()); err != nil {
 		return err
 	}
 	http.SetCookie(w, m.cookie(token, int(AbsoluteLifetime/time.Second)))
 	return nil
+}
+
+// newSessionID returns a fresh cookie value and its hash.
+func newSessionID() (string, [32]byte, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", [32]byte{}, err
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	return token, sha256.Sum256([]byte(token)), nil
 }
 
 // End ends r's session, if any, and clears the cookie.
@@ -168,12 +182,36 @@ func (m *SessionManager) EndAll(ctx context.Context, userID string) error {
 
 // Switch moves userID, signed in on r, to tenantID: a new session with that
 // org active replaces r's, so that a session id never carries over from
-// one organization to another.
+// one organization to another. The new session keeps the old one's creation
+// time, so that switching never extends the absolute lifetime, and the
+// store swaps the two at once, so that a failure leaves r's session as it
+// was.
 func (m *SessionManager) Switch(ctx context.Context, w http.ResponseWriter, r *http.Request, userID, tenantID string) error {
-	if _, ok := cookieHash(r); !ok {
+	old, ok := cookieHash(r)
+	if !ok {
 		return errs.E(errs.Unauthorized, "session_required", "sign in first")
 	}
-	return m.Start(ctx, w, r, userID, tenantID)
+	token, h, err := newSessionID()
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	created, err := m.store.RotateSession(ctx, old, h, userID, tenantID, now)
+	if errs.Is(err, errs.NotFound) {
+		return errs.E(errs.Unauthorized, "session_required", "sign in first")
+	} else if err != nil {
+		return err
+	}
+	// As in end: the old row is gone, now its cached resolutions go.
+	m.Invalidate()
+	m.forget(old)
+	left := created.Add(AbsoluteLifetime).Sub(now)
+	if left < time.Second {
+		_ = m.end(ctx, h)
+		return errs.E(errs.Unauthorized, "session_required", "sign in first")
+	}
+	http.SetCookie(w, m.cookie(token, int(left/time.Second)))
+	return nil
 }
 
 func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {

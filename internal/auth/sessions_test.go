@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,11 +18,13 @@ import (
 )
 
 // memSessions is a SessionStore in memory that counts lookups, so tests see
-// when the cache answers.
+// when the cache answers. failWrites, when set, fails every session insert
+// before it changes anything.
 type memSessions struct {
-	sessions map[[32]byte]*auth.SessionRecord
-	members  map[string][]auth.Membership
-	lookups  atomic.Int64
+	sessions   map[[32]byte]*auth.SessionRecord
+	members    map[string][]auth.Membership
+	lookups    atomic.Int64
+	failWrites error
 }
 
 func newMemSessions() *memSessions {
@@ -29,8 +32,24 @@ func newMemSessions() *memSessions {
 }
 
 func (m *memSessions) CreateSession(_ context.Context, h [32]byte, userID, tenantID string, at time.Time) error {
+	if m.failWrites != nil {
+		return m.failWrites
+	}
 	m.sessions[h] = &auth.SessionRecord{UserID: userID, ActiveTenantID: tenantID, CreatedAt: at, LastSeenAt: at}
 	return nil
+}
+
+func (m *memSessions) RotateSession(_ context.Context, old, next [32]byte, userID, tenantID string, at time.Time) (time.Time, error) {
+	s, ok := m.sessions[old]
+	if !ok || s.UserID != userID {
+		return time.Time{}, errs.NotFoundf("session not found")
+	}
+	if m.failWrites != nil {
+		return time.Time{}, m.failWrites
+	}
+	m.sessions[next] = &auth.SessionRecord{UserID: userID, ActiveTenantID: tenantID, CreatedAt: s.CreatedAt, LastSeenAt: at}
+	delete(m.sessions, old)
+	return s.CreatedAt, nil
 }
 
 func (m *memSessions) LookupSession(_ context.Context, h [32]byte) (auth.SessionRecord, error) {
@@ -141,6 +160,93 @@ func TestSessionLifetimes(t *testing.T) {
 	c.t = start.Add(auth.AbsoluteLifetime)
 	id, _ = m.FromRequest(busy)
 	assert.Nil(t, id, "no session outlives the absolute lifetime however busy")
+}
+
+// switchTo switches req's session to tenantID and returns a request carrying
+// the new cookie, and that cookie.
+func switchTo(t *testing.T, m *auth.SessionManager, req *http.Request, userID, tenantID string) (*http.Request, *http.Cookie) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	require.NoError(t, m.Switch(context.Background(), rec, req, userID, tenantID))
+	cookies := rec.Result().Cookies()
+	require.Len(t, cookies, 1)
+	next := httptest.NewRequest("GET", "/api/v1/runs", nil)
+	next.AddCookie(cookies[0])
+	return next, cookies[0]
+}
+
+func TestSwitchKeepsTheAbsoluteLifetime(t *testing.T) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}, {TenantID: "t2", Role: auth.RoleMember}}
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	m := newManager(t, store, c)
+	start := c.t
+	req := signIn(t, m, "u1", "t1")
+
+	c.t = c.t.Add(5 * 24 * time.Hour)
+	require.NotNil(t, resolve(t, m, req))
+	next, cookie := switchTo(t, m, req, "u1", "t2")
+	assert.Nil(t, resolve(t, m, req), "the session before the switch ended")
+	id := resolve(t, m, next)
+	require.NotNil(t, id)
+	assert.Equal(t, "t2", id.TenantID)
+	assert.Equal(t, int((auth.AbsoluteLifetime-5*24*time.Hour)/time.Second), cookie.MaxAge,
+		"the cookie lives as long as the first sign-in allows")
+
+	// Switching back and forth, in use every few days, up to the deadline.
+	tenants := []string{"t1", "t2"}
+	for i := 0; c.t.Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour; i++ {
+		c.t = c.t.Add(3 * 24 * time.Hour)
+		next, _ = switchTo(t, m, next, "u1", tenants[i%2])
+		require.NotNil(t, resolve(t, m, next), "a switched session lives on")
+	}
+	c.t = start.Add(auth.AbsoluteLifetime - time.Second)
+	require.NotNil(t, resolve(t, m, next))
+	c.t = start.Add(auth.AbsoluteLifetime)
+	assert.Nil(t, resolve(t, m, next), "switching never outlives the first sign-in's absolute lifetime")
+}
+
+func TestFailedSwitchKeepsTheSession(t *testing.T) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}, {TenantID: "t2", Role: auth.RoleMember}}
+	m := newManager(t, store, &clock{time.Unix(1_800_000_000, 0)})
+	req := signIn(t, m, "u1", "t1")
+
+	store.failWrites = errors.New("disk full")
+	rec := httptest.NewRecorder()
+	require.Error(t, m.Switch(context.Background(), rec, req, "u1", "t2"))
+	assert.Empty(t, rec.Result().Cookies(), "no new cookie")
+	m.Invalidate() // read the store, not the cache
+	id := resolve(t, m, req)
+	require.NotNil(t, id, "a failed switch leaves the session signed in")
+	assert.Equal(t, "t1", id.TenantID)
+}
+
+func TestSwitchNeedsASessionOfTheUser(t *testing.T) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
+	store.members["u2"] = []auth.Membership{{TenantID: "t2", Role: auth.RoleOwner}}
+	m := newManager(t, store, &clock{time.Unix(1_800_000_000, 0)})
+	req := signIn(t, m, "u1", "t1")
+
+	for _, r := range []*http.Request{httptest.NewRequest("POST", "/", nil), req} {
+		rec := httptest.NewRecorder()
+		err := m.Switch(context.Background(), rec, r, "u2", "t2")
+		assert.True(t, errs.Is(err, errs.Unauthorized), "%v", err)
+		assert.Empty(t, rec.Result().Cookies())
+	}
+	id := resolve(t, m, req)
+	require.NotNil(t, id, "u1's session is untouched")
+	assert.Equal(t, "u1", id.UserID)
+	assert.Len(t, store.sessions, 1)
+}
+
+// resolve returns the identity of req's session, nil when there is none.
+func resolve(t *testing.T, m *auth.SessionManager, req *http.Request) *auth.Identity {
+	t.Helper()
+	id, err := m.FromRequest(req)
+	require.NoError(t, err)
+	return id
 }
 
 func TestResolveHealsAStaleActiveOrg(t *testing.T) {

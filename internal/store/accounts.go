@@ -359,10 +359,39 @@ func (s *Store) ExpireInvites(ctx context.Context, at time.Time) (int, error) {
 // CreateSession stores a session by its id's hash.
 func (s *Store) CreateSession(ctx context.Context, hash [32]byte, userID, tenantID string, at time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id_hash, user_id, active_tenant_id, created_at, last_seen_at)
-			VALUES (?, ?, ?, ?, ?)`, hash[:], userID, tenantID, at.UnixMilli(), at.UnixMilli())
-		return formatError(err)
+		return insertSession(ctx, tx, hash, userID, tenantID, at, at)
 	})
+}
+
+func insertSession(ctx context.Context, tx *sql.Tx, hash [32]byte, userID, tenantID string, created, seen time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id_hash, user_id, active_tenant_id, created_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?)`, hash[:], userID, tenantID, created.UnixMilli(), seen.UnixMilli())
+	return formatError(err)
+}
+
+// RotateSession replaces userID's session old with next, active in
+// tenantID, in one transaction. next keeps old's creation time, so that
+// rotating never extends the absolute lifetime; on any failure old stays as
+// it was. It returns that creation time, or errs.NotFound when old is not a
+// session of userID.
+func (s *Store) RotateSession(ctx context.Context, old, next [32]byte, userID, tenantID string, at time.Time) (time.Time, error) {
+	var created time.Time
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var ms int64
+		err := tx.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE id_hash = ? AND user_id = ?`,
+			old[:], userID).Scan(&ms)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.NotFoundf("session not found")
+		} else if err != nil {
+			return err
+		}
+		created = msTime(ms)
+		if err := insertSession(ctx, tx, next, userID, tenantID, created, at); err != nil {
+			return err
+		}
+		return deleteSession(ctx, tx, old)
+	})
+	return created, err
 }
 
 // LookupSession returns the session with its user's platform role and
@@ -402,7 +431,12 @@ func (s *Store) TouchSession(ctx context.Context, hash [32]byte, at time.Time) e
 
 // DeleteSession deletes the session.
 func (s *Store) DeleteSession(ctx context.Context, hash [32]byte) error {
-	return s.sessionWrite(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash[:])
+	return s.tx(ctx, func(tx *sql.Tx) error { return deleteSession(ctx, tx, hash) })
+}
+
+func deleteSession(ctx context.Context, tx *sql.Tx, hash [32]byte) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash[:])
+	return err
 }
 
 // DeleteUserSessions deletes every session of the user.

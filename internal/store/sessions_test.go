@@ -1,0 +1,72 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/accounts"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
+
+func sessionUser(t *testing.T, s *store.Store, id string, at time.Time) {
+	t.Helper()
+	require.NoError(t, s.CreateUser(context.Background(), accounts.NewUser{
+		User:         accounts.User{ID: id, Email: id + "@example.com", Name: id, Role: accounts.PlatformMember, CreatedAt: at},
+		PasswordHash: "x", TenantID: tenant.DefaultID, OrgRole: auth.RoleOwner,
+	}))
+}
+
+func TestRotateSessionKeepsCreationAndSwapsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	t0 := time.UnixMilli(1_800_000_000_000).UTC()
+	sessionUser(t, s, "usr_1", t0)
+	sessionUser(t, s, "usr_2", t0)
+	h1, h2, h3 := sha256.Sum256([]byte("one")), sha256.Sum256([]byte("two")), sha256.Sum256([]byte("three"))
+	require.NoError(t, s.CreateSession(ctx, h1, "usr_1", tenant.DefaultID, t0))
+
+	t1 := t0.Add(5 * 24 * time.Hour)
+	created, err := s.RotateSession(ctx, h1, h2, "usr_1", "t_other", t1)
+	require.NoError(t, err)
+	assert.Equal(t, t0, created)
+	rec, err := s.LookupSession(ctx, h2)
+	require.NoError(t, err)
+	assert.Equal(t, "usr_1", rec.UserID)
+	assert.Equal(t, "t_other", rec.ActiveTenantID)
+	assert.Equal(t, t0, rec.CreatedAt, "the absolute lifetime counts from the first sign-in")
+	assert.Equal(t, t1, rec.LastSeenAt)
+	_, err = s.LookupSession(ctx, h1)
+	assert.True(t, errs.Is(err, errs.NotFound), "the old session is gone: %v", err)
+
+	// The insert fails on the primary key: nothing changes.
+	require.NoError(t, s.CreateSession(ctx, h3, "usr_2", tenant.DefaultID, t1))
+	_, err = s.RotateSession(ctx, h2, h3, "usr_1", tenant.DefaultID, t1.Add(time.Hour))
+	assert.True(t, errs.Is(err, errs.Conflict), "%v", err)
+	rec, err = s.LookupSession(ctx, h2)
+	require.NoError(t, err, "a failed rotation leaves the old session")
+	assert.Equal(t, "t_other", rec.ActiveTenantID)
+	assert.Equal(t, t1, rec.LastSeenAt)
+	rec, err = s.LookupSession(ctx, h3)
+	require.NoError(t, err)
+	assert.Equal(t, "usr_2", rec.UserID, "nor touches the row it collided with")
+
+	// Another user's session, or an unknown one, is not rotated.
+	h4 := sha256.Sum256([]byte("four"))
+	for _, old := range [][32]byte{h3, h1} {
+		_, err = s.RotateSession(ctx, old, h4, "usr_1", tenant.DefaultID, t1)
+		assert.True(t, errs.Is(err, errs.NotFound), "%v", err)
+	}
+	_, err = s.LookupSession(ctx, h4)
+	assert.True(t, errs.Is(err, errs.NotFound))
+	_, err = s.LookupSession(ctx, h3)
+	assert.NoError(t, err)
+}
