@@ -26,13 +26,25 @@ func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	return nil
 }
 
-// limitAccount draws one sign-in attempt from the bucket of the account
-// email names, whether or not such an account exists, so that the limit
-// says nothing about who has one.
-func (s *Server) limitAccount(email string) error {
+// accountKey is the sign-in bucket of the account email names, whether or
+// not such an account exists, so that the limit says nothing about who has
+// one; "" when no account can match.
+func accountKey(email string) string {
 	key, err := accounts.NormalizeEmail(email)
 	if err != nil {
-		return nil // no account can match: the login fails on its own
+		return "" // no account can match: the login fails on its own
+	}
+	return key
+}
+
+// limitAccount takes one sign-in attempt from the account's bucket before
+// the password is checked, so that guesses sent in parallel from many
+// addresses cannot outnumber the tokens left. login refunds it unless the
+// attempt failed: only wrong guesses empty the bucket, not the owner's
+// sign-ins.
+func (s *Server) limitAccount(key string) error {
+	if key == "" {
+		return nil
 	}
 	if ok, wait := s.accountLimiter.Allow(key); !ok {
 		e := errs.E(errs.RateLimited, "rate_limited", "too many sign-in attempts for this account; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
@@ -78,10 +90,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	if err := s.limitAccount(body.Email); err != nil {
+	key := accountKey(body.Email)
+	if err := s.limitAccount(key); err != nil {
 		return err
 	}
 	u, tenantID, err := s.Accounts.Login(r.Context(), body.Email, body.Password)
+	// As in identify, only a failed attempt costs a token; one that failed
+	// for another reason than the credentials was no guess.
+	if key != "" && !errs.Is(err, errs.Unauthorized) {
+		s.accountLimiter.Refund(key)
+	}
 	if err != nil {
 		return err
 	}

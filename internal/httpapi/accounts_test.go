@@ -651,3 +651,37 @@ func TestSignInAttemptsAreLimitedPerAccount(t *testing.T) {
 	ts.now = ts.now.Add(31 * time.Second)
 	assert.Equal(t, http.StatusOK, login("198.51.100.3", adminEmail, adminPassword).status, "one attempt back after 30 seconds")
 }
+
+// Only failed sign-ins draw from the account's bucket, so the owner's own
+// sign-ins never lock them out; once wrong guesses have emptied it, the
+// right password is refused exactly like a wrong one until it refills.
+func TestSignInChargesOnlyFailedAttemptsToTheAccount(t *testing.T) {
+	env := accountEnv()
+	env["SVC_TRUSTED_PROXIES"] = "127.0.0.1"
+	ts := newServer(t, "", env)
+	login := func(client, password string) response {
+		return ts.browser(t).do(t, "POST", "/api/v1/auth/login", `{"email":"`+adminEmail+`","password":"`+password+`"}`,
+			"X-Forwarded-For", client+", 127.0.0.1")
+	}
+	for i := range 20 {
+		res := login("203.0.113."+strconv.Itoa(i), adminPassword)
+		require.Equal(t, http.StatusOK, res.status, "sign-in %d: correct sign-ins cost the account nothing", i)
+	}
+	for i := range 10 {
+		require.Equal(t, http.StatusUnauthorized, login("198.51.100."+strconv.Itoa(i), "wrong guess "+strconv.Itoa(i)).status, "guess %d", i)
+	}
+	wrong := login("192.0.2.1", "wrong guess 10")
+	right := login("192.0.2.2", adminPassword)
+	require.Equal(t, http.StatusTooManyRequests, right.status, "the right password waits too")
+	assert.Equal(t, wrong.status, right.status)
+	assert.Equal(t, wrong.body, right.body, "a refusal says nothing about the password")
+	assert.Equal(t, wrong.header.Get("Retry-After"), right.header.Get("Retry-After"))
+
+	ts.now = ts.now.Add(31 * time.Second)
+	for i := range 3 {
+		assert.Equal(t, http.StatusOK, login("192.0.2."+strconv.Itoa(10+i), adminPassword).status,
+			"sign-in %d: one refilled token serves any number of correct sign-ins", i)
+	}
+	assert.Equal(t, http.StatusUnauthorized, login("192.0.2.20", "wrong guess 11").status, "a failure takes the token")
+	assert.Equal(t, http.StatusTooManyRequests, login("192.0.2.21", adminPassword).status)
+}

@@ -7,7 +7,8 @@
 // its own golang.org/x/time/rate token bucket. A refusal is decided and its
 // Retry-After computed in one step (ReserveN, DelayFrom, CancelAt), so a
 // refused request never consumes a token: a client hammering a closed bucket
-// does not push its own reopening further out.
+// does not push its own reopening further out. Refund gives a granted token
+// back, for the per-account sign-in buckets that charge only wrong passwords.
 //
 // Memory is bounded by maxKeys because keys come from the network: an
 // attacker with many addresses must not be able to grow the map without
@@ -146,6 +147,33 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return true, 0
 }
 
+// Refund gives back one token that Allow granted for key, to a caller that
+// turns out afterwards not to owe it: sign-in takes a token before checking
+// the password, so that parallel guesses cannot outnumber the tokens left,
+// and refunds it when the password was right. A bucket never holds more than
+// burst. A bucket evicted since then was full or the least recently used, so
+// there is nothing to refund into; a disabled limiter has nothing to do.
+func (l *Limiter) Refund(key string) {
+	if !l.created {
+		panic("ratelimit: Limiter used without New")
+	}
+	if l.disabled {
+		return
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b := l.buckets[key]
+	if b == nil {
+		return
+	}
+	tokens := min(b.lim.TokensAt(now)+1, float64(l.burst))
+	b.lim = l.holding(now, tokens)
+	b.fullAt = l.fullAt(now, tokens)
+	heap.Fix(&l.byFull, b.heapIndex)
+}
+
 // Len reports how many buckets the limiter currently holds, for metrics and
 // tests: it never exceeds maxKeys. A disabled limiter holds none.
 func (l *Limiter) Len() int {
@@ -181,8 +209,9 @@ func RetryAfterSeconds(d time.Duration) int {
 // ClientKey turns an http.Request's RemoteAddr ("ip:port", "[v6]:port", or
 // garbage) into a bucket key: the IPv4 address, or the IPv6 /64 prefix (so
 // rotating addresses inside one /64 shares a bucket), IPv4-mapped IPv6
-// unmapped first. X-Forwarded-For is NOT trusted (no trusted-proxy mode yet),
-// because any client can set it to mint a fresh bucket per request.
+// unmapped first. X-Forwarded-For is not read here: httpapi trusts it only
+// from the proxies SVC_TRUSTED_PROXIES names, because any other client can
+// set it to mint a fresh bucket per request.
 // Unparsable input returns the raw string rather than panicking, so odd
 // transports still get a (shared) bucket instead of bypassing the limiter.
 //
@@ -230,6 +259,20 @@ func (l *Limiter) fullAt(now time.Time, tokens float64) time.Time {
 		return now.Add(time.Duration(math.MaxInt64))
 	}
 	return now.Add(time.Duration(ns))
+}
+
+// holding returns a bucket with tokens (at most burst) at now. x/time/rate
+// cannot add a token to a limiter, and cancelling a reservation restores
+// nothing once it has taken effect, so a refund builds the bucket anew:
+// emptied at the instant from which refilling yields tokens by now, rounded
+// so that the refund never comes up short.
+func (l *Limiter) holding(now time.Time, tokens float64) *rate.Limiter {
+	lim := rate.NewLimiter(l.limit, l.burst)
+	if tokens < float64(l.burst) {
+		emptied := now.Add(-time.Duration(math.Ceil(tokens * float64(l.every))))
+		lim.ReserveN(emptied, l.burst)
+	}
+	return lim
 }
 
 // insert creates a full bucket for key, making room first if the limiter is

@@ -218,6 +218,105 @@ func TestTimeGoingBackwards(t *testing.T) {
 	assert.Greater(t, retry, time.Duration(0))
 }
 
+func TestRefund(t *testing.T) {
+	l, c := newTest(100)
+	for range 10 {
+		ok, _ := l.Allow("k")
+		require.True(t, ok)
+	}
+	l.Refund("k")
+	checkInvariants(t, l)
+	run(t, l, c, []allow{
+		{t0, "k", true, 0}, // the refunded token
+		{t0, "k", false, 6 * time.Second},
+		// A token refilled and then refunded is there exactly, not a
+		// rounding error short.
+		{at(6 * time.Second), "k", true, 0},
+	})
+	l.Refund("k")
+	run(t, l, c, []allow{
+		{at(6 * time.Second), "k", true, 0},
+		{at(6 * time.Second), "k", false, 6 * time.Second},
+	})
+
+	// Half a token refilled plus a refund is one and a half: one to take,
+	// and the next half a token (3s) away.
+	c.Set(at(9 * time.Second))
+	l.Refund("k")
+	ok, _ := l.Allow("k")
+	require.True(t, ok)
+	ok, retry := l.Allow("k")
+	require.False(t, ok)
+	assert.InDelta(t, float64(3*time.Second), float64(retry), 1)
+	checkInvariants(t, l)
+}
+
+func TestRefundNeverExceedsBurst(t *testing.T) {
+	l, c := newTest(100)
+	ok, _ := l.Allow("k")
+	require.True(t, ok)
+	for range 5 {
+		l.Refund("k")
+	}
+	var rows []allow
+	for range 10 {
+		rows = append(rows, allow{t0, "k", true, 0})
+	}
+	rows = append(rows, allow{t0, "k", false, 6 * time.Second})
+	run(t, l, c, rows)
+}
+
+func TestRefundWithoutBucket(t *testing.T) {
+	l, _ := newTest(100)
+	l.Refund("never seen")
+	assert.Zero(t, l.Len(), "a refund creates no bucket")
+
+	d := New(0, 0, 0)
+	d.Refund("k") // disabled: nothing to do, no panic
+	assert.Zero(t, d.Len())
+	assert.Panics(t, func() { new(Limiter).Refund("k") })
+}
+
+func TestRefundedFullBucketIsIdle(t *testing.T) {
+	l, c := newTest(2)
+	run(t, l, c, []allow{
+		{t0, "a", true, 0},
+		{t0, "b", true, 0},
+	})
+	l.Refund("a") // full again, so the first to go
+	run(t, l, c, []allow{{t0, "c", true, 0}})
+	l.mu.Lock()
+	_, a := l.buckets["a"]
+	_, b := l.buckets["b"]
+	l.mu.Unlock()
+	assert.False(t, a, "the refunded bucket was idle and evicted")
+	assert.True(t, b, "the bucket still refilling is kept")
+}
+
+func TestConcurrentAllowAndRefund(t *testing.T) {
+	l, c := newTest(100)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if ok, _ := l.Allow("k"); ok {
+					l.Refund("k")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	checkInvariants(t, l)
+	var rows []allow
+	for range 10 {
+		rows = append(rows, allow{t0, "k", true, 0})
+	}
+	rows = append(rows, allow{t0, "k", false, 6 * time.Second})
+	run(t, l, c, rows)
+}
+
 func TestEvictionPrefersIdleBuckets(t *testing.T) {
 	l, c := newTest(2)
 	// "drained" loses 5 tokens at t0: full again at t0+30s.
