@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -76,11 +77,11 @@ func (s *scanner) value(dst []byte) ([]byte, error) {
 	case c == '[':
 		return s.array(dst)
 	case c == '"':
-		raw, escaped, err := s.stringToken()
+		raw, text, err := s.stringToken()
 		if err != nil {
 			return dst, err
 		}
-		return appendJSONString(dst, raw, escaped)
+		return appendJSONString(dst, raw, text)
 	case c == 't':
 		return s.literal(dst, "true")
 	case c == 'f':
@@ -142,81 +143,120 @@ func (s *scanner) digits() int {
 	return n
 }
 
-// stringToken returns a string's raw token, quotes included, and whether
-// it holds escapes, after checking it.
-func (s *scanner) stringToken() ([]byte, bool, error) {
+// textFlags say what a string token holds, as stringToken finds it.
+type textFlags uint8
+
+const (
+	// escapedText: a backslash escape.
+	escapedText textFlags = 1 << iota
+	// rewrittenText: text encoding/json writes otherwise (<, >, &, U+2028,
+	// U+2029).
+	rewrittenText
+	// lossyText: what encoding/json turns into U+FFFD, a byte that is not
+	// UTF-8 or an escaped surrogate that is not the first half of a pair
+	// followed by the second.
+	lossyText
+)
+
+// stringToken returns a string's raw token, quotes included, and what it
+// holds, after checking it. The scan reads every byte anyway, so telling
+// costs no second pass.
+func (s *scanner) stringToken() ([]byte, textFlags, error) {
 	start := s.i
 	s.i++ // the opening quote
-	escaped := false
+	var text textFlags
 	for s.i < len(s.src) {
 		c := s.src[s.i]
 		switch {
 		case c == '"':
 			s.i++
-			return s.src[start:s.i], escaped, nil
+			return s.src[start:s.i], text, nil
 		case c == '\\':
-			escaped = true
+			text |= escapedText
 			if s.i+1 >= len(s.src) {
-				return nil, false, errSyntax
+				return nil, 0, errSyntax
 			}
 			switch s.src[s.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.i += 2
 			case 'u':
-				if s.i+6 > len(s.src) || !isHex4(s.src[s.i+2:s.i+6]) {
-					return nil, false, errSyntax
+				r, ok := hex4(s.src, s.i)
+				if !ok {
+					return nil, 0, errSyntax
 				}
 				s.i += 6
+				if !utf16.IsSurrogate(r) {
+					break
+				}
+				// As encoding/json reads it: a pair is taken whole, and
+				// anything after an unpaired half is read on its own.
+				if r2, ok := hex4(s.src, s.i); ok && utf16.DecodeRune(r, r2) != unicode.ReplacementChar {
+					s.i += 6
+				} else {
+					text |= lossyText
+				}
 			default:
-				return nil, false, errSyntax
+				return nil, 0, errSyntax
 			}
 		case c < 0x20:
-			return nil, false, errSyntax
-		default:
+			return nil, 0, errSyntax
+		case c < utf8.RuneSelf:
+			if c == '<' || c == '>' || c == '&' {
+				text |= rewrittenText
+			}
 			s.i++
+		default:
+			r, size := utf8.DecodeRune(s.src[s.i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				text |= lossyText
+			case r == '\u2028' || r == '\u2029':
+				text |= rewrittenText
+			}
+			s.i += size
 		}
 	}
-	return nil, false, errSyntax
+	return nil, 0, errSyntax
 }
 
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
+// hex4 reads the \uXXXX escape at b[i:], if there is one.
+func hex4(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
 	}
-	return true
+	var r rune
+	for _, c := range b[i+2 : i+6] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // appendJSONString appends a string token as encoding/json encodes its
 // value. A token without escapes whose text encoding/json would write
 // unchanged is copied; any other goes through a decode and an encode.
-func appendJSONString(dst, raw []byte, escaped bool) ([]byte, error) {
-	if !escaped && writtenAsIs(raw[1:len(raw)-1]) {
+//
+// A lossy token is copied as written: invalid UTF-8 and lone surrogates
+// decode to U+FFFD, but the provider reads the bytes as sent, so kept as
+// written they never share a key with a real U+FFFD or with each other.
+func appendJSONString(dst, raw []byte, text textFlags) ([]byte, error) {
+	if text&lossyText != 0 || text&(escapedText|rewrittenText) == 0 {
 		return append(dst, raw...), nil
 	}
 	var str string
 	if err := json.Unmarshal(raw, &str); err != nil {
 		return dst, errSyntax
 	}
-	if lossy(raw, str) {
-		// Invalid UTF-8 and lone surrogates decode to U+FFFD, but the
-		// provider reads the bytes as sent: kept as written, they never
-		// share a key with a real U+FFFD.
-		return append(dst, raw...), nil
-	}
 	return appendString(dst, str), nil
-}
-
-// lossy reports whether decoding raw replaced anything with U+FFFD: the
-// decoded text holds more of it than raw wrote, as UTF-8 or as an escape.
-func lossy(raw []byte, decoded string) bool {
-	n := strings.Count(decoded, "\uFFFD")
-	if n == 0 {
-		return false
-	}
-	written := bytes.Count(raw, []byte("\uFFFD")) + bytes.Count(bytes.ToLower(raw), []byte(`\ufffd`))
-	return n > written
 }
 
 // writtenAsIs reports whether encoding/json writes text unchanged inside
@@ -289,9 +329,15 @@ func (s *scanner) array(dst []byte) ([]byte, error) {
 // member is an object member whose canonical value has been written to
 // dst[start:end].
 type member struct {
+	// key is the decoded key, or for a lossy one lossyKey and its token.
 	key        string
 	start, end int
 }
+
+// lossyKey starts the key of a member whose key is kept as written. No
+// decoded key starts with it, being UTF-8, so the two never meet, and
+// lossy keys sort after the others; it costs member no field.
+const lossyKey = "\xff"
 
 func (s *scanner) object(dst []byte) ([]byte, error) {
 	if s.depth++; s.depth > maxDepth {
@@ -312,14 +358,15 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if s.i >= len(s.src) || s.src[s.i] != '"' {
 			return dst, errSyntax
 		}
-		raw, escaped, err := s.stringToken()
+		raw, text, err := s.stringToken()
 		if err != nil {
 			return dst, err
 		}
-		key, err := decodeKey(raw, escaped)
+		key, err := decodeKey(raw, text)
 		if err != nil {
 			return dst, err
 		}
+		lossy := text&lossyText != 0
 		if s.variant == "" && folds.add(key) {
 			s.variant = key
 		}
@@ -331,9 +378,14 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if dst, err = s.value(dst); err != nil {
 			return dst, err
 		}
-		if s.depth == 1 && slices.Contains(s.dropTop, key) {
+		switch {
+		case s.depth == 1 && !lossy && slices.Contains(s.dropTop, key):
 			dst = dst[:start]
-		} else {
+		case lossy:
+			// Kept as written, as a lossy value is: two such keys never
+			// collapse into one U+FFFD, nor meet a real one.
+			members = append(members, member{key: lossyKey + string(raw), start: start, end: len(dst)})
+		default:
 			members = append(members, member{key: key, start: start, end: len(dst)})
 		}
 		s.ws()
@@ -364,7 +416,11 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, m.key)
+		if raw, ok := strings.CutPrefix(m.key, lossyKey); ok {
+			dst = append(dst, raw...)
+		} else {
+			dst = appendString(dst, m.key)
+		}
 		dst = append(dst, ':')
 		dst = append(dst, dst[m.start:m.end]...)
 	}
@@ -441,8 +497,10 @@ func foldCase(s string) string {
 	return b.String()
 }
 
-func decodeKey(raw []byte, escaped bool) (string, error) {
-	if !escaped && utf8.Valid(raw) {
+// decodeKey is a key's text as encoding/json reads it, which is what case
+// variants are found among, lossy keys included.
+func decodeKey(raw []byte, text textFlags) (string, error) {
+	if text&(escapedText|lossyText) == 0 {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var key string
