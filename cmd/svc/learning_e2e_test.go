@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/internal/workflows/workflowstest"
 
 	"github.com/svc-gateway/svc/internal/shareddata"
 )
@@ -48,7 +48,7 @@ func (p *proc) send(t *testing.T, app, body string) (route, runID, content strin
 }
 
 // ticket is the support-triage workflow's request for a generated ticket.
-func ticket(rng *rand.Rand, n int) string { return string(workflows.TriageRequest(rng, n)) }
+func ticket(rng *rand.Rand, n int) string { return string(workflowstest.TriageRequest(rng, n)) }
 
 func (p *proc) tickets(t *testing.T, rng *rand.Rand, from, n int) (routes map[string]int, served []string) {
 	t.Helper()

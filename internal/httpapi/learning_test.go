@@ -12,12 +12,20 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/learning"
-	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/internal/workflows/workflowstest"
 )
 
 // triageBody is the support-triage workflow's request for a generated
 // ticket.
-func triageBody(rng *rand.Rand, n int) string { return string(workflows.TriageRequest(rng, n)) }
+func triageBody(rng *rand.Rand, n int) string { return string(workflowstest.TriageRequest(rng, n)) }
+
+// triageRuns is the triage traffic an artifact is learnt from. The holdout
+// split hashes run ids, which are random, so it differs from run to run: at
+// 240 runs 50 to 65 holdout runs are answered, and two disagreements of the
+// classifier can put its lower bound below the gate's 0.90 (47 of 49:
+// 0.879), which failed a run now and then; at 400 some 90 to 110 are, and
+// four still pass.
+const triageRuns = 400
 
 // sendTriage sends n triage requests as token and returns the routes.
 func (ts *testServer) sendTriage(t testing.TB, token string, rng *rand.Rand, from, n int, headers ...string) map[string]int {
@@ -34,7 +42,7 @@ func (ts *testServer) sendTriage(t testing.TB, token string, rng *rand.Rand, fro
 func TestLearningPassSynthesizesAndGates(t *testing.T) {
 	ts := newServer(t, bootstrap, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
-	ts.sendTriage(t, bootstrap, rng, 0, 400)
+	ts.sendTriage(t, bootstrap, rng, 0, triageRuns)
 
 	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
@@ -49,7 +57,7 @@ func TestLearningPassSynthesizesAndGates(t *testing.T) {
 	require.Len(t, patterns, 1)
 	p := patterns[0].(map[string]any)
 	assert.Equal(t, "shadow", p["state"])
-	assert.InDelta(t, 400, p["runCount"], 0)
+	assert.InDelta(t, triageRuns, p["runCount"], 0)
 	assert.Greater(t, p["avgCostUsd"].(float64), 0.0)
 	assert.InDelta(t, 1, p["stabilityScore"], 1e-9)
 	assert.Greater(t, p["optimizableScore"].(float64), 0.2)
@@ -209,7 +217,7 @@ func TestLearningPassAsJob(t *testing.T) {
 // shadow evidence and returns the artifact's id, still in shadow.
 func (ts *testServer) learnTriage(t testing.TB, rng *rand.Rand) string {
 	t.Helper()
-	ts.sendTriage(t, bootstrap, rng, 0, 400)
+	ts.sendTriage(t, bootstrap, rng, 0, triageRuns)
 	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "")
 	require.InDelta(t, 1, res.json["artifactsSynthesized"], 0, res.body)
 	id := ts.call(t, "GET", "/api/v1/artifacts", bootstrap, "").json["artifacts"].([]any)[0].(map[string]any)["id"].(string)

@@ -1,7 +1,9 @@
 package learning
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -323,4 +325,63 @@ func TestJudgeShadow(t *testing.T) {
 		got, _ := JudgeShadow(c.answer, c.answered, c.live)
 		assert.Equal(t, c.want, got, "%+v", c)
 	}
+}
+
+// shadowStore stores shadow evidence in memory; reading an artifact's
+// evaluations fails for badEvals, storing them for badStore.
+type shadowStore struct {
+	Store
+	arts     map[string]Artifact
+	stored   map[string][]Evaluation
+	badEvals string
+	badStore string
+}
+
+func (s *shadowStore) AddEvaluations(_ context.Context, _, id string, evals []Evaluation, _ time.Time) (Artifact, error) {
+	if id == s.badStore {
+		return Artifact{}, errors.New("disk full")
+	}
+	a := s.arts[id]
+	for _, e := range evals {
+		a.Count(e.Kind, e.Outcome)
+	}
+	s.arts[id] = a
+	s.stored[id] = append(s.stored[id], evals...)
+	return a, nil
+}
+
+func (s *shadowStore) Evaluations(_ context.Context, _, id string, _ int) ([]Evaluation, error) {
+	if id == s.badEvals {
+		return nil, errors.New("database is locked")
+	}
+	return s.stored[id], nil
+}
+
+func TestFlushShadowStoresTheOthersAndReportsAFailure(t *testing.T) {
+	st := &shadowStore{
+		arts: map[string]Artifact{
+			"art_promoted": {ID: "art_promoted", State: ArtifactPromoted, ReplayPass: 100},
+			"art_shadow":   {ID: "art_shadow", State: ArtifactShadow},
+		},
+		stored:   map[string][]Evaluation{},
+		badEvals: "art_promoted",
+		badStore: "art_lost",
+	}
+	s := New(Options{Store: st})
+	// The failing artifacts come first: the one after them is stored all
+	// the same.
+	s.RecordShadow("t", "art_promoted", "run_1", OutcomePass, "", "billing", "billing")
+	s.RecordShadow("t", "art_lost", "run_2", OutcomePass, "", "billing", "billing")
+	s.RecordShadow("t", "art_shadow", "run_3", OutcomeFail, "the live answer differs", "billing", "bug")
+	s.RecordShadow("t", "art_shadow", "run_4", OutcomePass, "", "bug", "bug")
+
+	err := s.FlushShadow(context.Background())
+	require.Error(t, err, "a failed quarantine check or store is not swallowed")
+	assert.ErrorContains(t, err, "checking artifact art_promoted for quarantine: database is locked")
+	assert.ErrorContains(t, err, "storing the shadow evaluations of artifact art_lost: disk full")
+	assert.Len(t, st.stored["art_promoted"], 1)
+	assert.Len(t, st.stored["art_shadow"], 2, "one artifact's failure does not drop the others' evidence")
+	assert.Equal(t, 1, st.arts["art_shadow"].ShadowPass)
+	assert.Equal(t, 1, st.arts["art_shadow"].ShadowFail)
+	assert.NoError(t, s.FlushShadow(context.Background()), "nothing is left pending")
 }

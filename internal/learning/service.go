@@ -638,9 +638,9 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 	return res, nil
 }
 
-// exampleOf reads a live run as an example: its shape and the answer (a
-// person's correction when there is one). ok is false for runs the loop
-// cannot learn from.
+// exampleOf reads a live run as an example: its shape and the model's
+// answer. ok is false for runs the loop cannot learn from, among them a run
+// whose answer was corrected or rated down.
 func exampleOf(r *RunRecord, fb map[string]RunFeedback) (Example, bool) {
 	if r.Route != ledger.RouteLive {
 		return Example{}, false

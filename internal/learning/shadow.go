@@ -2,6 +2,8 @@ package learning
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -81,18 +83,21 @@ func (s *Service) FlushShadow(ctx context.Context) error {
 		}
 		groups[k] = append(groups[k], ev)
 	}
+	// One artifact's failure does not keep the others' evidence from being
+	// stored, but it is returned: callers judge the evidence, and an
+	// artifact that should be quarantined may still be serving.
+	var failed []error
 	for _, k := range order {
 		a, err := s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, groups[k], s.now())
 		if err != nil {
-			s.o.Logger.Error("storing shadow evaluations failed", "artifact", k.artifact, "error", err)
+			failed = append(failed, fmt.Errorf("storing the shadow evaluations of artifact %s: %w", k.artifact, err))
 			continue
 		}
 		if err := s.checkQuarantine(ctx, a); err != nil {
-			// The other artifacts' evidence is stored all the same.
-			s.o.Logger.Error("checking an artifact for quarantine failed", "artifact", k.artifact, "error", err)
+			failed = append(failed, fmt.Errorf("checking artifact %s for quarantine: %w", k.artifact, err))
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // Start runs the shadow flusher until Close.
@@ -106,7 +111,9 @@ func (s *Service) Start() {
 		for {
 			select {
 			case <-s.stop:
-				_ = s.FlushShadow(context.Background())
+				if err := s.FlushShadow(context.Background()); err != nil {
+					s.o.Logger.Error("flushing shadow evaluations failed", "error", err)
+				}
 				return
 			case <-t.C:
 				if err := s.FlushShadow(context.Background()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/internal/workflows/workflowstest"
 )
 
 var now = time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
@@ -262,8 +263,8 @@ func TestOnboardingAndSeedFailWhenRunsCannotBeSynced(t *testing.T) {
 }
 
 func TestTriageRequestIsTheWorkflowsRequest(t *testing.T) {
-	a := workflows.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
-	b := workflows.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
+	a := workflowstest.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
+	b := workflowstest.TriageRequest(rand.New(rand.NewPCG(1, 2)), 7)
 	assert.Equal(t, a, b, "the same seed makes the same ticket")
 	var req struct {
 		Messages []struct{ Role, Content string } `json:"messages"`

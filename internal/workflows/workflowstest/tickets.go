@@ -1,10 +1,14 @@
-package workflows
+// Package workflowstest makes up traffic of the built-in workflows for
+// tests.
+package workflowstest
 
 import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/svc-gateway/svc/internal/workflows"
 )
 
 // ticketWords are what customers write about, per kind of ticket: billing,
@@ -21,10 +25,10 @@ var ticketFiller = []string{"hello", "team", "today", "again", "since monday", "
 
 // TriageRequest is the support-triage workflow's chat request for a ticket
 // made up from rng (ticket number n): the workflow's system prompt, and a
-// different ticket each time, as a help desk's traffic looks. Demos, load
-// and the learning loop's tests send it.
+// different ticket each time, as a help desk's traffic looks. The learning
+// loop's tests send it.
 func TriageRequest(rng *rand.Rand, n int) []byte {
-	step := SupportTriage().Definition.Steps[0]
+	step := workflows.SupportTriage().Definition.Steps[0]
 	kind := ticketWords[rng.IntN(len(ticketWords))]
 	var words []string
 	for range 2 + rng.IntN(2) {
