@@ -9,6 +9,11 @@
 // figure is measured against the upstream called directly, at the same
 // rate, by the same generator, so that the difference is svc's own.
 //
+// For scale, the same generator also measures two bare relays in a chain
+// (this program run with -relay, twice): Go reverse proxies that do nothing
+// but pass bytes, in the places of svc and its plugin. What they add is what
+// two process hops cost on this machine before any work is done.
+//
 //	make build && go run ./cmd/svc-bench            # or: make bench
 package main
 
@@ -21,6 +26,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +49,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file")
+	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
 	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
 		if !strings.Contains(kv, "=") {
 			return fmt.Errorf("%q is not KEY=VALUE", kv)
@@ -50,6 +58,13 @@ func main() {
 		return nil
 	})
 	flag.Parse()
+	if *relayTo != "" {
+		if err := serveRelay(*relayTo); err != nil {
+			fmt.Fprintln(os.Stderr, "svc-bench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "svc-bench:", err)
 		os.Exit(1)
@@ -95,31 +110,41 @@ func run(o options) error {
 		return err
 	}
 	defer svc.stop()
+	relays, err := startRelays(up.url, 2)
+	if err != nil {
+		return err
+	}
+	defer relays.stop()
 
 	direct := up.url + "/chat/completions"
 	gateway := svc.url + "/v1/chat/completions"
+	bare := relays.url + "/chat/completions"
 	fmt.Printf("svc-bench: upstream latency %v, phases of %v, GOMAXPROCS from the machine (%d CPUs)\n\n", o.latency, o.duration, numCPU())
 
-	// Warm both paths: connections, the plugin, SQLite's pages.
+	// Warm svc's path and the relays': connections, the plugin, SQLite's pages.
 	up.latency.Store(int64(o.latency))
-	if _, err := openLoop(client(4096), gateway, 200, time.Second); err != nil {
-		return err
+	for _, url := range []string{gateway, bare} {
+		if _, err := openLoop(client(4096), url, 200, time.Second); err != nil {
+			return err
+		}
 	}
 
-	fmt.Println("latency added by svc (open loop, same rate, svc minus direct)")
-	fmt.Printf("  %-10s %-22s %-22s %-20s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "errors")
+	fmt.Println("latency added by svc (open loop, same rate, svc minus direct; two bare relays minus direct for scale)")
+	fmt.Printf("  %-10s %-22s %-22s %-20s %-22s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "relays add p50 / p99", "errors")
 	var cpuLines []string
 	for _, rate := range rates {
 		// svc and its plugin work only for svc's turns: their CPU over the
 		// phase is what svc's requests cost at this rate.
 		procs := svc.processes()
 		before := cpuTimes(procs)
-		d, s, err := interleaved(direct, gateway, rate, o.duration)
+		got, err := interleaved([]string{direct, gateway, bare}, rate, o.duration)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  %-10s %-22s %-22s %-20s %d\n", fmt.Sprintf("%d/s", rate),
-			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), d.errors+s.errors)
+		d, s, r := got[0], got[1], got[2]
+		fmt.Printf("  %-10s %-22s %-22s %-20s %-22s %d\n", fmt.Sprintf("%d/s", rate),
+			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)),
+			pair(r.p(50)-d.p(50), r.p(99)-d.p(99)), d.errors+s.errors+r.errors)
 		cpuLines = append(cpuLines, fmt.Sprintf("  %-10s %s", fmt.Sprintf("%d/s", rate), cpuPerRequest(procs, before, s.ok)))
 	}
 	fmt.Println("  CPU per request at that rate")
@@ -127,8 +152,8 @@ func run(o options) error {
 		fmt.Println(l)
 	}
 
-	fmt.Println("\nstreaming: time to first byte (sequential streams, direct and svc in turn)")
-	d, s, sc := &sample{}, &sample{}, client(2)
+	fmt.Println("\nstreaming: time to first byte (sequential streams, direct, svc and the relays in turn)")
+	d, s, r, sc := &sample{}, &sample{}, &sample{}, client(2)
 	procs := svc.processes()
 	streamCPU := cpuTimes(procs)
 	for range o.streams {
@@ -138,8 +163,12 @@ func run(o options) error {
 		if err := firstByte(sc, gateway, s); err != nil {
 			return err
 		}
+		if err := firstByte(sc, bare, r); err != nil {
+			return err
+		}
 	}
-	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)), ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)))
+	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)   relays add p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)),
+		ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)), ms(r.p(50)-d.p(50)), ms(r.p(99)-d.p(99)))
 	fmt.Printf("  CPU per stream: %s\n", cpuPerRequest(procs, streamCPU, len(s.lat)))
 
 	up.latency.Store(0)
@@ -240,29 +269,28 @@ func call(c *http.Client, url string) error {
 	return err
 }
 
-// interleaved measures both paths at rate for d in all, in turns of a
+// interleaved measures each of urls at rate for d in all, in turns of a
 // second each, so that a change in the machine's other load (a neighbour on
-// the host, a daemon waking) falls on both rather than on one.
-func interleaved(direct, gateway string, rate int, d time.Duration) (dir, svc *sample, err error) {
-	dir, svc = &sample{}, &sample{}
-	paths := []struct {
-		c   *http.Client
-		url string
-		s   *sample
-	}{{client(4096), direct, dir}, {client(4096), gateway, svc}}
+// the host, a daemon waking) falls on all rather than on one.
+func interleaved(urls []string, rate int, d time.Duration) ([]*sample, error) {
+	samples, clients := make([]*sample, len(urls)), make([]*http.Client, len(urls))
+	for i := range urls {
+		samples[i], clients[i] = &sample{}, client(4096)
+	}
 	for left := d; left > 0; left -= time.Second {
 		turn := min(left, time.Second)
-		for _, p := range paths {
-			got, err := openLoop(p.c, p.url, rate, turn)
+		for i, url := range urls {
+			got, err := openLoop(clients[i], url, rate, turn)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			p.s.lat = append(p.s.lat, got.lat...)
-			p.s.errors += got.errors
-			p.s.ok += got.ok
+			s := samples[i]
+			s.lat = append(s.lat, got.lat...)
+			s.errors += got.errors
+			s.ok += got.ok
 		}
 	}
-	return dir, svc, nil
+	return samples, nil
 }
 
 // openLoop sends rate requests a second for d, each at its scheduled time
@@ -397,6 +425,77 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *upstream) close() { _ = u.srv.Close() }
+
+// serveRelay passes every request to target and its answer back, flushing
+// each write (streams pass event by event), until stdin closes: the least a
+// Go process in svc's place could do.
+func serveRelay(target string) error {
+	to, err := url.Parse(target)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(to)
+	proxy.FlushInterval = -1
+	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute, DisableCompression: true}
+	go func() { _ = http.Serve(ln, proxy) }()
+	fmt.Println("http://" + ln.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// relayChain is bare relays in a chain before the upstream.
+type relayChain struct {
+	cmds []*exec.Cmd
+	url  string
+}
+
+// startRelays starts n relays, each passing to the one started before it
+// and the first to target.
+func startRelays(target string, n int) (*relayChain, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	c := &relayChain{url: target}
+	for range n {
+		cmd := exec.Command(self, "-relay", c.url)
+		cmd.Stderr = os.Stderr
+		// The relay serves until its stdin closes: when it is stopped, or
+		// when this program dies without stopping it.
+		if _, err := cmd.StdinPipe(); err != nil {
+			c.stop()
+			return nil, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.cmds = append(c.cmds, cmd)
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			c.stop()
+			return nil, fmt.Errorf("relay did not start: %w", err)
+		}
+		c.url = strings.TrimSpace(line)
+	}
+	return c, nil
+}
+
+func (c *relayChain) stop() {
+	for _, cmd := range c.cmds {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+}
 
 // svcProcess is bin/svc running in front of the upstream.
 type svcProcess struct {
