@@ -227,7 +227,8 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	})
 
 	keys := auth.NewKeys(m.Store, nil)
-	sessions, err := auth.NewSessionManager(ctx, m.Store, strings.HasPrefix(cfg.AppBaseURL, "https://"), cfg.RequireLogin, nil)
+	secureCookies := strings.HasPrefix(cfg.AppBaseURL, "https://")
+	sessions, err := auth.NewSessionManager(ctx, m.Store, secureCookies, cfg.RequireLogin, nil)
 	if err != nil {
 		return err
 	}
@@ -259,6 +260,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Keys:        keys,
 		Accounts:    m.Accounts,
 		Sessions:    sessions,
+		Devices:     auth.NewDevices(m.Store, secureCookies, nil),
 		Settings:    settingsService,
 		Audit:       auditLog,
 		Gateway:     gw,

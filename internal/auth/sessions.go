@@ -131,10 +131,10 @@ func (m *SessionManager) Invalidate() { m.gen.Add(1) }
 // cookie on w. A session cookie already on r is ended first: every login
 // gets a fresh id.
 func (m *SessionManager) Start(ctx context.Context, w http.ResponseWriter, r *http.Request, userID, tenantID string) error {
-	if old, ok := cookieHash(r); ok {
+	if old, ok := cookieHash(r, SessionCookie); ok {
 		m.end(ctx, old)
 	}
-	token, h, err := newSessionID()
+	token, h, err := newCookieValue()
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (m *SessionManager) Start(ctx context.Context, w http.ResponseWriter, r *ht
 }
 
 // newSessionID returns a fresh cookie value and its hash.
-func newSessionID() (string, [32]byte, error) {
+func newCookieValue() (string, [32]byte, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return "", [32]byte{}, err
@@ -158,7 +158,7 @@ func newSessionID() (string, [32]byte, error) {
 // End ends r's session, if any, and clears the cookie.
 func (m *SessionManager) End(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, m.cookie("", -1))
-	if h, ok := cookieHash(r); ok {
+	if h, ok := cookieHash(r, SessionCookie); ok {
 		return m.end(ctx, h)
 	}
 	return nil
@@ -187,11 +187,11 @@ func (m *SessionManager) EndAll(ctx context.Context, userID string) error {
 // store swaps the two at once, so that a failure leaves r's session as it
 // was.
 func (m *SessionManager) Switch(ctx context.Context, w http.ResponseWriter, r *http.Request, userID, tenantID string) error {
-	old, ok := cookieHash(r)
+	old, ok := cookieHash(r, SessionCookie)
 	if !ok {
 		return errs.E(errs.Unauthorized, "session_required", "sign in first")
 	}
-	token, h, err := newSessionID()
+	token, h, err := newCookieValue()
 	if err != nil {
 		return err
 	}
@@ -219,9 +219,9 @@ func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode}
 }
 
-// cookieHash returns the sha256 of r's session cookie value.
-func cookieHash(r *http.Request) ([32]byte, bool) {
-	c, err := r.Cookie(SessionCookie)
+// cookieHash returns the sha256 of the value of r's cookie name.
+func cookieHash(r *http.Request, name string) ([32]byte, bool) {
+	c, err := r.Cookie(name)
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
 		return [32]byte{}, false
 	}
@@ -231,7 +231,7 @@ func cookieHash(r *http.Request) ([32]byte, bool) {
 // FromRequest implements Sessions: the identity of r's session, from the
 // cache when it is fresh. An unknown or expired session is nil.
 func (m *SessionManager) FromRequest(r *http.Request) (*Identity, error) {
-	h, ok := cookieHash(r)
+	h, ok := cookieHash(r, SessionCookie)
 	if !ok {
 		return nil, nil
 	}

@@ -37,16 +37,30 @@ func accountKey(email string) string {
 	return key
 }
 
-// limitAccount takes one sign-in attempt from the account's bucket before
-// the password is checked, so that guesses sent in parallel from many
-// addresses cannot outnumber the tokens left. login refunds it unless the
-// attempt failed: only wrong guesses empty the bucket, not the owner's
-// sign-ins.
-func (s *Server) limitAccount(key string) error {
+// signInBucket is the bucket a sign-in to the account key draws from: its
+// device's, when r comes from a browser that signed in to that account
+// before, or else the account's, shared by every other browser and
+// address; "" when no account can match.
+func (s *Server) signInBucket(r *http.Request, key string) (string, error) {
 	if key == "" {
+		return "", nil
+	}
+	device, err := s.Devices.Bucket(r.Context(), r, key)
+	if err != nil || device == "" {
+		return key, err
+	}
+	return device, nil
+}
+
+// limitSignIn takes one sign-in attempt from bucket before the password is
+// checked, so that guesses sent in parallel from many addresses cannot
+// outnumber the tokens left. login refunds it unless the attempt failed:
+// only wrong guesses empty the bucket, not the owner's sign-ins.
+func (s *Server) limitSignIn(bucket string) error {
+	if bucket == "" {
 		return nil
 	}
-	if ok, wait := s.accountLimiter.Allow(key); !ok {
+	if ok, wait := s.accountLimiter.Allow(bucket); !ok {
 		e := errs.E(errs.RateLimited, "rate_limited", "too many sign-in attempts for this account; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
 		e.Retry = wait
 		return e
@@ -90,21 +104,29 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	key := accountKey(body.Email)
-	if err := s.limitAccount(key); err != nil {
+	bucket, err := s.signInBucket(r, accountKey(body.Email))
+	if err != nil {
+		return err
+	}
+	if err := s.limitSignIn(bucket); err != nil {
 		return err
 	}
 	u, tenantID, err := s.Accounts.Login(r.Context(), body.Email, body.Password)
 	// As in identify, only a failed attempt costs a token; one that failed
 	// for another reason than the credentials was no guess.
-	if key != "" && !errs.Is(err, errs.Unauthorized) {
-		s.accountLimiter.Refund(key)
+	if bucket != "" && !errs.Is(err, errs.Unauthorized) {
+		s.accountLimiter.Refund(bucket)
 	}
 	if err != nil {
 		return err
 	}
 	if err := s.Sessions.Start(r.Context(), w, r, u.ID, tenantID); err != nil {
 		return err
+	}
+	if err := s.Devices.Remember(r.Context(), w, r, u.ID); err != nil {
+		// The person is signed in; their browser stays unknown, so their
+		// next sign-in shares the account's bucket.
+		s.log.Warn("remembering the sign-in device failed", "error", err)
 	}
 	writeJSON(w, http.StatusOK, userResponse{User: u})
 	return nil

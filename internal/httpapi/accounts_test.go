@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/svc-gateway/svc/internal/auth"
 )
 
 const (
@@ -684,4 +685,74 @@ func TestSignInChargesOnlyFailedAttemptsToTheAccount(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusUnauthorized, login("192.0.2.20", "wrong guess 11").status, "a failure takes the token")
 	assert.Equal(t, http.StatusTooManyRequests, login("192.0.2.21", adminPassword).status)
+}
+
+// deviceCookie returns the device cookie res set.
+func deviceCookie(t *testing.T, res response) *http.Cookie {
+	t.Helper()
+	for _, c := range (&http.Response{Header: res.header}).Cookies() {
+		if c.Name == auth.DeviceCookie {
+			return c
+		}
+	}
+	require.FailNow(t, "no device cookie set", "%v", res.header)
+	return nil
+}
+
+// A browser that signed in to an account before keeps signing in while
+// guesses from elsewhere have emptied the account's bucket; its own wrong
+// guesses empty only its own bucket; its cookie is new at each sign-in,
+// goes to the sign-in endpoint only, and stops counting once replaced.
+func TestAKnownDeviceSignsInWhileTheAccountIsUnderAttack(t *testing.T) {
+	env := accountEnv()
+	env["SVC_TRUSTED_PROXIES"] = "127.0.0.1"
+	ts := newServer(t, "", env)
+	login := func(b *browser, client, email, password string) response {
+		return b.do(t, "POST", "/api/v1/auth/login", `{"email":"`+email+`","password":"`+password+`"}`,
+			"X-Forwarded-For", client+", 127.0.0.1")
+	}
+	owner := ts.browser(t)
+	first := login(owner, "192.0.2.1", adminEmail, adminPassword)
+	require.Equal(t, http.StatusOK, first.status, first.body)
+	c := deviceCookie(t, first)
+	assert.Equal(t, "/api/v1/auth/login", c.Path, "sent to the sign-in endpoint only")
+	assert.True(t, c.HttpOnly)
+	assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
+	assert.Equal(t, int(auth.DeviceLifetime/time.Second), c.MaxAge)
+
+	for i := range 10 {
+		res := login(ts.browser(t), "203.0.113."+strconv.Itoa(i), adminEmail, "wrong guess "+strconv.Itoa(i))
+		require.Equal(t, http.StatusUnauthorized, res.status, "guess %d", i)
+	}
+	require.Equal(t, http.StatusTooManyRequests, login(ts.browser(t), "198.51.100.1", adminEmail, adminPassword).status,
+		"a browser never signed in waits with the guesses")
+
+	second := login(owner, "192.0.2.1", strings.ToUpper(adminEmail), adminPassword)
+	require.Equal(t, http.StatusOK, second.status, "the owner's browser signs in: %s", second.body)
+	assert.NotEqual(t, c.Value, deviceCookie(t, second).Value, "a new device cookie at each sign-in")
+
+	// The first cookie, replayed from another browser, is no device now.
+	thief := ts.browser(t)
+	u, _ := url.Parse(ts.URL + "/api/v1/auth/login")
+	thief.client.Jar.SetCookies(u, []*http.Cookie{{Name: auth.DeviceCookie, Value: c.Value, Path: c.Path}})
+	assert.Equal(t, http.StatusTooManyRequests, login(thief, "198.51.100.2", adminEmail, adminPassword).status)
+
+	// The device's own wrong guesses empty its own bucket, not the
+	// account's (already empty) one, and then wait like any.
+	for i := range 10 {
+		// From addresses of their own: each address has its own limit.
+		res := login(owner, "192.0.2."+strconv.Itoa(10+i), adminEmail, "owner typo "+strconv.Itoa(i))
+		require.Equal(t, http.StatusUnauthorized, res.status, "typo %d", i)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, login(owner, "192.0.2.30", adminEmail, adminPassword).status)
+	ts.now = ts.now.Add(31 * time.Second)
+	assert.Equal(t, http.StatusOK, login(owner, "192.0.2.31", adminEmail, adminPassword).status)
+
+	// A device unused for its lifetime is forgotten.
+	ts.now = ts.now.Add(auth.DeviceLifetime + time.Minute)
+	for i := range 10 {
+		require.Equal(t, http.StatusUnauthorized, login(ts.browser(t), "203.0.113."+strconv.Itoa(i), adminEmail, "later guess").status)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, login(owner, "192.0.2.32", adminEmail, adminPassword).status,
+		"an expired device shares the account's bucket")
 }

@@ -202,6 +202,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Keys:     keys,
 		Accounts: ts.accounts,
 		Sessions: sessions,
+		Devices:  auth.NewDevices(s, false, clock),
 		Settings: settingsService,
 		Audit:    auditLog,
 		Gateway: gateway.New(gateway.Options{

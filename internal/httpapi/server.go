@@ -46,6 +46,9 @@ type Deps struct {
 	// invitations, signup.
 	Accounts *accounts.Service
 	Sessions *auth.SessionManager
+	// Devices recognizes browsers that signed in to an account before;
+	// their sign-ins do not share the account's bucket of attempts.
+	Devices  *auth.Devices
 	Settings *settings.Service
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
@@ -85,7 +88,9 @@ type Server struct {
 	abuseLimiter *ratelimit.Limiter
 	// accountLimiter holds one bucket of sign-in attempts per account, so
 	// that guesses at one password from many addresses are slowed too: 10,
-	// then one every 30 seconds.
+	// then one every 30 seconds; and one as large per device that signed in
+	// to the account before, so that those guesses cannot lock its owner
+	// out.
 	accountLimiter *ratelimit.Limiter
 	// csrf refuses cross-site requests that would act with a session
 	// cookie.

@@ -15,6 +15,7 @@ import (
 var (
 	_ accounts.Store    = (*Store)(nil)
 	_ auth.SessionStore = (*Store)(nil)
+	_ auth.DeviceStore  = (*Store)(nil)
 )
 
 const userColumns = `id, email, name, role, email_verified, password_hash, created_at`
@@ -392,6 +393,38 @@ func (s *Store) RotateSession(ctx context.Context, old, next [32]byte, userID, t
 		return deleteSession(ctx, tx, old)
 	})
 	return created, err
+}
+
+// DeviceOf implements auth.DeviceStore.
+func (s *Store) DeviceOf(ctx context.Context, hash [32]byte, email string, since time.Time) (bool, error) {
+	var one int
+	err := s.read.QueryRowContext(ctx, `SELECT 1 FROM sign_in_devices d JOIN users u ON u.id = d.user_id
+		WHERE d.id_hash = ? AND u.email = ? AND d.last_used_at >= ?`, hash[:], email, since.UnixMilli()).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReplaceDevice implements auth.DeviceStore, in one transaction.
+func (s *Store) ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at, expired time.Time, keep int) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE id_hash = ? AND user_id = ?`, old[:], userID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sign_in_devices (id_hash, user_id, last_used_at) VALUES (?, ?, ?)`,
+			next[:], userID, at.UnixMilli()); err != nil {
+			return formatError(err)
+		}
+		// next stays; of the others, the keep-1 most recently used.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE user_id = ? AND id_hash != ? AND id_hash NOT IN
+			(SELECT id_hash FROM sign_in_devices WHERE user_id = ? AND id_hash != ? ORDER BY last_used_at DESC, id_hash LIMIT ?)`,
+			userID, next[:], userID, next[:], max(keep-1, 0)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE last_used_at < ?`, expired.UnixMilli())
+		return err
+	})
 }
 
 // LookupSession returns the session with its user's platform role and

@@ -70,3 +70,57 @@ func TestRotateSessionKeepsCreationAndSwapsAtOnce(t *testing.T) {
 	_, err = s.LookupSession(ctx, h3)
 	assert.NoError(t, err)
 }
+
+// A device belongs to the account whose email it is asked with, until its
+// lifetime runs out; a replaced device is forgotten, but only by its own
+// account; an account keeps its most recently used devices only.
+func TestSignInDevicesAreKeptPerAccount(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	t0 := time.UnixMilli(1_800_000_000_000).UTC()
+	sessionUser(t, s, "usr_1", t0)
+	sessionUser(t, s, "usr_2", t0)
+	dev := func(i int) [32]byte { return sha256.Sum256([]byte{byte(i)}) }
+	known := func(h [32]byte, email string, since time.Time) bool {
+		t.Helper()
+		ok, err := s.DeviceOf(ctx, h, email, since)
+		require.NoError(t, err)
+		return ok
+	}
+	never := time.Time{}
+	var none [32]byte
+
+	require.NoError(t, s.ReplaceDevice(ctx, none, dev(1), "usr_1", t0, never, 20))
+	assert.True(t, known(dev(1), "usr_1@example.com", t0))
+	assert.False(t, known(dev(1), "usr_2@example.com", t0), "another account's device")
+	assert.False(t, known(dev(2), "usr_1@example.com", t0), "an unknown device")
+	assert.False(t, known(dev(1), "usr_1@example.com", t0.Add(time.Millisecond)), "a device unused since")
+
+	// Another account cannot replace usr_1's device; usr_1 can.
+	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(2), "usr_2", t0, never, 20))
+	assert.True(t, known(dev(1), "usr_1@example.com", t0))
+	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(3), "usr_1", t0.Add(time.Hour), never, 20))
+	assert.False(t, known(dev(1), "usr_1@example.com", t0))
+	assert.True(t, known(dev(3), "usr_1@example.com", t0.Add(time.Hour)))
+
+	// Past keep, the least recently used go; the new one always stays,
+	// even among devices used at the same moment.
+	for i := 10; i < 15; i++ {
+		require.NoError(t, s.ReplaceDevice(ctx, none, dev(i), "usr_1", t0.Add(2*time.Hour), never, 3))
+		assert.True(t, known(dev(i), "usr_1@example.com", t0), "device %d", i)
+	}
+	kept := 0
+	for i := 0; i < 15; i++ {
+		if known(dev(i), "usr_1@example.com", t0) {
+			kept++
+		}
+	}
+	assert.Equal(t, 3, kept)
+	assert.False(t, known(dev(3), "usr_1@example.com", t0), "the least recently used went first")
+	assert.True(t, known(dev(2), "usr_2@example.com", t0), "another account's devices are not counted")
+
+	// Devices unused before expired are forgotten, whoever signs in.
+	require.NoError(t, s.ReplaceDevice(ctx, none, dev(20), "usr_1", t0.Add(3*time.Hour), t0.Add(time.Hour), 20))
+	assert.False(t, known(dev(2), "usr_2@example.com", never), "usr_2's device expired")
+	assert.True(t, known(dev(14), "usr_1@example.com", never))
+}
