@@ -213,3 +213,40 @@ func TestLabelsNameTheirControlsWithoutRepeatingAsText(t *testing.T) {
 		t.Fatalf("text that names nothing was lost: %q", joined)
 	}
 }
+
+// A control without a label of its own is named by its layout: the term of
+// the description or the header cell (or colon-ended cell) before its
+// cell, when it comes first in its own; and the one text field of a form
+// by the form's one submit button. What is not a label is not taken: a
+// price cell, a product row's "Color:" before a swatch, a radio's group
+// label (its own follows it), a generic "Submit".
+func TestLayoutsNameUnlabelledControls(t *testing.T) {
+	snap, _ := compileString(t, `<!doctype html><body>
+<dl><dt>Quantity:</dt><dd><form action="#"><fieldset><input name=qty value=1></fieldset></form></dd>
+<dt>Deliver every:</dt><dd><input type=radio name=every value=4> 4 weeks</dd>
+<dt>Color:</dt><dd><img src=s.jpg alt=Silver> US$11.99 <input name=units value=0></dd></dl>
+<form action="/account" method=post><table>
+<tr><th>Username</th><td><input name=user></td></tr>
+<tr><td>Email:</td><td><input name=mail></td></tr>
+<tr><td>$40.00</td><td><input name=cartqty></td></tr>
+<tr><td colspan=2><button>Save</button></td></tr></table></form>
+<form action="/search"><input name=term><input type=submit value=Search></form>
+<form action="/go"><input name=anything><input type=submit></form>
+<form action="/two"><input name=a><input name=b><button>Find</button></form>
+</body>`)
+	names := map[string]string{}
+	for _, e := range snap.Elements {
+		if e.Field != "" {
+			names[e.Field] = e.Name
+		}
+	}
+	assert.Equal(t, "Quantity", names["qty"], "a description's term names the control in it")
+	assert.Equal(t, "4 weeks", names["every"], "a radio keeps its own label")
+	assert.Empty(t, names["units"], "a control after other content is not the term's")
+	assert.Equal(t, "Username", names["user"], "a header cell names the cell after it")
+	assert.Equal(t, "Email", names["mail"], "so does a cell ending with a colon")
+	assert.Empty(t, names["cartqty"], "a data cell is not a label")
+	assert.Equal(t, "Search", names["term"], "a form's one field is named by its one button")
+	assert.Empty(t, names["anything"], `"Submit" says nothing`)
+	assert.Empty(t, names["a"], "nor does a button of two fields")
+}

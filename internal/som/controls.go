@@ -91,34 +91,29 @@ func (c *compiler) input(n *html.Node, reg, form int) {
 		if e.Value == "" {
 			e.Value = "on"
 		}
-		e.Name = firstNonEmpty(c.namedControl(n), followingText(n))
+		// Their label usually follows them; what comes before names
+		// the group.
+		e.Name = firstNonEmpty(c.ownName(n), followingText(n))
 		if e.Name == "" {
 			e.Name = c.controlName(n, reg)
 		}
 	default:
 		c.flush()
 		e.Kind, e.Type = KindInput, t
-		e.Name = c.controlName(n, reg)
 		if t != "password" && t != "file" {
 			e.Value = clip(attr(n, "value"), 2000)
 		}
+		e.Name = c.labelName(n, reg)
 		if e.Name == "" && e.Value != "" && strings.Contains(attr(n, "onfocus"), "value") {
 			// A value a script clears on focus is a placeholder from before
 			// browsers had one: it names the field and is not its value.
 			e.Name, e.Value = clip(clean(e.Value), maxName), ""
 		}
+		if e.Name == "" {
+			e.Name = c.layoutName(n)
+		}
 	}
 	c.add(e)
-}
-
-// namedControl is controlName without the implicit-label fallback, for
-// checkboxes and radios, whose label usually follows them.
-func (c *compiler) namedControl(n *html.Node) string {
-	last := c.lastText
-	c.lastText = ""
-	name := c.controlName(n, -2)
-	c.lastText = last
-	return name
 }
 
 // followingText returns the short text right after n: "[x] Remember me".

@@ -70,10 +70,14 @@ func TestCorpusPrices(t *testing.T) {
 
 // TestCorpusForms checks every form the parser kept becomes an r_form
 // region with its method and resolved action, and that few controls are
-// left without a name. SOM.md aims at 2%; the controls still unnamed here
-// have no label, placeholder, title or text near them at all (a bare
-// search box, a quantity box beside a price), so the bound is 10% until an
-// implicit-label rule that reads table layouts exists.
+// left without a name. SOM.md aims at 2%; the 10 of 156 (6.4%) still
+// unnamed here have nothing that names them at all: selects with no label
+// or text near them (a country list, a review sort, a styled quantity
+// list), a search box whose button is an icon, a quantity stepper between
+// "-" and "+", a field whose value stands in for a label without a script
+// saying so, and a checkbox hidden by a site's own class. Those that a
+// description term, a header cell or their form's one button names are
+// named (TestLayoutsNameUnlabelledControls).
 func TestCorpusForms(t *testing.T) {
 	pages := loadCorpus(t)
 	controls, unnamed := 0, 0
@@ -118,7 +122,7 @@ func TestCorpusForms(t *testing.T) {
 		}
 	}
 	t.Logf("%d controls, %d without a name (%.2f%%)", controls, unnamed, 100*float64(unnamed)/float64(controls))
-	if float64(unnamed) > 0.10*float64(controls) {
+	if float64(unnamed) > 0.07*float64(controls) {
 		t.Errorf("%d of %d controls have no name", unnamed, controls)
 	}
 }

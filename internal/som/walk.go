@@ -254,7 +254,12 @@ func (c *compiler) flush() {
 		node: r.node, region: r.region, form: -1, segs: segs})
 	c.claim(segs, i)
 	if i >= 0 && len(text) <= 60 {
+		// A short text may label the control after it; a price does not,
+		// and a label before the price is no longer next to the control.
 		c.lastText, c.lastReg = strings.TrimRight(text, " :*"), r.region
+		if parsePrice(text) != nil {
+			c.lastText = ""
+		}
 	}
 }
 
