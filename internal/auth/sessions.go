@@ -145,7 +145,7 @@ func (m *SessionManager) Start(ctx context.Context, w http.ResponseWriter, r *ht
 	return nil
 }
 
-// newSessionID returns a fresh cookie value and its hash.
+// newCookieValue returns a fresh cookie value and its hash.
 func newCookieValue() (string, [32]byte, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

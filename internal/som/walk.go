@@ -110,7 +110,7 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		if role == "radio" {
 			k = KindRadio
 		}
-		name := firstNonEmpty(c.controlName(n, reg), clip(clean(textOf(n, 400)), maxName))
+		name := firstNonEmpty(c.labelName(n, reg), clip(clean(textOf(n, 400)), maxName), c.layoutName(n))
 		c.add(&elem{Element: Element{Kind: k, Name: name, Checked: attr(n, "aria-checked") == "true"},
 			node: n, region: reg, form: -1})
 		return
