@@ -233,6 +233,7 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <form action="/search"><input name=term><input type=submit value=Search></form>
 <form action="/go"><input name=anything><input type=submit></form>
 <form action="/two"><input name=a><input name=b><button>Find</button></form>
+<form action="/find"><input name=q><button type=bogus>Look up</button><button type=button>Clear</button></form>
 </body>`)
 	names := map[string]string{}
 	for _, e := range snap.Elements {
@@ -249,4 +250,5 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 	assert.Equal(t, "Search", names["term"], "a form's one field is named by its one button")
 	assert.Empty(t, names["anything"], `"Submit" says nothing`)
 	assert.Empty(t, names["a"], "nor does a button of two fields")
+	assert.Equal(t, "Look up", names["q"], "a button of an invalid type submits; one of type button does not")
 }

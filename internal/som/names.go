@@ -207,10 +207,11 @@ func (c *compiler) submitterName(n *html.Node) string {
 	}
 	var fields, submitters int
 	var submitter *html.Node
-	var visit func(m *html.Node, budget *int)
-	visit = func(m *html.Node, budget *int) {
-		for ch := m.FirstChild; ch != nil && *budget > 0; ch = ch.NextSibling {
-			*budget--
+	budget := 2000 // elements looked at, so a page-wide form costs little
+	var visit func(m *html.Node)
+	visit = func(m *html.Node) {
+		for ch := m.FirstChild; ch != nil && budget > 0; ch = ch.NextSibling {
+			budget--
 			if ch.Type != html.ElementNode || invisible(ch) {
 				continue
 			}
@@ -221,11 +222,10 @@ func (c *compiler) submitterName(n *html.Node) string {
 				submitters++
 				submitter = ch
 			}
-			visit(ch, budget)
+			visit(ch)
 		}
 	}
-	budget := 2000 // elements looked at, so a page-wide form costs little
-	visit(form, &budget)
+	visit(form)
 	if fields != 1 || submitters != 1 || budget == 0 {
 		return ""
 	}
@@ -250,7 +250,7 @@ func isSubmitter(n *html.Node) bool {
 	t := strings.ToLower(strings.TrimSpace(attr(n, "type")))
 	switch n.DataAtom {
 	case atom.Button:
-		return t == "" || t == "submit"
+		return t != "button" && t != "reset" // a missing or invalid type submits
 	case atom.Input:
 		return t == "submit" || t == "image"
 	}
