@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/svc-gateway/svc/internal/errs"
 )
 
 func TestBetaQuantile(t *testing.T) {
@@ -335,13 +336,17 @@ type shadowStore struct {
 	stored   map[string][]Evaluation
 	badEvals string
 	badStore string
+	checks   map[string]int // quarantine checks made, by artifact
 }
 
 func (s *shadowStore) AddEvaluations(_ context.Context, _, id string, evals []Evaluation, _ time.Time) (Artifact, error) {
 	if id == s.badStore {
 		return Artifact{}, errors.New("disk full")
 	}
-	a := s.arts[id]
+	a, ok := s.arts[id]
+	if !ok {
+		return Artifact{}, errs.NotFoundf("artifact not found")
+	}
 	for _, e := range evals {
 		a.Count(e.Kind, e.Outcome)
 	}
@@ -350,38 +355,68 @@ func (s *shadowStore) AddEvaluations(_ context.Context, _, id string, evals []Ev
 	return a, nil
 }
 
+func (s *shadowStore) Artifact(_ context.Context, _, id string) (Artifact, error) {
+	a, ok := s.arts[id]
+	if !ok {
+		return Artifact{}, errs.NotFoundf("artifact not found")
+	}
+	return a, nil
+}
+
 func (s *shadowStore) Evaluations(_ context.Context, _, id string, _ int) ([]Evaluation, error) {
+	s.checks[id]++
 	if id == s.badEvals {
 		return nil, errors.New("database is locked")
 	}
 	return s.stored[id], nil
 }
 
-func TestFlushShadowStoresTheOthersAndReportsAFailure(t *testing.T) {
+// One artifact's failure does not keep the others' evidence from being
+// stored; what failed is tried again at the next flush; a tenant is told
+// of its own failures only; evidence of an artifact that is gone goes.
+func TestFlushShadowStoresTheOthersAndRetriesAFailure(t *testing.T) {
 	st := &shadowStore{
 		arts: map[string]Artifact{
-			"art_promoted": {ID: "art_promoted", State: ArtifactPromoted, ReplayPass: 100},
-			"art_shadow":   {ID: "art_shadow", State: ArtifactShadow},
+			"art_promoted": {ID: "art_promoted", TenantID: "t", State: ArtifactPromoted, ReplayPass: 100},
+			"art_lost":     {ID: "art_lost", TenantID: "t", State: ArtifactShadow},
+			"art_shadow":   {ID: "art_shadow", TenantID: "t", State: ArtifactShadow},
+			"art_other":    {ID: "art_other", TenantID: "u", State: ArtifactShadow},
 		},
 		stored:   map[string][]Evaluation{},
+		checks:   map[string]int{},
 		badEvals: "art_promoted",
 		badStore: "art_lost",
 	}
 	s := New(Options{Store: st})
-	// The failing artifacts come first: the one after them is stored all
+	// The failing artifacts come first: the ones after them are stored all
 	// the same.
 	s.RecordShadow("t", "art_promoted", "run_1", OutcomePass, "", "billing", "billing")
 	s.RecordShadow("t", "art_lost", "run_2", OutcomePass, "", "billing", "billing")
 	s.RecordShadow("t", "art_shadow", "run_3", OutcomeFail, "the live answer differs", "billing", "bug")
 	s.RecordShadow("t", "art_shadow", "run_4", OutcomePass, "", "bug", "bug")
+	s.RecordShadow("u", "art_other", "run_5", OutcomePass, "", "bug", "bug")
+	s.RecordShadow("t", "art_deleted", "run_6", OutcomePass, "", "bug", "bug")
 
-	err := s.FlushShadow(context.Background())
-	require.Error(t, err, "a failed quarantine check or store is not swallowed")
-	assert.ErrorContains(t, err, "checking artifact art_promoted for quarantine: database is locked")
-	assert.ErrorContains(t, err, "storing the shadow evaluations of artifact art_lost: disk full")
+	ctx := context.Background()
+	require.NoError(t, s.flushShadowFor(ctx, "u"), "another tenant's failures are not this tenant's")
 	assert.Len(t, st.stored["art_promoted"], 1)
 	assert.Len(t, st.stored["art_shadow"], 2, "one artifact's failure does not drop the others' evidence")
+	assert.Len(t, st.stored["art_other"], 1)
 	assert.Equal(t, 1, st.arts["art_shadow"].ShadowPass)
 	assert.Equal(t, 1, st.arts["art_shadow"].ShadowFail)
-	assert.NoError(t, s.FlushShadow(context.Background()), "nothing is left pending")
+
+	err := s.flushShadowFor(ctx, "t")
+	require.Error(t, err, "what failed is tried again, and reported to its tenant")
+	assert.ErrorContains(t, err, "checking artifact art_promoted for quarantine: database is locked")
+	assert.ErrorContains(t, err, "storing the shadow evaluations of artifact art_lost: disk full")
+	assert.Equal(t, 2, st.checks["art_promoted"], "the failed quarantine check is made again")
+	assert.Len(t, st.stored["art_promoted"], 1, "its stored evidence is not stored twice")
+
+	st.badEvals, st.badStore = "", ""
+	require.NoError(t, s.FlushShadow(ctx))
+	assert.Len(t, st.stored["art_lost"], 1, "evidence a failed store kept is stored once the store is back")
+	assert.Equal(t, 3, st.checks["art_promoted"])
+	assert.Empty(t, st.stored["art_deleted"], "evidence of an artifact that is gone is dropped")
+	require.NoError(t, s.FlushShadow(ctx))
+	assert.Equal(t, 3, st.checks["art_promoted"], "nothing is left pending once it succeeded")
 }

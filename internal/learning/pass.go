@@ -54,7 +54,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 	rep := Report{ID: ids.New("lrn"), Trigger: trigger, PromotionsEligible: []string{}, AutoPromoted: []string{},
 		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{},
 		CreatedAt: s.now()}
-	if err := s.sync(ctx); err != nil {
+	if err := s.sync(ctx, tenantID); err != nil {
 		return Report{}, err
 	}
 	fb, err := s.o.Store.Feedback(ctx, tenantID)

@@ -243,14 +243,14 @@ func (s *Service) reload(ctx context.Context, tenantID string) {
 }
 
 // sync makes every answered run readable and stores pending shadow
-// evidence.
-func (s *Service) sync(ctx context.Context) error {
+// evidence, failing on tenantID's failures only.
+func (s *Service) sync(ctx context.Context, tenantID string) error {
 	if s.o.Syncer != nil {
 		if err := s.o.Syncer.Sync(ctx); err != nil {
 			return err
 		}
 	}
-	return s.FlushShadow(ctx)
+	return s.flushShadowFor(ctx, tenantID)
 }
 
 // CanaryShare is the share of matching requests a promoted artifact serves
@@ -299,7 +299,7 @@ func (s *Service) PatternDetail(ctx context.Context, tenantID, id string) (Patte
 
 // Artifacts lists the tenant's artifacts, newest first.
 func (s *Service) Artifacts(ctx context.Context, tenantID string) ([]Artifact, error) {
-	if err := s.FlushShadow(ctx); err != nil {
+	if err := s.flushShadowFor(ctx, tenantID); err != nil {
 		return nil, err
 	}
 	return s.o.Store.ListArtifacts(ctx, tenantID, "")
@@ -315,7 +315,7 @@ type ArtifactDetail struct {
 // ArtifactDetail returns one artifact with its newest 200 evaluations and
 // its pattern (nil when the pattern is gone).
 func (s *Service) ArtifactDetail(ctx context.Context, tenantID, id string) (ArtifactDetail, error) {
-	if err := s.FlushShadow(ctx); err != nil {
+	if err := s.flushShadowFor(ctx, tenantID); err != nil {
 		return ArtifactDetail{}, err
 	}
 	a, err := s.o.Store.Artifact(ctx, tenantID, id)
@@ -388,7 +388,7 @@ type SynthesisResult struct {
 func (s *Service) Synthesize(ctx context.Context, tenantID, id, actor string) (SynthesisResult, error) {
 	s.passMu.Lock()
 	defer s.passMu.Unlock()
-	if err := s.sync(ctx); err != nil {
+	if err := s.sync(ctx, tenantID); err != nil {
 		return SynthesisResult{}, err
 	}
 	p, err := s.o.Store.Pattern(ctx, tenantID, id)
@@ -473,7 +473,7 @@ func (s *Service) artifactStates(ctx context.Context, tenantID, patternID string
 // Promote promotes an artifact that passes the gate. A side-effect-bearing
 // artifact needs confirm. Returns errs.Conflict with the gate's reasons.
 func (s *Service) Promote(ctx context.Context, tenantID, id string, confirm bool, actor string) (Artifact, error) {
-	if err := s.FlushShadow(ctx); err != nil {
+	if err := s.flushShadowFor(ctx, tenantID); err != nil {
 		return Artifact{}, err
 	}
 	a, err := s.o.Store.Artifact(ctx, tenantID, id)
@@ -594,7 +594,7 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 	if err != nil {
 		return ReplayResult{}, errs.Wrap(err, errs.Internal, "internal", "the artifact cannot be read")
 	}
-	if err := s.sync(ctx); err != nil {
+	if err := s.sync(ctx, tenantID); err != nil {
 		return ReplayResult{}, err
 	}
 	runs, err := s.o.Store.LearningRuns(ctx, tenantID, runIDs)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 )
 
@@ -21,7 +22,12 @@ type shadowBuffer struct {
 	mu      sync.Mutex
 	pending []Evaluation
 	dropped int
+	// recheck are artifacts whose evidence was stored but whose
+	// quarantine check failed: the next flush makes it again.
+	recheck map[shadowKey]bool
 }
+
+type shadowKey struct{ tenant, artifact string }
 
 // JudgeShadow decides an artifact's answer, computed beside a live call of
 // its pattern, against the live reply: it agreed, it did not (or the model
@@ -58,46 +64,89 @@ func (s *Service) RecordShadow(tenantID, artifactID, runID, outcome, reason, art
 }
 
 // FlushShadow stores the pending shadow evaluations, artifact by artifact,
-// and quarantines a promoted artifact whose evidence turned.
+// and quarantines a promoted artifact whose evidence turned. One
+// artifact's failure does not keep the others' evidence from being stored;
+// what failed is kept for the next flush (its evidence back in the buffer,
+// its quarantine check to be made again), and returned.
 func (s *Service) FlushShadow(ctx context.Context) error {
+	var all []error
+	for _, errs := range s.flushShadow(ctx) {
+		all = append(all, errs...)
+	}
+	return errors.Join(all...)
+}
+
+// flushShadowFor flushes like FlushShadow and returns only tenantID's
+// failures: callers judge their own tenant's evidence, and another
+// tenant's broken artifact is no reason to refuse them.
+func (s *Service) flushShadowFor(ctx context.Context, tenantID string) error {
+	return errors.Join(s.flushShadow(ctx)[tenantID]...)
+}
+
+// flushShadow does FlushShadow's work and returns its failures by tenant.
+func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 	b := &s.shadow
 	b.mu.Lock()
-	pending := b.pending
-	b.pending = nil
-	dropped := b.dropped
-	b.dropped = 0
+	pending, recheck, dropped := b.pending, b.recheck, b.dropped
+	b.pending, b.recheck, b.dropped = nil, nil, 0
 	b.mu.Unlock()
 	if dropped > 0 {
 		s.o.Logger.Warn("shadow evaluations dropped: the buffer was full", "dropped", dropped)
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	type key struct{ tenant, artifact string }
-	groups := map[key][]Evaluation{}
-	var order []key
+	groups := map[shadowKey][]Evaluation{}
+	var order []shadowKey
 	for _, ev := range pending {
-		k := key{ev.TenantID, ev.ArtifactID}
+		k := shadowKey{ev.TenantID, ev.ArtifactID}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], ev)
 	}
-	// One artifact's failure does not keep the others' evidence from being
-	// stored, but it is returned: callers judge the evidence, and an
-	// artifact that should be quarantined may still be serving.
-	var failed []error
+	for k := range recheck {
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+	}
+	failed := map[string][]error{}
 	for _, k := range order {
-		a, err := s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, groups[k], s.now())
+		var a Artifact
+		var err error
+		if evals := groups[k]; len(evals) > 0 {
+			a, err = s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, evals, s.now())
+		} else {
+			a, err = s.o.Store.Artifact(ctx, k.tenant, k.artifact)
+		}
+		if errs.Is(err, errs.NotFound) {
+			continue // the artifact is gone, and its evidence with it
+		}
 		if err != nil {
-			failed = append(failed, fmt.Errorf("storing the shadow evaluations of artifact %s: %w", k.artifact, err))
+			s.keepShadow(groups[k], k, len(groups[k]) == 0)
+			failed[k.tenant] = append(failed[k.tenant], fmt.Errorf("storing the shadow evaluations of artifact %s: %w", k.artifact, err))
 			continue
 		}
 		if err := s.checkQuarantine(ctx, a); err != nil {
-			failed = append(failed, fmt.Errorf("checking artifact %s for quarantine: %w", k.artifact, err))
+			s.keepShadow(nil, k, true)
+			failed[k.tenant] = append(failed[k.tenant], fmt.Errorf("checking artifact %s for quarantine: %w", k.artifact, err))
 		}
 	}
-	return errors.Join(failed...)
+	return failed
+}
+
+// keepShadow puts evaluations a flush could not store back in the buffer
+// (within its bound), and marks artifact k for a new quarantine check.
+func (s *Service) keepShadow(evals []Evaluation, k shadowKey, recheck bool) {
+	b := &s.shadow
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := max(0, maxPendingShadow-len(b.pending))
+	b.dropped += max(0, len(evals)-room)
+	b.pending = append(b.pending, evals[:min(len(evals), room)]...)
+	if recheck {
+		if b.recheck == nil {
+			b.recheck = map[shadowKey]bool{}
+		}
+		b.recheck[k] = true
+	}
 }
 
 // Start runs the shadow flusher until Close.
