@@ -26,9 +26,9 @@ func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	return nil
 }
 
-// accountKey is the sign-in bucket of the account email names, whether or
-// not such an account exists, so that the limit says nothing about who has
-// one; "" when no account can match.
+// accountKey is the account email names, normalized, whether or not such
+// an account exists, so that its limit says nothing about who has one; ""
+// when no account can match.
 func accountKey(email string) string {
 	key, err := accounts.NormalizeEmail(email)
 	if err != nil {
@@ -40,16 +40,20 @@ func accountKey(email string) string {
 // signInBucket is the bucket a sign-in to the account key draws from: its
 // device's, when r comes from a browser that signed in to that account
 // before, or else the account's, shared by every other browser and
-// address; "" when no account can match.
-func (s *Server) signInBucket(r *http.Request, key string) (string, error) {
+// address; "" when no account can match. A device that cannot be looked
+// up counts as unknown: it can only ever help a sign-in, never block one.
+func (s *Server) signInBucket(r *http.Request, key string) string {
 	if key == "" {
-		return "", nil
+		return ""
 	}
 	device, err := s.Devices.Bucket(r.Context(), r, key)
-	if err != nil || device == "" {
-		return key, err
+	if err != nil {
+		s.log.Warn("looking up the sign-in device failed", "error", err)
 	}
-	return device, nil
+	if device == "" {
+		return "account:" + key
+	}
+	return device
 }
 
 // limitSignIn takes one sign-in attempt from bucket before the password is
@@ -104,10 +108,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	bucket, err := s.signInBucket(r, accountKey(body.Email))
-	if err != nil {
-		return err
-	}
+	bucket := s.signInBucket(r, accountKey(body.Email))
 	if err := s.limitSignIn(bucket); err != nil {
 		return err
 	}
