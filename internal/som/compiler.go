@@ -26,6 +26,8 @@ type compiler struct {
 	lastText string // the last short text flushed, an implicit label
 	lastReg  int    // the region lastText was in
 	muted    int    // inside a label whose text already names its control
+
+	formFieldNames map[*html.Node]string // submitterName's answer, by form
 }
 
 // region is a Region under construction.

@@ -205,6 +205,21 @@ func (c *compiler) submitterName(n *html.Node) string {
 	if form == nil || form.DataAtom != atom.Form {
 		return ""
 	}
+	// The answer is the form's, whichever of its fields asks.
+	if name, ok := c.formFieldNames[form]; ok {
+		return name
+	}
+	if c.formFieldNames == nil {
+		c.formFieldNames = map[*html.Node]string{}
+	}
+	name := c.formFieldName(form)
+	c.formFieldNames[form] = name
+	return name
+}
+
+// formFieldName is the name form's one submit button gives its one text
+// field, or "" when it has more or fewer of either.
+func (c *compiler) formFieldName(form *html.Node) string {
 	var fields, submitters int
 	var submitter *html.Node
 	budget := 2000 // elements looked at, so a page-wide form costs little

@@ -110,7 +110,10 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		if role == "radio" {
 			k = KindRadio
 		}
-		name := firstNonEmpty(c.labelName(n, reg), clip(clean(textOf(n, 400)), maxName), c.layoutName(n))
+		name := firstNonEmpty(c.labelName(n, reg), clip(clean(textOf(n, 400)), maxName))
+		if name == "" {
+			name = c.layoutName(n)
+		}
 		c.add(&elem{Element: Element{Kind: k, Name: name, Checked: attr(n, "aria-checked") == "true"},
 			node: n, region: reg, form: -1})
 		return
