@@ -366,7 +366,6 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		lossy := text&lossyText != 0
 		if s.variant == "" && folds.add(key) {
 			s.variant = key
 		}
@@ -378,14 +377,14 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if dst, err = s.value(dst); err != nil {
 			return dst, err
 		}
-		switch {
-		case s.depth == 1 && !lossy && slices.Contains(s.dropTop, key):
+		if s.depth == 1 && slices.Contains(s.dropTop, key) {
 			dst = dst[:start]
-		case lossy:
-			// Kept as written, as a lossy value is: two such keys never
-			// collapse into one U+FFFD, nor meet a real one.
-			members = append(members, member{key: lossyKey + string(raw), start: start, end: len(dst)})
-		default:
+		} else {
+			if text&lossyText != 0 {
+				// Kept as written, as a lossy value is: two such keys never
+				// collapse into one U+FFFD, nor meet a real one.
+				key = lossyKey + string(raw)
+			}
 			members = append(members, member{key: key, start: start, end: len(dst)})
 		}
 		s.ws()
