@@ -43,28 +43,38 @@ type callStream struct {
 // sendQueue is how many calls may wait for the stream's sender.
 const sendQueue = 256
 
-// callOutcome is a call's answer; unsupported asks the caller to use the
-// unary Chat instead (the plugin never saw the call).
+// callOutcome is a call's answer.
 type callOutcome struct {
-	res         *pb.ChatResponse
-	err         error
-	unsupported bool
+	res *pb.ChatResponse
+	err error
 }
 
-// errNoChatCalls reports that the plugin does not serve ChatCalls.
-var errNoChatCalls = errors.New("plugin does not serve ChatCalls")
+// errUnary asks for the call as a unary Chat: the plugin does not serve
+// ChatCalls, or the call is too large for the shared stream.
+var errUnary = errors.New("a unary call, not the shared stream")
+
+// maxCallMessage is the largest message either side of a plugin
+// connection receives (gRPC's default). A larger one on the shared stream
+// would end it, and every call on it: a request that large goes as a
+// unary call instead, which fails alone, and an answer that large is
+// answered with the error a unary call would get.
+const maxCallMessage = 4 << 20
 
 // do sends req on the shared stream and waits for its answer. It returns
-// errNoChatCalls when the plugin does not serve the stream.
+// errUnary when the call must go as a unary Chat instead.
 func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, error) {
+	call := &pb.ChatCall{Request: toPBRequest(req)}
+	if deadline, ok := ctx.Deadline(); ok {
+		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
+	}
+	if proto.Size(call) > maxCallMessage-16 { // room for the id
+		return nil, errUnary
+	}
 	s, id, ch, err := m.register()
 	if err != nil {
 		return nil, err
 	}
-	call := &pb.ChatCall{Id: id, Request: toPBRequest(req)}
-	if deadline, ok := ctx.Deadline(); ok {
-		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
-	}
+	call.Id = id
 	// io.EOF: the stream ended, and its reader answers every pending call,
 	// this one included, with the reason.
 	if err := s.send(ctx, call); err != nil && !errors.Is(err, io.EOF) {
@@ -73,9 +83,6 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 	}
 	select {
 	case out := <-ch:
-		if out.unsupported {
-			return nil, errNoChatCalls
-		}
 		return out.res, out.err
 	case <-ctx.Done():
 		if m.forget(s, id) {
@@ -96,7 +103,7 @@ func (m *chatCalls) register() (*callStream, uint64, chan callOutcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.unsupported {
-		return nil, 0, nil, errNoChatCalls
+		return nil, 0, nil, errUnary
 	}
 	if m.open == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -148,9 +155,11 @@ func (m *chatCalls) read(s *callStream) {
 
 // end retires a stream that ended with err.
 func (m *chatCalls) end(s *callStream, err error) {
-	out := callOutcome{unsupported: status.Code(err) == codes.Unimplemented}
+	var out callOutcome
 	switch {
-	case out.unsupported:
+	case status.Code(err) == codes.Unimplemented:
+		// The plugin never saw the calls: they go as unary calls.
+		out.err = errUnary
 	case errors.Is(err, io.EOF):
 		// The plugin ended the stream: it is going away.
 		out.err = &UnavailableError{Err: errors.New("plugin closed its call stream")}
@@ -164,7 +173,7 @@ func (m *chatCalls) end(s *callStream, err error) {
 	if m.open == s {
 		m.open = nil
 	}
-	if out.unsupported {
+	if out.err == errUnary {
 		m.unsupported = true
 	}
 	pending := s.pending
@@ -220,12 +229,12 @@ func outcomeOf(r *pb.ChatResult) callOutcome {
 	return callOutcome{err: fromStatus(status.FromProto(&st).Err())}
 }
 
-// serveChatCalls is the plugin's side of ChatCalls: each call runs in its
-// own goroutine and answers on the stream when done; a call without a
-// request cancels the running call of its id. When svc closes the stream
-// the calls still running finish and answer; when the stream breaks they
-// are cancelled.
-func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
+// ChatCalls is the plugin's side of the shared stream: each call runs in
+// its own goroutine, as Chat, and answers on the stream when done; a call
+// without a request cancels the running call of its id. When svc closes
+// the stream the calls still running finish and answer; when the stream
+// breaks they are cancelled.
+func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
 	ctx, cancelAll := context.WithCancel(stream.Context())
 	defer cancelAll()
 	var (
@@ -259,16 +268,18 @@ func serveChatCalls(impl Provider, stream grpc.BidiStreamingServer[pb.ChatCall, 
 		running[id] = cancel
 		mu.Unlock()
 		wg.Go(func() {
-			res, err := impl.Chat(callCtx, fromPBRequest(call.GetRequest()))
+			res, err := s.Chat(callCtx, call.GetRequest())
 			mu.Lock()
 			delete(running, id)
 			mu.Unlock()
 			cancel()
-			out := &pb.ChatResult{Id: id}
+			out := &pb.ChatResult{Id: id, Response: res}
+			if err == nil && proto.Size(out) > maxCallMessage {
+				err = status.Errorf(codes.ResourceExhausted, "the answer (%d bytes) is larger than the %d bytes svc accepts", proto.Size(out), maxCallMessage)
+			}
 			if err != nil {
-				out.Status, _ = proto.Marshal(status.Convert(toStatus(err)).Proto())
-			} else {
-				out.Response = &pb.ChatResponse{Body: res.Body, Usage: toPBUsage(res.Usage)}
+				out.Response = nil
+				out.Status, _ = proto.Marshal(status.Convert(err).Proto())
 			}
 			sendMu.Lock()
 			_ = stream.Send(out) // fails only when the stream broke, which Recv reports

@@ -232,3 +232,50 @@ func TestChatCallsKeepTheirDeadlinesBehindAStalledSend(t *testing.T) {
 		t.Fatal("a call waiting to send outlived its deadline")
 	}
 }
+
+// sizedProvider answers "huge" with more than a plugin connection takes,
+// holds "wait" until hold closes, and echoes anything else.
+type sizedProvider struct {
+	echoProvider
+	hold    chan struct{}
+	waiting chan struct{}
+}
+
+func (p *sizedProvider) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	switch string(req.Body) {
+	case "huge":
+		return ChatResponse{Body: make([]byte, maxCallMessage+1)}, nil
+	case "wait":
+		close(p.waiting)
+		<-p.hold
+	}
+	return ChatResponse{Body: req.Body}, nil
+}
+
+// A request or an answer larger than a plugin connection takes fails alone,
+// as a unary call's would: the shared stream, and the calls on it, go on.
+func TestOversizedChatCallsFailAlone(t *testing.T) {
+	impl := &sizedProvider{hold: make(chan struct{}), waiting: make(chan struct{})}
+	p, _, counts := serveOver(t, &providerServer{impl: impl})
+	held := make(chan error, 1)
+	go func() {
+		res, err := p.Chat(context.Background(), ChatRequest{Body: []byte("wait")})
+		if err == nil && string(res.Body) != "wait" {
+			err = fmt.Errorf("answered %q", res.Body)
+		}
+		held <- err
+	}()
+	<-impl.waiting // a call is in flight on the stream while the others fail
+
+	_, err := p.Chat(context.Background(), ChatRequest{Body: make([]byte, maxCallMessage+1)})
+	assert.ErrorContains(t, err, "larger than max", "a request too large fails, as a unary call")
+	_, err = p.Chat(context.Background(), ChatRequest{Body: []byte("huge")})
+	assert.ErrorContains(t, err, "larger than the", "an answer too large fails")
+
+	close(impl.hold)
+	require.NoError(t, <-held, "the call in flight is answered")
+	res, err := p.Chat(context.Background(), ChatRequest{Body: []byte("after")})
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(res.Body))
+	assert.Equal(t, 1, counts.get(pb.Provider_ChatCalls_FullMethodName), "on the same stream")
+}

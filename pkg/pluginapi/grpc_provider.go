@@ -54,7 +54,7 @@ func toPBUsage(u Usage) *pb.Usage {
 
 func (c *providerClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	res, err := c.calls.do(ctx, req)
-	if errors.Is(err, errNoChatCalls) {
+	if errors.Is(err, errUnary) {
 		res, err = c.client.Chat(ctx, toPBRequest(req))
 		err = fromStatus(err)
 	}
@@ -118,10 +118,6 @@ func (s *providerServer) Chat(ctx context.Context, req *pb.ChatRequest) (*pb.Cha
 		return nil, toStatus(err)
 	}
 	return &pb.ChatResponse{Body: res.Body, Usage: toPBUsage(res.Usage)}, nil
-}
-
-func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
-	return serveChatCalls(s.impl, stream)
 }
 
 func (s *providerServer) StreamChat(req *pb.ChatRequest, stream grpc.ServerStreamingServer[pb.ChatChunk]) error {
