@@ -77,22 +77,6 @@ func segmentPath(dir string, seq uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%016d%s", seq, segmentExt))
 }
 
-// replayJournal calls fn with each record of each segment in dir, oldest
-// first, and returns the segments read. A segment's torn or corrupt tail is
-// skipped, since nothing after it was ever acknowledged.
-func replayJournal(dir string, fn func(rec *Record) error) ([]uint64, error) {
-	seqs, err := segments(dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, seq := range seqs {
-		if err := readSegment(dir, seq, fn); err != nil {
-			return nil, err
-		}
-	}
-	return seqs, nil
-}
-
 // readSegment calls fn with each record of one segment, up to a torn or
 // corrupt tail.
 func readSegment(dir string, seq uint64, fn func(rec *Record) error) error {

@@ -123,3 +123,19 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// replayJournal calls fn with each record of each segment in dir, oldest
+// first, and returns the segments read. A segment's torn or corrupt tail is
+// skipped, since nothing after it was ever acknowledged.
+func replayJournal(dir string, fn func(rec *Record) error) ([]uint64, error) {
+	seqs, err := segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, seq := range seqs {
+		if err := readSegment(dir, seq, fn); err != nil {
+			return nil, err
+		}
+	}
+	return seqs, nil
+}

@@ -122,29 +122,43 @@ func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logg
 }
 
 // restore stores the runs of the segments left in dir, skipping those
-// already stored, then removes the segments. A run the store refuses for
-// what it holds is logged and skipped, so that it cannot stop every start.
+// already stored, a segment at a time, so that a backlog an outage left on
+// disk is not read into memory whole. A run the store refuses for what it
+// holds is logged and skipped, so that it cannot stop every start.
 func restore(ctx context.Context, store Store, dir string, logger hclog.Logger) error {
-	var recs []*Record
-	seqs, err := replayJournal(dir, func(rec *Record) error {
-		recs = append(recs, rec)
-		return nil
-	})
+	seqs, err := segments(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	for _, rec := range recs {
-		if err := restoreRun(ctx, store, rec, logger); err != nil {
+	runs := 0
+	for _, seq := range seqs {
+		n, err := restoreSegment(ctx, store, dir, seq, logger)
+		runs += n
+		if err != nil {
+			return err
+		}
+		if err := remove(dir, seq); err != nil {
 			return err
 		}
 	}
-	if len(recs) > 0 {
-		logger.Info("stored runs from the journal", "runs", len(recs))
+	if runs > 0 {
+		logger.Info("stored runs from the journal", "runs", runs)
 	}
-	return remove(dir, seqs...)
+	return nil
+}
+
+// restoreSegment stores the runs of one segment (see restoreRun) and says
+// how many it held.
+func restoreSegment(ctx context.Context, store Store, dir string, seq uint64, logger hclog.Logger) (int, error) {
+	n := 0
+	err := readSegment(dir, seq, func(rec *Record) error {
+		n++
+		return restoreRun(ctx, store, rec, logger)
+	})
+	return n, err
 }
 
 // restoreRun stores a run read back from the journal unless it is stored
@@ -370,8 +384,7 @@ func (r *Recorder) restoreSpilled() error {
 		}
 		seq := r.spilled[0]
 		r.mu.Unlock()
-		err := readSegment(r.journal.dir, seq, func(rec *Record) error { return restoreRun(ctx, r.store, rec, r.logger) })
-		if err != nil {
+		if _, err := restoreSegment(ctx, r.store, r.journal.dir, seq, r.logger); err != nil {
 			return err
 		}
 		if err := remove(r.journal.dir, seq); err != nil {

@@ -18,7 +18,10 @@ import (
 type flakyStore struct {
 	Store // the reads, which these tests do not use
 
-	entered chan struct{} // InsertRuns says so, then waits for gate, while gate is set
+	// While gate is set, InsertRuns says so on entered (buffered, so that
+	// an attempt the test does not wait for never blocks there) and then
+	// waits for a value on gate, or for open to close it.
+	entered chan struct{}
 
 	mu     sync.Mutex
 	gate   chan struct{}
@@ -70,10 +73,14 @@ func (s *flakyStore) setDown(down bool) {
 	s.mu.Unlock()
 }
 
-// open lets writes through without waiting for the test.
+// open lets writes through without waiting for the test, those already
+// waiting included.
 func (s *flakyStore) open() {
 	s.mu.Lock()
-	s.gate = nil
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -135,13 +142,16 @@ func journalSize(t *testing.T, dir string, seq uint64) int64 {
 // stored, the open segment is emptied and written on.
 func TestQuietTrafficReusesOneSegment(t *testing.T) {
 	ctx := context.Background()
-	store := &flakyStore{writes: map[string]int{}}
+	gate := make(chan struct{})
+	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}, 1), gate: gate}
 	dir := t.TempDir()
 	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
 	require.NoError(t, err)
 	for i := range 20 {
 		require.NoError(t, r.Record(ctx, sampleRecord(fmt.Sprintf("run_%02d", i), nil)))
+		<-store.entered // the writer is storing it, and waits for the test
 		assert.Positive(t, journalSize(t, dir, 1), "journaled before it is stored")
+		gate <- struct{}{}
 		require.NoError(t, r.Sync(ctx))
 		segs, err := segments(dir)
 		require.NoError(t, err)
@@ -160,7 +170,7 @@ func TestQuietTrafficReusesOneSegment(t *testing.T) {
 func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	ctx := context.Background()
 	gate := make(chan struct{})
-	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}), gate: gate}
+	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}, 1), gate: gate}
 	dir := t.TempDir()
 	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
 	require.NoError(t, err)
@@ -202,7 +212,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 func TestRunsArrivingDuringAFailedStoreAreStoredOnce(t *testing.T) {
 	ctx := context.Background()
 	gate := make(chan struct{})
-	store := &flakyStore{down: true, writes: map[string]int{}, entered: make(chan struct{}), gate: gate}
+	store := &flakyStore{down: true, writes: map[string]int{}, entered: make(chan struct{}, 8), gate: gate}
 	r, err := NewRecorder(ctx, store, t.TempDir(), hclog.NewNullLogger())
 	require.NoError(t, err)
 	defer r.Close()
