@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -29,16 +30,41 @@ type chatCalls struct {
 	open        *callStream // nil: none yet, or the last one ended
 	unsupported bool        // the plugin has no ChatCalls: unary calls
 	nextID      uint64
+
+	sent atomic.Uint64 // calls handed to gRPC, which tests wait on
 }
 
-// callStream is one ChatCalls stream and the calls waiting on it.
+// callStream is one ChatCalls stream and the calls waiting on it. Its
+// sender opens it, so that no caller waits on gRPC while holding
+// chatCalls.mu, and every caller keeps its own deadline.
 type callStream struct {
-	stream  grpc.BidiStreamingClient[pb.ChatCall, pb.ChatResult]
-	ctx     context.Context // ends with the stream
+	stream  grpc.BidiStreamingClient[pb.ChatCall, pb.ChatResult] // set by the sender before the reader starts
+	ctx     context.Context                                      // ends with the stream
 	cancel  context.CancelFunc
-	queue   chan *pb.ChatCall // to the stream's one sender
+	queue   chan *queuedCall // to the stream's one sender
 	pending map[uint64]chan callOutcome
+
+	// Cancels of calls the plugin has been sent, for the sender to send
+	// when it is next free. They are kept apart from the queue so that a
+	// full queue loses none.
+	cancelMu  sync.Mutex
+	cancels   []uint64
+	cancelled chan struct{} // holds a token while cancels has ids
 }
+
+// queuedCall is a call on its way to the sender, which sends it unless its
+// caller withdrew it first: a call whose caller is gone never reaches the
+// plugin.
+type queuedCall struct {
+	msg   *pb.ChatCall
+	state atomic.Uint32 // callQueued, then callSent or callWithdrawn
+}
+
+const (
+	callQueued uint32 = iota
+	callSent
+	callWithdrawn
+)
 
 // sendQueue is how many calls may wait for the stream's sender.
 const sendQueue = 256
@@ -75,9 +101,10 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 		return nil, err
 	}
 	call.Id = id
+	q := &queuedCall{msg: call}
 	// io.EOF: the stream ended, and its reader answers every pending call,
 	// this one included, with the reason.
-	if err := s.send(ctx, call); err != nil && !errors.Is(err, io.EOF) {
+	if err := s.send(ctx, q); err != nil && !errors.Is(err, io.EOF) {
 		m.forget(s, id)
 		return nil, err
 	}
@@ -85,19 +112,14 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 	case out := <-ch:
 		return out.res, out.err
 	case <-ctx.Done():
-		if m.forget(s, id) {
-			// Cancels the call in the plugin, unless the sender is so far
-			// behind that the plugin has stopped reading anyway.
-			select {
-			case s.queue <- &pb.ChatCall{Id: id}:
-			default:
-			}
+		if m.forget(s, id) && !q.state.CompareAndSwap(callQueued, callWithdrawn) {
+			s.cancelCall(id) // the plugin has it: cancel it there
 		}
 		return nil, ctx.Err()
 	}
 }
 
-// register numbers a call and files it on the open stream, opening one
+// register numbers a call and files it on the open stream, starting one
 // when there is none.
 func (m *chatCalls) register() (*callStream, uint64, chan callOutcome, error) {
 	m.mu.Lock()
@@ -107,15 +129,9 @@ func (m *chatCalls) register() (*callStream, uint64, chan callOutcome, error) {
 	}
 	if m.open == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		stream, err := m.client.ChatCalls(ctx)
-		if err != nil {
-			cancel()
-			return nil, 0, nil, fromStatus(err)
-		}
-		m.open = &callStream{stream: stream, ctx: ctx, cancel: cancel, queue: make(chan *pb.ChatCall, sendQueue),
-			pending: make(map[uint64]chan callOutcome)}
-		go m.read(m.open)
-		go m.open.sendLoop()
+		m.open = &callStream{ctx: ctx, cancel: cancel, queue: make(chan *queuedCall, sendQueue),
+			pending: make(map[uint64]chan callOutcome), cancelled: make(chan struct{}, 1)}
+		go m.run(m.open)
 	}
 	m.nextID++
 	ch := make(chan callOutcome, 1)
@@ -133,10 +149,44 @@ func (m *chatCalls) forget(s *callStream, id uint64) bool {
 	return ok
 }
 
+// run opens s and is its one sender (gRPC allows no more) until it ends.
+// A stream that fails to open, or a failed send, ends it, and the calls
+// pending are answered with the reason.
+func (m *chatCalls) run(s *callStream) {
+	stream, err := m.client.ChatCalls(s.ctx)
+	if err != nil {
+		m.end(s, err)
+		return
+	}
+	s.stream = stream
+	go m.read(s)
+	for {
+		select {
+		case <-s.cancelled:
+			for _, id := range s.takeCancels() {
+				if err := s.stream.Send(&pb.ChatCall{Id: id}); err != nil {
+					s.cancel()
+					return
+				}
+			}
+		case q := <-s.queue:
+			if !q.state.CompareAndSwap(callQueued, callSent) {
+				continue // its caller is gone
+			}
+			m.sent.Add(1)
+			if err := s.stream.Send(q.msg); err != nil {
+				s.cancel()
+				return
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
 // read hands each answer to its caller until the stream ends, then answers
 // every call still waiting with the reason it ended.
 func (m *chatCalls) read(s *callStream) {
-	defer s.cancel()
 	for {
 		res, err := s.stream.Recv()
 		if err != nil {
@@ -153,7 +203,8 @@ func (m *chatCalls) read(s *callStream) {
 	}
 }
 
-// end retires a stream that ended with err.
+// end retires a stream that ended, or failed to open, with err: callers
+// still sending get io.EOF, and every call pending gets the reason.
 func (m *chatCalls) end(s *callStream, err error) {
 	var out callOutcome
 	switch {
@@ -169,6 +220,7 @@ func (m *chatCalls) end(s *callStream, err error) {
 	default:
 		out.err = fromStatus(err)
 	}
+	s.cancel()
 	m.mu.Lock()
 	if m.open == s {
 		m.open = nil
@@ -184,13 +236,13 @@ func (m *chatCalls) end(s *callStream, err error) {
 	}
 }
 
-// send hands c to the stream's sender. A plugin that stops reading stalls
+// send hands q to the stream's sender. A plugin that stops reading stalls
 // the sender in gRPC's flow control, which no call's deadline interrupts;
 // the callers wait on the queue instead, and keep their deadlines. io.EOF
 // means the stream ended, and its reader answers the call.
-func (s *callStream) send(ctx context.Context, c *pb.ChatCall) error {
+func (s *callStream) send(ctx context.Context, q *queuedCall) error {
 	select {
-	case s.queue <- c:
+	case s.queue <- q:
 		return nil
 	case <-s.ctx.Done():
 		return io.EOF
@@ -199,21 +251,24 @@ func (s *callStream) send(ctx context.Context, c *pb.ChatCall) error {
 	}
 }
 
-// sendLoop is the stream's one sender (gRPC allows no more) until the
-// stream ends. A failed send ends the stream, and the reader answers the
-// calls pending.
-func (s *callStream) sendLoop() {
-	for {
-		select {
-		case c := <-s.queue:
-			if err := s.stream.Send(c); err != nil {
-				s.cancel()
-				return
-			}
-		case <-s.ctx.Done():
-			return
-		}
+// cancelCall has the sender cancel call id in the plugin.
+func (s *callStream) cancelCall(id uint64) {
+	s.cancelMu.Lock()
+	s.cancels = append(s.cancels, id)
+	s.cancelMu.Unlock()
+	select {
+	case s.cancelled <- struct{}{}:
+	default: // a token is there already
 	}
+}
+
+// takeCancels returns the cancels to send, and forgets them.
+func (s *callStream) takeCancels() []uint64 {
+	s.cancelMu.Lock()
+	defer s.cancelMu.Unlock()
+	ids := s.cancels
+	s.cancels = nil
+	return ids
 }
 
 // outcomeOf reads a ChatResult: its response, or its status as the error a

@@ -279,3 +279,171 @@ func TestOversizedChatCallsFailAlone(t *testing.T) {
 	assert.Equal(t, "after", string(res.Body))
 	assert.Equal(t, 1, counts.get(pb.Provider_ChatCalls_FullMethodName), "on the same stream")
 }
+
+// gatedReader is a plugin whose ChatCalls stream stops reading after its
+// first call until gate closes, and reports every message it reads.
+type gatedReader struct {
+	*providerServer
+	gate chan struct{}
+	seen chan *pb.ChatCall
+}
+
+func (g *gatedReader) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
+	return g.providerServer.ChatCalls(&gatedStream{BidiStreamingServer: stream, reader: g})
+}
+
+type gatedStream struct {
+	grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]
+	reader *gatedReader
+	read   int
+}
+
+func (s *gatedStream) Recv() (*pb.ChatCall, error) {
+	if s.read == 1 {
+		<-s.reader.gate
+	}
+	s.read++
+	c, err := s.BidiStreamingServer.Recv()
+	if err == nil {
+		s.reader.seen <- c
+	}
+	return c, err
+}
+
+// stallSender has the plugin read the call "first" and then stop reading,
+// with a call larger than the stream's window stuck in the sender.
+func stallSender(t *testing.T, impl Provider) (Provider, *gatedReader) {
+	t.Helper()
+	plugin := &gatedReader{providerServer: &providerServer{impl: impl}, gate: make(chan struct{}), seen: make(chan *pb.ChatCall, 1024)}
+	p, _, _ := serveOver(t, plugin)
+	go func() { _, _ = p.Chat(t.Context(), ChatRequest{Body: []byte("first")}) }()
+	require.Equal(t, "first", string((<-plugin.seen).GetRequest().GetBody()))
+	jamSender(t, p)
+	return p, plugin
+}
+
+// jamSender leaves p's sender stuck in gRPC's flow control, its plugin not
+// reading: gRPC takes a call larger than the window whole, and the send
+// after it waits for the window.
+func jamSender(t *testing.T, p Provider) {
+	t.Helper()
+	go func() { _, _ = p.Chat(t.Context(), ChatRequest{Body: make([]byte, 2*streamWindow)}) }()
+	calls := p.(*providerClient).calls
+	require.Eventually(t, func() bool { return calls.sent.Load() == 2 }, 10*time.Second, time.Millisecond)
+	go func() { _, _ = p.Chat(t.Context(), ChatRequest{Body: []byte("stuck")}) }()
+	require.Eventually(t, func() bool { return calls.sent.Load() == 3 }, 10*time.Second, time.Millisecond)
+}
+
+// readUntil reads what the plugin read until the call with body last, and
+// returns the bodies of the calls and the ids of the cancels before it.
+func readUntil(t *testing.T, plugin *gatedReader, last string) (bodies []string, cancels []uint64) {
+	t.Helper()
+	for {
+		select {
+		case c := <-plugin.seen:
+			if c.GetRequest() == nil {
+				cancels = append(cancels, c.GetId())
+				continue
+			}
+			body := string(c.GetRequest().GetBody())
+			if body == last {
+				return bodies, cancels
+			}
+			if len(body) < 100 {
+				bodies = append(bodies, body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the plugin never read %q", last)
+		}
+	}
+}
+
+func TestAChatCallWithdrawnBeforeItIsSentNeverReachesThePlugin(t *testing.T) {
+	p, plugin := stallSender(t, &echoProvider{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := p.Chat(ctx, ChatRequest{Body: []byte("gone")})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	close(plugin.gate)
+	res, err := p.Chat(context.Background(), ChatRequest{Body: []byte("last")})
+	require.NoError(t, err)
+	assert.Equal(t, "last", string(res.Body))
+	bodies, cancels := readUntil(t, plugin, "last")
+	assert.Equal(t, []string{"stuck"}, bodies, "the call whose caller left was not sent")
+	assert.Empty(t, cancels)
+}
+
+func TestACancelIsNotLostBehindAFullSendQueue(t *testing.T) {
+	impl := &echoProvider{release: make(chan struct{}), ended: make(chan error, 1)}
+	plugin := &gatedReader{providerServer: &providerServer{impl: impl}, gate: make(chan struct{}), seen: make(chan *pb.ChatCall, 1024)}
+	p, _, _ := serveOver(t, plugin)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Chat(ctx, ChatRequest{Body: []byte("first")})
+		done <- err
+	}()
+	require.Equal(t, "first", string((<-plugin.seen).GetRequest().GetBody()))
+	jamSender(t, p)
+	calls := p.(*providerClient).calls
+	// Fill the queue behind the stuck sender, and more.
+	var fillers sync.WaitGroup
+	for range sendQueue + 8 {
+		fillers.Go(func() { _, _ = p.Chat(t.Context(), ChatRequest{Body: []byte("filler")}) })
+	}
+	require.Eventually(t, func() bool { return len(calls.open.queue) == sendQueue }, 10*time.Second, time.Millisecond)
+
+	cancel() // the plugin runs "first": it must hear of this
+	require.ErrorIs(t, <-done, context.Canceled)
+	close(plugin.gate)
+	select {
+	case err := <-impl.ended:
+		assert.ErrorIs(t, err, context.Canceled, "the plugin's call ends with the caller's")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancel was lost: the plugin's call went on")
+	}
+	close(impl.release)
+	fillers.Wait()
+}
+
+// A plugin connection still opening holds up no caller past its deadline,
+// the first one included.
+func TestChatCallsKeepTheirDeadlinesWhileTheStreamOpens(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() { // accepts, and never answers gRPC's handshake
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	client, err := (&ProviderPlugin{}).GRPCClient(context.Background(), nil, conn)
+	require.NoError(t, err)
+	p := client.(Provider)
+
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_, err := p.Chat(ctx, ChatRequest{Body: []byte("x")})
+			done <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call waited for the connection past its deadline")
+		}
+	}
+}
