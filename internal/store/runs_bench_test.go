@@ -16,7 +16,7 @@ import (
 // answer of a short exchange and its three events.
 func benchRun(at time.Time) *ledger.Record {
 	run := &ledger.Run{
-		ID: ids.New("run"), TenantID: tenant.DefaultID, CreatedAt: at, Route: "live", Status: "ok", HTTPStatus: 200,
+		ID: ids.Ordered("run", at), TenantID: tenant.DefaultID, CreatedAt: at, Route: "live", Status: "ok", HTTPStatus: 200,
 		Model: "gpt-4o-mini", Mode: "optimize", Provider: "openai",
 		PromptTokens: 24, CompletionTokens: 11, TotalTokens: 35, CostUSD: 0.0000102, LatencyMS: 10.9,
 		Explanation: ledger.RouteExplanation{Route: "live", Reason: "no cached answer; called the provider",
