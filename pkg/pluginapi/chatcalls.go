@@ -69,10 +69,11 @@ const (
 // sendQueue is how many calls may wait for the stream's sender.
 const sendQueue = 256
 
-// callOutcome is a call's answer.
+// callOutcome is a call's answer from the plugin, or the reason the stream
+// ended before it.
 type callOutcome struct {
-	res *pb.ChatResponse
-	err error
+	result *pb.ChatResult
+	err    error
 }
 
 // errUnary asks for the call as a unary Chat: the plugin does not serve
@@ -110,7 +111,10 @@ func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, 
 	}
 	select {
 	case out := <-ch:
-		return out.res, out.err
+		if out.err != nil {
+			return nil, out.err
+		}
+		return outcomeOf(ctx, out.result)
 	case <-ctx.Done():
 		if m.forget(s, id) && !q.state.CompareAndSwap(callQueued, callWithdrawn) {
 			s.cancelCall(id) // the plugin has it: cancel it there
@@ -198,7 +202,7 @@ func (m *chatCalls) read(s *callStream) {
 		delete(s.pending, res.GetId())
 		m.mu.Unlock()
 		if ch != nil {
-			ch <- outcomeOf(res)
+			ch <- callOutcome{result: res}
 		}
 	}
 }
@@ -218,7 +222,7 @@ func (m *chatCalls) end(s *callStream, err error) {
 		// The sender could not send and ended the stream.
 		out.err = &UnavailableError{Err: err}
 	default:
-		out.err = fromStatus(err)
+		out.err = fromStatus(s.ctx, err)
 	}
 	s.cancel()
 	m.mu.Lock()
@@ -271,17 +275,17 @@ func (s *callStream) takeCancels() []uint64 {
 	return ids
 }
 
-// outcomeOf reads a ChatResult: its response, or its status as the error a
-// unary Chat would have returned.
-func outcomeOf(r *pb.ChatResult) callOutcome {
+// outcomeOf reads the ChatResult of a call made with ctx: its response, or
+// its status as the error a unary Chat would have returned.
+func outcomeOf(ctx context.Context, r *pb.ChatResult) (*pb.ChatResponse, error) {
 	if len(r.GetStatus()) == 0 {
-		return callOutcome{res: r.GetResponse()}
+		return r.GetResponse(), nil
 	}
 	var st spb.Status
 	if err := proto.Unmarshal(r.GetStatus(), &st); err != nil {
-		return callOutcome{err: errors.New("plugin sent an unreadable status: " + err.Error())}
+		return nil, errors.New("plugin sent an unreadable status: " + err.Error())
 	}
-	return callOutcome{err: fromStatus(status.FromProto(&st).Err())}
+	return nil, fromStatus(ctx, status.FromProto(&st).Err())
 }
 
 // ChatCalls is the plugin's side of the shared stream: each call runs in

@@ -99,12 +99,20 @@ func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *me
 	require.NoError(t, err)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	p, _ := dialProvider(t, lis.Addr().String())
+	return p, s, counts
+}
+
+// dialProvider returns the host's client of the plugin server at addr, and
+// its connection.
+func dialProvider(t *testing.T, addr string) (Provider, *grpc.ClientConn) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	client, err := (&ProviderPlugin{}).GRPCClient(context.Background(), nil, conn)
 	require.NoError(t, err)
-	return client.(Provider), s, counts
+	return client.(Provider), conn
 }
 
 func TestConcurrentChatCallsShareOneStream(t *testing.T) {
@@ -422,12 +430,7 @@ func TestChatCallsKeepTheirDeadlinesWhileTheStreamOpens(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 		}
 	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	client, err := (&ProviderPlugin{}).GRPCClient(context.Background(), nil, conn)
-	require.NoError(t, err)
-	p := client.(Provider)
+	p, _ := dialProvider(t, lis.Addr().String())
 
 	done := make(chan error, 2)
 	for range 2 {
@@ -445,5 +448,39 @@ func TestChatCallsKeepTheirDeadlinesWhileTheStreamOpens(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a call waited for the connection past its deadline")
 		}
+	}
+}
+
+// A call cut by the host closing the plugin's connection (it killed the
+// plugin, or is shutting down) is the plugin being unavailable, on the
+// shared stream and as a unary call: not the client's cancellation, which
+// svc records as the client gone.
+func TestACallCutByTheConnectionClosingIsUnavailable(t *testing.T) {
+	for name, srv := range map[string]func(Provider) pb.ProviderServer{
+		"shared stream": func(impl Provider) pb.ProviderServer { return &providerServer{impl: impl} },
+		"unary":         func(impl Provider) pb.ProviderServer { return &unaryOnly{impl: impl} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			impl := &echoProvider{release: make(chan struct{}), ended: make(chan error, 1), started: make(chan time.Time, 1)}
+			s := grpc.NewServer(ServerOptions()...)
+			pb.RegisterProviderServer(s, srv(impl))
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			go func() { _ = s.Serve(lis) }()
+			t.Cleanup(s.Stop)
+			p, conn := dialProvider(t, lis.Addr().String())
+
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("x")})
+				done <- err
+			}()
+			<-impl.started
+			require.NoError(t, conn.Close())
+			err = <-done
+			var unavailable *UnavailableError
+			assert.ErrorAs(t, err, &unavailable, "%v", err)
+			assert.NotErrorIs(t, err, context.Canceled)
+		})
 	}
 }

@@ -35,7 +35,7 @@ var _ EmailTransport = (*emailClient)(nil)
 func (c *emailClient) Send(ctx context.Context, msg EmailMessage) (string, error) {
 	res, err := c.client.Send(ctx, &pb.EmailMessage{From: msg.From, To: msg.To, Subject: msg.Subject, Text: msg.Text, Html: msg.HTML})
 	if err != nil {
-		return "", fromStatus(err)
+		return "", fromStatus(ctx, err)
 	}
 	return res.GetId(), nil
 }

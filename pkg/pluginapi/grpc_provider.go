@@ -56,7 +56,7 @@ func (c *providerClient) Chat(ctx context.Context, req ChatRequest) (ChatRespons
 	res, err := c.calls.do(ctx, req)
 	if errors.Is(err, errUnary) {
 		res, err = c.client.Chat(ctx, toPBRequest(req))
-		err = fromStatus(err)
+		err = fromStatus(ctx, err)
 	}
 	if err != nil {
 		return ChatResponse{}, err
@@ -69,7 +69,7 @@ func (c *providerClient) StreamChat(ctx context.Context, req ChatRequest, send f
 	defer cancel() // ends the stream if send fails
 	stream, err := c.client.StreamChat(ctx, toPBRequest(req))
 	if err != nil {
-		return fromStatus(err)
+		return fromStatus(ctx, err)
 	}
 	for {
 		chunk, err := stream.Recv()
@@ -77,7 +77,7 @@ func (c *providerClient) StreamChat(ctx context.Context, req ChatRequest, send f
 			return nil
 		}
 		if err != nil {
-			return fromStatus(err)
+			return fromStatus(ctx, err)
 		}
 		out := ChatChunk{Data: chunk.GetData(), UsageOnly: chunk.GetUsageOnly()}
 		if chunk.Usage != nil {
@@ -93,7 +93,7 @@ func (c *providerClient) StreamChat(ctx context.Context, req ChatRequest, send f
 func (c *providerClient) Models(ctx context.Context) ([]Model, error) {
 	res, err := c.client.Models(ctx, &pb.ModelsRequest{})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	models := make([]Model, len(res.GetModels()))
 	for i, m := range res.GetModels() {

@@ -35,7 +35,7 @@ var _ PageCompiler = (*compilerClient)(nil)
 func (c *compilerClient) Compile(ctx context.Context, page Page) ([]byte, error) {
 	res, err := c.client.Compile(ctx, &pb.CompileRequest{Url: page.URL, Html: page.HTML, ContentType: page.ContentType})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	return res.GetSom(), nil
 }

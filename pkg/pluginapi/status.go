@@ -35,9 +35,12 @@ func toStatus(err error) error {
 	return status.Error(codes.Unknown, err.Error())
 }
 
-// fromStatus turns a gRPC error back into what the plugin returned: a
-// *ProviderError, a context error, or an error with the status message.
-func fromStatus(err error) error {
+// fromStatus turns the gRPC error of a call made with ctx back into what
+// the plugin returned: a *ProviderError, a context error, or an error with
+// the status message. A cancellation the caller did not ask for is the
+// connection closing under the call (the host killed the plugin, or is
+// shutting down): the plugin is unavailable, not the client gone.
+func fromStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -52,6 +55,9 @@ func fromStatus(err error) error {
 	}
 	switch st.Code() {
 	case codes.Canceled:
+		if ctx.Err() == nil {
+			return &UnavailableError{Err: err}
+		}
 		return context.Canceled
 	case codes.DeadlineExceeded:
 		return context.DeadlineExceeded
