@@ -3,7 +3,6 @@ package plugins
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,15 +141,23 @@ func ProviderEnv(cfg *config.Config) []string {
 }
 
 // provider calls the plugin in the provider slot. When the process turns
-// out to be gone, it restarts it and tries once more: nothing reached the
-// client yet, and the dead process's answer is lost anyway.
-type provider struct{ slot *Slot }
+// out to be gone, it restarts it and tries once more, as long as nothing
+// reached the client yet: the dead process's answer is lost anyway.
+type provider struct{ slot dispenser }
 
 var _ pluginapi.Provider = (*provider)(nil)
 
-// retry runs call on the slot's plugin, and once more on a fresh process if
-// the plugin was unreachable.
-func retry[T any](slot *Slot, call func(T) error) error {
+// dispenser is what a call needs of its slot (a *Slot): the plugin, and a
+// way to drop one that failed.
+type dispenser interface {
+	Dispense() (any, error)
+	Reset(impl any)
+}
+
+// retry runs call on the slot's plugin. When the plugin was unreachable it
+// drops the process, and runs call once more on a fresh one unless call
+// had already answered in part.
+func retry[T any](slot dispenser, call func(T) error) error {
 	for attempt := 0; ; attempt++ {
 		v, err := slot.Dispense()
 		if err != nil {
@@ -159,12 +166,25 @@ func retry[T any](slot *Slot, call func(T) error) error {
 		impl := v.(T)
 		err = call(impl)
 		var unavailable *pluginapi.UnavailableError
-		if attempt > 0 || !errors.As(err, &unavailable) {
+		if !errors.As(err, &unavailable) {
 			return err
 		}
 		slot.Reset(impl)
+		var partial *partialAnswer
+		if attempt > 0 || errors.As(err, &partial) {
+			return err
+		}
 	}
 }
+
+// partialAnswer is a stream that failed after part of it reached the
+// client: no retry can continue it. The cause stays inspectable (a
+// cancellation is the client's, an unavailable plugin is svc's).
+type partialAnswer struct{ err error }
+
+func (e *partialAnswer) Error() string { return "provider stream interrupted: " + e.err.Error() }
+
+func (e *partialAnswer) Unwrap() error { return e.err }
 
 func (p *provider) retry(call func(pluginapi.Provider) error) error { return retry(p.slot, call) }
 
@@ -186,9 +206,7 @@ func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, se
 			return send(c)
 		})
 		if err != nil && sent {
-			// The client has part of an answer: no retry can continue it.
-			// The cause stays inspectable (a cancellation is the client's).
-			return fmt.Errorf("provider stream interrupted: %w", err)
+			return &partialAnswer{err: err}
 		}
 		return err
 	})
@@ -214,7 +232,7 @@ func (h *Host) Compiler() pluginapi.PageCompiler {
 	return &compiler{slot: h.som}
 }
 
-type compiler struct{ slot *Slot }
+type compiler struct{ slot dispenser }
 
 func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, error) {
 	var out []byte
@@ -226,7 +244,7 @@ func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, er
 	return out, err
 }
 
-type email struct{ slot *Slot }
+type email struct{ slot dispenser }
 
 func (e *email) Send(ctx context.Context, msg pluginapi.EmailMessage) (string, error) {
 	var id string

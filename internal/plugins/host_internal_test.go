@@ -1,0 +1,76 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// fakeSlot dispenses a new fakeProvider each time, as a restart would.
+type fakeSlot struct {
+	dispensed, resets int
+	chunks            int // chunks each provider streams before it dies
+}
+
+func (s *fakeSlot) Dispense() (any, error) {
+	s.dispensed++
+	return &fakeProvider{chunks: s.chunks}, nil
+}
+
+func (s *fakeSlot) Reset(any) { s.resets++ }
+
+// fakeProvider is a plugin process that dies: its calls fail as
+// unreachable, a stream after sending chunks.
+type fakeProvider struct{ chunks int }
+
+var errGone = &pluginapi.UnavailableError{Err: errors.New("connection reset")}
+
+func (p *fakeProvider) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{}, errGone
+}
+
+func (p *fakeProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	for range p.chunks {
+		if err := send(pluginapi.ChatChunk{Data: []byte(`{"chunk":1}`)}); err != nil {
+			return err
+		}
+	}
+	return errGone
+}
+
+func (p *fakeProvider) Models(context.Context) ([]pluginapi.Model, error) { return nil, errGone }
+
+func TestAPluginThatDiesBeforeAnsweringIsRestartedOnce(t *testing.T) {
+	slot := &fakeSlot{}
+	p := &provider{slot: slot}
+	_, err := p.Chat(context.Background(), pluginapi.ChatRequest{})
+	var unavailable *pluginapi.UnavailableError
+	require.ErrorAs(t, err, &unavailable)
+	assert.Equal(t, 2, slot.dispensed, "tried on a fresh process once more")
+	assert.Equal(t, 2, slot.resets, "each failed process is dropped")
+
+	slot = &fakeSlot{}
+	err = (&provider{slot: slot}).StreamChat(context.Background(), pluginapi.ChatRequest{}, func(pluginapi.ChatChunk) error { return nil })
+	require.ErrorAs(t, err, &unavailable)
+	assert.Equal(t, 2, slot.dispensed, "a stream that sent nothing is tried again too")
+}
+
+func TestAStreamCutAfterItsFirstChunkIsNotReplayed(t *testing.T) {
+	slot := &fakeSlot{chunks: 1}
+	got := 0
+	err := (&provider{slot: slot}).StreamChat(context.Background(), pluginapi.ChatRequest{}, func(pluginapi.ChatChunk) error {
+		got++
+		return nil
+	})
+	var unavailable *pluginapi.UnavailableError
+	require.ErrorAs(t, err, &unavailable, "the cause stays inspectable")
+	assert.ErrorContains(t, err, "provider stream interrupted")
+	assert.Equal(t, 1, got, "the client has each chunk once")
+	assert.Equal(t, 1, slot.dispensed, "no retry can continue a partial answer")
+	assert.Equal(t, 1, slot.resets, "the dead process is dropped")
+}
