@@ -75,6 +75,9 @@ func compose(body []byte) (*answer, error) {
 		}
 		a.tool = &toolCall{id: "call_" + string(hx[24:48]), name: t.Function.Name, args: string(args)}
 		a.finish = "tool_calls"
+		if g.full {
+			a.finish = "length"
+		}
 		completion := tokensPerToolCall + estimateTokens(a.tool.name) + estimateJSONTokens(a.tool.args)
 		a.usage = usage(req.promptTokens, completion)
 		return a, nil
@@ -84,6 +87,9 @@ func compose(body []byte) (*answer, error) {
 	case req.format == formatJSONSchema:
 		g := gen{c: c, root: req.schema}
 		a.content = string(g.value(make([]byte, 0, 256), req.schema, "", 0))
+		if g.full {
+			a.finish = "length"
+		}
 	case req.format == formatJSONObject:
 		a.content = c.jsonObject()
 	case c.label != "":

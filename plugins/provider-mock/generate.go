@@ -72,9 +72,28 @@ type gen struct {
 	c        *convo
 	root     *schema
 	toolMode bool
+	full     bool // the value reached maxGenerated and was cut short
+}
+
+// maxGenerated bounds a generated value in bytes, as a model's output
+// limit bounds its answer: a schema can ask for far more (a huge
+// minLength, minItems multiplied at each level, a recursive schema with
+// several branches) than any answer holds. A value cut there is an answer
+// that ran out of room, with finish_reason "length".
+const maxGenerated = 64 << 10
+
+// room reports whether dst may grow, and remembers when it may not.
+func (g *gen) room(dst []byte) bool {
+	if len(dst) >= maxGenerated {
+		g.full = true
+	}
+	return !g.full
 }
 
 func (g *gen) value(dst []byte, s *schema, name string, depth int) []byte {
+	if !g.room(dst) {
+		return dst
+	}
 	s = resolve(g.root, s)
 	if s == nil {
 		return appendJSONString(dst, g.str(name, nil))
@@ -117,17 +136,30 @@ func (g *gen) object(dst []byte, s *schema, depth int) []byte {
 	dst = append(dst, '{')
 	first := true
 	all := !g.toolMode || len(s.required) == 0
-	for _, p := range s.props {
-		if !all && !s.isRequired(p.name) && !g.hasEvidence(p) {
-			continue
-		}
+	member := func(name string, s *schema) {
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, p.name)
+		dst = appendJSONString(dst, name)
 		dst = append(dst, ':')
-		dst = g.value(dst, p.s, p.name, depth+1)
+		dst = g.value(dst, s, name, depth+1)
+	}
+	for _, p := range s.props {
+		if !g.room(dst) {
+			return dst
+		}
+		if all || s.isRequired(p.name) || g.hasEvidence(p) {
+			member(p.name, p.s)
+		}
+	}
+	for _, name := range s.required { // required without a schema of its own
+		if !g.room(dst) {
+			return dst
+		}
+		if !s.hasProp(name) {
+			member(name, nil)
+		}
 	}
 	return append(dst, '}')
 }
@@ -153,7 +185,7 @@ func (g *gen) array(dst []byte, s *schema, name string, depth int) []byte {
 		if s.maxItems >= 0 && want > s.maxItems {
 			want = s.maxItems
 		}
-		for i := 0; i < want; i++ {
+		for i := 0; i < want && g.room(dst); i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -166,6 +198,9 @@ func (g *gen) array(dst []byte, s *schema, name string, depth int) []byte {
 		return append(dst, ']')
 	}
 	for i := 0; i < n; i++ {
+		if !g.room(dst) {
+			return dst
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -262,7 +297,7 @@ func (g *gen) number(name string, s *schema, integer bool) (float64, bool) {
 				case integer:
 					v = math.Floor(lo) + 1
 				case s.max != nil:
-					v = (lo + *s.max) / 2
+					v = lo/2 + *s.max/2 // (lo+max)/2 overflows near the float limit
 				default:
 					v = lo + 1
 				}
@@ -280,7 +315,7 @@ func (g *gen) number(name string, s *schema, integer bool) (float64, bool) {
 				case integer:
 					v = math.Ceil(hi) - 1
 				case s.min != nil:
-					v = (hi + *s.min) / 2
+					v = hi/2 + *s.min/2
 				default:
 					v = hi - 1
 				}
@@ -292,8 +327,16 @@ func (g *gen) number(name string, s *schema, integer bool) (float64, bool) {
 	return v, found
 }
 
+// appendNumber writes v as a JSON number: whole numbers without a
+// fraction, those beyond int64 included.
 func appendNumber(dst []byte, v float64, integer bool) []byte {
-	if integer || v == math.Trunc(v) && math.Abs(v) < 1e15 {
+	switch {
+	case math.IsNaN(v):
+		v = 0
+	case math.IsInf(v, 0):
+		v = math.Copysign(math.MaxFloat64, v)
+	}
+	if (integer || v == math.Trunc(v)) && math.Abs(v) < 1e15 {
 		return strconv.AppendInt(dst, int64(v), 10)
 	}
 	return strconv.AppendFloat(dst, v, 'f', -1, 64)
@@ -308,7 +351,11 @@ func (g *gen) str(name string, s *schema) string {
 			v = string(r[:s.maxLength])
 		}
 		if n := utf8.RuneCountInString(v); s.minLength > n {
-			v += strings.Repeat("x", s.minLength-n)
+			pad := s.minLength - n
+			if pad > maxGenerated {
+				pad, g.full = maxGenerated, true
+			}
+			v += strings.Repeat("x", pad)
 		}
 	}
 	return v

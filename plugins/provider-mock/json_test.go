@@ -306,3 +306,48 @@ func TestJSONStringEscaping(t *testing.T) {
 		assert.Equal(t, want, back)
 	}
 }
+
+// A schema can ask for more than any answer holds; the answer stops at the
+// mock's output limit with finish_reason "length", as a model's would.
+func TestJSONSchemaAnswersAreBounded(t *testing.T) {
+	self := map[string]any{"$ref": "#"}
+	nested := map[string]any{"type": "integer"}
+	for range 4 {
+		nested = map[string]any{"type": "array", "minItems": 40, "items": nested}
+	}
+	for name, schema := range map[string]any{
+		"huge minLength": map[string]any{"type": "object", "properties": map[string]any{
+			"a": map[string]any{"type": "string", "minLength": 50_000_000}}},
+		"minItems at each level": nested,
+		"recursive, three branches": map[string]any{"type": "object", "properties": map[string]any{
+			"a": self, "b": self, "c": self, "d": self, "e": self}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _ := chat(t, body(t, map[string]any{"response_format": jsonSchemaFormat(schema)}, user("hi")))
+			require.NotNil(t, c.Choices[0].Message.Content)
+			assert.LessOrEqual(t, len(*c.Choices[0].Message.Content), maxGenerated+1024)
+			assert.Equal(t, "length", c.Choices[0].FinishReason)
+		})
+	}
+}
+
+func TestJSONSchemaNumbersAtTheLimits(t *testing.T) {
+	got := content(t, body(t, map[string]any{"response_format": jsonSchemaFormat(map[string]any{
+		"type": "object", "properties": map[string]any{
+			"near_max": map[string]any{"type": "number", "exclusiveMinimum": 1e308, "exclusiveMaximum": 1.7e308},
+			"big":      map[string]any{"type": "integer", "minimum": 1e19},
+		}})}, user("hi")))
+	m := decodeObject(t, got)
+	assert.Greater(t, m["near_max"], 1e308)
+	assert.Less(t, m["near_max"], 1.7e308)
+	assert.GreaterOrEqual(t, m["big"], 1e19, got)
+}
+
+func TestJSONSchemaRequiredMembersWithoutProperties(t *testing.T) {
+	got := content(t, body(t, map[string]any{"response_format": jsonSchemaFormat(map[string]any{
+		"type": "object", "properties": map[string]any{"label": map[string]any{"type": "string"}},
+		"required": []string{"label", "answer"}})}, user("What is two plus two?")))
+	m := decodeObject(t, got)
+	assert.Contains(t, m, "label")
+	assert.Contains(t, m, "answer", got)
+}

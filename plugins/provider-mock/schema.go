@@ -208,6 +208,16 @@ func (s *schema) isRequired(name string) bool {
 	return false
 }
 
+// hasProp reports whether s describes the property name.
+func (s *schema) hasProp(name string) bool {
+	for _, p := range s.props {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // kind is the type the generator produces for s.
 func (s *schema) kind() string {
 	switch {
