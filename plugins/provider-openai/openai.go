@@ -34,8 +34,13 @@ const (
 	errorSnippetBytes  = 500  // of a non-JSON error body
 	maxMessageBytes    = 4096 // of an upstream error message
 	drainLimit         = 256 << 10
+	drainWait          = 50 * time.Millisecond // for the rest of a body after the answer
 
-	responseHeaderTimeout = 120 * time.Second
+	// responseHeaderTimeout bounds the wait for an upstream's response
+	// headers. A non-streamed answer's headers come once the whole answer
+	// is generated, which takes a reasoning model or a long answer
+	// minutes: this is the OpenAI SDKs' default timeout.
+	responseHeaderTimeout = 10 * time.Minute
 
 	redacted = "[REDACTED]"
 
@@ -202,13 +207,12 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		Usage *usageJSON      `json:"usage"`
 		Error json.RawMessage `json:"error"`
 	}
-	if err := json.Unmarshal(body, &parsed); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) { // odd usage types only lose the usage
-			return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
-				Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
-				Message: "provider returned a response that is not JSON",
-			}
+	err = json.Unmarshal(body, &parsed)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) || !isObject(body) { // odd usage types only lose the usage
+		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+			Message: "provider returned a response that is not a JSON object",
 		}
 	}
 	if !isNull(parsed.Error) {
@@ -236,20 +240,25 @@ func (u *Upstream) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return u.statusError(resp)
 	}
-	if ct := resp.Header.Get(headerContentTyp); strings.HasPrefix(ct, mimeJSON) {
+	ct := resp.Header.Get(headerContentTyp)
+	if strings.HasPrefix(ct, mimeJSON) {
 		// Not a stream: an error object, or an upstream that ignored
 		// "stream": true. Neither can be relayed as chunks.
 		b, _ := readLimited(resp.Body, maxErrorBodyBytes)
 		drainClose(resp.Body)
 		f := parseErrorBody(b)
-		if f.Message == "" {
-			f.Message = "provider answered without streaming"
+		if f.Message == "" || hasNonNullKey(b, keyChoices) { // a completion is no error to quote
+			f = errorFields{Message: "provider answered without streaming"}
 		}
 		return u.streamError(f)
 	}
 
 	s := getSSE(resp.Body, u.maxResponse())
 	err = s.run(ctx, u, send)
+	if err == nil && s.events == 0 && !strings.HasPrefix(ct, mimeEventStream) {
+		// An HTML page or a text error with a 200: not a stream at all.
+		err = u.streamError(errorFields{Message: "provider answered without an event stream"})
+	}
 	putSSE(s)
 	if err != nil {
 		resp.Body.Close() // aborted: do not read on
@@ -568,6 +577,13 @@ func rawText(raw json.RawMessage) string {
 	return snippet(raw, maxMessageBytes)
 }
 
+// isObject reports whether b is a JSON object (by its first byte; the
+// decoder checks the rest).
+func isObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
 func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
@@ -702,9 +718,13 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 	return out, err
 }
 
-// drainClose reads what is left of a body (bounded) and closes it, so that
-// the connection goes back to the pool.
+// drainClose reads what is left of a body, bounded in bytes and in time,
+// and closes it, so that the connection goes back to the pool. An upstream
+// that holds the body open after its answer costs the connection, not the
+// caller's wait.
 func drainClose(body io.ReadCloser) {
+	stop := time.AfterFunc(drainWait, func() { body.Close() })
+	defer stop.Stop()
 	p := bufPool.Get().(*[]byte)
 	b := (*p)[:cap(*p)]
 	for total := 0; total < drainLimit; {

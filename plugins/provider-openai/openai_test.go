@@ -209,6 +209,13 @@ func TestChatBadSuccessBodies(t *testing.T) {
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.Equal(t, codeBadResponse, pe.Code)
 	})
+	t.Run("JSON but not an object", func(t *testing.T) {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `["x"]`) })
+		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
+		pe := requireProviderError(t, err)
+		assert.Equal(t, http.StatusBadGateway, pe.Status)
+		assert.Equal(t, codeBadResponse, pe.Code)
+	})
 	t.Run("error object with 200", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `{"error":{"message":"engine overloaded","type":"server_error","code":null}}`)
@@ -648,7 +655,7 @@ func TestNewClientIsTuned(t *testing.T) {
 	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 100)
 	assert.Equal(t, 90*time.Second, tr.IdleConnTimeout)
 	assert.Equal(t, 10*time.Second, tr.TLSHandshakeTimeout)
-	assert.Equal(t, 120*time.Second, tr.ResponseHeaderTimeout)
+	assert.Equal(t, 10*time.Minute, tr.ResponseHeaderTimeout, "a non-streamed answer may take minutes")
 }
 
 // ---- Models ----
@@ -874,6 +881,58 @@ func TestStreamInStreamErrors(t *testing.T) {
 			assert.Contains(t, pe.Message, tc.want.Message)
 			assert.NotContains(t, pe.Error(), testKey)
 		})
+	}
+}
+
+func TestStreamBadSuccessBodies(t *testing.T) {
+	t.Run("a page, not a stream", func(t *testing.T) {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<html><body>Bad gateway, try later</body></html>\n")
+		})
+		chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		pe := requireProviderError(t, err)
+		assert.Empty(t, chunks)
+		assert.Equal(t, http.StatusBadGateway, pe.Status)
+		assert.Contains(t, pe.Message, "without an event stream")
+	})
+	t.Run("a completion, not a stream", func(t *testing.T) {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"private answer"}}]}`)
+		})
+		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		pe := requireProviderError(t, err)
+		assert.Equal(t, http.StatusBadGateway, pe.Status)
+		assert.Contains(t, pe.Message, "answered without streaming")
+		assert.NotContains(t, pe.Message, "private answer", "the answer is not an error message")
+	})
+}
+
+// An upstream that keeps the body open after [DONE] does not hold the
+// stream's end, which svc waits for to finish the client's answer.
+func TestStreamEndsAtDoneWhenTheBodyStaysOpen(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", "data: [DONE]\n\n")
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+				writeSSE(w, ": ping\n\n")
+			}
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream did not end at [DONE]")
 	}
 }
 

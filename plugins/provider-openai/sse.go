@@ -22,6 +22,7 @@ type sseStream struct {
 	data     []byte // the current event's data
 	lines    int    // data lines in the current event
 	errEvent bool   // the current event is "event: error"
+	events   int    // events dispatched, [DONE] included
 	limit    int64  // bytes of one event
 }
 
@@ -48,7 +49,7 @@ func putSSE(s *sseStream) {
 	if cap(s.long) > maxPooledBuf {
 		s.long = nil
 	}
-	s.data, s.long, s.lines, s.errEvent = s.data[:0], s.long[:0], 0, false
+	s.data, s.long, s.lines, s.errEvent, s.events = s.data[:0], s.long[:0], 0, false, 0
 	ssePool.Put(s)
 }
 
@@ -156,6 +157,7 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 	if len(data) == 0 {
 		return false, nil
 	}
+	s.events++
 	if bytes.Equal(data, doneMarker) {
 		return true, nil
 	}
@@ -185,9 +187,10 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 }
 
 var (
-	keyUsage = []byte(`"usage"`)
-	keyError = []byte(`"error"`)
-	litNull  = []byte("null")
+	keyUsage   = []byte(`"usage"`)
+	keyError   = []byte(`"error"`)
+	keyChoices = []byte(`"choices"`)
+	litNull    = []byte("null")
 )
 
 // hasNonNullKey reports whether data may have member key (quoted) with a
