@@ -197,10 +197,37 @@ type Sink interface {
 	Chunk(data []byte) error
 }
 
+// clientSink is the Sink of a call, whose write failures say that the
+// client went away: they are no provider's failure.
+type clientSink struct{ sink Sink }
+
+func (s clientSink) Begin(runID, route string) error { return leftIf(s.sink.Begin(runID, route)) }
+
+func (s clientSink) Chunk(data []byte) error { return leftIf(s.sink.Chunk(data)) }
+
+// clientLeft is a failed write to the client.
+type clientLeft struct{ err error }
+
+func (e *clientLeft) Error() string { return "the client went away: " + e.err.Error() }
+
+func (e *clientLeft) Unwrap() error { return e.err }
+
+func leftIf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clientLeft{err: err}
+}
+
+// statusClientLeft is the status a run records when its client went away
+// before the answer was done (nginx's 499).
+const statusClientLeft = 499
+
 // Stream answers a streamed call, passing chunks to sink as they arrive, and
 // records the run before returning: the caller ends the stream after that.
 // Result carries no Body: the answer went to sink.
-func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, sink Sink) (Result, error) {
+func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, client Sink) (Result, error) {
+	sink := clientSink{sink: client}
 	c := g.begin(id, req)
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
@@ -390,14 +417,19 @@ func (g *Gateway) price(run *ledger.Run, u *pluginapi.Usage) {
 	run.CostUSD, run.PriceUnknown = cost, !known
 }
 
-// fail records a run that the provider failed, and returns the error to
-// answer with.
+// fail records a run that the provider failed, or that its client left,
+// and returns the error to answer with.
 func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
+	var left *clientLeft
+	if errors.As(err, &left) || errors.Is(err, context.Canceled) {
+		if rerr := g.finish(ctx, c, statusClientLeft, "the client went away"); rerr != nil {
+			return rerr
+		}
+		return context.Canceled
+	}
 	perr := g.providerError(err)
 	status := http.StatusBadGateway
-	if errors.Is(perr, context.Canceled) {
-		status = 499 // the client went away
-	} else if e := errs.As(perr); e != nil && e.Status != 0 {
+	if e := errs.As(perr); e != nil && e.Status != 0 {
 		status = e.Status
 	}
 	if rerr := g.finish(ctx, c, status, errs.Public(perr)); rerr != nil {
@@ -407,8 +439,9 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 }
 
 // finish records the run with its events; it returns once the run is
-// committed.
+// committed, whether or not the client is still there.
 func (g *Gateway) finish(ctx context.Context, c *call, status int, failure string) error {
+	ctx = context.WithoutCancel(ctx)
 	end := g.now()
 	run := c.run
 	masking := g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID)
@@ -449,6 +482,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	case c.providerFailure != "": // a cached answer stood in for the failed provider
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: http.StatusBadGateway, Error: c.providerFailure,
+		})})
+	case status == statusClientLeft: // the call was cut, not failed
+		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: mustJSON(providerEvent{
+			Provider: run.Provider, Status: status, Error: failure, PromptTokens: run.PromptTokens,
+			CompletionTokens: run.CompletionTokens, UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -408,4 +409,69 @@ func TestStreamFailingMidwayKeepsTheProvidersErrorType(t *testing.T) {
 	assert.Equal(t, "overloaded", e.Error.Code)
 	assert.Equal(t, "the model is overloaded", e.Error.Message)
 	assert.Equal(t, "live", res.Header.Get("x-svc-route"))
+}
+
+// pacedProvider streams chunks a gap apart; with watchCtx it stops when
+// the call's context ends, otherwise only when a send fails, as a provider
+// that has not noticed yet.
+type pacedProvider struct {
+	fakeProvider
+	watchCtx bool
+}
+
+func (p *pacedProvider) StreamChat(ctx context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	for i := range 100 {
+		if err := send(pluginapi.ChatChunk{Data: fmt.Appendf(nil, `{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"part%d "}}]}`, i)}); err != nil {
+			return err
+		}
+		gap := time.After(20 * time.Millisecond)
+		if p.watchCtx {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-gap:
+			}
+		} else {
+			<-gap
+		}
+	}
+	return nil
+}
+
+// A client that leaves mid-stream is recorded as gone (499), whether svc
+// notices by the request's context or by a failed write: the provider did
+// not fail.
+func TestAClientLeavingMidStreamIsRecordedAsGone(t *testing.T) {
+	for name, watchCtx := range map[string]bool{"by the context": true, "by a failed write": false} {
+		t.Run(name, func(t *testing.T) {
+			ts := newServerWith(t, bootstrap, nil, &pacedProvider{watchCtx: watchCtx})
+			req, err := http.NewRequest("POST", ts.URL+"/v1/chat/completions",
+				strings.NewReader(strings.Replace(triage, `{"model"`, `{"stream":true,"model"`, 1)))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+bootstrap)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			runID := res.Header.Get("x-svc-run-id")
+			line, err := bufio.NewReader(res.Body).ReadString('\n')
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(line, "data: "), line)
+			require.NoError(t, res.Body.Close()) // the client leaves
+
+			var detail response
+			require.Eventually(t, func() bool {
+				detail = ts.call(t, "GET", "/api/v1/runs/"+runID, bootstrap, "")
+				return detail.status == http.StatusOK
+			}, 10*time.Second, 20*time.Millisecond, "the run is recorded")
+			run := detail.json["run"].(map[string]any)
+			assert.InDelta(t, 499, run["httpStatus"], 0)
+			assert.Equal(t, "the client went away", run["error"])
+			var types []string
+			for _, e := range detail.json["events"].([]any) {
+				types = append(types, e.(map[string]any)["type"].(string))
+			}
+			assert.Contains(t, types, "provider.cancelled")
+			assert.NotContains(t, types, "provider.failed", "no provider failed")
+		})
+	}
 }
