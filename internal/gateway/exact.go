@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -203,7 +204,7 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 	}
 	var out []json.RawMessage
 	for _, ch := range c.Choices {
-		delta := ch.Message
+		delta := indexToolCalls(ch.Message)
 		if len(delta) == 0 {
 			delta = json.RawMessage(`{}`)
 		}
@@ -216,52 +217,101 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 	return out
 }
 
+// indexToolCalls gives each tool call of a message the index a stream's
+// tool-call delta carries: clients put a streamed call together by it, and
+// without it merge parallel calls into one.
+func indexToolCalls(message json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(message, &m) != nil || len(m["tool_calls"]) == 0 {
+		return message
+	}
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(m["tool_calls"], &calls) != nil {
+		return message
+	}
+	for i, call := range calls {
+		call["index"], _ = json.Marshal(i)
+	}
+	m["tool_calls"], _ = json.Marshal(calls)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return message
+	}
+	return b
+}
+
 // assembleCompletion puts a streamed answer back together as the
 // chat.completion body the same request answers without streaming, so that
-// it can be cached. Answers with tool calls are not assembled.
+// it can be cached. Only what it can put back whole is assembled: an
+// answer with tool calls, log probabilities or a delta member it does not
+// know is not.
 func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte, bool) {
 	type choice struct {
-		content strings.Builder
-		role    string
-		finish  *string
+		content, refusal       strings.Builder
+		hasContent, hasRefusal bool
+		role                   string
+		finish                 *string
 	}
 	var (
-		id, model string
-		created   int64
-		choices   []*choice
+		id, model   string
+		fingerprint *string
+		created     int64
+		choices     []*choice
 	)
 	for _, raw := range chunks {
 		var ch struct {
-			ID      string `json:"id"`
-			Created int64  `json:"created"`
-			Model   string `json:"model"`
-			Choices []struct {
-				Index int `json:"index"`
-				Delta struct {
-					Role      string          `json:"role"`
-					Content   *string         `json:"content"`
-					ToolCalls json.RawMessage `json:"tool_calls"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
+			ID                string  `json:"id"`
+			Created           int64   `json:"created"`
+			Model             string  `json:"model"`
+			SystemFingerprint *string `json:"system_fingerprint"`
+			Choices           []struct {
+				Index        int             `json:"index"`
+				Delta        json.RawMessage `json:"delta"`
+				Logprobs     json.RawMessage `json:"logprobs"`
+				FinishReason *string         `json:"finish_reason"`
 			} `json:"choices"`
 		}
 		if json.Unmarshal(raw, &ch) != nil {
 			return nil, false
 		}
 		id, model, created = ch.ID, ch.Model, ch.Created
+		if ch.SystemFingerprint != nil {
+			fingerprint = ch.SystemFingerprint
+		}
 		for _, c := range ch.Choices {
-			if len(c.Delta.ToolCalls) > 0 && string(c.Delta.ToolCalls) != "null" || c.Index < 0 || c.Index > 128 {
+			if c.Index < 0 || c.Index > 128 || len(c.Logprobs) > 0 && string(c.Logprobs) != "null" {
+				return nil, false
+			}
+			var delta struct {
+				Role      string          `json:"role"`
+				Content   *string         `json:"content"`
+				Refusal   *string         `json:"refusal"`
+				ToolCalls json.RawMessage `json:"tool_calls"`
+			}
+			if len(c.Delta) > 0 {
+				dec := json.NewDecoder(bytes.NewReader(c.Delta))
+				dec.DisallowUnknownFields()
+				if dec.Decode(&delta) != nil {
+					return nil, false
+				}
+			}
+			if len(delta.ToolCalls) > 0 && string(delta.ToolCalls) != "null" {
 				return nil, false
 			}
 			for len(choices) <= c.Index {
 				choices = append(choices, &choice{})
 			}
 			p := choices[c.Index]
-			if c.Delta.Role != "" {
-				p.role = c.Delta.Role
+			if delta.Role != "" {
+				p.role = delta.Role
 			}
-			if c.Delta.Content != nil {
-				p.content.WriteString(*c.Delta.Content)
+			if delta.Content != nil {
+				p.content.WriteString(*delta.Content)
+				p.hasContent = true
+			}
+			if delta.Refusal != nil {
+				p.refusal.WriteString(*delta.Refusal)
+				p.hasRefusal = true
 			}
 			if c.FinishReason != nil {
 				p.finish = c.FinishReason
@@ -272,8 +322,9 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte
 		return nil, false
 	}
 	type message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role    string  `json:"role"`
+		Content *string `json:"content"`
+		Refusal *string `json:"refusal"`
 	}
 	type outChoice struct {
 		Index        int     `json:"index"`
@@ -281,19 +332,27 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte
 		FinishReason *string `json:"finish_reason"`
 	}
 	out := struct {
-		ID      string          `json:"id"`
-		Object  string          `json:"object"`
-		Created int64           `json:"created"`
-		Model   string          `json:"model"`
-		Choices []outChoice     `json:"choices"`
-		Usage   json.RawMessage `json:"usage,omitempty"`
-	}{ID: id, Object: "chat.completion", Created: created, Model: model, Usage: usage}
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           int64           `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+		Choices           []outChoice     `json:"choices"`
+		Usage             json.RawMessage `json:"usage,omitempty"`
+	}{ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: fingerprint, Usage: usage}
 	for i, p := range choices {
-		role := p.role
-		if role == "" {
-			role = "assistant"
+		m := message{Role: p.role}
+		if m.Role == "" {
+			m.Role = "assistant"
 		}
-		out.Choices = append(out.Choices, outChoice{Index: i, Message: message{Role: role, Content: p.content.String()}, FinishReason: p.finish})
+		if content := p.content.String(); p.hasContent || !p.hasRefusal {
+			m.Content = &content // a refusal alone leaves content null, as OpenAI's does
+		}
+		if p.hasRefusal {
+			refusal := p.refusal.String()
+			m.Refusal = &refusal
+		}
+		out.Choices = append(out.Choices, outChoice{Index: i, Message: m, FinishReason: p.finish})
 	}
 	b, err := json.Marshal(out)
 	return b, err == nil

@@ -488,3 +488,64 @@ func mustKey(t *testing.T, body string) string {
 	require.NoError(t, err)
 	return k
 }
+
+// chunkedProvider streams fixed chunks.
+type chunkedProvider struct {
+	fakeProvider
+	chunks []string
+}
+
+func (p *chunkedProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	for _, c := range p.chunks {
+		if err := send(pluginapi.ChatChunk{Data: []byte(c)}); err != nil {
+			return err
+		}
+	}
+	return send(pluginapi.ChatChunk{UsageOnly: true, Usage: &pluginapi.Usage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12},
+		Data: []byte(`{"object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`)})
+}
+
+// A streamed answer is cached only as what it was: a refusal stays a
+// refusal, and what cannot be put back whole (log probabilities) is not
+// cached at all.
+func TestAStreamedAnswerIsCachedWhole(t *testing.T) {
+	const head = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","system_fingerprint":"fp_1",`
+	refusal := []string{
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{"refusal":"I can't help "},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{"refusal":"with that."},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`,
+	}
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"something disallowed"}]}`
+	streamed := strings.Replace(body, `{"model"`, `{"stream":true,"model"`, 1)
+
+	ts := newServerWith(t, bootstrap, nil, &chunkedProvider{chunks: refusal})
+	ts.stream(t, bootstrap, streamed)
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+	require.Equal(t, "exact_cache", res.header.Get("x-svc-route"), res.body)
+	var c struct {
+		SystemFingerprint string `json:"system_fingerprint"`
+		Choices           []struct {
+			Message struct {
+				Content *string `json:"content"`
+				Refusal *string `json:"refusal"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.body), &c))
+	require.Len(t, c.Choices, 1)
+	assert.Nil(t, c.Choices[0].Message.Content, "a refusal has no content")
+	require.NotNil(t, c.Choices[0].Message.Refusal, res.body)
+	assert.Equal(t, "I can't help with that.", *c.Choices[0].Message.Refusal)
+	assert.Equal(t, "fp_1", c.SystemFingerprint)
+
+	withLogprobs := []string{
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":{"content":[{"token":"Hi","logprob":-0.1,"bytes":[72,105],"top_logprobs":[]}]},"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`,
+	}
+	ts = newServerWith(t, bootstrap, nil, &chunkedProvider{chunks: withLogprobs})
+	ts.stream(t, bootstrap, streamed)
+	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+	assert.Equal(t, "live", res.header.Get("x-svc-route"), "an answer with logprobs is not cached without them")
+}

@@ -155,3 +155,39 @@ func TestOpenAISDKErrors(t *testing.T) {
 	assert.Equal(t, http.StatusBadGateway, apiErr.StatusCode)
 	assert.Equal(t, "upstream_error", apiErr.Type)
 }
+
+// parallelToolsProvider answers with two tool calls at once.
+type parallelToolsProvider struct{ fakeProvider }
+
+func (p *parallelToolsProvider) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{Body: []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},` +
+		`{"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{\"tz\":\"CET\"}"}}]},"finish_reason":"tool_calls"}],` +
+		`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`),
+		Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}, nil
+}
+
+// A cached answer replayed as a stream gives each tool call the index its
+// delta must carry: the SDK puts parallel calls together by it.
+func TestOpenAISDKStreamsCachedParallelToolCalls(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &parallelToolsProvider{})
+	client := sdkClient(ts, bootstrap)
+	params := sdkParams("weather and time in Paris")
+	whole, err := client.Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	require.Len(t, whole.Choices[0].Message.ToolCalls, 2)
+
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	calls := acc.Choices[0].Message.ToolCalls
+	require.Len(t, calls, 2)
+	assert.Equal(t, "get_weather", calls[0].Function.Name)
+	assert.Equal(t, `{"city":"Paris"}`, calls[0].Function.Arguments)
+	assert.Equal(t, "get_time", calls[1].Function.Name)
+	assert.Equal(t, `{"tz":"CET"}`, calls[1].Function.Arguments)
+}
