@@ -17,8 +17,8 @@ type Price struct {
 	Output float64 `json:"output"`
 }
 
-// Table maps model names to prices. Lookups fall back to the longest known
-// prefix, so that dated variants ("gpt-4o-2024-08-06") find their family.
+// Table maps model names to prices. A dated snapshot ("gpt-4o-2024-08-06")
+// finds the price of the model it is a snapshot of.
 type Table struct {
 	prices   map[string]Price
 	prefixes []string // longest first
@@ -89,11 +89,31 @@ func (t *Table) Lookup(model string) (Price, bool) {
 		return p, true
 	}
 	for _, prefix := range t.prefixes {
-		if strings.HasPrefix(model, prefix) && len(model) > len(prefix) && (model[len(prefix)] == '-' || model[len(prefix)] == ':' || model[len(prefix)] == '@') {
+		if strings.HasPrefix(model, prefix) && isSnapshot(model[len(prefix):]) {
 			return t.prices[prefix], true
 		}
 	}
 	return Price{}, false
+}
+
+// isSnapshot reports whether suffix, what a model name adds to a known
+// one, names a snapshot of the same model ("-2024-08-06", "-0613",
+// "@latest") rather than another model ("-pro", "-mini"), which has its
+// own price.
+func isSnapshot(suffix string) bool {
+	if len(suffix) < 2 || suffix[0] != '-' && suffix[0] != ':' && suffix[0] != '@' {
+		return false
+	}
+	version := suffix[1:]
+	if version == "latest" {
+		return true
+	}
+	for i := 0; i < len(version); i++ {
+		if c := version[i]; (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return version[0] >= '0' && version[0] <= '9'
 }
 
 // Cost prices a call; known is false when the model has no price.

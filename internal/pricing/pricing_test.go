@@ -33,6 +33,14 @@ func TestCost(t *testing.T) {
 	assert.Zero(t, usd)
 	_, ok = tbl.Cost("gpt-4ox", 1, 1)
 	assert.False(t, ok, "a prefix must end at a separator")
+	for _, snapshot := range []string{"gpt-4o-0513", "gpt-4o:2024-08-06", "gpt-4o@latest", "o3-2025.04.16"} {
+		_, ok = tbl.Lookup(snapshot)
+		assert.True(t, ok, "%s is a snapshot of a known model", snapshot)
+	}
+	for _, other := range []string{"o3-pro", "gpt-5-pro", "o1-mini", "gpt-4o-audio-preview", "gpt-4o-", "gpt-4o-latestx"} {
+		_, ok = tbl.Lookup(other)
+		assert.False(t, ok, "%s is another model, with its own price", other)
+	}
 }
 
 func TestLoadOverrides(t *testing.T) {
