@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 )
@@ -76,6 +77,16 @@ func (t tracedTool) level() int64 {
 	return DefaultToolLevel
 }
 
+// validate checks the side-effect level, which is 0 to 4 when given.
+func (t tracedTool) validate() error {
+	for field, v := range map[string]*int64{"payload.level": t.Level, "payload.sideEffectLevel": t.SideEffectLevel} {
+		if v != nil && (*v < 0 || *v > 4) {
+			return errs.Invalidf(field, "%s must be 0 to 4", field[len("payload."):])
+		}
+	}
+	return nil
+}
+
 func (t tracedTool) args() map[string]any {
 	raw := t.Args
 	if raw == nil {
@@ -102,17 +113,24 @@ func ParseArgs(raw string) map[string]any {
 // the run's trace too), a planned side effect is recorded, and a completed
 // tool executes its planned side effect.
 func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string, payload json.RawMessage) (Traced, error) {
+	kind := strings.TrimSpace(typ)
+	isTool := kind == EventToolCalled || kind == EventSideEffectPlanned || kind == EventToolCompleted
+	var tool tracedTool
+	if isTool {
+		_ = json.Unmarshal(payload, &tool) // a payload is a JSON object; missing fields stay empty
+		if err := tool.validate(); err != nil {
+			return Traced{}, err
+		}
+	}
 	e, err := t.runs.Trace(ctx, id.TenantID, runID, typ, payload)
 	if err != nil {
 		return Traced{}, err
 	}
 	out := Traced{Event: e}
-	typ = strings.TrimSpace(typ)
-	if typ != EventToolCalled && typ != EventSideEffectPlanned && typ != EventToolCompleted {
+	if !isTool {
 		return out, nil
 	}
-	var tool tracedTool
-	_ = json.Unmarshal(payload, &tool) // a payload is a JSON object; missing fields stay empty
+	typ = kind
 	if typ == EventToolCompleted {
 		_, err := t.effects.ExecuteSideEffect(ctx, id.TenantID, runID, tool.name(), e.At)
 		return out, err

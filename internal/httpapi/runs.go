@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -69,7 +70,7 @@ func (s *Server) replayBundle(w http.ResponseWriter, r *http.Request) error {
 
 type feedbackRequest struct {
 	Type       string  `json:"type"`
-	Rating     int     `json:"rating"`
+	Rating     float64 `json:"rating"` // 1.0 counts as 1, as a float-writing encoder sends it
 	Correction *string `json:"correction"`
 }
 
@@ -78,7 +79,10 @@ func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := ledger.FeedbackInput{Type: req.Type, Rating: req.Rating}
+	in := ledger.FeedbackInput{Type: req.Type}
+	if req.Rating == 1 || req.Rating == -1 {
+		in.Rating = int(req.Rating) // anything else stays 0, which is refused
+	}
 	if req.Correction != nil {
 		in.Correction = *req.Correction
 	}
@@ -117,6 +121,8 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) error {
 		return errs.Invalidf("runId", "runId is required")
 	case req.Payload == nil:
 		return errs.Invalidf("payload", "payload is required (a JSON object)")
+	case !bytes.HasPrefix(bytes.TrimSpace(req.Payload), []byte("{")):
+		return errs.Invalidf("payload", "payload must be a JSON object")
 	}
 	t, err := s.Tracer.Trace(r.Context(), identity(r), req.RunID, req.Type, req.Payload)
 	if err != nil {

@@ -98,8 +98,8 @@ func TestFeedback(t *testing.T) {
 	assert.Equal(t, id, fb["runId"])
 	assert.InDelta(t, -1, fb["rating"], 0)
 	assert.Equal(t, "bug", fb["correction"])
-	res = ts.call(t, "POST", "/api/v1/runs/"+id+"/feedback", bootstrap, `{"type":"rating","rating":1}`)
-	require.Equal(t, http.StatusCreated, res.status, res.body)
+	res = ts.call(t, "POST", "/api/v1/runs/"+id+"/feedback", bootstrap, `{"type":"rating","rating":1.0}`)
+	require.Equal(t, http.StatusCreated, res.status, "1.0 is the number 1: %s", res.body)
 
 	d := ts.run(t, bootstrap, id)
 	events := d["events"].([]any)
@@ -112,6 +112,8 @@ func TestFeedback(t *testing.T) {
 		`{"rating":1}`:                                "type",
 		`{"type":"rating","rating":5}`:                "rating",
 		`{"type":"rating","rating":0}`:                "rating",
+		`{"type":"rating","rating":0.5}`:              "rating",
+		`{"type":"rating","rating":"1"}`:              "rating",
 		`{"type":"rating","rating":1,"correction":7}`: "correction",
 		`{"type":"rating","rating":1,"extra":true}`:   "extra",
 	} {
@@ -145,6 +147,9 @@ func TestTrace(t *testing.T) {
 		`{"runId":"` + id + `","type":"tool.called"}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":[1]}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":"x"}`,
+		`{"runId":"` + id + `","type":"tool.called","payload":null}`,
+		`{"runId":"` + id + `","type":"tool.called","payload":{"name":"t","sideEffectLevel":5}}`,
+		`{"runId":"` + id + `","type":"side_effect.planned","payload":{"toolName":"t","level":-1}}`,
 		`{"runId":"` + id + `","type":"","payload":{}}`,
 		`{"runId":"` + id + `","type":"` + strings.Repeat("t", 101) + `","payload":{}}`,
 		`{"type":"tool.called","payload":{}}`,
@@ -153,6 +158,7 @@ func TestTrace(t *testing.T) {
 	} {
 		assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/trace", bootstrap, body).status, body)
 	}
+	assert.InDelta(t, 5, ts.call(t, "GET", "/api/v1/runs/"+id+"/integrity", bootstrap, "").json["events"], 0, "nothing refused was appended")
 	assert.Equal(t, http.StatusNotFound, ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"run_aaaaaaaaaaaaaaaaaaaa","type":"x","payload":{}}`).status)
 	assert.Equal(t, http.StatusNotFound, ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"nonsense","type":"x","payload":{}}`).status)
 }
