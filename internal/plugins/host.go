@@ -49,7 +49,7 @@ func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.provider.Dispense(); err != nil {
+	if _, err := h.provider.Dispense(context.Background()); err != nil {
 		return nil, err
 	}
 	// The email transport starts on its first message; a missing binary
@@ -150,16 +150,19 @@ var _ pluginapi.Provider = (*provider)(nil)
 // dispenser is what a call needs of its slot (a *Slot): the plugin, and a
 // way to drop one that failed.
 type dispenser interface {
-	Dispense() (any, error)
+	Dispense(ctx context.Context) (any, error)
 	Reset(impl any)
 }
 
 // retry runs call on the slot's plugin. When the plugin was unreachable it
 // drops the process, and runs call once more on a fresh one unless call
 // had already answered in part.
-func retry[T any](slot dispenser, call func(T) error) error {
+func retry[T any](ctx context.Context, slot dispenser, call func(T) error) error {
 	for attempt := 0; ; attempt++ {
-		v, err := slot.Dispense()
+		v, err := slot.Dispense(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err() // the caller gave up waiting for a start
+		}
 		if err != nil {
 			return &pluginapi.UnavailableError{Err: err}
 		}
@@ -186,11 +189,13 @@ func (e *partialAnswer) Error() string { return "provider stream interrupted: " 
 
 func (e *partialAnswer) Unwrap() error { return e.err }
 
-func (p *provider) retry(call func(pluginapi.Provider) error) error { return retry(p.slot, call) }
+func (p *provider) retry(ctx context.Context, call func(pluginapi.Provider) error) error {
+	return retry(ctx, p.slot, call)
+}
 
 func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	var res pluginapi.ChatResponse
-	err := p.retry(func(impl pluginapi.Provider) error {
+	err := p.retry(ctx, func(impl pluginapi.Provider) error {
 		var err error
 		res, err = impl.Chat(ctx, req)
 		return err
@@ -199,7 +204,7 @@ func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 }
 
 func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
-	return p.retry(func(impl pluginapi.Provider) error {
+	return p.retry(ctx, func(impl pluginapi.Provider) error {
 		sent := false
 		err := impl.StreamChat(ctx, req, func(c pluginapi.ChatChunk) error {
 			sent = true
@@ -214,7 +219,7 @@ func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, se
 
 func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	var models []pluginapi.Model
-	err := p.retry(func(impl pluginapi.Provider) error {
+	err := p.retry(ctx, func(impl pluginapi.Provider) error {
 		var err error
 		models, err = impl.Models(ctx)
 		return err
@@ -236,7 +241,7 @@ type compiler struct{ slot dispenser }
 
 func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, error) {
 	var out []byte
-	err := retry(c.slot, func(impl pluginapi.PageCompiler) error {
+	err := retry(ctx, c.slot, func(impl pluginapi.PageCompiler) error {
 		var err error
 		out, err = impl.Compile(ctx, page)
 		return err
@@ -248,7 +253,7 @@ type email struct{ slot dispenser }
 
 func (e *email) Send(ctx context.Context, msg pluginapi.EmailMessage) (string, error) {
 	var id string
-	err := retry(e.slot, func(impl pluginapi.EmailTransport) error {
+	err := retry(ctx, e.slot, func(impl pluginapi.EmailTransport) error {
 		var err error
 		id, err = impl.Send(ctx, msg)
 		return err

@@ -3,8 +3,12 @@ package plugins
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +21,7 @@ type fakeSlot struct {
 	chunks            int // chunks each provider streams before it dies
 }
 
-func (s *fakeSlot) Dispense() (any, error) {
+func (s *fakeSlot) Dispense(context.Context) (any, error) {
 	s.dispensed++
 	return &fakeProvider{chunks: s.chunks}, nil
 }
@@ -73,4 +77,45 @@ func TestAStreamCutAfterItsFirstChunkIsNotReplayed(t *testing.T) {
 	assert.Equal(t, 1, got, "the client has each chunk once")
 	assert.Equal(t, 1, slot.dispensed, "no retry can continue a partial answer")
 	assert.Equal(t, 1, slot.resets, "the dead process is dropped")
+}
+
+// A plugin slow to start (here one that never completes the handshake)
+// holds no caller past its deadline, nor the host's shutdown.
+func TestCallersWaitForAPluginStartNoLongerThanTheirDeadline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "svc-never-ready")
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
+	slot, err := NewSlot(pluginapi.ProviderName, path, nil, hclog.NewNullLogger())
+	require.NoError(t, err)
+	p := &provider{slot: slot}
+
+	done := make(chan error, 3)
+	for range 3 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_, err := p.Chat(ctx, pluginapi.ChatRequest{})
+			done <- err
+		}()
+	}
+	for range 3 {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "a timeout, not the plugin unavailable")
+		case <-time.After(5 * time.Second):
+			t.Fatal("a caller waited for the start past its deadline")
+		}
+	}
+
+	killed := make(chan struct{})
+	go func() {
+		slot.Kill()
+		close(killed)
+	}()
+	select {
+	case <-killed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("shutdown waited for the start to time out")
+	}
+	_, err = slot.Dispense(context.Background())
+	assert.ErrorIs(t, err, errShutDown)
 }

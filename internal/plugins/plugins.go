@@ -5,6 +5,7 @@
 package plugins
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,18 +28,30 @@ const BinaryPrefix = "svc-"
 const startTimeout = 10 * time.Second
 
 // Slot is one plugin kind with its running process. It starts the process
-// lazily, and again, as a new process, after it died.
+// lazily, and again, as a new process, after it died. A start runs in its
+// own goroutine, outside the lock: callers wait for it no longer than their
+// context allows, and one start serves every caller waiting for it.
 type Slot struct {
 	kind   string // pluginapi name: provider, email, som
 	path   string
 	env    []string
 	logger hclog.Logger
 
-	mu     sync.Mutex
-	client *plugin.Client
-	impl   any
-	closed bool
+	// shutdown ends with Kill, and kills every process the slot started
+	// that is still there, one being started included.
+	shutdown context.Context
+	kill     context.CancelFunc
+
+	mu       sync.Mutex
+	client   *plugin.Client // the running process; nil before the first start, or once dropped
+	impl     any
+	starting chan struct{} // closed when the start under way ends; nil when none is
+	startErr error         // why the last start failed
+	closed   bool
 }
+
+// errShutDown is the answer of a slot after Kill.
+var errShutDown = errors.New("plugin host is shut down")
 
 // NewSlot returns a slot for the binary at path, dispensed as kind, run with
 // exactly env (the host environment is not inherited). It checks that the
@@ -47,30 +60,64 @@ func NewSlot(kind, path string, env []string, logger hclog.Logger) (*Slot, error
 	if err := checkExecutable(path); err != nil {
 		return nil, err
 	}
-	return &Slot{kind: kind, path: path, env: env, logger: logger}, nil
+	shutdown, kill := context.WithCancel(context.Background())
+	return &Slot{kind: kind, path: path, env: env, logger: logger, shutdown: shutdown, kill: kill}, nil
 }
 
 // Path is the slot's binary.
 func (s *Slot) Path() string { return s.path }
 
 // Dispense returns the plugin's implementation, starting the process when it
-// is not running (the first use, or the use after it died).
-func (s *Slot) Dispense() (any, error) {
+// is not running (the first use, or the use after it died), or ctx.Err()
+// when ctx ends first.
+func (s *Slot) Dispense(ctx context.Context) (any, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errors.New("plugin host is shut down")
+		s.mu.Unlock()
+		return nil, errShutDown
 	}
 	if s.client != nil && !s.client.Exited() {
-		return s.impl, nil
+		impl := s.impl
+		s.mu.Unlock()
+		return impl, nil
 	}
-	if s.client != nil {
+	if s.starting == nil {
+		s.starting = make(chan struct{})
+		dead := s.client
+		s.client, s.impl = nil, nil
+		go s.start(dead, s.starting)
+	}
+	started := s.starting
+	s.mu.Unlock()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, errShutDown
+	case s.startErr != nil:
+		return nil, s.startErr
+	case s.client == nil: // started, and already dropped by a failed call
+		return nil, errors.New("plugin " + s.path + " stopped as it started")
+	}
+	return s.impl, nil
+}
+
+// start replaces the dead process (nil on the first start) with a new one,
+// and ends by closing done.
+func (s *Slot) start(dead *plugin.Client, done chan struct{}) {
+	defer close(done)
+	if dead != nil {
 		s.logger.Warn("plugin exited; restarting", "plugin", filepath.Base(s.path))
-		s.client.Kill()
+		dead.Kill()
 	}
 	// A plugin.Client cannot be started twice: a restart is a new client
 	// with a new command.
-	cmd := exec.Command(s.path)
+	cmd := exec.CommandContext(s.shutdown, s.path)
 	cmd.Env = s.env
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
@@ -84,17 +131,31 @@ func (s *Slot) Dispense() (any, error) {
 		StartTimeout:     startTimeout,
 		Logger:           s.logger,
 	})
+	impl, err := dispense(client, s.kind, s.path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starting = nil
+	switch {
+	case err != nil:
+		client.Kill()
+		s.startErr = err
+	case s.closed: // Kill came during the start
+		client.Kill()
+	default:
+		s.client, s.impl, s.startErr = client, impl, nil
+	}
+}
+
+// dispense starts client's process and returns its implementation of kind.
+func dispense(client *plugin.Client, kind, path string) (any, error) {
 	rpc, err := client.Client()
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("start plugin %s (is it an svc plugin built for this machine? run `make build`): %w", s.path, err)
+		return nil, fmt.Errorf("start plugin %s (is it an svc plugin built for this machine? run `make build`): %w", path, err)
 	}
-	impl, err := rpc.Dispense(s.kind)
+	impl, err := rpc.Dispense(kind)
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("plugin %s does not serve the %s slot: %w", s.path, s.kind, err)
+		return nil, fmt.Errorf("plugin %s does not serve the %s slot: %w", path, kind, err)
 	}
-	s.client, s.impl = client, impl
 	return impl, nil
 }
 
@@ -102,9 +163,14 @@ func (s *Slot) Dispense() (any, error) {
 // next Dispense starts a fresh one. impl is what the caller was using.
 func (s *Slot) Reset(impl any) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var failed *plugin.Client
 	if s.client != nil && s.impl == impl {
-		s.client.Kill()
+		failed = s.client
+		s.client, s.impl = nil, nil
+	}
+	s.mu.Unlock()
+	if failed != nil {
+		failed.Kill()
 	}
 }
 
@@ -121,13 +187,20 @@ func (s *Slot) Pid() int {
 	return 0
 }
 
-// Kill stops the process (gracefully, then by force) and refuses later use.
+// Kill stops the process (gracefully, then by force), and one being
+// started, and refuses later use.
 func (s *Slot) Kill() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
-	if s.client != nil {
-		s.client.Kill()
+	running, starting := s.client, s.starting
+	s.client, s.impl = nil, nil
+	s.mu.Unlock()
+	if running != nil {
+		running.Kill()
+	}
+	s.kill() // a process being started goes now, which ends its start
+	if starting != nil {
+		<-starting
 	}
 }
 
