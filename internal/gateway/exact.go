@@ -217,6 +217,35 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 	return out
 }
 
+// emptyJSON reports whether raw is absent or an empty value: null, "",
+// [] or {}.
+func emptyJSON(raw json.RawMessage) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "", "null", `""`, "[]", "{}":
+		return true
+	}
+	return false
+}
+
+// hasOtherMembers reports whether a delta has a member with a value besides
+// the role, content, refusal and tool calls assembleCompletion puts back.
+func hasOtherMembers(delta json.RawMessage) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(delta, &members) != nil {
+		return true
+	}
+	for name, v := range members {
+		switch name {
+		case "role", "content", "refusal", "tool_calls":
+		default:
+			if !emptyJSON(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // indexToolCalls gives each tool call of a message the index a stream's
 // tool-call delta carries: clients put a streamed call together by it, and
 // without it merge parallel calls into one.
@@ -240,12 +269,24 @@ func indexToolCalls(message json.RawMessage) json.RawMessage {
 	return b
 }
 
+// assembly says what assembleCompletion may leave out of a streamed answer.
+type assembly int
+
+const (
+	// wholeAnswer leaves nothing out: what the cache stores must be the
+	// answer itself.
+	wholeAnswer assembly = iota
+	// answerText keeps the text and drops what it cannot put back (log
+	// probabilities, members it does not know): enough to mask or compare.
+	answerText
+)
+
 // assembleCompletion puts a streamed answer back together as the
-// chat.completion body the same request answers without streaming, so that
-// it can be cached. Only what it can put back whole is assembled: an
-// answer with tool calls, log probabilities or a delta member it does not
-// know is not.
-func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte, bool) {
+// chat.completion body the same request answers without streaming. Answers
+// with tool calls are not assembled; for wholeAnswer, neither are answers
+// with log probabilities or a delta member it does not know that has a
+// value (an empty one, such as "function_call": null, is ignored).
+func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage, mode assembly) ([]byte, bool) {
 	type choice struct {
 		content, refusal       strings.Builder
 		hasContent, hasRefusal bool
@@ -279,7 +320,7 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte
 			fingerprint = ch.SystemFingerprint
 		}
 		for _, c := range ch.Choices {
-			if c.Index < 0 || c.Index > 128 || len(c.Logprobs) > 0 && string(c.Logprobs) != "null" {
+			if c.Index < 0 || c.Index > 128 || mode == wholeAnswer && !emptyJSON(c.Logprobs) {
 				return nil, false
 			}
 			var delta struct {
@@ -288,14 +329,10 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage) ([]byte
 				Refusal   *string         `json:"refusal"`
 				ToolCalls json.RawMessage `json:"tool_calls"`
 			}
-			if len(c.Delta) > 0 {
-				dec := json.NewDecoder(bytes.NewReader(c.Delta))
-				dec.DisallowUnknownFields()
-				if dec.Decode(&delta) != nil {
-					return nil, false
-				}
+			if len(c.Delta) > 0 && json.Unmarshal(c.Delta, &delta) != nil {
+				return nil, false
 			}
-			if len(delta.ToolCalls) > 0 && string(delta.ToolCalls) != "null" {
+			if !emptyJSON(delta.ToolCalls) || mode == wholeAnswer && hasOtherMembers(c.Delta) {
 				return nil, false
 			}
 			for len(choices) <= c.Index {

@@ -289,7 +289,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 	}
 	g.price(c.run, usage)
 	if c.art != nil {
-		if body, ok := assembleCompletion(chunks, nil); ok {
+		if body, ok := assembleCompletion(chunks, nil, answerText); ok {
 			g.shadowEvaluate(c, body)
 		}
 	}
@@ -307,7 +307,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		return res, err
 	}
 	if c.exact != nil {
-		if body, ok := assembleCompletion(chunks, usageJSON(usage)); ok {
+		if body, ok := assembleCompletion(chunks, usageJSON(usage), wholeAnswer); ok {
 			g.storeExact(c, body)
 		}
 	}
@@ -352,7 +352,7 @@ func maskResponse(res []byte, stream bool) []byte {
 			Chunks []json.RawMessage `json:"chunks"`
 		}
 		if json.Unmarshal(res, &s) == nil {
-			if whole, ok := assembleCompletion(s.Chunks, nil); ok {
+			if whole, ok := assembleCompletion(s.Chunks, nil, answerText); ok {
 				return redact.Bytes(whole)
 			}
 		}

@@ -442,23 +442,37 @@ func BenchmarkLiveCall(b *testing.B) {
 }
 
 func TestRedactionOfAStreamedAnswerSeesTheWholeText(t *testing.T) {
-	ts2 := newServerWith(t, bootstrap, nil, &splitProvider{})
-	require.Equal(t, http.StatusOK, ts2.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"redaction","value":true}`).status)
-	res, events := ts2.stream(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"temperature":1,"messages":[{"role":"user","content":"hi"}]}`)
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	assert.Contains(t, strings.Join(events, ""), "john.smith", "the caller gets the answer as it was")
-	stored := mustMarshal(t, ts2.run(t, bootstrap, res.Header.Get("x-svc-run-id"))["run"].(map[string]any)["response"])
-	assert.NotContains(t, stored, "john.smith")
-	assert.NotContains(t, stored, "example.com")
-	assert.Contains(t, stored, "[email]")
+	for name, p := range map[string]*splitProvider{"plain chunks": {}, "with log probabilities and null members": {extras: true}} {
+		t.Run(name, func(t *testing.T) {
+			ts2 := newServerWith(t, bootstrap, nil, p)
+			require.Equal(t, http.StatusOK, ts2.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"redaction","value":true}`).status)
+			res, events := ts2.stream(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"temperature":1,"messages":[{"role":"user","content":"hi"}]}`)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			assert.Contains(t, strings.Join(events, ""), "john.smith", "the caller gets the answer as it was")
+			stored := mustMarshal(t, ts2.run(t, bootstrap, res.Header.Get("x-svc-run-id"))["run"].(map[string]any)["response"])
+			assert.NotContains(t, stored, "john.smith")
+			assert.NotContains(t, stored, "example.com")
+			assert.Contains(t, stored, "[email]")
+		})
+	}
 }
 
-// splitProvider streams an email address split across two chunks.
-type splitProvider struct{ fakeProvider }
+// splitProvider streams an email address split across two chunks; with
+// extras, the chunks carry log probabilities and members set to null, as
+// some providers' do.
+type splitProvider struct {
+	fakeProvider
+	extras bool
+}
 
-func (*splitProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+func (p *splitProvider) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
 	for _, part := range []string{"Write to john.smith", "@example.com today."} {
-		b, _ := json.Marshal(map[string]any{"object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": part}}}})
+		choice := map[string]any{"index": 0, "delta": map[string]any{"content": part}}
+		if p.extras {
+			choice["delta"] = map[string]any{"content": part, "function_call": nil, "audio": nil}
+			choice["logprobs"] = map[string]any{"content": []any{map[string]any{"token": part, "logprob": -0.1}}}
+		}
+		b, _ := json.Marshal(map[string]any{"object": "chat.completion.chunk", "choices": []any{choice}})
 		if err := send(pluginapi.ChatChunk{Data: b}); err != nil {
 			return err
 		}
@@ -538,6 +552,16 @@ func TestAStreamedAnswerIsCachedWhole(t *testing.T) {
 	require.NotNil(t, c.Choices[0].Message.Refusal, res.body)
 	assert.Equal(t, "I can't help with that.", *c.Choices[0].Message.Refusal)
 	assert.Equal(t, "fp_1", c.SystemFingerprint)
+
+	withNullMembers := []string{
+		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":"","function_call":null,"tool_calls":null,"audio":null},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{"content":"Hi","annotations":[]},"logprobs":null,"finish_reason":null}]}`,
+		head + `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`,
+	}
+	ts = newServerWith(t, bootstrap, nil, &chunkedProvider{chunks: withNullMembers})
+	ts.stream(t, bootstrap, streamed)
+	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+	assert.Equal(t, "exact_cache", res.header.Get("x-svc-route"), "members set to nothing leave nothing out")
 
 	withLogprobs := []string{
 		head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
