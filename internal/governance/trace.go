@@ -3,6 +3,8 @@ package governance
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"math"
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/auth"
@@ -56,8 +58,8 @@ type tracedTool struct {
 	ToolName        string          `json:"toolName"`
 	Args            json.RawMessage `json:"args"`
 	Payload         json.RawMessage `json:"payload"`
-	SideEffectLevel *int64          `json:"sideEffectLevel"`
-	Level           *int64          `json:"level"`
+	SideEffectLevel *float64        `json:"sideEffectLevel"` // 3.0 is 3, as float-writing encoders send it
+	Level           *float64        `json:"level"`
 }
 
 func (t tracedTool) name() string {
@@ -70,18 +72,18 @@ func (t tracedTool) name() string {
 func (t tracedTool) level() int64 {
 	switch {
 	case t.Level != nil:
-		return *t.Level
+		return int64(*t.Level)
 	case t.SideEffectLevel != nil:
-		return *t.SideEffectLevel
+		return int64(*t.SideEffectLevel)
 	}
 	return DefaultToolLevel
 }
 
-// validate checks the side-effect level, which is 0 to 4 when given.
+// validate checks the side-effect level, a whole number 0 to 4 when given.
 func (t tracedTool) validate() error {
-	for field, v := range map[string]*int64{"payload.level": t.Level, "payload.sideEffectLevel": t.SideEffectLevel} {
-		if v != nil && (*v < 0 || *v > 4) {
-			return errs.Invalidf(field, "%s must be 0 to 4", field[len("payload."):])
+	for field, v := range map[string]*float64{"level": t.Level, "sideEffectLevel": t.SideEffectLevel} {
+		if v != nil && (*v < 0 || *v > 4 || *v != math.Trunc(*v)) {
+			return errs.Invalidf("payload."+field, "%s must be a whole number from 0 to 4", field)
 		}
 	}
 	return nil
@@ -117,7 +119,12 @@ func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string
 	isTool := kind == EventToolCalled || kind == EventSideEffectPlanned || kind == EventToolCompleted
 	var tool tracedTool
 	if isTool {
-		_ = json.Unmarshal(payload, &tool) // a payload is a JSON object; missing fields stay empty
+		// Missing fields stay empty; one of the wrong type is refused rather
+		// than read as its zero value (a level of "4" is not level 0).
+		var wrongType *json.UnmarshalTypeError
+		if err := json.Unmarshal(payload, &tool); errors.As(err, &wrongType) {
+			return Traced{}, errs.Invalidf("payload."+wrongType.Field, "%s has the wrong type", wrongType.Field)
+		}
 		if err := tool.validate(); err != nil {
 			return Traced{}, err
 		}

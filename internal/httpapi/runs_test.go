@@ -150,6 +150,9 @@ func TestTrace(t *testing.T) {
 		`{"runId":"` + id + `","type":"tool.called","payload":null}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":{"name":"t","sideEffectLevel":5}}`,
 		`{"runId":"` + id + `","type":"side_effect.planned","payload":{"toolName":"t","level":-1}}`,
+		`{"runId":"` + id + `","type":"side_effect.planned","payload":{"toolName":"t","level":"4"}}`,
+		`{"runId":"` + id + `","type":"tool.called","payload":{"name":"t","sideEffectLevel":2.5}}`,
+		`{"runId":"` + id + `","type":"tool.called","payload":{"name":7}}`,
 		`{"runId":"` + id + `","type":"","payload":{}}`,
 		`{"runId":"` + id + `","type":"` + strings.Repeat("t", 101) + `","payload":{}}`,
 		`{"type":"tool.called","payload":{}}`,
@@ -159,6 +162,10 @@ func TestTrace(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, ts.call(t, "POST", "/api/v1/trace", bootstrap, body).status, body)
 	}
 	assert.InDelta(t, 5, ts.call(t, "GET", "/api/v1/runs/"+id+"/integrity", bootstrap, "").json["events"], 0, "nothing refused was appended")
+	bad := ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"`+id+`","type":"tool.called","payload":{"name":"t","level":"4"}}`)
+	assert.Equal(t, "payload.level", bad.json["error"].(map[string]any)["param"], bad.body)
+	res = ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"`+id+`","type":"tool.called","payload":{"name":"t","sideEffectLevel":4.0}}`)
+	assert.Equal(t, http.StatusCreated, res.status, "4.0 is the level 4: %s", res.body)
 	assert.Equal(t, http.StatusNotFound, ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"run_aaaaaaaaaaaaaaaaaaaa","type":"x","payload":{}}`).status)
 	assert.Equal(t, http.StatusNotFound, ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"nonsense","type":"x","payload":{}}`).status)
 }
