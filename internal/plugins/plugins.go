@@ -72,45 +72,43 @@ func (s *Slot) Path() string { return s.path }
 // when ctx ends first.
 func (s *Slot) Dispense(ctx context.Context) (any, error) {
 	s.mu.Lock()
-	if s.closed {
+	for waits := 0; ; waits++ {
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, errShutDown
+		case s.client != nil && !s.client.Exited():
+			impl := s.impl
+			s.mu.Unlock()
+			return impl, nil
+		case s.starting == nil && waits > 0 && s.startErr != nil:
+			err := s.startErr // the start waited for failed
+			s.mu.Unlock()
+			return nil, err
+		case s.starting == nil && waits > 2:
+			// Each start waited for was dropped as soon as it was up.
+			s.mu.Unlock()
+			return nil, errors.New("plugin " + s.path + " stops as soon as it starts")
+		case s.starting == nil:
+			s.starting = make(chan struct{})
+			dead := s.client
+			s.client, s.impl = nil, nil
+			go s.start(dead, s.starting)
+		}
+		started := s.starting
 		s.mu.Unlock()
-		return nil, errShutDown
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
 	}
-	if s.client != nil && !s.client.Exited() {
-		impl := s.impl
-		s.mu.Unlock()
-		return impl, nil
-	}
-	if s.starting == nil {
-		s.starting = make(chan struct{})
-		dead := s.client
-		s.client, s.impl = nil, nil
-		go s.start(dead, s.starting)
-	}
-	started := s.starting
-	s.mu.Unlock()
-	select {
-	case <-started:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return nil, errShutDown
-	case s.startErr != nil:
-		return nil, s.startErr
-	case s.client == nil: // started, and already dropped by a failed call
-		return nil, errors.New("plugin " + s.path + " stopped as it started")
-	}
-	return s.impl, nil
 }
 
 // start replaces the dead process (nil on the first start) with a new one,
 // and ends by closing done.
 func (s *Slot) start(dead *plugin.Client, done chan struct{}) {
-	defer close(done)
 	if dead != nil {
 		s.logger.Warn("plugin exited; restarting", "plugin", filepath.Base(s.path))
 		dead.Kill()
@@ -133,16 +131,15 @@ func (s *Slot) start(dead *plugin.Client, done chan struct{}) {
 	})
 	impl, err := dispense(client, s.kind, s.path)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.starting = nil
-	switch {
-	case err != nil:
-		client.Kill()
-		s.startErr = err
-	case s.closed: // Kill came during the start
-		client.Kill()
-	default:
-		s.client, s.impl, s.startErr = client, impl, nil
+	s.starting, s.startErr = nil, err
+	keep := err == nil && !s.closed // Kill may have come during the start
+	if keep {
+		s.client, s.impl = client, impl
+	}
+	s.mu.Unlock()
+	close(done)
+	if !keep {
+		client.Kill() // outside the lock: a graceful kill waits up to 2 s
 	}
 }
 
