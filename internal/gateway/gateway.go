@@ -422,6 +422,9 @@ func (g *Gateway) price(run *ledger.Run, u *pluginapi.Usage) {
 func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 	var left *clientLeft
 	if errors.As(err, &left) || errors.Is(err, context.Canceled) {
+		if c.calledProvider && !c.run.UsageUnknown && c.run.TotalTokens == 0 {
+			g.price(c.run, nil) // the provider was called, and may bill: usage unknown, not 0
+		}
 		if rerr := g.finish(ctx, c, statusClientLeft, "the client went away"); rerr != nil {
 			return rerr
 		}

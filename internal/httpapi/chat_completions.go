@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -61,6 +63,10 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, req *g
 	if err != nil && !sink.started {
 		setRunHeaders(w, res.RunID, res.Route)
 		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		info(r).status = statusClientClosed
+		return nil // nobody is listening
 	}
 	if err != nil {
 		// Mid-stream: the status is sent; say what happened in the stream.

@@ -475,3 +475,34 @@ func TestAClientLeavingMidStreamIsRecordedAsGone(t *testing.T) {
 		})
 	}
 }
+
+// stalledProvider answers no call before the call's context ends.
+type stalledProvider struct{ fakeProvider }
+
+func (*stalledProvider) Chat(ctx context.Context, _ pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	<-ctx.Done()
+	return pluginapi.ChatResponse{}, ctx.Err()
+}
+
+// A client that leaves before the answer leaves a run whose usage is
+// unknown: the provider was called and may bill for it.
+func TestAClientLeavingBeforeTheAnswerLeavesUsageUnknown(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &stalledProvider{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(triage))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bootstrap)
+	req.Header.Set("Content-Type", "application/json")
+	_, err = http.DefaultClient.Do(req)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	var runs response
+	require.Eventually(t, func() bool {
+		runs = ts.call(t, "GET", "/api/v1/runs", bootstrap, "")
+		return runs.status == http.StatusOK && len(runs.json["runs"].([]any)) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the run is recorded")
+	run := runs.json["runs"].([]any)[0].(map[string]any)
+	assert.InDelta(t, 499, run["httpStatus"], 0)
+	assert.Equal(t, true, run["usageUnknown"], "never silently priced at 0")
+}
