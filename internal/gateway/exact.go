@@ -211,7 +211,7 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 		out = append(out, chunk([]choice{{Index: ch.Index, Delta: delta}}, nil))
 		out = append(out, chunk([]choice{{Index: ch.Index, Delta: json.RawMessage(`{}`), FinishReason: ch.FinishReason}}, nil))
 	}
-	if includeUsage && len(c.Usage) > 0 && string(c.Usage) != "null" {
+	if includeUsage && !emptyJSON(c.Usage) {
 		out = append(out, chunk([]choice{}, c.Usage))
 	}
 	return out

@@ -79,12 +79,18 @@ func (t tracedTool) level() int64 {
 	return DefaultToolLevel
 }
 
-// validate checks the side-effect level, a whole number 0 to 4 when given.
+// validate checks the side-effect levels, each a whole number 0 to 4 when
+// given.
 func (t tracedTool) validate() error {
-	for field, v := range map[string]*float64{"level": t.Level, "sideEffectLevel": t.SideEffectLevel} {
-		if v != nil && (*v < 0 || *v > 4 || *v != math.Trunc(*v)) {
-			return errs.Invalidf("payload."+field, "%s must be a whole number from 0 to 4", field)
-		}
+	if err := checkLevel("level", t.Level); err != nil {
+		return err
+	}
+	return checkLevel("sideEffectLevel", t.SideEffectLevel)
+}
+
+func checkLevel(field string, v *float64) error {
+	if v != nil && (*v < 0 || *v > 4 || *v != math.Trunc(*v)) {
+		return errs.Invalidf("payload."+field, "%s must be a whole number from 0 to 4", field)
 	}
 	return nil
 }
@@ -137,8 +143,7 @@ func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string
 	if !isTool {
 		return out, nil
 	}
-	typ = kind
-	if typ == EventToolCompleted {
+	if kind == EventToolCompleted {
 		_, err := t.effects.ExecuteSideEffect(ctx, id.TenantID, runID, tool.name(), e.At)
 		return out, err
 	}
@@ -166,7 +171,7 @@ func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string
 			return Traced{}, err
 		}
 	}
-	if typ == EventSideEffectPlanned {
+	if kind == EventSideEffectPlanned {
 		effect := tool.Payload
 		if effect == nil {
 			effect = json.RawMessage(`{}`)

@@ -189,13 +189,9 @@ func (e *partialAnswer) Error() string { return "provider stream interrupted: " 
 
 func (e *partialAnswer) Unwrap() error { return e.err }
 
-func (p *provider) retry(ctx context.Context, call func(pluginapi.Provider) error) error {
-	return retry(ctx, p.slot, call)
-}
-
 func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	var res pluginapi.ChatResponse
-	err := p.retry(ctx, func(impl pluginapi.Provider) error {
+	err := retry(ctx, p.slot, func(impl pluginapi.Provider) error {
 		var err error
 		res, err = impl.Chat(ctx, req)
 		return err
@@ -204,7 +200,7 @@ func (p *provider) Chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 }
 
 func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
-	return p.retry(ctx, func(impl pluginapi.Provider) error {
+	return retry(ctx, p.slot, func(impl pluginapi.Provider) error {
 		sent := false
 		err := impl.StreamChat(ctx, req, func(c pluginapi.ChatChunk) error {
 			sent = true
@@ -219,7 +215,7 @@ func (p *provider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, se
 
 func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	var models []pluginapi.Model
-	err := p.retry(ctx, func(impl pluginapi.Provider) error {
+	err := retry(ctx, p.slot, func(impl pluginapi.Provider) error {
 		var err error
 		models, err = impl.Models(ctx)
 		return err

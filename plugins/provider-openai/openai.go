@@ -207,9 +207,10 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		Usage *usageJSON      `json:"usage"`
 		Error json.RawMessage `json:"error"`
 	}
-	err = json.Unmarshal(body, &parsed)
+	// A member of an odd type only loses the usage; anything but an object
+	// is no completion.
 	var typeErr *json.UnmarshalTypeError
-	if err != nil && !errors.As(err, &typeErr) || !isObject(body) { // odd usage types only lose the usage
+	if err := json.Unmarshal(body, &parsed); !isObject(body) || err != nil && !errors.As(err, &typeErr) {
 		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
 			Message: "provider returned a response that is not a JSON object",
