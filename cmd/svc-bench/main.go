@@ -153,7 +153,7 @@ func run(o options) error {
 	}
 
 	fmt.Println("\nstreaming: time to first byte (sequential streams, direct, svc and the relays in turn)")
-	d, s, r, sc := &sample{}, &sample{}, &sample{}, client(2)
+	d, s, r, sc := &sample{}, &sample{}, &sample{}, client(1)
 	procs := svc.processes()
 	streamCPU := cpuTimes(procs)
 	for range o.streams {
@@ -240,9 +240,12 @@ func (s *sample) p(q float64) time.Duration {
 	return s.lat[i]
 }
 
+// client keeps up to conns connections to each host, all of them reused:
+// no total limit, which would close one host's idle connection for
+// another's when a client measures several in turn.
 func client(conns int) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
+		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
 		IdleConnTimeout: time.Minute, DisableCompression: true,
 	}}
 }
@@ -464,8 +467,8 @@ func startRelays(target string, n int) (*relayChain, error) {
 	for range n {
 		cmd := exec.Command(self, "-relay", c.url)
 		cmd.Stderr = os.Stderr
-		// The relay serves until its stdin closes: when it is stopped, or
-		// when this program dies without stopping it.
+		// stop kills the relay; its stdin closing ends it when this program
+		// dies without stopping it.
 		if _, err := cmd.StdinPipe(); err != nil {
 			c.stop()
 			return nil, err
