@@ -419,4 +419,6 @@ func TestFlushShadowStoresTheOthersAndRetriesAFailure(t *testing.T) {
 	assert.Empty(t, st.stored["art_deleted"], "evidence of an artifact that is gone is dropped")
 	require.NoError(t, s.FlushShadow(ctx))
 	assert.Equal(t, 3, st.checks["art_promoted"], "nothing is left pending once it succeeded")
+	assert.Empty(t, s.shadow.pending, "nothing is kept, the evidence of the artifact that is gone included")
+	assert.Empty(t, s.shadow.recheck)
 }

@@ -80,7 +80,13 @@ func (s *Service) FlushShadow(ctx context.Context) error {
 // failures: callers judge their own tenant's evidence, and another
 // tenant's broken artifact is no reason to refuse them.
 func (s *Service) flushShadowFor(ctx context.Context, tenantID string) error {
-	return errors.Join(s.flushShadow(ctx)[tenantID]...)
+	failed := s.flushShadow(ctx)
+	for tenant, errs := range failed {
+		if tenant != tenantID {
+			s.o.Logger.Warn("shadow evidence kept for the next flush", "tenant", tenant, "error", errors.Join(errs...))
+		}
+	}
+	return errors.Join(failed[tenantID]...)
 }
 
 // flushShadow does FlushShadow's work and returns its failures by tenant.
@@ -111,21 +117,24 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 	for _, k := range order {
 		var a Artifact
 		var err error
-		if evals := groups[k]; len(evals) > 0 {
+		evals := groups[k]
+		if len(evals) > 0 {
 			a, err = s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, evals, s.now())
+			err = wrapIf(err, "storing the shadow evaluations of artifact %s", k.artifact)
 		} else {
 			a, err = s.o.Store.Artifact(ctx, k.tenant, k.artifact)
+			err = wrapIf(err, "reading artifact %s for its quarantine check", k.artifact)
 		}
 		if errs.Is(err, errs.NotFound) {
 			continue // the artifact is gone, and its evidence with it
 		}
 		if err != nil {
-			s.keepShadow(groups[k], k, len(groups[k]) == 0)
-			failed[k.tenant] = append(failed[k.tenant], fmt.Errorf("storing the shadow evaluations of artifact %s: %w", k.artifact, err))
+			s.keepShadow(evals, k)
+			failed[k.tenant] = append(failed[k.tenant], err)
 			continue
 		}
 		if err := s.checkQuarantine(ctx, a); err != nil {
-			s.keepShadow(nil, k, true)
+			s.keepShadow(nil, k)
 			failed[k.tenant] = append(failed[k.tenant], fmt.Errorf("checking artifact %s for quarantine: %w", k.artifact, err))
 		}
 	}
@@ -133,20 +142,29 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 }
 
 // keepShadow puts evaluations a flush could not store back in the buffer
-// (within its bound), and marks artifact k for a new quarantine check.
-func (s *Service) keepShadow(evals []Evaluation, k shadowKey, recheck bool) {
+// (within its bound); with none, it marks artifact k for a new quarantine
+// check, which storing them would have made.
+func (s *Service) keepShadow(evals []Evaluation, k shadowKey) {
 	b := &s.shadow
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	room := max(0, maxPendingShadow-len(b.pending))
 	b.dropped += max(0, len(evals)-room)
 	b.pending = append(b.pending, evals[:min(len(evals), room)]...)
-	if recheck {
+	if len(evals) == 0 {
 		if b.recheck == nil {
 			b.recheck = map[shadowKey]bool{}
 		}
 		b.recheck[k] = true
 	}
+}
+
+// wrapIf says what was being done when err happened, keeping err's kind.
+func wrapIf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
 }
 
 // Start runs the shadow flusher until Close.
