@@ -121,6 +121,7 @@ type Main struct {
 
 	plugins     *plugins.Host
 	webSessions *web.Sessions
+	devices     *auth.Devices
 	recorder    *ledger.Recorder
 	server      *http.Server
 	listener    net.Listener
@@ -247,6 +248,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		External:    m.plugins.Compiler(), Cache: caches, Store: m.Store, Logger: m.Logger.Named("web"),
 	})
 	m.webSessions = web.NewSessions(pages, governor, auditLog)
+	m.devices = auth.NewDevices(m.Store, secureCookies, nil)
 	m.stopTimers = make(chan struct{})
 	m.timers.Go(m.sweepDaily)
 	if cfg.LearningInterval > 0 {
@@ -260,7 +262,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Keys:        keys,
 		Accounts:    m.Accounts,
 		Sessions:    sessions,
-		Devices:     auth.NewDevices(m.Store, secureCookies, nil),
+		Devices:     m.devices,
 		Settings:    settingsService,
 		Audit:       auditLog,
 		Gateway:     gw,
@@ -328,8 +330,9 @@ func (m *Main) servePprof(addr string) {
 	m.Logger.Warn("Go profiler served without authentication", "addr", addr)
 }
 
-// sweepDaily queues a retention sweep of every tenant a minute after the
-// start and then once a day, until Close.
+// sweepDaily expires invites and sign-in devices and queues a retention
+// sweep of every tenant a minute after the start and then once a day, until
+// Close.
 func (m *Main) sweepDaily() {
 	wait := time.Minute
 	for {
@@ -344,6 +347,11 @@ func (m *Main) sweepDaily() {
 			m.Logger.Error("marking expired invites failed", "error", err)
 		} else if n > 0 {
 			m.Logger.Info("invites expired", "invites", n)
+		}
+		if n, err := m.devices.Expire(ctx); err != nil {
+			m.Logger.Error("forgetting expired sign-in devices failed", "error", err)
+		} else if n > 0 {
+			m.Logger.Info("sign-in devices expired", "devices", n)
 		}
 		tenants, err := m.Store.TenantIDs(ctx)
 		if err != nil {

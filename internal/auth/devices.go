@@ -33,9 +33,11 @@ type DeviceStore interface {
 	DeviceOf(ctx context.Context, hash [32]byte, email string, since time.Time) (bool, error)
 	// ReplaceDevice records next as a device of userID used at, in place
 	// of old when old is one of userID's, and forgets userID's devices
-	// past the keep most recently used and every device unused since
-	// before expired.
-	ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at, expired time.Time, keep int) error
+	// past the keep most recently used.
+	ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at time.Time, keep int) error
+	// ExpireDevices forgets every device unused since before before, and
+	// says how many.
+	ExpireDevices(ctx context.Context, before time.Time) (int, error)
 }
 
 // Devices issues and recognizes device cookies. A nil *Devices knows no
@@ -85,11 +87,19 @@ func (d *Devices) Remember(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err != nil {
 		return err
 	}
-	now := d.now()
-	if err := d.store.ReplaceDevice(ctx, old, next, userID, now, now.Add(-DeviceLifetime), MaxDevices); err != nil {
+	if err := d.store.ReplaceDevice(ctx, old, next, userID, d.now(), MaxDevices); err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{Name: DeviceCookie, Value: token, Path: deviceCookiePath,
 		MaxAge: int(DeviceLifetime / time.Second), HttpOnly: true, Secure: d.secure, SameSite: http.SameSiteStrictMode})
 	return nil
+}
+
+// Expire forgets the devices unused for DeviceLifetime, which Bucket no
+// longer counts, and says how many. It belongs in a periodic sweep.
+func (d *Devices) Expire(ctx context.Context) (int, error) {
+	if d == nil {
+		return 0, nil
+	}
+	return d.store.ExpireDevices(ctx, d.now().Add(-DeviceLifetime))
 }

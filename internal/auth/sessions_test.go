@@ -18,8 +18,8 @@ import (
 )
 
 // memSessions is a SessionStore in memory that counts lookups, so tests see
-// when the cache answers. failWrites, when set, fails every session insert
-// before it changes anything.
+// when the cache answers. failWrites, when set, fails every session
+// rotation before it changes anything.
 type memSessions struct {
 	sessions   map[[32]byte]*auth.SessionRecord
 	members    map[string][]auth.Membership
@@ -32,9 +32,6 @@ func newMemSessions() *memSessions {
 }
 
 func (m *memSessions) CreateSession(_ context.Context, h [32]byte, userID, tenantID string, at time.Time) error {
-	if m.failWrites != nil {
-		return m.failWrites
-	}
 	m.sessions[h] = &auth.SessionRecord{UserID: userID, ActiveTenantID: tenantID, CreatedAt: at, LastSeenAt: at}
 	return nil
 }

@@ -22,25 +22,17 @@ func (s *Server) clientKey(r *http.Request) string {
 	if err != nil || !s.trusted(host) {
 		return ratelimit.ClientKey(r.RemoteAddr)
 	}
-	// The hops are read nearest first, from the last header line's last
-	// entry back, in place: this runs on every rate-limited request.
-	lines := r.Header.Values("X-Forwarded-For")
-	for i := len(lines) - 1; i >= 0; i-- {
-		rest := lines[i]
-		for {
-			comma := strings.LastIndexByte(rest, ',')
-			hop := strings.TrimSpace(rest[comma+1:])
-			if hop != "" && !s.trusted(hop) {
-				if _, err := netip.ParseAddr(hop); err != nil {
-					return ratelimit.ClientKey(r.RemoteAddr) // garbage: count the proxy rather than trust it
-				}
-				return ratelimit.ClientKey(hop)
-			}
-			if comma < 0 {
-				break
-			}
-			rest = rest[:comma]
+	// The nearest hop is the last entry of the last header line.
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if hop == "" || s.trusted(hop) {
+			continue
 		}
+		if _, err := netip.ParseAddr(hop); err != nil {
+			break // garbage: count the proxy rather than trust it
+		}
+		return ratelimit.ClientKey(hop)
 	}
 	return ratelimit.ClientKey(r.RemoteAddr)
 }

@@ -1,39 +1,14 @@
 package httpapi
 
 import (
-	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/svc-gateway/svc/internal/config"
-	"github.com/svc-gateway/svc/internal/ratelimit"
 )
-
-// joinedClientKey is clientKey as it read X-Forwarded-For before it walked
-// the header lines in place: all lines joined, split on commas, nearest
-// last. The two must agree.
-func (s *Server) joinedClientKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || !s.trusted(host) {
-		return ratelimit.ClientKey(r.RemoteAddr)
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop := strings.TrimSpace(hops[i])
-		if hop == "" || s.trusted(hop) {
-			continue
-		}
-		if _, err := netip.ParseAddr(hop); err != nil {
-			break
-		}
-		return ratelimit.ClientKey(hop)
-	}
-	return ratelimit.ClientKey(r.RemoteAddr)
-}
 
 func TestClientKeyWalksEveryForwardedForLine(t *testing.T) {
 	s := &Server{Deps: Deps{Config: &config.Config{TrustedProxies: []netip.Prefix{
@@ -60,6 +35,5 @@ func TestClientKeyWalksEveryForwardedForLine(t *testing.T) {
 			r.Header.Add("X-Forwarded-For", l)
 		}
 		assert.Equal(t, c.want, s.clientKey(r), "%q", c.lines)
-		assert.Equal(t, s.joinedClientKey(r), s.clientKey(r), "%q", c.lines)
 	}
 }

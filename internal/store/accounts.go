@@ -407,7 +407,7 @@ func (s *Store) DeviceOf(ctx context.Context, hash [32]byte, email string, since
 }
 
 // ReplaceDevice implements auth.DeviceStore, in one transaction.
-func (s *Store) ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at, expired time.Time, keep int) error {
+func (s *Store) ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at time.Time, keep int) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE id_hash = ? AND user_id = ?`, old[:], userID); err != nil {
 			return err
@@ -417,14 +417,21 @@ func (s *Store) ReplaceDevice(ctx context.Context, old, next [32]byte, userID st
 			return formatError(err)
 		}
 		// next stays; of the others, the keep-1 most recently used.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE user_id = ? AND id_hash != ? AND id_hash NOT IN
+		_, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE user_id = ? AND id_hash != ? AND id_hash NOT IN
 			(SELECT id_hash FROM sign_in_devices WHERE user_id = ? AND id_hash != ? ORDER BY last_used_at DESC, id_hash LIMIT ?)`,
-			userID, next[:], userID, next[:], max(keep-1, 0)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE last_used_at < ?`, expired.UnixMilli())
+			userID, next[:], userID, next[:], max(keep-1, 0))
 		return err
 	})
+}
+
+// ExpireDevices implements auth.DeviceStore.
+func (s *Store) ExpireDevices(ctx context.Context, before time.Time) (int, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE last_used_at < ?`, before.UnixMilli())
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // LookupSession returns the session with its user's platform role and

@@ -90,23 +90,23 @@ func TestSignInDevicesAreKeptPerAccount(t *testing.T) {
 	never := time.Time{}
 	var none [32]byte
 
-	require.NoError(t, s.ReplaceDevice(ctx, none, dev(1), "usr_1", t0, never, 20))
+	require.NoError(t, s.ReplaceDevice(ctx, none, dev(1), "usr_1", t0, 20))
 	assert.True(t, known(dev(1), "usr_1@example.com", t0))
 	assert.False(t, known(dev(1), "usr_2@example.com", t0), "another account's device")
 	assert.False(t, known(dev(2), "usr_1@example.com", t0), "an unknown device")
 	assert.False(t, known(dev(1), "usr_1@example.com", t0.Add(time.Millisecond)), "a device unused since")
 
 	// Another account cannot replace usr_1's device; usr_1 can.
-	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(2), "usr_2", t0, never, 20))
+	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(2), "usr_2", t0, 20))
 	assert.True(t, known(dev(1), "usr_1@example.com", t0))
-	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(3), "usr_1", t0.Add(time.Hour), never, 20))
+	require.NoError(t, s.ReplaceDevice(ctx, dev(1), dev(3), "usr_1", t0.Add(time.Hour), 20))
 	assert.False(t, known(dev(1), "usr_1@example.com", t0))
 	assert.True(t, known(dev(3), "usr_1@example.com", t0.Add(time.Hour)))
 
 	// Past keep, the least recently used go; the new one always stays,
 	// even among devices used at the same moment.
 	for i := 10; i < 15; i++ {
-		require.NoError(t, s.ReplaceDevice(ctx, none, dev(i), "usr_1", t0.Add(2*time.Hour), never, 3))
+		require.NoError(t, s.ReplaceDevice(ctx, none, dev(i), "usr_1", t0.Add(2*time.Hour), 3))
 		assert.True(t, known(dev(i), "usr_1@example.com", t0), "device %d", i)
 	}
 	kept := 0
@@ -119,8 +119,10 @@ func TestSignInDevicesAreKeptPerAccount(t *testing.T) {
 	assert.False(t, known(dev(3), "usr_1@example.com", t0), "the least recently used went first")
 	assert.True(t, known(dev(2), "usr_2@example.com", t0), "another account's devices are not counted")
 
-	// Devices unused before expired are forgotten, whoever signs in.
-	require.NoError(t, s.ReplaceDevice(ctx, none, dev(20), "usr_1", t0.Add(3*time.Hour), t0.Add(time.Hour), 20))
+	// Devices unused before the expiry are forgotten, whoever they belong to.
+	n, err := s.ExpireDevices(ctx, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
 	assert.False(t, known(dev(2), "usr_2@example.com", never), "usr_2's device expired")
 	assert.True(t, known(dev(14), "usr_1@example.com", never))
 }
