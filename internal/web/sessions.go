@@ -200,7 +200,7 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	}
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	fetcher := s.svc.fetcherFor(id)
-	page, err := fetcher.Do(ctx, &Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open})}, jar)
+	page, err := fetcher.Do(ctx, &Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open}, nil)}, jar)
 	if err != nil {
 		s.fetchFailed(ctx, id, "web.open", url, map[string]any{}, err)
 		return Opened{}, err
@@ -399,7 +399,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActClick && p.href == "":
 		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
 	case p.kind == ActClick:
-		page, err := ss.fetcher.Do(ctx, &Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in)}, ss.jar)
+		page, err := ss.fetcher.Do(ctx, &Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in, nil)}, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.click", p.href, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
@@ -410,7 +410,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		navigated = true
 	case p.kind == ActSubmit:
 		req := sub.Request
-		req.Hop = s.judgeHop(id, sessionID, p.kind, in)
+		req.Hop = s.judgeHop(id, sessionID, p.kind, in, passwordFields(p.form))
 		page, err := ss.fetcher.Do(ctx, &req, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.submit", in.Web.URL, map[string]any{"session": sessionID}, err)
@@ -462,16 +462,10 @@ func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind
 // (307, 308: same method and body) is the action again at the new URL; one
 // that turns it into a GET is a read of the new page, as a click on a link
 // (after a submit, the form was sent already). Query values of the action's
-// password fields stay masked. A refusal stops the redirect, audited like
+// password fields (secret) stay masked. A refusal stops the redirect, audited like
 // the action's own; a hold refuses it too, since a redirect cannot be
 // retried alone.
-func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *policy.Input) func(context.Context, string, *neturl.URL) error {
-	secret := map[string]bool{}
-	for name, v := range in.Web.Fields {
-		if v == maskedValue {
-			secret[name] = true
-		}
-	}
+func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *policy.Input, secret map[string]bool) func(context.Context, string, *neturl.URL) error {
 	return func(ctx context.Context, method string, to *neturl.URL) error {
 		hop := *in
 		hop.Web.URL, hop.Web.Host = maskQuery(to.String(), secret), to.Hostname()
@@ -574,7 +568,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 			}
 		case e.Kind == som.KindCheckbox || e.Kind == som.KindRadio:
 			p.level, p.toggle = LevelLocal, true
-		case e.Kind == som.KindButton && e.Form != "" && submits(n):
+		case e.Kind == som.KindButton && e.Form != "" && isSubmitButton(n):
 			p.kind, p.level, p.submitter = ActSubmit, LevelWrite, n
 			p.form, _ = doc.Node(e.Form)
 		default:
@@ -587,7 +581,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 			p.form = n
 		case e.Form != "":
 			p.form, _ = doc.Node(e.Form)
-			if e.Kind == som.KindButton && submits(n) {
+			if e.Kind == som.KindButton && isSubmitButton(n) {
 				p.submitter = n
 			}
 		default:
@@ -601,20 +595,6 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 		}
 	}
 	return p, nil
-}
-
-// submits reports whether a button node submits its form.
-func submits(n *html.Node) bool {
-	t := ""
-	for _, a := range n.Attr {
-		if a.Namespace == "" && a.Key == "type" {
-			t = strings.ToLower(strings.TrimSpace(a.Val))
-		}
-	}
-	if n.Data == "input" {
-		return t == "submit" || t == "image"
-	}
-	return t == "" || t == "submit"
 }
 
 func kindOf(e som.Element) string {
