@@ -225,11 +225,11 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <dl><dt>Quantity:</dt><dd><form action="#"><fieldset><input name=qty value=1></fieldset></form></dd>
 <dt>Deliver every:</dt><dd><input type=radio name=every value=4> 4 weeks</dd>
 <dt>Color:</dt><dd><img src=s.jpg alt=Silver> US$11.99 <input name=units value=0></dd></dl>
-<form action="/account" method=post><table>
-<tr><th>Username</th><td><input name=user></td></tr>
-<tr><td>Email:</td><td><input name=mail></td></tr>
-<tr><td>$40.00</td><td><input name=cartqty></td></tr>
-<tr><td colspan=2><button>Save</button></td></tr></table></form>
+<table>
+<tr><th>Username</th><td><form action="/user"><input name=user><button>Save</button><button>Cancel</button></form></td></tr>
+<tr><td>Email:</td><td><form action="/mail"><input name=mail><button>Save</button><button>Cancel</button></form></td></tr>
+<tr><td>$40.00</td><td><form action="/cart"><input name=cartqty><button>Save</button><button>Cancel</button></form></td></tr>
+</table>
 <form action="/search"><input name=term><input type=submit value=Search></form>
 <form action="/go"><input name=anything><input type=submit></form>
 <form action="/two"><input name=a><input name=b><button>Find</button></form>
