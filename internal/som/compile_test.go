@@ -234,6 +234,7 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <form action="/go"><input name=anything><input type=submit></form>
 <form action="/two"><input name=a><input name=b><button>Find</button></form>
 <form action="/find"><input name=q><button type=bogus>Look up</button><button type=button>Clear</button></form>
+<p>Options</p><div role=checkbox aria-checked=false>Remember me</div><p>Delivery</p><div role=checkbox></div>
 </body>`)
 	names := map[string]string{}
 	for _, e := range snap.Elements {
@@ -251,4 +252,12 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 	assert.Empty(t, names["anything"], `"Submit" says nothing`)
 	assert.Empty(t, names["a"], "nor does a button of two fields")
 	assert.Equal(t, "Look up", names["q"], "a button of an invalid type submits; one of type button does not")
+	var boxes []string
+	for _, e := range snap.Elements {
+		if e.Kind == KindCheckbox {
+			boxes = append(boxes, e.Name)
+		}
+	}
+	assert.Equal(t, []string{"Remember me", "Delivery"}, boxes,
+		"a role=checkbox is named by its own text before the text before it, as an input checkbox is")
 }

@@ -110,9 +110,11 @@ func (c *compiler) node(n *html.Node, reg, form, depth int) {
 		if role == "radio" {
 			k = KindRadio
 		}
-		name := firstNonEmpty(c.labelName(n, reg), clip(clean(textOf(n, 400)), maxName))
+		// Named as an input checkbox is: its markup, then its own text
+		// (where an input's label follows it), then what precedes it.
+		name := firstNonEmpty(c.ownName(n), clip(clean(textOf(n, 400)), maxName))
 		if name == "" {
-			name = c.layoutName(n)
+			name = c.controlName(n, reg)
 		}
 		c.add(&elem{Element: Element{Kind: k, Name: name, Checked: attr(n, "aria-checked") == "true"},
 			node: n, region: reg, form: -1})
