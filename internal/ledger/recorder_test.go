@@ -32,6 +32,14 @@ type flakyStore struct {
 
 var errDown = errors.New("store down")
 
+// gatedStore is a flakyStore whose every InsertRuns waits for release.
+func gatedStore(down bool) *flakyStore {
+	return &flakyStore{down: down, writes: map[string]int{}, entered: make(chan struct{}, 8), gate: make(chan struct{})}
+}
+
+// release lets one waiting InsertRuns go on.
+func (s *flakyStore) release() { s.gate <- struct{}{} }
+
 func (s *flakyStore) InsertRuns(_ context.Context, recs []*Record) error {
 	s.mu.Lock()
 	gate := s.gate
@@ -142,8 +150,7 @@ func journalSize(t *testing.T, dir string, seq uint64) int64 {
 // stored, the open segment is emptied and written on.
 func TestQuietTrafficReusesOneSegment(t *testing.T) {
 	ctx := context.Background()
-	gate := make(chan struct{})
-	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}, 1), gate: gate}
+	store := gatedStore(false)
 	dir := t.TempDir()
 	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
 	require.NoError(t, err)
@@ -151,7 +158,7 @@ func TestQuietTrafficReusesOneSegment(t *testing.T) {
 		require.NoError(t, r.Record(ctx, sampleRecord(fmt.Sprintf("run_%02d", i), nil)))
 		<-store.entered // the writer is storing it, and waits for the test
 		assert.Positive(t, journalSize(t, dir, 1), "journaled before it is stored")
-		gate <- struct{}{}
+		store.release()
 		require.NoError(t, r.Sync(ctx))
 		segs, err := segments(dir)
 		require.NoError(t, err)
@@ -169,8 +176,7 @@ func TestQuietTrafficReusesOneSegment(t *testing.T) {
 // once it is large it is sealed, and removed when those runs are stored.
 func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	ctx := context.Background()
-	gate := make(chan struct{})
-	store := &flakyStore{writes: map[string]int{}, entered: make(chan struct{}, 1), gate: gate}
+	store := gatedStore(false)
 	dir := t.TempDir()
 	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
 	require.NoError(t, err)
@@ -181,7 +187,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 	require.NoError(t, r.Record(ctx, sampleRecord("run_a", nil)))
 	<-store.entered // the writer is storing run_a
 	require.NoError(t, r.Record(ctx, sampleRecord("run_b", nil)))
-	gate <- struct{}{}
+	store.release()
 	<-store.entered // and now run_b: segment 1 was sealed with both
 	segs, err := segments(dir)
 	require.NoError(t, err)
@@ -195,7 +201,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, []string{"run_a", "run_b"}, inSegment)
-	gate <- struct{}{}
+	store.release()
 	require.NoError(t, r.Sync(ctx))
 	segs, err = segments(dir)
 	require.NoError(t, err)
@@ -211,8 +217,7 @@ func TestBusyJournalSealsLargeSegments(t *testing.T) {
 // runs wait on disk, they are stored from there, each once.
 func TestRunsArrivingDuringAFailedStoreAreStoredOnce(t *testing.T) {
 	ctx := context.Background()
-	gate := make(chan struct{})
-	store := &flakyStore{down: true, writes: map[string]int{}, entered: make(chan struct{}, 8), gate: gate}
+	store := gatedStore(true)
 	r, err := NewRecorder(ctx, store, t.TempDir(), hclog.NewNullLogger())
 	require.NoError(t, err)
 	defer r.Close()
@@ -223,9 +228,9 @@ func TestRunsArrivingDuringAFailedStoreAreStoredOnce(t *testing.T) {
 	require.NoError(t, r.Record(ctx, sampleRecord("run_a", nil)))
 	<-store.entered // the writer tries run_a
 	require.NoError(t, r.Record(ctx, sampleRecord("run_b", nil)))
-	gate <- struct{}{}
+	store.release()
 	<-store.entered // and run_a alone
-	gate <- struct{}{}
+	store.release()
 	require.Eventually(t, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
