@@ -575,7 +575,8 @@ func (g *Gateway) providerError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &pe):
-		e := &errs.Error{Kind: kindForStatus(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: g.scrub(pe.Message)}
+		e := &errs.Error{Kind: kindForStatus(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: g.scrub(pe.Message),
+			Retry: pe.RetryAfter} // a 429's Retry-After, passed on
 		if e.Kind != errs.Upstream {
 			e.Status = pe.Status // the client's own mistake, told with the provider's status
 		}

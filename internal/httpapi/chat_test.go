@@ -352,6 +352,18 @@ func TestProviderErrors(t *testing.T) {
 	}
 }
 
+func TestProviderRateLimitPassesItsRetryAfterOn(t *testing.T) {
+	for wait, header := range map[time.Duration]string{2500 * time.Millisecond: "3", 0: "1"} {
+		ts := newServerWith(t, bootstrap, nil, &fakeProvider{chatErr: &pluginapi.ProviderError{
+			Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "Slow down", RetryAfter: wait}})
+		for _, body := range []string{triage, strings.Replace(triage, `{"model"`, `{"stream":true,"model"`, 1)} {
+			res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, body)
+			require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+			assert.Equal(t, header, res.header.Get("Retry-After"), "the provider asked for %v (whole seconds, rounded up; 1 when it did not say)", wait)
+		}
+	}
+}
+
 func TestUnknownUsageAndPriceAreFlagged(t *testing.T) {
 	ts := newServerWith(t, bootstrap, nil, &fakeProvider{noUsage: true})
 	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)

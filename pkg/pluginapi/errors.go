@@ -1,6 +1,9 @@
 package pluginapi
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // ProviderError is a failure reported in the provider's own terms, which svc
 // returns to the client as a chat-completions error object with Status.
@@ -10,6 +13,10 @@ type ProviderError struct {
 	Code    string // e.g. "model_not_found"
 	Param   string // the offending request field, if any
 	Message string
+	// RetryAfter is how long the provider asked the client to wait before
+	// trying again (a 429's Retry-After); 0 when it did not say. svc
+	// answers with it in its own Retry-After header.
+	RetryAfter time.Duration
 }
 
 // Error implements error.

@@ -101,6 +101,15 @@ func TestProviderErrorCrossesTheBoundaryIntact(t *testing.T) {
 	require.ErrorAs(t, err, &got)
 	assert.Equal(t, want, got)
 
+	// A 429 keeps the provider's advice on when to try again; a plugin
+	// cannot make svc pass on a negative wait or one beyond a day.
+	for sent, want := range map[time.Duration]time.Duration{1500 * time.Millisecond: 1500 * time.Millisecond, -time.Second: 0, 48 * time.Hour: 24 * time.Hour} {
+		p = provider(t, &fakeProvider{chatErr: &pluginapi.ProviderError{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: sent}})
+		_, err = p.Chat(context.Background(), pluginapi.ChatRequest{})
+		require.ErrorAs(t, err, &got)
+		assert.Equal(t, want, got.RetryAfter, "sent %v", sent)
+	}
+
 	// A 5xx provider error keeps its detail too (it is not mistaken for an
 	// unreachable plugin).
 	p = provider(t, &fakeProvider{chatErr: &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "overloaded"}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -23,6 +24,7 @@ func toStatus(err error) error {
 		st := status.New(codeForHTTP(pe.Status), pe.Message)
 		if withDetail, derr := st.WithDetails(&pb.ProviderError{
 			Status: int32(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message,
+			RetryAfterMs: pe.RetryAfter.Milliseconds(),
 		}); derr == nil {
 			st = withDetail
 		}
@@ -50,7 +52,8 @@ func fromStatus(ctx context.Context, err error) error {
 	}
 	for _, d := range st.Details() {
 		if pe, ok := d.(*pb.ProviderError); ok {
-			return &ProviderError{Status: int(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message}
+			return &ProviderError{Status: int(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message,
+				RetryAfter: retryAfter(pe.RetryAfterMs)}
 		}
 	}
 	switch st.Code() {
@@ -65,6 +68,18 @@ func fromStatus(ctx context.Context, err error) error {
 		return &UnavailableError{Err: err}
 	}
 	return errors.New(st.Message())
+}
+
+// maxRetryAfter bounds the wait a plugin may ask svc to pass on.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a ProviderError's retry_after_ms, which a plugin of any
+// origin set: negative is none, and a day is the most it may ask.
+func retryAfter(ms int64) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(min(ms, maxRetryAfter.Milliseconds())) * time.Millisecond
 }
 
 // UnavailableError reports that the plugin process could not be reached:

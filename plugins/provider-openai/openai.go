@@ -393,10 +393,44 @@ func innerError(err error) string {
 }
 
 // statusError reads a non-2xx answer, releases the connection and maps it.
+// A 429 keeps the upstream's advice on when to try again.
 func (u *Upstream) statusError(resp *http.Response) error {
 	body, _ := readLimited(resp.Body, maxErrorBodyBytes)
 	drainClose(resp.Body)
-	return u.mapStatus(resp.StatusCode, body)
+	pe := u.mapStatus(resp.StatusCode, body)
+	if pe.Status == http.StatusTooManyRequests {
+		pe.RetryAfter = retryAfter(resp.Header, time.Now())
+	}
+	return pe
+}
+
+// maxRetryAfter bounds the wait an upstream may ask for: a longer one is
+// a misconfigured upstream, not advice to pass on.
+const maxRetryAfter = time.Hour
+
+// retryAfter reads an upstream's advice on when to try again: OpenAI's
+// retry-after-ms (milliseconds), else Retry-After (RFC 9110: seconds or an
+// HTTP date); 0 when neither says, or says nonsense.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(maxRetryAfter.Milliseconds()) {
+			d = time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
+		if secs, err := strconv.ParseFloat(v, 64); err == nil {
+			if secs > 0 && secs < maxRetryAfter.Seconds() {
+				d = time.Duration(secs * float64(time.Second))
+			}
+		} else if at, err := http.ParseTime(v); err == nil {
+			d = at.Sub(now)
+		}
+	}
+	if d <= 0 || d > maxRetryAfter {
+		return 0
+	}
+	return d
 }
 
 // mapStatus is the error mapping of a non-2xx upstream answer:

@@ -383,6 +383,49 @@ func TestErrorMapping(t *testing.T) {
 	assert.NotContains(t, logs.String(), testKey, "the API key must never be logged")
 }
 
+func TestRateLimitKeepsTheUpstreamsRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		want    time.Duration
+	}{
+		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second},
+		{"fractional seconds", map[string]string{"Retry-After": "0.25"}, 250 * time.Millisecond},
+		{"milliseconds win over seconds", map[string]string{"Retry-After-Ms": "1200", "Retry-After": "2"}, 1200 * time.Millisecond},
+		{"unusable milliseconds fall back to seconds", map[string]string{"Retry-After-Ms": "soon", "Retry-After": "2"}, 2 * time.Second},
+		{"HTTP date", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
+		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{"negative", map[string]string{"Retry-After": "-3"}, 0},
+		{"beyond an hour", map[string]string{"Retry-After": "86400"}, 0},
+		{"not a number", map[string]string{"Retry-After": "NaN"}, 0},
+		{"garbage", map[string]string{"Retry-After": "tomorrow-ish"}, 0},
+		{"absent", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.headers {
+				h.Set(k, v)
+			}
+			assert.Equal(t, tc.want, retryAfter(h, now))
+		})
+	}
+
+	// Through the plugin's calls: a 429 carries the wait, another status
+	// does not, whatever the upstream's headers say.
+	for status, want := range map[int]time.Duration{429: 3 * time.Second, 503: 0} {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(status)
+		})
+		u := New(srv.URL, testKey)
+		_, err := u.Chat(context.Background(), chatReq(simpleBody))
+		assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "Chat, HTTP %d", status)
+		_, err = collect(t, u, chatReq(simpleBody))
+		assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "StreamChat, HTTP %d", status)
+	}
+}
+
 func TestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {

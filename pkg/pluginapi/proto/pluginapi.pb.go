@@ -408,12 +408,16 @@ func (x *ModelsResponse) GetModels() []*Model {
 // ProviderError travels as a detail of a gRPC status: a failure the client
 // should see in the provider's own terms.
 type ProviderError struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	Code          string                 `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
-	Param         string                 `protobuf:"bytes,4,opt,name=param,proto3" json:"param,omitempty"`
-	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Type    string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Code    string                 `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
+	Param   string                 `protobuf:"bytes,4,opt,name=param,proto3" json:"param,omitempty"`
+	Message string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// retry_after_ms is how long the provider asked the client to wait
+	// before trying again (a 429's Retry-After), in milliseconds; 0: it did
+	// not say.
+	RetryAfterMs  int64 `protobuf:"varint,6,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -481,6 +485,13 @@ func (x *ProviderError) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *ProviderError) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 // ChatCall is one non-streamed call on the ChatCalls stream. svc numbers
@@ -860,13 +871,14 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\bowned_by\x18\x02 \x01(\tR\aownedBy\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\"A\n" +
 	"\x0eModelsResponse\x12/\n" +
-	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"\x7f\n" +
+	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"\xa5\x01\n" +
 	"\rProviderError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
 	"\x04code\x18\x03 \x01(\tR\x04code\x12\x14\n" +
 	"\x05param\x18\x04 \x01(\tR\x05param\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"r\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12$\n" +
+	"\x0eretry_after_ms\x18\x06 \x01(\x03R\fretryAfterMs\"r\n" +
 	"\bChatCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
 	"\arequest\x18\x02 \x01(\v2\x1d.svc.pluginapi.v1.ChatRequestR\arequest\x12\x1d\n" +
