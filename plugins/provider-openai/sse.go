@@ -14,14 +14,15 @@ import (
 
 // sseStream reads a chat-completions event stream: "data:" lines (joined
 // by "\n" when an event has several), ":" comments and keep-alives,
-// "event:" names (an "error" event carries an error object), LF or CRLF
-// line ends, and "data: [DONE]" or EOF as the end.
+// "event:" names (an "error" event carries an error object), LF, CRLF or
+// CR line ends, and "data: [DONE]" or EOF as the end.
 type sseStream struct {
 	br       *bufio.Reader
 	long     []byte // a line longer than br's buffer
 	data     []byte // the current event's data
 	lines    int    // data lines in the current event
 	errEvent bool   // the current event is "event: error"
+	afterCR  bool   // the last line ended with a CR that an LF may follow
 	events   int    // events dispatched, [DONE] included
 	limit    int64  // bytes of one event
 }
@@ -49,7 +50,7 @@ func putSSE(s *sseStream) {
 	if cap(s.long) > maxPooledBuf {
 		s.long = nil
 	}
-	s.data, s.long, s.lines, s.errEvent, s.events = s.data[:0], s.long[:0], 0, false, 0
+	s.data, s.long, s.lines, s.errEvent, s.afterCR, s.events = s.data[:0], s.long[:0], 0, false, false, 0
 	ssePool.Put(s)
 }
 
@@ -82,29 +83,66 @@ func (s *sseStream) run(ctx context.Context, u *Upstream, send func(pluginapi.Ch
 	}
 }
 
-// readLine returns the next line without its LF or CRLF. The slice is
-// valid until the next call.
+// readLine returns the next line without its end: LF, CRLF or a lone CR,
+// the three line ends of an event stream. The slice is valid until the
+// next call.
 func (s *sseStream) readLine() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.long = append(s.long[:0], line...)
-		for err == bufio.ErrBufferFull {
-			if int64(len(s.long)) > s.limit {
+	if s.afterCR { // the last line ended with CR: an LF right after it is part of that end
+		s.afterCR = false
+		if b, err := s.br.Peek(1); err == nil && b[0] == '\n' {
+			_, _ = s.br.Discard(1)
+		}
+	}
+	s.long = s.long[:0]
+	for {
+		if _, err := s.br.Peek(1); err != nil { // nothing buffered, and nothing more to read
+			if len(s.long) > 0 {
+				return s.long, err
+			}
+			return nil, err
+		}
+		buf, _ := s.br.Peek(s.br.Buffered())
+		end := lineEnd(buf)
+		if end < 0 { // the line goes on past what is buffered
+			if int64(len(s.long)+len(buf)) > s.limit {
 				return nil, errTooLarge
 			}
-			line, err = s.br.ReadSlice('\n')
-			s.long = append(s.long, line...)
+			s.long = append(s.long, buf...)
+			_, _ = s.br.Discard(len(buf))
+			continue
 		}
-		line = s.long
+		n := end + 1
+		if buf[end] == '\r' {
+			if end+1 == len(buf) {
+				s.afterCR = true // an LF may still come
+			} else if buf[end+1] == '\n' {
+				n++
+			}
+		}
+		line := buf[:end]
+		_, _ = s.br.Discard(n) // line stays valid: Discard does not overwrite the buffer
+		if len(s.long) > 0 {
+			line = append(s.long, line...)
+			s.long = line
+		}
+		if int64(len(line)) > s.limit { // whether it came at once or in pieces
+			return nil, errTooLarge
+		}
+		return line, nil
 	}
-	n := len(line)
-	if n > 0 && line[n-1] == '\n' {
-		n--
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1.
+func lineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	head := b
+	if lf >= 0 {
+		head = b[:lf]
 	}
-	if n > 0 && line[n-1] == '\r' {
-		n--
+	if cr := bytes.IndexByte(head, '\r'); cr >= 0 {
+		return cr
 	}
-	return line[:n], err
+	return lf
 }
 
 // field handles one non-empty line.

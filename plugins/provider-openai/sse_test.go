@@ -44,6 +44,9 @@ func TestSSEEdgeCases(t *testing.T) {
 	}{
 		{"plain", "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"CRLF", "data: {\"a\":1}\r\n\r\ndata: {\"b\":2}\r\n\r\ndata: [DONE]\r\n\r\n", []string{`{"a":1}`, `{"b":2}`}},
+		{"CR", "data: {\"a\":1}\r\rdata: {\"b\":2}\r\rdata: [DONE]\r\r", []string{`{"a":1}`, `{"b":2}`}},
+		{"mixed line ends", "data: {\"a\":\rdata: 1}\r\n\ndata: {\"b\":2}\n\r: ping\r\rdata: [DONE]\n\n", []string{"{\"a\":\n1}", `{"b":2}`}},
+		{"CR then a blank LF line", "data: {\"a\":1}\r\r\ndata: {\"b\":2}\r\n\r\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"comments and keep-alives", ": OPENROUTER PROCESSING\n\n:\n\ndata: {\"a\":1}\n: ping\n\ndata: [DONE]\n\n", []string{`{"a":1}`}},
 		{"event, id and retry lines", "retry: 1000\n\nevent: message\nid: 7\ndata: {\"a\":1}\n\nevent: completion\ndata: {\"b\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"multi-line data", "data: {\"a\":\ndata: 1,\ndata: \"b\":2}\n\ndata: [DONE]\n\n", []string{"{\"a\":\n1,\n\"b\":2}"}},
@@ -148,4 +151,39 @@ func BenchmarkSSE(b *testing.B) {
 		}
 		putSSE(s)
 	}
+}
+
+// FuzzSSE checks that no stream panics the reader, and that the three line
+// ends of an event stream read alike, however the bytes arrive.
+func FuzzSSE(f *testing.F) {
+	for _, seed := range []string{
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+		"event: error\ndata: {\"error\":{\"message\":\"x\"}}\n\n",
+		"data: {\"a\":\ndata: 1}\n: c\nid: 1\n\ndata: {\"usage\":{\"prompt_tokens\":1}}\n",
+		"data: {\"a\":1}\ndata: {\"b\":2}\ndata: [DONE]\ndata: {}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, stream string) {
+		want, wantErr := runSSE(t, strings.NewReader(stream), 1<<10)
+		if strings.Contains(stream, "\r") {
+			return
+		}
+		for _, end := range []string{"\r\n", "\r"} {
+			other := strings.ReplaceAll(stream, "\n", end)
+			for _, slow := range []bool{false, true} {
+				var r io.Reader = strings.NewReader(other)
+				if slow {
+					r = oneByteReader{r}
+				}
+				got, err := runSSE(t, r, 1<<10)
+				if (err == nil) != (wantErr == nil) {
+					t.Fatalf("line end %q (slow %v): error %v, with LF %v", end, slow, err, wantErr)
+				}
+				if len(got) > 0 || len(want) > 0 {
+					assert.Equal(t, chunkData(want), chunkData(got), "line end %q (slow %v)", end, slow)
+				}
+			}
+		}
+	})
 }
