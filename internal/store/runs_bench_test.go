@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,14 +36,19 @@ func benchRun(at time.Time) *ledger.Record {
 	return ledger.NewRecord(run, events, at)
 }
 
-// BenchmarkInsertRuns stores runs in batches of 32, the size the recorder's
-// writer sees at about 6,000 calls a second; the figure is per run. The
-// records are built before the timer starts: the request path builds them,
-// not the store.
+// BenchmarkInsertRuns stores runs in batches of each size, from one (what a
+// writer that stored at once would see at low rates) to 256; the figure is
+// per run. The records are built before the timer starts: the request path
+// builds them, not the store.
 func BenchmarkInsertRuns(b *testing.B) {
+	for _, batch := range []int{1, 4, 32, 256} {
+		b.Run(fmt.Sprint(batch), func(b *testing.B) { benchInsertRuns(b, batch) })
+	}
+}
+
+func benchInsertRuns(b *testing.B, batch int) {
 	ctx := context.Background()
 	s := storetest.Open(b)
-	const batch = 32
 	recs := make([]*ledger.Record, b.N)
 	for i := range recs {
 		recs[i] = benchRun(time.Now())
