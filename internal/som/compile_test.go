@@ -217,7 +217,8 @@ func TestLabelsNameTheirControlsWithoutRepeatingAsText(t *testing.T) {
 // A control without a label of its own is named by its layout: the term of
 // the description or the header cell (or colon-ended cell) before its
 // cell, when it comes first in its own; and the one text field of a form
-// by the form's one submit button. What is not a label is not taken: a
+// by the form's one submit button, the form attribute deciding which form
+// a control is of. What is not a label is not taken: a
 // price cell, a product row's "Color:" before a swatch, a radio's group
 // label (its own follows it), a generic "Submit".
 func TestLayoutsNameUnlabelledControls(t *testing.T) {
@@ -235,6 +236,10 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <form action="/two"><input name=a><input name=b><button>Find</button></form>
 <form action="/find"><input name=q><button type=bogus>Look up</button><button type=button>Clear</button></form>
 <p>Options</p><div role=checkbox aria-checked=false>Remember me</div><p>Delivery</p><div role=checkbox></div>
+<form id=site action="/s"><button>Search site</button></form><input name=site form=site>
+<form id=news action="/n"><input name=news><button>Subscribe</button></form><input name=extra form=news>
+<form action="/a"><input name=elsewhere form=there><button>Go here</button></form><form id=there action="/b"><button>Send it</button></form>
+<form id=code action="/c"><input name=code></form><button form=code>Redeem</button>
 </body>`)
 	names := map[string]string{}
 	for _, e := range snap.Elements {
@@ -252,6 +257,10 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 	assert.Empty(t, names["anything"], `"Submit" says nothing`)
 	assert.Empty(t, names["a"], "nor does a button of two fields")
 	assert.Equal(t, "Look up", names["q"], "a button of an invalid type submits; one of type button does not")
+	assert.Equal(t, "Search site", names["site"], "a field tied to a form by its form attribute is that form's")
+	assert.Empty(t, names["news"], "so is a second field outside it")
+	assert.Equal(t, "Send it", names["elsewhere"], "a field in one form tied to another is the other's")
+	assert.Equal(t, "Redeem", names["code"], "and so is a button outside the form")
 	var boxes []string
 	for _, e := range snap.Elements {
 		if e.Kind == KindCheckbox {

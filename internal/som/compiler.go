@@ -27,7 +27,6 @@ type compiler struct {
 	lastReg  int    // the region lastText was in
 	muted    int    // inside a label whose text already names its control
 
-	formFieldNames map[*html.Node]string // submitterName's answer, by form
 }
 
 // region is a Region under construction.

@@ -110,7 +110,7 @@ func (c *compiler) input(n *html.Node, reg, form int) {
 			e.Name, e.Value = clip(clean(e.Value), maxName), ""
 		}
 		if e.Name == "" {
-			e.Name = c.layoutName(n)
+			e.Name = layoutLabel(n)
 		}
 	}
 	c.add(e)

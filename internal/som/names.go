@@ -30,14 +30,15 @@ func (c *compiler) labelledBy(n *html.Node) string {
 
 // controlName is the accessible name of a form control: its own
 // (ownName); else what the layout says: a short text just before it in the
-// same region (the implicit label of "Username: [____]" layouts), the term
-// or header cell before it (layoutLabel), and for the one text field of a
-// form, the form's one submit button ("[____] [Search]").
+// same region (the implicit label of "Username: [____]" layouts), or the
+// term or header cell before it (layoutLabel). The one text field of a
+// form left unnamed is named later by the form's one submit button
+// (nameBySubmitters).
 func (c *compiler) controlName(n *html.Node, region int) string {
 	if l := c.labelName(n, region); l != "" {
 		return l
 	}
-	return c.layoutName(n)
+	return layoutLabel(n)
 }
 
 // labelName is the control's own name or else its implicit label.
@@ -49,14 +50,6 @@ func (c *compiler) labelName(n *html.Node, region int) string {
 		return c.lastText
 	}
 	return ""
-}
-
-// layoutName is what the layout around an unlabelled control says of it.
-func (c *compiler) layoutName(n *html.Node) string {
-	if l := layoutLabel(n); l != "" {
-		return l
-	}
-	return c.submitterName(n)
 }
 
 // ownName is the name a control's markup gives it, in accname-lite order:
@@ -191,83 +184,57 @@ func holdsControl(n *html.Node) bool {
 	return false
 }
 
-// submitterName names the one text field of a form by the form's one
-// submit button, when the button says more than "Submit": a search box
-// beside its "Search" button, an email box beside "Subscribe".
-func (c *compiler) submitterName(n *html.Node) string {
-	if n.DataAtom != atom.Input || !textLike(n) {
-		return ""
+// nameBySubmitters names the one text field of a form by the form's one
+// submit button, when the field has no other name and the button says more
+// than "Submit": a search box beside its "Search" button, an email box
+// beside "Subscribe". It runs once every control has its form (a form
+// attribute ties a control to a form it may not sit in) and before ids,
+// which names feed, are minted.
+func (c *compiler) nameBySubmitters() {
+	type tally struct {
+		fields, submitters int
+		field, submitter   *elem
 	}
-	form := n.Parent
-	for form != nil && form.DataAtom != atom.Form && form.DataAtom != atom.Body {
-		form = form.Parent
-	}
-	if form == nil || form.DataAtom != atom.Form {
-		return ""
-	}
-	// The answer is the form's, whichever of its fields asks.
-	if name, ok := c.formFieldNames[form]; ok {
-		return name
-	}
-	if c.formFieldNames == nil {
-		c.formFieldNames = map[*html.Node]string{}
-	}
-	name := c.formFieldName(form)
-	c.formFieldNames[form] = name
-	return name
-}
-
-// formFieldName is the name form's one submit button gives its one text
-// field, or "" when it has more or fewer of either.
-func (c *compiler) formFieldName(form *html.Node) string {
-	var fields, submitters int
-	var submitter *html.Node
-	budget := 2000 // elements looked at, so a page-wide form costs little
-	var visit func(m *html.Node)
-	visit = func(m *html.Node) {
-		for ch := m.FirstChild; ch != nil && budget > 0; ch = ch.NextSibling {
-			budget--
-			if ch.Type != html.ElementNode || invisible(ch) {
-				continue
-			}
-			switch {
-			case ch.DataAtom == atom.Input && textLike(ch), ch.DataAtom == atom.Textarea, ch.DataAtom == atom.Select:
-				fields++
-			case isSubmitter(ch):
-				submitters++
-				submitter = ch
-			}
-			visit(ch)
+	var forms map[int]*tally
+	for _, e := range c.elems {
+		if e.form < 0 {
+			continue
+		}
+		field := e.Kind == KindInput && textLike(e.Type) || e.Kind == KindTextArea || e.Kind == KindSelect
+		submitter := e.Kind == KindButton && (e.Type == "submit" || e.Type == "image")
+		if !field && !submitter {
+			continue
+		}
+		if forms == nil {
+			forms = map[int]*tally{}
+		}
+		t := forms[e.form]
+		if t == nil {
+			t = &tally{}
+			forms[e.form] = t
+		}
+		if field {
+			t.fields++
+			t.field = e
+		} else {
+			t.submitters++
+			t.submitter = e
 		}
 	}
-	visit(form)
-	if fields != 1 || submitters != 1 || budget == 0 {
-		return ""
+	for _, t := range forms {
+		if t.fields == 1 && t.submitters == 1 && t.field.Kind == KindInput && t.field.Name == "" &&
+			!strings.EqualFold(t.submitter.Name, "submit") {
+			t.field.Name = t.submitter.Name
+		}
 	}
-	name := c.buttonName(submitter)
-	if strings.EqualFold(name, "submit") {
-		return ""
-	}
-	return name
 }
 
-// textLike reports whether input n takes typed text.
-func textLike(n *html.Node) bool {
-	switch strings.ToLower(strings.TrimSpace(attr(n, "type"))) {
+// textLike reports whether an input of type t (lower case, "" read as
+// "text") takes typed text.
+func textLike(t string) bool {
+	switch t {
 	case "", "text", "search", "email", "tel", "url", "number":
 		return true
-	}
-	return false
-}
-
-// isSubmitter reports whether n submits its form.
-func isSubmitter(n *html.Node) bool {
-	t := strings.ToLower(strings.TrimSpace(attr(n, "type")))
-	switch n.DataAtom {
-	case atom.Button:
-		return t != "button" && t != "reset" // a missing or invalid type submits
-	case atom.Input:
-		return t == "submit" || t == "image"
 	}
 	return false
 }

@@ -24,6 +24,7 @@ func (c *compiler) walkRoot(root *html.Node) {
 	c.walk(root, 0, -1, 0)
 	c.flush()
 	c.linkForms()
+	c.nameBySubmitters()
 	c.meta.Structured = c.sc.facts.result()
 }
 
