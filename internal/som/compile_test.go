@@ -229,6 +229,8 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <table>
 <tr><th>Username</th><td><form action="/user"><input name=user><button>Save</button><button>Cancel</button></form></td></tr>
 <tr><td>Email:</td><td><form action="/mail"><input name=mail><button>Save</button><button>Cancel</button></form></td></tr>
+<tr><th>Quantity</th><td><form action="/q"><input type=hidden name=sku value=A1><span style="display:none"><input name=trap></span><input name=cellqty><button>Save</button><button>Cancel</button></form></td></tr>
+<tr><th>Coupon</th><td><form action="/c"><span><button type=button>Apply</button></span><input name=coupon><button>Save</button><button>Cancel</button></form></td></tr>
 <tr><td>$40.00</td><td><form action="/cart"><input name=cartqty><button>Save</button><button>Cancel</button></form></td></tr>
 </table>
 <form action="/search"><input name=term><input type=submit value=Search></form>
@@ -253,6 +255,8 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 	assert.Equal(t, "Username", names["user"], "a header cell names the cell after it")
 	assert.Equal(t, "Email", names["mail"], "so does a cell ending with a colon")
 	assert.Empty(t, names["cartqty"], "a data cell is not a label")
+	assert.Equal(t, "Quantity", names["cellqty"], "hidden inputs before a control are not seen")
+	assert.Empty(t, names["coupon"], "a control before it is, however deep")
 	assert.Equal(t, "Search", names["term"], "a form's one field is named by its one button")
 	assert.Empty(t, names["anything"], `"Submit" says nothing`)
 	assert.Empty(t, names["a"], "nor does a button of two fields")

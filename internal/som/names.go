@@ -123,7 +123,8 @@ func layoutLabel(n *html.Node) string {
 }
 
 // leads reports whether nothing a person sees comes before n in cell: no
-// text, link, image or other control.
+// text, link, image or other control (a hidden input is not seen). One walk in document order up to n:
+// what it passes is all before n.
 func leads(cell, n *html.Node) bool {
 	lead, done := true, false
 	var visit func(m *html.Node)
@@ -136,8 +137,9 @@ func leads(cell, n *html.Node) bool {
 				if strings.TrimSpace(ch.Data) != "" {
 					lead, done = false, true
 				}
-			case ch.Type != html.ElementNode || invisible(ch):
-			case ch.DataAtom == atom.A || ch.DataAtom == atom.Img || holdsControl(ch) && !contains(ch, n):
+			case ch.Type != html.ElementNode || invisible(ch),
+				ch.DataAtom == atom.Input && strings.EqualFold(strings.TrimSpace(attr(ch, "type")), "hidden"):
+			case ch.DataAtom == atom.A || ch.DataAtom == atom.Img || isControl(ch):
 				lead, done = false, true
 			default:
 				visit(ch)
@@ -146,16 +148,6 @@ func leads(cell, n *html.Node) bool {
 	}
 	visit(cell)
 	return lead && done
-}
-
-// contains reports whether n is m or inside it.
-func contains(m, n *html.Node) bool {
-	for ; n != nil; n = n.Parent {
-		if n == m {
-			return true
-		}
-	}
-	return false
 }
 
 // previousElement is n's previous sibling element.
@@ -168,13 +160,22 @@ func previousElement(n *html.Node) *html.Node {
 	return nil
 }
 
+// isControl reports whether n is a form control or button.
+func isControl(n *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	switch n.DataAtom {
+	case atom.Input, atom.Select, atom.Textarea, atom.Button:
+		return true
+	}
+	return false
+}
+
 // holdsControl reports whether n is or contains a form control or button.
 func holdsControl(n *html.Node) bool {
-	if n.Type == html.ElementNode {
-		switch n.DataAtom {
-		case atom.Input, atom.Select, atom.Textarea, atom.Button:
-			return true
-		}
+	if isControl(n) {
+		return true
 	}
 	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
 		if holdsControl(ch) {
