@@ -165,12 +165,17 @@ func (m *SessionManager) End(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 func (m *SessionManager) end(ctx context.Context, h [32]byte) error {
-	// The row goes first, then every cached resolution: a request that
-	// read the row before the delete must not cache the session again.
 	err := m.store.DeleteSession(ctx, h)
+	m.dropCached(h)
+	return err
+}
+
+// dropCached forgets, once h's row is gone (deleted or replaced), every
+// cached resolution: the row goes first so that a request that read it
+// before cannot cache the session again.
+func (m *SessionManager) dropCached(h [32]byte) {
 	m.Invalidate()
 	m.forget(h)
-	return err
 }
 
 // EndAll ends every session of userID, as after a password reset.
@@ -202,9 +207,7 @@ func (m *SessionManager) Switch(ctx context.Context, w http.ResponseWriter, r *h
 	} else if err != nil {
 		return err
 	}
-	// As in end: the old row is gone, now its cached resolutions go.
-	m.Invalidate()
-	m.forget(old)
+	m.dropCached(old)
 	left := created.Add(AbsoluteLifetime).Sub(now)
 	if left < time.Second {
 		_ = m.end(ctx, h)
