@@ -242,6 +242,8 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <form id=news action="/n"><input name=news><button>Subscribe</button></form><input name=extra form=news>
 <form action="/a"><input name=elsewhere form=there><button>Go here</button></form><form id=there action="/b"><button>Send it</button></form>
 <form id=code action="/c"><input name=code></form><button form=code>Redeem</button>
+<form action="/note"><div role=textbox></div><button>Send note</button></form>
+<form action="/pick"><input name=picked><div role=combobox>Pick one</div><button>Go</button></form>
 </body>`)
 	names := map[string]string{}
 	for _, e := range snap.Elements {
@@ -265,6 +267,26 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 	assert.Empty(t, names["news"], "so is a second field outside it")
 	assert.Equal(t, "Send it", names["elsewhere"], "a field in one form tied to another is the other's")
 	assert.Equal(t, "Redeem", names["code"], "and so is a button outside the form")
+	assert.Empty(t, names["picked"], "a combobox is a field of its form too")
+	for _, e := range snap.Elements {
+		if e.Kind == KindInput && e.Field == "" {
+			assert.Equal(t, "Send note", e.Name, "a role=textbox is the one field its form's button names")
+		}
+	}
+
+	// A page cut short names no field by its form's button: the form's
+	// other fields may be among what was dropped.
+	for _, lim := range []Limits{{MaxElements: 2}, {MaxNodes: 6}} {
+		s, _, err := Compile(Input{HTML: []byte(`<form action=/x><input name=q><button>Go</button><input name=z></form>`),
+			URL: "https://a.example/", Limits: lim})
+		require.NoError(t, err)
+		require.NotEmpty(t, s.Meta.Truncated.Reasons)
+		for _, e := range s.Elements {
+			if e.Field == "q" {
+				assert.Empty(t, e.Name, "limits %+v", lim)
+			}
+		}
+	}
 	var boxes []string
 	for _, e := range snap.Elements {
 		if e.Kind == KindCheckbox {

@@ -1,6 +1,7 @@
 package som
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -190,8 +191,12 @@ func holdsControl(n *html.Node) bool {
 // than "Submit": a search box beside its "Search" button, an email box
 // beside "Subscribe". It runs once every control has its form (a form
 // attribute ties a control to a form it may not sit in) and before ids,
-// which names feed, are minted.
+// which names feed, are minted. On a page cut short nothing is named this
+// way: a form's other fields may be among what was dropped.
 func (c *compiler) nameBySubmitters() {
+	if c.full || slices.Contains(c.trunc.Reasons, "depth") || slices.Contains(c.trunc.Reasons, "input") {
+		return
+	}
 	type tally struct {
 		fields, submitters int
 		field, submitter   *elem

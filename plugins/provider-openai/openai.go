@@ -414,13 +414,13 @@ const maxRetryAfter = time.Hour
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	var d time.Duration
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(maxRetryAfter.Milliseconds()) {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms <= float64(maxRetryAfter.Milliseconds()) {
 			d = time.Duration(ms * float64(time.Millisecond))
 		}
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
 		if secs, err := strconv.ParseFloat(v, 64); err == nil {
-			if secs > 0 && secs < maxRetryAfter.Seconds() {
+			if secs > 0 && secs <= maxRetryAfter.Seconds() {
 				d = time.Duration(secs * float64(time.Second))
 			}
 		} else if at, err := http.ParseTime(v); err == nil {

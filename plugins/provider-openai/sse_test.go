@@ -94,6 +94,38 @@ func TestSSEEventTooLarge(t *testing.T) {
 	}
 }
 
+// endlessLine is a line that never ends: "data: xxx…", with an error once
+// more than budget bytes were read, so that a reader that does not stop
+// at its limit fails with that error instead of running out of memory.
+type endlessLine struct{ read, budget int }
+
+func (e *endlessLine) Read(p []byte) (int, error) {
+	if e.read > e.budget {
+		return 0, errors.New("read on past the limit")
+	}
+	for i := range p {
+		p[i] = 'x'
+	}
+	if e.read == 0 && len(p) >= 6 {
+		copy(p, "data: ")
+	}
+	e.read += len(p)
+	return len(p), nil
+}
+
+func TestSSELineWithoutEndStopsAtTheLimit(t *testing.T) {
+	const limit = 100 << 10
+	for _, slow := range []bool{false, true} {
+		var r io.Reader = &endlessLine{budget: 4 * limit}
+		if slow {
+			r = oneByteReader{r}
+		}
+		_, err := runSSE(t, r, limit)
+		pe := requireProviderError(t, err)
+		assert.Equal(t, codeTooLarge, pe.Code, "slow=%v: %s", slow, pe.Message)
+	}
+}
+
 func TestSSEChunkDataIsNotReused(t *testing.T) {
 	chunks, err := runSSE(t, strings.NewReader("data: {\"a\":1}\n\ndata: {\"b\":2}\n\n"), DefaultMaxResponseBytes)
 	require.NoError(t, err)
