@@ -191,15 +191,7 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 		FinishReason *string         `json:"finish_reason"`
 	}
 	chunk := func(choices []choice, usage json.RawMessage) []byte {
-		b, _ := json.Marshal(struct {
-			ID                string          `json:"id"`
-			Object            string          `json:"object"`
-			Created           int64           `json:"created"`
-			Model             string          `json:"model"`
-			SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-			Choices           []choice        `json:"choices"`
-			Usage             json.RawMessage `json:"usage,omitempty"`
-		}{c.ID, "chat.completion.chunk", c.Created, c.Model, c.SystemFingerprint, choices, usage})
+		b, _ := json.Marshal(envelope[choice]{c.ID, "chat.completion.chunk", c.Created, c.Model, c.SystemFingerprint, choices, usage})
 		return b
 	}
 	var out []json.RawMessage
@@ -215,6 +207,18 @@ func completionChunks(body []byte, includeUsage bool) []json.RawMessage {
 		out = append(out, chunk([]choice{}, c.Usage))
 	}
 	return out
+}
+
+// envelope is what surrounds the choices of a chat completion or of one
+// of its stream's chunks.
+type envelope[C any] struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
+	Choices           []C             `json:"choices"`
+	Usage             json.RawMessage `json:"usage,omitempty"`
 }
 
 // emptyJSON reports whether raw is absent or an empty value: null, "",
@@ -368,15 +372,7 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage, mode as
 		Message      message `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	}
-	out := struct {
-		ID                string          `json:"id"`
-		Object            string          `json:"object"`
-		Created           int64           `json:"created"`
-		Model             string          `json:"model"`
-		SystemFingerprint *string         `json:"system_fingerprint,omitempty"`
-		Choices           []outChoice     `json:"choices"`
-		Usage             json.RawMessage `json:"usage,omitempty"`
-	}{ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: fingerprint, Usage: usage}
+	out := envelope[outChoice]{ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: fingerprint, Usage: usage}
 	for i, p := range choices {
 		m := message{Role: p.role}
 		if m.Role == "" {
