@@ -129,6 +129,9 @@ func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string
 		// than read as its zero value (a level of "4" is not level 0).
 		var wrongType *json.UnmarshalTypeError
 		if err := json.Unmarshal(payload, &tool); errors.As(err, &wrongType) {
+			if wrongType.Field == "" { // the payload itself: the ledger's own rule, said first
+				return Traced{}, errs.Invalidf("payload", "payload must be a JSON object")
+			}
 			return Traced{}, errs.Invalidf("payload."+wrongType.Field, "%s has the wrong type", wrongType.Field)
 		}
 		if err := tool.validate(); err != nil {

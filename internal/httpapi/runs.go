@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -121,8 +120,6 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) error {
 		return errs.Invalidf("runId", "runId is required")
 	case req.Payload == nil:
 		return errs.Invalidf("payload", "payload is required (a JSON object)")
-	case !bytes.HasPrefix(bytes.TrimSpace(req.Payload), []byte("{")):
-		return errs.Invalidf("payload", "payload must be a JSON object")
 	}
 	t, err := s.Tracer.Trace(r.Context(), identity(r), req.RunID, req.Type, req.Payload)
 	if err != nil {

@@ -148,6 +148,8 @@ func TestTrace(t *testing.T) {
 		`{"runId":"` + id + `","type":"tool.called","payload":[1]}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":"x"}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":null}`,
+		`{"runId":"` + id + `","type":"note","payload":null}`,
+		`{"runId":"` + id + `","type":"note","payload":[1]}`,
 		`{"runId":"` + id + `","type":"tool.called","payload":{"name":"t","sideEffectLevel":5}}`,
 		`{"runId":"` + id + `","type":"side_effect.planned","payload":{"toolName":"t","level":-1}}`,
 		`{"runId":"` + id + `","type":"side_effect.planned","payload":{"toolName":"t","level":"4"}}`,
@@ -164,6 +166,9 @@ func TestTrace(t *testing.T) {
 	assert.InDelta(t, 5, ts.call(t, "GET", "/api/v1/runs/"+id+"/integrity", bootstrap, "").json["events"], 0, "nothing refused was appended")
 	bad := ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"`+id+`","type":"tool.called","payload":{"name":"t","level":"4"}}`)
 	assert.Equal(t, "payload.level", bad.json["error"].(map[string]any)["param"], bad.body)
+	bad = ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"`+id+`","type":"tool.called","payload":[1]}`)
+	assert.Equal(t, "payload", bad.json["error"].(map[string]any)["param"], bad.body)
+	assert.Contains(t, bad.json["error"].(map[string]any)["message"], "must be a JSON object", bad.body)
 	res = ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"`+id+`","type":"tool.called","payload":{"name":"t","sideEffectLevel":4.0}}`)
 	assert.Equal(t, http.StatusCreated, res.status, "4.0 is the level 4: %s", res.body)
 	assert.Equal(t, http.StatusNotFound, ts.call(t, "POST", "/api/v1/trace", bootstrap, `{"runId":"run_aaaaaaaaaaaaaaaaaaaa","type":"x","payload":{}}`).status)

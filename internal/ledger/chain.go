@@ -85,7 +85,7 @@ func Canonical(payload []byte) (json.RawMessage, error) {
 		return nil, errors.New("payload must be a single JSON object")
 	}
 	if v == nil {
-		v = map[string]any{}
+		return nil, errors.New("payload must be a JSON object, not null")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
