@@ -89,8 +89,8 @@ const maxCallMessage = 4 << 20
 
 // do sends req on the shared stream and waits for its answer. It returns
 // errUnary when the call must go as a unary Chat instead.
-func (m *chatCalls) do(ctx context.Context, req ChatRequest) (*pb.ChatResponse, error) {
-	call := &pb.ChatCall{Request: toPBRequest(req)}
+func (m *chatCalls) do(ctx context.Context, req *pb.ChatRequest) (*pb.ChatResponse, error) {
+	call := &pb.ChatCall{Request: req}
 	if deadline, ok := ctx.Deadline(); ok {
 		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
 	}

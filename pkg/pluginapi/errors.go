@@ -15,9 +15,13 @@ type ProviderError struct {
 	Message string
 	// RetryAfter is how long the provider asked the client to wait before
 	// trying again (a 429's Retry-After); 0 when it did not say. svc
-	// answers with it in its own Retry-After header.
+	// answers with it in its own Retry-After header, up to MaxRetryAfter.
 	RetryAfter time.Duration
 }
+
+// MaxRetryAfter is the longest wait svc passes on from a provider; a
+// longer one is cut to it.
+const MaxRetryAfter = 24 * time.Hour
 
 // Error implements error.
 func (e *ProviderError) Error() string {

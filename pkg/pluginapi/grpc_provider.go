@@ -53,9 +53,10 @@ func toPBUsage(u Usage) *pb.Usage {
 }
 
 func (c *providerClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
-	res, err := c.calls.do(ctx, req)
+	pbReq := toPBRequest(req)
+	res, err := c.calls.do(ctx, pbReq)
 	if errors.Is(err, errUnary) {
-		res, err = c.client.Chat(ctx, toPBRequest(req))
+		res, err = c.client.Chat(ctx, pbReq)
 		err = fromStatus(ctx, err)
 	}
 	if err != nil {

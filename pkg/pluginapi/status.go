@@ -70,16 +70,13 @@ func fromStatus(ctx context.Context, err error) error {
 	return errors.New(st.Message())
 }
 
-// maxRetryAfter bounds the wait a plugin may ask svc to pass on.
-const maxRetryAfter = 24 * time.Hour
-
 // retryAfter reads a ProviderError's retry_after_ms, which a plugin of any
-// origin set: negative is none, and a day is the most it may ask.
+// origin set: negative is none, and MaxRetryAfter the most it may ask.
 func retryAfter(ms int64) time.Duration {
 	if ms <= 0 {
 		return 0
 	}
-	return time.Duration(min(ms, maxRetryAfter.Milliseconds())) * time.Millisecond
+	return time.Duration(min(ms, MaxRetryAfter.Milliseconds())) * time.Millisecond
 }
 
 // UnavailableError reports that the plugin process could not be reached:

@@ -404,33 +404,28 @@ func (u *Upstream) statusError(resp *http.Response) error {
 	return pe
 }
 
-// maxRetryAfter bounds the wait an upstream may ask for: a longer one is
-// a misconfigured upstream, not advice to pass on.
-const maxRetryAfter = time.Hour
-
 // retryAfter reads an upstream's advice on when to try again: OpenAI's
 // retry-after-ms (milliseconds), else Retry-After (RFC 9110: seconds or an
-// HTTP date); 0 when neither says, or says nonsense.
+// HTTP date), at most pluginapi.MaxRetryAfter; 0 when neither says, or
+// says nonsense.
 func retryAfter(h http.Header, now time.Time) time.Duration {
+	limit := pluginapi.MaxRetryAfter
 	var d time.Duration
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms <= float64(maxRetryAfter.Milliseconds()) {
-			d = time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			d = time.Duration(min(ms, float64(limit.Milliseconds())) * float64(time.Millisecond))
 		}
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
 		if secs, err := strconv.ParseFloat(v, 64); err == nil {
-			if secs > 0 && secs <= maxRetryAfter.Seconds() {
-				d = time.Duration(secs * float64(time.Second))
+			if secs > 0 {
+				d = time.Duration(min(secs, limit.Seconds()) * float64(time.Second))
 			}
 		} else if at, err := http.ParseTime(v); err == nil {
-			d = at.Sub(now)
+			d = min(at.Sub(now), limit)
 		}
 	}
-	if d <= 0 || d > maxRetryAfter {
-		return 0
-	}
-	return d
+	return max(d, 0)
 }
 
 // mapStatus is the error mapping of a non-2xx upstream answer:
@@ -541,7 +536,7 @@ type errorFields struct {
 // FastAPI's {"detail":…}; anything else yields its first 500 bytes.
 func parseErrorBody(body []byte) errorFields {
 	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '{' {
+	if isObject(body) {
 		var env struct {
 			Error   json.RawMessage `json:"error"`
 			Message json.RawMessage `json:"message"`
@@ -705,19 +700,18 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 			return nil, errTooLarge
 		}
 		b := make([]byte, cl)
-		if _, err := io.ReadFull(resp.Body, b); err != nil {
-			resp.Body.Close()
+		_, err := io.ReadFull(resp.Body, b)
+		resp.Body.Close() // at EOF: the last read of a sized body reports it
+		if err != nil {
 			return nil, err
 		}
-		drainClose(resp.Body)
 		return b, nil
 	}
-	b, err := readLimited(resp.Body, limit)
+	b, err := readLimited(resp.Body, limit) // to EOF, so the connection is reused
+	resp.Body.Close()
 	if err != nil {
-		resp.Body.Close()
 		return nil, err
 	}
-	drainClose(resp.Body)
 	return b, nil
 }
 
@@ -791,7 +785,7 @@ func streamRequestBody(body []byte, includeUsage bool) ([]byte, error) {
 	m["stream"] = rawTrue
 	if includeUsage {
 		var opts map[string]json.RawMessage
-		if so := bytes.TrimSpace(m["stream_options"]); len(so) > 0 && so[0] == '{' {
+		if so := m["stream_options"]; isObject(so) {
 			_ = json.Unmarshal(so, &opts)
 		}
 		if opts == nil {
