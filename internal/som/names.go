@@ -138,9 +138,8 @@ func leads(cell, n *html.Node) bool {
 				if strings.TrimSpace(ch.Data) != "" {
 					lead, done = false, true
 				}
-			case ch.Type != html.ElementNode || invisible(ch),
-				ch.DataAtom == atom.Input && strings.EqualFold(strings.TrimSpace(attr(ch, "type")), "hidden"):
-			case ch.DataAtom == atom.A || ch.DataAtom == atom.Img || isControl(ch):
+			case ch.Type != html.ElementNode || invisible(ch):
+			case ch.DataAtom == atom.A || ch.DataAtom == atom.Img || ch.DataAtom == atom.Button || isFormControl(ch):
 				lead, done = false, true
 			default:
 				visit(ch)
@@ -161,22 +160,13 @@ func previousElement(n *html.Node) *html.Node {
 	return nil
 }
 
-// isControl reports whether n is a form control or button.
-func isControl(n *html.Node) bool {
-	if n.Type != html.ElementNode {
-		return false
-	}
-	switch n.DataAtom {
-	case atom.Input, atom.Select, atom.Textarea, atom.Button:
-		return true
-	}
-	return false
-}
-
 // holdsControl reports whether n is or contains a form control or button.
 func holdsControl(n *html.Node) bool {
-	if isControl(n) {
-		return true
+	if n.Type == html.ElementNode {
+		switch n.DataAtom {
+		case atom.Input, atom.Select, atom.Textarea, atom.Button:
+			return true
+		}
 	}
 	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
 		if holdsControl(ch) {
@@ -201,7 +191,7 @@ func (c *compiler) nameBySubmitters() {
 		fields, submitters int
 		field, submitter   *elem
 	}
-	var forms map[int]*tally
+	forms := map[int]*tally{}
 	for _, e := range c.elems {
 		if e.form < 0 {
 			continue
@@ -210,9 +200,6 @@ func (c *compiler) nameBySubmitters() {
 		submitter := e.Kind == KindButton && (e.Type == "submit" || e.Type == "image")
 		if !field && !submitter {
 			continue
-		}
-		if forms == nil {
-			forms = map[int]*tally{}
 		}
 		t := forms[e.form]
 		if t == nil {
@@ -235,11 +222,11 @@ func (c *compiler) nameBySubmitters() {
 	}
 }
 
-// textLike reports whether an input of type t (lower case, "" read as
-// "text") takes typed text.
+// textLike reports whether an input of type t (lower case) takes typed
+// text.
 func textLike(t string) bool {
 	switch t {
-	case "", "text", "search", "email", "tel", "url", "number":
+	case "text", "search", "email", "tel", "url", "number":
 		return true
 	}
 	return false
