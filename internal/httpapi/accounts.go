@@ -26,24 +26,17 @@ func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	return nil
 }
 
-// accountKey is the account email names, normalized, whether or not such
-// an account exists, so that its limit says nothing about who has one; ""
-// when no account can match.
-func accountKey(email string) string {
+// signInBucket is the bucket a sign-in to the account email names draws
+// from: its device's, when r comes from a browser that signed in to that
+// account before, or else the account's (by its normalized email, whether
+// or not such an account exists, so that its limit says nothing about who
+// has one), shared by every other browser and address; "" when no account
+// can match, and the login fails on its own. A device that cannot be
+// looked up counts as unknown: it can only ever help a sign-in, never
+// block one.
+func (s *Server) signInBucket(r *http.Request, email string) string {
 	key, err := accounts.NormalizeEmail(email)
 	if err != nil {
-		return "" // no account can match: the login fails on its own
-	}
-	return key
-}
-
-// signInBucket is the bucket a sign-in to the account key draws from: its
-// device's, when r comes from a browser that signed in to that account
-// before, or else the account's, shared by every other browser and
-// address; "" when no account can match. A device that cannot be looked
-// up counts as unknown: it can only ever help a sign-in, never block one.
-func (s *Server) signInBucket(r *http.Request, key string) string {
-	if key == "" {
 		return ""
 	}
 	device, err := s.Devices.Bucket(r.Context(), r, key)
@@ -108,7 +101,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	bucket := s.signInBucket(r, accountKey(body.Email))
+	bucket := s.signInBucket(r, body.Email)
 	if err := s.limitSignIn(bucket); err != nil {
 		return err
 	}
