@@ -17,6 +17,13 @@ const codecVersion = 1
 
 var errCorrupt = errors.New("ledger: corrupt journal record")
 
+// How a record's standing is written: a journal left by a build before
+// standings counted their decisions still reads back.
+const (
+	standingUncounted = 1
+	standingCounted   = 2
+)
+
 // appendRecord appends rec's encoding to dst.
 func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 	explanation, err := rec.ExplanationJSON()
@@ -51,10 +58,11 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 		dst = append(dst, e.Hash[:]...)
 	}
 	if st := rec.Standing; st != nil {
-		dst = append(dst, 1)
+		dst = append(dst, standingCounted)
 		dst = appendBytes(dst, []byte(st.Trust))
 		dst = binary.AppendVarint(dst, int64(st.AllowStreak))
 		dst = binary.AppendVarint(dst, int64(st.Denies))
+		dst = binary.AppendVarint(dst, st.Decisions)
 	} else {
 		dst = append(dst, 0)
 	}
@@ -125,10 +133,14 @@ func decodeRecord(b []byte) (*Record, error) {
 		copy(e.PrevHash[:], d.fixed(len(e.PrevHash)))
 		copy(e.Hash[:], d.fixed(len(e.Hash)))
 	}
-	switch d.byte() {
+	switch tag := d.byte(); tag {
 	case 0:
-	case 1:
-		rec.Standing = &Standing{Trust: string(d.bytes()), AllowStreak: int(d.varint()), Denies: int(d.varint())}
+	case standingUncounted, standingCounted:
+		st := &Standing{Trust: string(d.bytes()), AllowStreak: int(d.varint()), Denies: int(d.varint())}
+		if tag == standingCounted {
+			st.Decisions = d.varint()
+		}
+		rec.Standing = st
 	default:
 		return nil, errCorrupt
 	}

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"testing"
@@ -28,7 +30,7 @@ func sampleRecord(id string, response json.RawMessage) *Record {
 	}
 	rec := NewRecord(run, events, at)
 	if response != nil {
-		rec.Standing = &Standing{Trust: TrustRestricted, AllowStreak: 4, Denies: 3}
+		rec.Standing = &Standing{Trust: TrustRestricted, AllowStreak: 4, Denies: 3, Decisions: 9}
 	}
 	return rec
 }
@@ -48,6 +50,23 @@ func TestCodecRoundTrip(t *testing.T) {
 			assert.Equal(t, rec.explanation, got.explanation)
 		})
 	}
+}
+
+// A journal written before standings counted their decisions reads back,
+// its standings counting none.
+func TestCodecReadsAnUncountedStanding(t *testing.T) {
+	rec := sampleRecord("run_1", json.RawMessage(`{}`))
+	b, err := appendRecord(nil, rec)
+	require.NoError(t, err)
+	st := rec.Standing
+	fields := binary.AppendVarint(binary.AppendVarint(appendBytes(nil, []byte(st.Trust)), int64(st.AllowStreak)), int64(st.Denies))
+	counted := binary.AppendVarint(append([]byte{standingCounted}, fields...), st.Decisions)
+	require.True(t, bytes.HasSuffix(b, counted), "the standing ends the record")
+	old := append(append(b[:len(b)-len(counted):len(b)-len(counted)], standingUncounted), fields...)
+
+	got, err := decodeRecord(old)
+	require.NoError(t, err)
+	assert.Equal(t, &Standing{Trust: st.Trust, AllowStreak: st.AllowStreak, Denies: st.Denies}, got.Standing)
 }
 
 func TestCodecRefusesEveryTruncation(t *testing.T) {

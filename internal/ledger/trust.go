@@ -28,6 +28,12 @@ type Standing struct {
 	Trust       string `json:"trust"`
 	AllowStreak int    `json:"allowStreak"`
 	Denies      int    `json:"denies"`
+	// Decisions counts the decisions the standing has moved by. Of two
+	// standings of one agent the one with more is the later: standings
+	// reach the store by more than one path (with a run's batch, or at
+	// once for a traced tool call), and not always in the order they
+	// were reached.
+	Decisions int64 `json:"decisions"`
 }
 
 // NewStanding is the standing of an agent svc has just met.
@@ -36,6 +42,7 @@ func NewStanding() Standing { return Standing{Trust: DefaultTrust} }
 // After returns the standing after a policy decision on one of the agent's
 // calls ("allow", "deny" or "require_approval").
 func (s Standing) After(decision string) Standing {
+	s.Decisions++
 	switch decision {
 	case "allow":
 		s.AllowStreak++

@@ -27,5 +27,8 @@ func TestStanding(t *testing.T) {
 	assert.Equal(t, TrustRestricted, restricted.Trust)
 	assert.Equal(t, TrustRestricted, after(restricted, "allow", RestoreAfter-1).Trust)
 	restored := after(restricted, "allow", RestoreAfter)
-	assert.Equal(t, Standing{Trust: TrustUnverified}, restored, "restored, with its denies forgotten")
+	assert.Equal(t, TrustUnverified, restored.Trust)
+	assert.Zero(t, restored.AllowStreak)
+	assert.Zero(t, restored.Denies, "restored, with its denies forgotten")
+	assert.Equal(t, int64(TrustAfter+RestrictAfter+RestoreAfter), restored.Decisions, "every decision counted")
 }

@@ -205,16 +205,20 @@ func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
 }
 
 // seeAgent counts a run of the agent, and takes the standing the run's
-// verdicts left it in, when the run carries one.
+// verdicts left it in, when the run carries one and no later standing was
+// stored before it.
 func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
 	r := rec.Run
 	if st := rec.Standing; st != nil {
 		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
-			allow_streak, deny_count) VALUES (?, ?, ?, ?, 1, ?, ?, ?)
+			allow_streak, deny_count, decisions) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)
 			ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen),
-			run_count = run_count + 1, trust = excluded.trust, allow_streak = excluded.allow_streak,
-			deny_count = excluded.deny_count`,
-			r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), st.Trust, st.AllowStreak, st.Denies)
+			run_count = run_count + 1,
+			trust = iif(excluded.decisions >= decisions, excluded.trust, trust),
+			allow_streak = iif(excluded.decisions >= decisions, excluded.allow_streak, allow_streak),
+			deny_count = iif(excluded.decisions >= decisions, excluded.deny_count, deny_count),
+			decisions = max(decisions, excluded.decisions)`,
+			r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), st.Trust, st.AllowStreak, st.Denies, st.Decisions)
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
@@ -228,8 +232,8 @@ func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
 // when svc has not met the agent.
 func (s *Store) AgentStanding(ctx context.Context, tenantID, name string) (ledger.Standing, bool, error) {
 	var st ledger.Standing
-	err := s.read.QueryRowContext(ctx, `SELECT trust, allow_streak, deny_count FROM agents WHERE tenant_id = ? AND name = ?`,
-		tenantID, name).Scan(&st.Trust, &st.AllowStreak, &st.Denies)
+	err := s.read.QueryRowContext(ctx, `SELECT trust, allow_streak, deny_count, decisions FROM agents
+		WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&st.Trust, &st.AllowStreak, &st.Denies, &st.Decisions)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.NewStanding(), false, nil
 	}
@@ -237,14 +241,16 @@ func (s *Store) AgentStanding(ctx context.Context, tenantID, name string) (ledge
 }
 
 // SaveAgentStanding stores an agent's standing outside a run (a verdict on
-// a traced tool call), meeting the agent if need be.
+// a traced tool call), meeting the agent if need be, unless a later
+// standing is stored already.
 func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st ledger.Standing, at time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
-			allow_streak, deny_count) VALUES (?, ?, ?, ?, 0, ?, ?, ?)
+			allow_streak, deny_count, decisions) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)
 			ON CONFLICT (tenant_id, name) DO UPDATE SET trust = excluded.trust, allow_streak = excluded.allow_streak,
-			deny_count = excluded.deny_count`,
-			tenantID, name, at.UnixMilli(), at.UnixMilli(), st.Trust, st.AllowStreak, st.Denies)
+			deny_count = excluded.deny_count, decisions = excluded.decisions
+			WHERE excluded.decisions >= decisions`,
+			tenantID, name, at.UnixMilli(), at.UnixMilli(), st.Trust, st.AllowStreak, st.Denies, st.Decisions)
 		return formatError(err)
 	})
 }

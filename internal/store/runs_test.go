@@ -160,6 +160,46 @@ func TestAgentsCounted(t *testing.T) {
 	assert.Equal(t, ledger.Agent{Name: "triage-bot", FirstSeen: t0, LastSeen: t0.Add(time.Minute), RunCount: 2, Trust: ledger.DefaultTrust}, agents[1])
 }
 
+// Standings reach the store by two paths, a run's batch and a traced tool
+// call's verdict at once, and not always in the order they were reached:
+// the one that counts more decisions stays, whichever arrives last.
+func TestAgentKeepsItsLaterStanding(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	t0 := time.UnixMilli(1_700_000_000_000).UTC()
+	run := func(at time.Time, st ledger.Standing) *ledger.Record {
+		rec := newRun(tenant.DefaultID, at, ledger.RouteLive, ledger.StatusOK, "bot")
+		rec.Standing = &st
+		return rec
+	}
+	allowed := ledger.NewStanding().After("allow")              // the first decision
+	denied := allowed.After("deny").After("deny").After("deny") // three later ones
+	standing := func() ledger.Standing {
+		st, ok, err := s.AgentStanding(ctx, tenant.DefaultID, "bot")
+		require.NoError(t, err)
+		require.True(t, ok)
+		return st
+	}
+
+	require.NoError(t, s.SaveAgentStanding(ctx, tenant.DefaultID, "bot", denied, t0.Add(time.Second)))
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{run(t0, allowed)}), "the earlier run's batch lands after")
+	assert.Equal(t, denied, standing(), "the run's earlier standing is not stored over the later one")
+	assert.Equal(t, ledger.TrustRestricted, standing().Trust)
+
+	require.NoError(t, s.SaveAgentStanding(ctx, tenant.DefaultID, "bot", allowed, t0), "nor is an earlier traced one")
+	assert.Equal(t, denied, standing())
+
+	later := denied.After("allow")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{run(t0.Add(2*time.Second), later)}))
+	assert.Equal(t, later, standing(), "a later run's standing is stored")
+
+	agents, err := s.ListAgents(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	require.Len(t, agents, 1)
+	assert.Equal(t, int64(2), agents[0].RunCount, "every run is counted, whichever standing stays")
+	assert.Equal(t, t0.Add(2*time.Second), agents[0].LastSeen)
+}
+
 func newRecorder(t *testing.T, s ledger.Store, dir string) *ledger.Recorder {
 	t.Helper()
 	r, err := ledger.NewRecorder(context.Background(), s, dir, hclog.NewNullLogger())
