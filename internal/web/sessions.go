@@ -410,7 +410,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		navigated = true
 	case p.kind == ActSubmit:
 		req := sub.Request
-		req.Hop = s.judgeHop(id, sessionID, p.kind, in, passwordFields(p.form))
+		req.Hop = s.judgeHop(id, sessionID, p.kind, in, sub.secret)
 		page, err := ss.fetcher.Do(ctx, &req, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.submit", in.Web.URL, map[string]any{"session": sessionID}, err)
@@ -618,11 +618,18 @@ func describeElement(e som.Element) string {
 	return fmt.Sprintf("%s %q", kindOf(e), name)
 }
 
+// formSubmit is a form's submission and the names of its password fields,
+// whose values only the request itself carries unmasked.
+type formSubmit struct {
+	*Submission
+	secret map[string]bool
+}
+
 // policyInput is what the web policies see of an action: for a navigation
 // its destination, for a submit the fields it sends (passwords masked).
-func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *Submission, error) {
+func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *formSubmit, error) {
 	w := policy.WebAction{Action: p.kind, URL: ss.url, Level: p.level, Fields: map[string]string{}}
-	var sub *Submission
+	var sub *formSubmit
 	switch {
 	case p.kind == ActType || p.kind == ActSelect:
 		if p.element.Field != "" {
@@ -639,15 +646,15 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *S
 		if err != nil {
 			return nil, nil, err
 		}
-		sub, err = BuildSubmission(p.form, p.submitter, ss.state, pageURL)
+		built, err := BuildSubmission(p.form, p.submitter, ss.state, pageURL)
 		if err != nil {
 			return nil, nil, err
 		}
-		secret := passwordFields(p.form)
-		w.URL = maskQuery(sub.URL, secret)
+		sub = &formSubmit{Submission: built, secret: passwordFields(p.form)}
+		w.URL = maskQuery(sub.URL, sub.secret)
 		for _, e := range sub.Entries {
 			v := e.Value
-			if secret[e.Name] {
+			if sub.secret[e.Name] {
 				v = maskedValue
 			}
 			w.Fields[e.Name] = v
