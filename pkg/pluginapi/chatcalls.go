@@ -80,13 +80,6 @@ type callOutcome struct {
 // ChatCalls, or the call is too large for the shared stream.
 var errUnary = errors.New("a unary call, not the shared stream")
 
-// maxCallMessage is the largest message either side of a plugin
-// connection receives (gRPC's default). A larger one on the shared stream
-// would end it, and every call on it: a request that large goes as a
-// unary call instead, which fails alone, and an answer that large is
-// answered with the error a unary call would get.
-const maxCallMessage = 4 << 20
-
 // do sends req on the shared stream and waits for its answer. It returns
 // errUnary when the call must go as a unary Chat instead.
 func (m *chatCalls) do(ctx context.Context, req *pb.ChatRequest) (*pb.ChatResponse, error) {
@@ -94,7 +87,10 @@ func (m *chatCalls) do(ctx context.Context, req *pb.ChatRequest) (*pb.ChatRespon
 	if deadline, ok := ctx.Deadline(); ok {
 		call.TimeoutNs = max(int64(time.Until(deadline)), 1)
 	}
-	if proto.Size(call) > maxCallMessage-16 { // room for the id
+	// A message larger than a plugin connection takes would end the shared
+	// stream, and every call on it: a request that large goes as a unary
+	// call instead, which fails alone.
+	if proto.Size(call) > maxMessage-16 { // room for the id
 		return nil, errUnary
 	}
 	s, id, ch, err := m.register()
@@ -333,8 +329,8 @@ func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, 
 			mu.Unlock()
 			cancel()
 			out := &pb.ChatResult{Id: id, Response: res}
-			if err == nil && proto.Size(out) > maxCallMessage {
-				err = status.Errorf(codes.ResourceExhausted, "the answer (%d bytes) is larger than the %d bytes svc accepts", proto.Size(out), maxCallMessage)
+			if err == nil && proto.Size(out) > maxMessage { // the error a unary call would get
+				err = status.Errorf(codes.ResourceExhausted, "the answer (%d bytes) is larger than the %d bytes svc accepts", proto.Size(out), maxMessage)
 			}
 			if err != nil {
 				out.Response = nil

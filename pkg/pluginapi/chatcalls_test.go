@@ -1,6 +1,7 @@
 package pluginapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -252,7 +253,7 @@ type sizedProvider struct {
 func (p *sizedProvider) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	switch string(req.Body) {
 	case "huge":
-		return ChatResponse{Body: make([]byte, maxCallMessage+1)}, nil
+		return ChatResponse{Body: make([]byte, maxMessage+1)}, nil
 	case "wait":
 		close(p.waiting)
 		<-p.hold
@@ -275,14 +276,19 @@ func TestOversizedChatCallsFailAlone(t *testing.T) {
 	}()
 	<-impl.waiting // a call is in flight on the stream while the others fail
 
-	_, err := p.Chat(context.Background(), ChatRequest{Body: make([]byte, maxCallMessage+1)})
+	_, err := p.Chat(context.Background(), ChatRequest{Body: make([]byte, maxMessage+1)})
 	assert.ErrorContains(t, err, "larger than max", "a request too large fails, as a unary call")
 	_, err = p.Chat(context.Background(), ChatRequest{Body: []byte("huge")})
 	assert.ErrorContains(t, err, "larger than the", "an answer too large fails")
 
+	large := bytes.Repeat([]byte("x"), 5<<20) // over gRPC's default of 4 MiB
+	res, err := p.Chat(context.Background(), ChatRequest{Body: large})
+	require.NoError(t, err, "a large request and answer within the limit pass")
+	assert.Equal(t, large, res.Body)
+
 	close(impl.hold)
 	require.NoError(t, <-held, "the call in flight is answered")
-	res, err := p.Chat(context.Background(), ChatRequest{Body: []byte("after")})
+	res, err = p.Chat(context.Background(), ChatRequest{Body: []byte("after")})
 	require.NoError(t, err)
 	assert.Equal(t, "after", string(res.Body))
 	assert.Equal(t, 1, counts.get(pb.Provider_ChatCalls_FullMethodName), "on the same stream")

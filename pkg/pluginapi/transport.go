@@ -13,16 +13,28 @@ const (
 	connWindow   = 4 << 20
 )
 
+// maxMessage is the largest message either side of a plugin connection
+// sends or receives: room for a request body as large as an operator may
+// let through and for provider-openai's largest answer (32 MiB), where
+// gRPC's default would refuse anything over 4 MiB.
+const maxMessage = 64 << 20
+
 // DialOptions are the gRPC options of svc's side of a plugin connection
 // (go-plugin's ClientConfig.GRPCDialOptions).
 func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow)}
+	return []grpc.DialOption{
+		grpc.WithStaticStreamWindowSize(streamWindow), grpc.WithStaticConnWindowSize(connWindow),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+	}
 }
 
 // ServerOptions are the gRPC options of a plugin's server; the Serve
 // helpers use them.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow)}
+	return []grpc.ServerOption{
+		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+	}
 }
 
 // newGRPCServer is go-plugin's server constructor with ServerOptions added.
