@@ -56,6 +56,8 @@ func (s *standings) get(ctx context.Context, tenantID, name string) (ledger.Stan
 		return cur, nil // another call read it first and may have moved it
 	}
 	if len(s.book) >= maxStandings {
+		// Standings read back after this may lag runs not stored yet; until
+		// their decisions count past those runs', the store keeps the runs'.
 		clear(s.book)
 	}
 	s.book[k] = st

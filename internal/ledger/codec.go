@@ -12,17 +12,11 @@ import (
 // run, its head and its events in a fixed order, strings and bytes
 // length-prefixed. It is private to the journal (a process writes it and
 // the next start of the same build reads it back), so it favours speed over
-// self-description.
-const codecVersion = 1
+// self-description. Version 1, still read, is a journal left by a build
+// before standings counted their decisions.
+const codecVersion = 2
 
 var errCorrupt = errors.New("ledger: corrupt journal record")
-
-// How a record's standing is written: a journal left by a build before
-// standings counted their decisions still reads back.
-const (
-	standingUncounted = 1
-	standingCounted   = 2
-)
 
 // appendRecord appends rec's encoding to dst.
 func appendRecord(dst []byte, rec *Record) ([]byte, error) {
@@ -58,7 +52,7 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 		dst = append(dst, e.Hash[:]...)
 	}
 	if st := rec.Standing; st != nil {
-		dst = append(dst, standingCounted)
+		dst = append(dst, 1)
 		dst = appendBytes(dst, []byte(st.Trust))
 		dst = binary.AppendVarint(dst, int64(st.AllowStreak))
 		dst = binary.AppendVarint(dst, int64(st.Denies))
@@ -94,7 +88,8 @@ func appendNullable(dst, b []byte) []byte {
 // decodeRecord reads one record written by appendRecord.
 func decodeRecord(b []byte) (*Record, error) {
 	d := decoder{b: b}
-	if d.byte() != codecVersion {
+	version := d.byte()
+	if version != codecVersion && version != 1 {
 		return nil, errCorrupt
 	}
 	r := &Run{}
@@ -133,11 +128,11 @@ func decodeRecord(b []byte) (*Record, error) {
 		copy(e.PrevHash[:], d.fixed(len(e.PrevHash)))
 		copy(e.Hash[:], d.fixed(len(e.Hash)))
 	}
-	switch tag := d.byte(); tag {
+	switch d.byte() {
 	case 0:
-	case standingUncounted, standingCounted:
+	case 1:
 		st := &Standing{Trust: string(d.bytes()), AllowStreak: int(d.varint()), Denies: int(d.varint())}
-		if tag == standingCounted {
+		if version > 1 {
 			st.Decisions = d.varint()
 		}
 		rec.Standing = st

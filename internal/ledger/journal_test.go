@@ -52,20 +52,20 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// A journal written before standings counted their decisions reads back,
-// its standings counting none.
-func TestCodecReadsAnUncountedStanding(t *testing.T) {
+// A journal written before standings counted their decisions (version 1)
+// reads back, its standings counting none.
+func TestCodecReadsVersion1(t *testing.T) {
 	rec := sampleRecord("run_1", json.RawMessage(`{}`))
 	b, err := appendRecord(nil, rec)
 	require.NoError(t, err)
 	st := rec.Standing
-	fields := binary.AppendVarint(binary.AppendVarint(appendBytes(nil, []byte(st.Trust)), int64(st.AllowStreak)), int64(st.Denies))
-	counted := binary.AppendVarint(append([]byte{standingCounted}, fields...), st.Decisions)
-	require.True(t, bytes.HasSuffix(b, counted), "the standing ends the record")
-	old := append(append(b[:len(b)-len(counted):len(b)-len(counted)], standingUncounted), fields...)
+	decisions := binary.AppendVarint(nil, st.Decisions)
+	require.True(t, bytes.HasSuffix(b, decisions), "the standing's count ends the record")
+	v1 := append([]byte{1}, b[1:len(b)-len(decisions)]...)
 
-	got, err := decodeRecord(old)
+	got, err := decodeRecord(v1)
 	require.NoError(t, err)
+	assert.Equal(t, rec.Run, got.Run)
 	assert.Equal(t, &Standing{Trust: st.Trust, AllowStreak: st.AllowStreak, Denies: st.Denies}, got.Standing)
 }
 

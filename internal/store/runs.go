@@ -205,26 +205,26 @@ func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
 }
 
 // seeAgent counts a run of the agent, and takes the standing the run's
-// verdicts left it in, when the run carries one and no later standing was
-// stored before it.
+// verdicts left it in, when the run carries one.
 func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
 	r := rec.Run
-	if st := rec.Standing; st != nil {
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
-			allow_streak, deny_count, decisions) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)
-			ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen),
-			run_count = run_count + 1,
-			trust = iif(excluded.decisions >= decisions, excluded.trust, trust),
-			allow_streak = iif(excluded.decisions >= decisions, excluded.allow_streak, allow_streak),
-			deny_count = iif(excluded.decisions >= decisions, excluded.deny_count, deny_count),
-			decisions = max(decisions, excluded.decisions)`,
-			r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), st.Trust, st.AllowStreak, st.Denies, st.Decisions)
-		return err
-	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 		VALUES (?, ?, ?, ?, 1, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), run_count = run_count + 1`,
 		r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), ledger.DefaultTrust)
+	if err != nil || rec.Standing == nil {
+		return err
+	}
+	return takeStanding(ctx, tx, r.TenantID, r.Agent, *rec.Standing)
+}
+
+// takeStanding stores st as the agent's standing unless the stored one
+// counts more decisions: standings arrive by two paths (a run's batch, a
+// traced tool call's verdict at once), not always in the order reached.
+func takeStanding(ctx context.Context, tx *sql.Tx, tenantID, name string, st ledger.Standing) error {
+	_, err := tx.ExecContext(ctx, `UPDATE agents SET trust = ?, allow_streak = ?, deny_count = ?, decisions = ?
+		WHERE tenant_id = ? AND name = ? AND decisions <= ?`,
+		st.Trust, st.AllowStreak, st.Denies, st.Decisions, tenantID, name, st.Decisions)
 	return err
 }
 
@@ -245,12 +245,12 @@ func (s *Store) AgentStanding(ctx context.Context, tenantID, name string) (ledge
 // standing is stored already.
 func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st ledger.Standing, at time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
-			allow_streak, deny_count, decisions) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)
-			ON CONFLICT (tenant_id, name) DO UPDATE SET trust = excluded.trust, allow_streak = excluded.allow_streak,
-			deny_count = excluded.deny_count, decisions = excluded.decisions
-			WHERE excluded.decisions >= decisions`,
-			tenantID, name, at.UnixMilli(), at.UnixMilli(), st.Trust, st.AllowStreak, st.Denies, st.Decisions)
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
+			VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT (tenant_id, name) DO NOTHING`,
+			tenantID, name, at.UnixMilli(), at.UnixMilli(), ledger.DefaultTrust)
+		if err == nil {
+			err = takeStanding(ctx, tx, tenantID, name, st)
+		}
 		return formatError(err)
 	})
 }
