@@ -237,6 +237,7 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 <form action="/go"><input name=anything><input type=submit></form>
 <form action="/two"><input name=a><input name=b><button>Find</button></form>
 <form action="/find"><input name=q><button type=bogus>Look up</button><button type=button>Clear</button></form>
+<p>Size:</p><p class=price>$5.00</p><input name=sized>
 <p>Options</p><div role=checkbox aria-checked=false>Remember me</div><p>Delivery</p><div role=checkbox></div>
 <form id=site action="/s"><button>Search site</button></form><input name=site form=site>
 <form id=news action="/n"><input name=news><button>Subscribe</button></form><input name=extra form=news>
@@ -251,12 +252,13 @@ func TestLayoutsNameUnlabelledControls(t *testing.T) {
 			names[e.Field] = e.Name
 		}
 	}
-	for _, field := range []string{"units", "cartqty", "coupon", "anything", "a", "news", "picked"} {
+	for _, field := range []string{"units", "sized", "cartqty", "coupon", "anything", "a", "news", "picked"} {
 		require.Contains(t, names, field, "left unnamed, not dropped")
 	}
 	assert.Equal(t, "Quantity", names["qty"], "a description's term names the control in it")
 	assert.Equal(t, "4 weeks", names["every"], "a radio keeps its own label")
 	assert.Empty(t, names["units"], "a control after other content is not the term's")
+	assert.Empty(t, names["sized"], "a marked-up price between a label and a control parts them too")
 	assert.Equal(t, "Username", names["user"], "a header cell names the cell after it")
 	assert.Equal(t, "Email", names["mail"], "so does a cell ending with a colon")
 	assert.Empty(t, names["cartqty"], "a data cell is not a label")

@@ -92,8 +92,10 @@ func (c *compiler) add(e *elem) int {
 		return -1
 	}
 	e.inText = -1
-	if e.Kind.Interactive() {
-		c.lastText = "" // an implicit label names only the control right after it
+	if e.Kind.Interactive() || e.Kind == KindPrice {
+		// An implicit label names only the control right after it, and
+		// not across a price.
+		c.lastText = ""
 	}
 	c.elems = append(c.elems, e)
 	return len(c.elems) - 1
