@@ -79,8 +79,8 @@ func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in := ledger.FeedbackInput{Type: req.Type}
-	if req.Rating == 1 || req.Rating == -1 {
-		in.Rating = int(req.Rating) // anything else stays 0, which is refused
+	if r := int(req.Rating); float64(r) == req.Rating {
+		in.Rating = r // the ledger judges it; a fraction stays 0, which it refuses
 	}
 	if req.Correction != nil {
 		in.Correction = *req.Correction
