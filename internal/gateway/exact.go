@@ -254,6 +254,9 @@ func hasOtherMembers(delta json.RawMessage) bool {
 // tool-call delta carries: clients put a streamed call together by it, and
 // without it merge parallel calls into one.
 func indexToolCalls(message json.RawMessage) json.RawMessage {
+	if !bytes.Contains(message, []byte(`"tool_calls"`)) {
+		return message // most answers: nothing to decode
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(message, &m) != nil || len(m["tool_calls"]) == 0 {
 		return message
