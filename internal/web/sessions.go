@@ -691,19 +691,7 @@ func maskQuery(raw string, secret map[string]bool) string {
 func passwordFields(form *html.Node) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range FormControls(form) {
-		if c.Data != "input" {
-			continue
-		}
-		name, typ := "", ""
-		for _, a := range c.Attr {
-			switch a.Key {
-			case "name":
-				name = a.Val
-			case "type":
-				typ = strings.ToLower(a.Val)
-			}
-		}
-		if typ == "password" && name != "" {
+		if name, _ := attr(c, "name"); name != "" && isElement(c, "input") && inputType(c) == "password" {
 			out[name] = true
 		}
 	}
