@@ -45,9 +45,16 @@ type Slot struct {
 	mu       sync.Mutex
 	client   *plugin.Client // the running process; nil before the first start, or once dropped
 	impl     any
-	starting chan struct{} // closed when the start under way ends; nil when none is
-	startErr error         // why the last start failed
+	starting *start // the start under way; nil when none is
 	closed   bool
+}
+
+// start is one start of the slot's process, and what it gave: every
+// caller waiting for it gets the same answer.
+type start struct {
+	done chan struct{} // closed once impl and err are set
+	impl any
+	err  error
 }
 
 // errShutDown is the answer of a slot after Kill.
@@ -72,43 +79,35 @@ func (s *Slot) Path() string { return s.path }
 // when ctx ends first.
 func (s *Slot) Dispense(ctx context.Context) (any, error) {
 	s.mu.Lock()
-	for waits := 0; ; waits++ {
-		switch {
-		case s.closed:
-			s.mu.Unlock()
-			return nil, errShutDown
-		case s.client != nil && !s.client.Exited():
-			impl := s.impl
-			s.mu.Unlock()
-			return impl, nil
-		case s.starting == nil && waits > 0 && s.startErr != nil:
-			err := s.startErr // the start waited for failed
-			s.mu.Unlock()
-			return nil, err
-		case s.starting == nil && waits > 2:
-			// Each start waited for was dropped as soon as it was up.
-			s.mu.Unlock()
-			return nil, errors.New("plugin " + s.path + " stops as soon as it starts")
-		case s.starting == nil:
-			s.starting = make(chan struct{})
-			dead := s.client
-			s.client, s.impl = nil, nil
-			go s.start(dead, s.starting)
-		}
-		started := s.starting
+	if s.closed {
 		s.mu.Unlock()
-		select {
-		case <-started:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		s.mu.Lock()
+		return nil, errShutDown
+	}
+	if s.client != nil && !s.client.Exited() {
+		impl := s.impl
+		s.mu.Unlock()
+		return impl, nil
+	}
+	st := s.starting
+	if st == nil {
+		st = &start{done: make(chan struct{})}
+		s.starting = st
+		dead := s.client
+		s.client, s.impl = nil, nil
+		go s.start(dead, st)
+	}
+	s.mu.Unlock()
+	select {
+	case <-st.done:
+		return st.impl, st.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
 // start replaces the dead process (nil on the first start) with a new one,
-// and ends by closing done.
-func (s *Slot) start(dead *plugin.Client, done chan struct{}) {
+// and ends by closing st.done.
+func (s *Slot) start(dead *plugin.Client, st *start) {
 	if dead != nil {
 		s.logger.Warn("plugin exited; restarting", "plugin", filepath.Base(s.path))
 		dead.Kill()
@@ -131,14 +130,18 @@ func (s *Slot) start(dead *plugin.Client, done chan struct{}) {
 	})
 	impl, err := dispense(client, s.kind, s.path)
 	s.mu.Lock()
-	s.starting, s.startErr = nil, err
-	keep := err == nil && !s.closed // Kill may have come during the start
-	if keep {
-		s.client, s.impl = client, impl
+	s.starting = nil
+	if err == nil && s.closed { // Kill came during the start
+		err = errShutDown
 	}
+	if err == nil {
+		s.client, s.impl = client, impl
+		st.impl = impl
+	}
+	st.err = err
 	s.mu.Unlock()
-	close(done)
-	if !keep {
+	close(st.done)
+	if err != nil {
 		client.Kill() // outside the lock: a graceful kill waits up to 2 s
 	}
 }
@@ -197,7 +200,7 @@ func (s *Slot) Kill() {
 	}
 	s.kill() // a process being started goes now, which ends its start
 	if starting != nil {
-		<-starting
+		<-starting.done
 	}
 }
 
