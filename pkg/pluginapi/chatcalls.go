@@ -57,14 +57,8 @@ type callStream struct {
 // plugin.
 type queuedCall struct {
 	msg   *pb.ChatCall
-	state atomic.Uint32 // callQueued, then callSent or callWithdrawn
+	taken atomic.Bool // by the sender to send it, or by its caller to withdraw it
 }
-
-const (
-	callQueued uint32 = iota
-	callSent
-	callWithdrawn
-)
 
 // sendQueue is how many calls may wait for the stream's sender.
 const sendQueue = 256
@@ -112,7 +106,7 @@ func (m *chatCalls) do(ctx context.Context, req *pb.ChatRequest) (*pb.ChatRespon
 		}
 		return outcomeOf(ctx, out.result)
 	case <-ctx.Done():
-		if m.forget(s, id) && !q.state.CompareAndSwap(callQueued, callWithdrawn) {
+		if m.forget(s, id) && !q.taken.CompareAndSwap(false, true) {
 			s.cancelCall(id) // the plugin has it: cancel it there
 		}
 		return nil, ctx.Err()
@@ -170,7 +164,7 @@ func (m *chatCalls) run(s *callStream) {
 				}
 			}
 		case q := <-s.queue:
-			if !q.state.CompareAndSwap(callQueued, callSent) {
+			if !q.taken.CompareAndSwap(false, true) {
 				continue // its caller is gone
 			}
 			m.sent.Add(1)
