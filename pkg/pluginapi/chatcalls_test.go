@@ -202,30 +202,8 @@ func TestChatCallsOfADeadPluginAreUnavailable(t *testing.T) {
 	assert.ErrorAs(t, err, &unavailable, "%v", err)
 }
 
-// stalledReader is a plugin whose ChatCalls stream stops reading after the
-// first call: gRPC's flow control then stalls whoever sends next.
-type stalledReader struct {
-	pb.UnimplementedProviderServer
-	got chan struct{}
-}
-
-func (s *stalledReader) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
-	if _, err := stream.Recv(); err != nil {
-		return err
-	}
-	close(s.got)
-	<-stream.Context().Done()
-	return nil
-}
-
 func TestChatCallsKeepTheirDeadlinesBehindAStalledSend(t *testing.T) {
-	plugin := &stalledReader{got: make(chan struct{})}
-	p, _, _ := serveOver(t, plugin)
-	go func() { _, _ = p.Chat(context.Background(), ChatRequest{Body: []byte("first")}) }()
-	<-plugin.got
-	// Larger than the stream's flow-control window: this send stalls.
-	go func() { _, _ = p.Chat(context.Background(), ChatRequest{Body: make([]byte, 2*streamWindow)}) }()
-	time.Sleep(50 * time.Millisecond)
+	p, _ := stallSender(t, &echoProvider{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
