@@ -1,15 +1,26 @@
 package policy
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 )
 
 // Evaluate decides on in against the set's rules of target t. It compiles
-// nothing: every program was built at load.
-func (s *Set) Evaluate(t Target, in *Input) Verdict {
+// nothing: every program was built at load. Each rule runs under a cost
+// limit that grows with the size of the input, and all of them before one
+// deadline (see limit.go), or ctx's when it is sooner; ctx ending stops
+// them too. A rule that cannot
+// finish, or fails otherwise, never lets the request through: a deny or
+// require_approval rule counts with its error (Verdict.Failed), an allow
+// rule allows nothing.
+func (s *Set) Evaluate(ctx context.Context, t Target, in *Input) Verdict {
 	v := Verdict{Decision: Allow, Rules: []RuleResult{}}
 	rules := s.byTarget[t]
 	if len(rules) == 0 {
@@ -20,16 +31,34 @@ func (s *Set) Evaluate(t Target, in *Input) Verdict {
 		cp.Tool.Args = noArgs
 		in = &cp
 	}
+	size := in.size(t)
 	act := &activation{in: in}
+	act.meter.due, act.meter.ctx = time.Now().Add(deadline(size)), ctx
+	if d, ok := ctx.Deadline(); ok && d.Before(act.meter.due) {
+		act.meter.due = d
+	}
 	for _, r := range rules {
-		out, _, err := r.program.Eval(act)
+		limit := costLimit(r.When, size)
+		act.meter.start(limit)
+		var (
+			out ref.Val
+			err error
+		)
+		switch {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case !time.Now().Before(act.meter.due):
+			err = errDeadline
+		default:
+			out, _, err = r.program.Eval(act)
+		}
 		res := RuleResult{ID: r.ID, Effect: r.Effect, Reason: r.Reason}
 		switch {
 		case err != nil:
 			if r.Effect == Allow {
 				continue // an allow rule that cannot decide allows nothing
 			}
-			res.Error = err.Error()
+			res.Error = describe(err, limit, size)
 			res.Reason += " (the condition failed: " + res.Error + ")"
 		case out != types.True:
 			continue
@@ -42,11 +71,33 @@ func (s *Set) Evaluate(t Target, in *Input) Verdict {
 	return v
 }
 
+// errDeadline stands for the evaluation's deadline having passed before a
+// rule started.
+var errDeadline = errors.New("deadline exceeded")
+
+// describe is the error of a rule that failed, as its verdict says it.
+func describe(err error, limit uint64, size int) string {
+	var stopped interpreter.EvalCancelledError
+	switch {
+	case errors.As(err, &stopped) && stopped.Cause == interpreter.CostLimitExceeded:
+		return fmt.Sprintf("stopped by its cost limit of %d units for an input of %d bytes: %s", limit, size, stopped.Message)
+	case errors.Is(err, context.Canceled), errors.As(err, &stopped) && stopped.Message == msgEnded:
+		return "stopped: the request ended"
+	case errors.Is(err, errDeadline), errors.Is(err, context.DeadlineExceeded), errors.As(err, &stopped):
+		return fmt.Sprintf("stopped by the evaluation's deadline of %s for an input of %d bytes", deadline(size).Round(time.Millisecond), size)
+	}
+	return err.Error()
+}
+
 // noArgs stands in for arguments never set.
 var noArgs = NewArgs(nil)
 
-// activation hands the input to CEL by name, with no map built per call.
-type activation struct{ in *Input }
+// activation hands the input to CEL by name, with no map built per call,
+// and carries the evaluation's meter.
+type activation struct {
+	in    *Input
+	meter meter
+}
 
 func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {

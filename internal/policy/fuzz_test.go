@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"testing"
 )
 
@@ -16,8 +17,12 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	impls, err := bindings(env)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rules, err := parse(env, "fuzz.yaml", b)
+		rules, err := parse(env, impls, "fuzz.yaml", b)
 		if err != nil {
 			return
 		}
@@ -26,7 +31,7 @@ func FuzzParse(f *testing.F) {
 			set.byTarget[r.Target] = append(set.byTarget[r.Target], r)
 		}
 		for _, target := range []Target{Chat, Tool, Web} {
-			v := set.Evaluate(target, chatInput())
+			v := set.Evaluate(context.Background(), target, chatInput())
 			if v.Decision != Allow && v.Decision != Deny && v.Decision != RequireApproval {
 				t.Fatalf("decision %q", v.Decision)
 			}

@@ -11,15 +11,9 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
-	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/functions"
 	"go.yaml.in/yaml/v3"
 )
-
-// CostLimit bounds the work of one condition's evaluation, in CEL's cost
-// units (about one per value visited). A typical rule costs under 100; the
-// limit stops a runaway comprehension long before it costs the request
-// noticeable time.
-const CostLimit = 100_000
 
 // Rule is one loaded rule.
 type Rule struct {
@@ -31,7 +25,7 @@ type Rule struct {
 	Reason      string `json:"reason"`
 	Source      string `json:"source"` // the file it came from
 
-	program cel.Program
+	program cel.Program // planned once, metered (see meter.go)
 }
 
 // Set is the rules loaded from a folder, grouped by target, in file-name
@@ -85,6 +79,10 @@ func Load(dir string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	impls, err := bindings(env)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]string{}
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
@@ -96,7 +94,7 @@ func Load(dir string) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		rules, err := parse(env, e.Name(), b)
+		rules, err := parse(env, impls, e.Name(), b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -116,7 +114,7 @@ func Load(dir string) (*Set, error) {
 const maxFile = 1 << 20
 
 // parse decodes one file (JSON is YAML) strictly and compiles its rules.
-func parse(env *cel.Env, source string, b []byte) ([]*Rule, error) {
+func parse(env *cel.Env, impls map[string]*functions.Overload, source string, b []byte) ([]*Rule, error) {
 	if len(b) > maxFile {
 		return nil, fmt.Errorf("file is larger than %d bytes", maxFile)
 	}
@@ -133,7 +131,7 @@ func parse(env *cel.Env, source string, b []byte) ([]*Rule, error) {
 	}
 	rules := make([]*Rule, 0, len(f.Policies))
 	for i, fr := range f.Policies {
-		r, err := compile(env, source, fr)
+		r, err := compile(env, impls, source, fr)
 		if err != nil {
 			name := fr.ID
 			if name == "" {
@@ -146,7 +144,9 @@ func parse(env *cel.Env, source string, b []byte) ([]*Rule, error) {
 	return rules, nil
 }
 
-func compile(env *cel.Env, source string, fr fileRule) (*Rule, error) {
+// compile checks a rule's condition and plans its program, metered: its
+// calls and comprehensions charge the evaluation's meter (meter.go).
+func compile(env *cel.Env, impls map[string]*functions.Overload, source string, fr fileRule) (*Rule, error) {
 	r := &Rule{ID: strings.TrimSpace(fr.ID), Description: fr.Description, Target: Target(fr.Target),
 		When: fr.When, Effect: Effect(fr.Effect), Reason: fr.Reason, Source: source}
 	switch {
@@ -166,29 +166,10 @@ func compile(env *cel.Env, source string, fr fileRule) (*Rule, error) {
 	if ast.OutputType() != cel.BoolType {
 		return nil, fmt.Errorf("when must be a condition (bool), not %s", ast.OutputType())
 	}
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	if loops(ast) {
-		// Only a comprehension can make a condition's work grow beyond its
-		// size times its input's; tracking cost costs about as much as the
-		// evaluation itself, so only such conditions pay for it.
-		opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
-	}
-	prg, err := env.Program(ast, opts...)
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), newMetering(impls, ast))
 	if err != nil {
 		return nil, fmt.Errorf("when: %w", err)
 	}
 	r.program = prg
 	return r, nil
-}
-
-// loops reports whether a checked expression holds a comprehension (all,
-// exists, exists_one, map, filter).
-func loops(a *cel.Ast) bool {
-	found := false
-	celast.PreOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
-		if e.Kind() == celast.ComprehensionKind {
-			found = true
-		}
-	}))
-	return found
 }

@@ -62,14 +62,38 @@ type RuleResult struct {
 	Effect Effect `json:"effect"`
 	Reason string `json:"reason"`
 	// Error is set when the condition failed to evaluate: a deny or
-	// require_approval rule then counts as matched, so that a broken rule
-	// never lets a request through.
+	// require_approval rule is then listed, so that a broken rule never
+	// lets a request through, and the verdict is a policy error (Failed).
 	Error string `json:"error,omitempty"`
 }
 
 // Blocks reports whether the verdict stops the request where policies are
 // enforced.
 func (v Verdict) Blocks() bool { return v.Decision != Allow }
+
+// Failed reports whether a deny or require_approval rule of the verdict
+// could not be evaluated (its cost limit or the deadline stopped it, or it
+// failed otherwise). Such a verdict is a policy error: it blocks like the
+// rule's effect, but no approval can let it pass, since no person can
+// approve what the rule could not judge.
+func (v Verdict) Failed() bool {
+	for _, r := range v.Rules {
+		if r.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Denied reports whether a deny rule matched, not merely failed.
+func (v Verdict) Denied() bool {
+	for _, r := range v.Rules {
+		if r.Effect == Deny && r.Error == "" {
+			return true
+		}
+	}
+	return false
+}
 
 // Input is everything a condition can see. Only the part of the target is
 // filled: request for chat, tool for tool, web for web; tenant, mode and
@@ -109,7 +133,10 @@ type ToolCall struct {
 // Args are a tool call's arguments: map(string, dyn) in CEL, since a
 // tool's arguments have no schema svc knows. (CEL's native types cannot
 // declare a field of Go type any; a value that is already a CEL map can.)
-type Args struct{ traits.Mapper }
+type Args struct {
+	traits.Mapper
+	size int // in bytes, as Input.size counts them
+}
 
 var argsType = cel.MapType(cel.StringType, cel.DynType)
 
@@ -118,7 +145,7 @@ func NewArgs(m map[string]any) Args {
 	if m == nil {
 		m = map[string]any{}
 	}
-	return Args{types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)}
+	return Args{Mapper: types.NewStringInterfaceMap(types.DefaultTypeAdapter, m), size: jsonSize(m)}
 }
 
 // Type is CEL's map(string, dyn), also for the zero Args the type

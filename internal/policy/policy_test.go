@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestEffectsCombine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			set := load(t, "policies:\n"+strings.Join(c.rules, ""))
-			v := set.Evaluate(Chat, chatInput())
+			v := set.Evaluate(context.Background(), Chat, chatInput())
 			assert.Equal(t, c.decision, v.Decision)
 			assert.Equal(t, c.matched, ids(v))
 			assert.NotNil(t, v.Rules, "rules is a list, never null")
@@ -99,9 +100,9 @@ func TestVariables(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.when, func(t *testing.T) {
 			set := load(t, "policies:\n"+rule("r", string(c.target), c.when, "deny"))
-			assert.Equal(t, Deny, set.Evaluate(c.target, &c.in).Decision)
+			assert.Equal(t, Deny, set.Evaluate(context.Background(), c.target, &c.in).Decision)
 			// And the same rule does not match an empty input.
-			assert.Equal(t, Allow, set.Evaluate(c.target, &Input{}).Decision)
+			assert.Equal(t, Allow, set.Evaluate(context.Background(), c.target, &Input{}).Decision)
 		})
 	}
 }
@@ -161,7 +162,7 @@ func TestFilesLoadInNameOrderAndOthersAreIgnored(t *testing.T) {
 	empty, err := Load("")
 	require.NoError(t, err)
 	assert.Empty(t, empty.Rules())
-	assert.Equal(t, Allow, empty.Evaluate(Chat, chatInput()).Decision)
+	assert.Equal(t, Allow, empty.Evaluate(context.Background(), Chat, chatInput()).Decision)
 }
 
 func TestReloadKeepsTheLastGoodSet(t *testing.T) {
@@ -174,11 +175,11 @@ func TestReloadKeepsTheLastGoodSet(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "p.yaml")
 	assert.Contains(t, err.Error(), `rule "broken"`)
-	assert.Equal(t, []string{"old"}, ids(e.Set().Evaluate(Chat, chatInput())), "the last good rules stay in force")
+	assert.Equal(t, []string{"old"}, ids(e.Set().Evaluate(context.Background(), Chat, chatInput())), "the last good rules stay in force")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("policies:\n"+rule("new", "chat", "true", "require_approval")), 0o600))
 	require.NoError(t, e.Reload())
-	assert.Equal(t, []string{"new"}, ids(e.Set().Evaluate(Chat, chatInput())))
+	assert.Equal(t, []string{"new"}, ids(e.Set().Evaluate(context.Background(), Chat, chatInput())))
 }
 
 func TestARunawayConditionIsStoppedAndFailsClosed(t *testing.T) {
@@ -187,7 +188,7 @@ func TestARunawayConditionIsStoppedAndFailsClosed(t *testing.T) {
 	when := runaway + `.all(a, ` + runaway + `.all(b, ` + runaway + `.all(c, ` + runaway + `.all(d, a + b + c + d > 0))))`
 	set := load(t, "policies:\n"+rule("heavy-deny", "chat", when, "deny")+rule("heavy-allow", "chat", when, "allow"))
 	start := time.Now()
-	v := set.Evaluate(Chat, chatInput())
+	v := set.Evaluate(context.Background(), Chat, chatInput())
 	assert.Less(t, time.Since(start), 5*time.Second, "the cost limit stops the evaluation")
 	assert.Equal(t, Deny, v.Decision, "a deny rule that cannot finish counts as matched")
 	require.Len(t, v.Rules, 1, "an allow rule that cannot finish allows nothing")
@@ -198,16 +199,18 @@ func TestARunawayConditionIsStoppedAndFailsClosed(t *testing.T) {
 func TestEvaluationCompilesNothing(t *testing.T) {
 	set := load(t, typicalRules)
 	in := chatInput()
-	// Compiling one of these conditions takes thousands of allocations;
-	// evaluating all twenty takes a few hundred.
-	allocs := testing.AllocsPerRun(50, func() { set.Evaluate(Chat, in) })
-	assert.Less(t, allocs, 600.0)
+	// Compiling one of these conditions takes hundreds of allocations;
+	// evaluating all twenty takes under two hundred.
+	allocs := testing.AllocsPerRun(50, func() { set.Evaluate(context.Background(), Chat, in) })
+	assert.Less(t, allocs, 300.0)
 	env, err := newEnv()
 	require.NoError(t, err)
+	impls, err := bindings(env)
+	require.NoError(t, err)
 	compileAllocs := testing.AllocsPerRun(5, func() {
-		_, _ = compile(env, "x", fileRule{ID: "r", Target: "chat", Effect: "deny", When: `request.messages.exists(m, m.content.contains("x"))`})
+		_, _ = compile(env, impls, "x", fileRule{ID: "r", Target: "chat", Effect: "deny", When: `request.messages.exists(m, m.content.contains("x"))`})
 	})
-	assert.Greater(t, compileAllocs, 600.0, "the bound above would catch a compilation")
+	assert.Greater(t, compileAllocs, 300.0, "the bound above would catch a compilation")
 }
 
 func TestExamplePoliciesLoadAndDecide(t *testing.T) {
@@ -217,21 +220,21 @@ func TestExamplePoliciesLoadAndDecide(t *testing.T) {
 	require.NotEmpty(t, set.Rules())
 
 	wire := chatInput()
-	assert.Equal(t, RequireApproval, set.Evaluate(Chat, wire).Decision, "a wire transfer prompt is held")
+	assert.Equal(t, RequireApproval, set.Evaluate(context.Background(), Chat, wire).Decision, "a wire transfer prompt is held")
 	plain := chatInput()
 	plain.Request.Messages = []Message{{Role: "user", Content: "What are your opening hours?"}}
-	assert.Equal(t, Allow, set.Evaluate(Chat, plain).Decision)
+	assert.Equal(t, Allow, set.Evaluate(context.Background(), Chat, plain).Decision)
 
 	refund := &Input{Tool: ToolCall{Name: "issue_refund", Args: NewArgs(map[string]any{"amount": 900.0}), Level: 3}, Agent: Agent{Name: "bot", Trust: "trusted"}}
-	assert.Equal(t, RequireApproval, set.Evaluate(Tool, refund).Decision, "a large refund is held")
+	assert.Equal(t, RequireApproval, set.Evaluate(context.Background(), Tool, refund).Decision, "a large refund is held")
 	refund.Tool.Args = NewArgs(map[string]any{"amount": 20.0})
-	assert.Equal(t, Allow, set.Evaluate(Tool, refund).Decision)
+	assert.Equal(t, Allow, set.Evaluate(context.Background(), Tool, refund).Decision)
 	refund.Agent.Trust = "restricted"
 	refund.Tool.Level = 4
-	assert.Equal(t, Deny, set.Evaluate(Tool, refund).Decision, "a restricted agent may not run level-4 tools")
+	assert.Equal(t, Deny, set.Evaluate(context.Background(), Tool, refund).Decision, "a restricted agent may not run level-4 tools")
 
 	submit := &Input{Web: WebAction{Action: "submit", URL: "https://pay.example.com/transfer", Host: "pay.example.com", Level: 3}}
-	assert.Equal(t, RequireApproval, set.Evaluate(Web, submit).Decision)
+	assert.Equal(t, RequireApproval, set.Evaluate(context.Background(), Web, submit).Decision)
 }
 
 // typicalRules are 20 chat rules of the kinds operators write.
@@ -264,6 +267,16 @@ func BenchmarkEvaluate20Rules(b *testing.B) {
 	in := chatInput()
 	b.ReportAllocs()
 	for b.Loop() {
-		set.Evaluate(Chat, in)
+		set.Evaluate(context.Background(), Chat, in)
+	}
+}
+
+func BenchmarkLoad20Rules(b *testing.B) {
+	dir := folder(b, map[string]string{"p.yaml": typicalRules})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
