@@ -1,12 +1,16 @@
 // Package approval holds requests that a policy sent for a person to decide:
 // who asked for what, which rules held it, and the decision. An approved
 // request becomes an exception: the identical request (same fingerprint)
-// passes until the tenant's approval_exception_ttl_hours have run out.
+// passes until the tenant's approval_exception_ttl_hours have run out. One
+// caller may hold at most the tenant's approval_pending_limit of them
+// pending.
 package approval
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -81,11 +85,17 @@ func (f *Filter) Validate() error {
 	return err
 }
 
+// ErrPendingLimit is what Store.OpenApproval returns for a caller who has
+// as many approvals pending as the limit allows.
+var ErrPendingLimit = errors.New("pending approval limit reached")
+
 // Store persists approvals. Every method is scoped to the tenant.
 type Store interface {
 	// OpenApproval stores a, unless a pending approval of the tenant has
-	// its fingerprint: then it returns that one and false.
-	OpenApproval(ctx context.Context, a *Approval) (Approval, bool, error)
+	// its fingerprint: then it returns that one and false. It returns
+	// ErrPendingLimit, storing nothing, when a new approval would be the
+	// limit+1st pending one of a.RequestedBy.Actor.
+	OpenApproval(ctx context.Context, a *Approval, limit int) (Approval, bool, error)
 	// Approval returns one approval, errs.NotFound for an unknown or
 	// foreign id.
 	Approval(ctx context.Context, tenantID, id string) (Approval, error)
@@ -99,25 +109,33 @@ type Store interface {
 	ApprovedException(ctx context.Context, tenantID, fingerprint string, now time.Time) (*Approval, error)
 }
 
-// TTLSource tells how long a tenant's approvals grant an exception.
-type TTLSource interface {
+// Settings are the tenant's settings approvals follow.
+type Settings interface {
+	// ExceptionTTL is how long an approval grants an exception.
 	ExceptionTTL(ctx context.Context, tenantID string) (time.Duration, error)
+	// PendingApprovalLimit is how many approvals one caller may have
+	// pending at once.
+	PendingApprovalLimit(ctx context.Context, tenantID string) (int, error)
 }
 
 // Service opens, lists and decides approvals.
 type Service struct {
-	store Store
-	ttl   TTLSource
-	now   func() time.Time
+	store    Store
+	settings Settings
+	now      func() time.Time
 }
 
 // NewService returns a service over store.
-func NewService(store Store, ttl TTLSource, now func() time.Time) *Service {
+func NewService(store Store, settings Settings, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, ttl: ttl, now: now}
+	return &Service{store: store, settings: settings, now: now}
 }
+
+// RetryPending is how long a caller at the pending limit is told to wait:
+// a person has to decide first, which takes minutes rather than seconds.
+const RetryPending = time.Minute
 
 // Request is what a policy held.
 type Request struct {
@@ -132,17 +150,29 @@ type Request struct {
 
 // Open holds r for a decision. Asking again while the first approval is
 // pending returns that approval rather than a second one; created says
-// which happened.
+// which happened. A caller (r.RequestedBy.Actor: one API key, one
+// signed-in user) with as many approvals pending as the tenant's limit
+// gets errs.RateLimited instead of another.
 func (s *Service) Open(ctx context.Context, r Request) (a Approval, created bool, err error) {
+	limit, err := s.settings.PendingApprovalLimit(ctx, r.TenantID)
+	if err != nil {
+		return Approval{}, false, err
+	}
 	rules := r.Rules
 	if rules == nil {
 		rules = []Rule{}
 	}
-	return s.store.OpenApproval(ctx, &Approval{
+	a, created, err = s.store.OpenApproval(ctx, &Approval{
 		ID: ids.New("apr"), TenantID: r.TenantID, Status: Pending, Target: r.Target, Fingerprint: r.Fingerprint,
 		RunID: r.RunID, Request: r.Request, RequestedBy: r.RequestedBy, Rules: rules,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond),
-	})
+	}, limit)
+	if errors.Is(err, ErrPendingLimit) {
+		return Approval{}, false, &errs.Error{Kind: errs.RateLimited, Code: "too_many_pending_approvals", Retry: RetryPending,
+			Public: fmt.Sprintf("this caller already has %d requests waiting for approval (the tenant's approval_pending_limit); "+
+				"no other can be held until one of them is decided", limit)}
+	}
+	return a, created, err
 }
 
 // Exception returns the approval that lets the request with fingerprint
@@ -181,7 +211,7 @@ func (s *Service) Decide(ctx context.Context, tenantID, id string, approve bool,
 	now := s.now().UTC().Truncate(time.Millisecond)
 	a.Status, a.DecidedAt, a.DecidedBy, a.Reason = Rejected, &now, decidedBy, reason
 	if approve {
-		ttl, err := s.ttl.ExceptionTTL(ctx, tenantID)
+		ttl, err := s.settings.ExceptionTTL(ctx, tenantID)
 		if err != nil {
 			return Approval{}, err
 		}

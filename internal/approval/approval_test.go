@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,10 +16,17 @@ import (
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
-type fixedTTL time.Duration
+type fixedSettings struct {
+	ttl     time.Duration
+	pending int
+}
 
-func (f fixedTTL) ExceptionTTL(context.Context, string) (time.Duration, error) {
-	return time.Duration(f), nil
+func (f fixedSettings) ExceptionTTL(context.Context, string) (time.Duration, error) {
+	return f.ttl, nil
+}
+
+func (f fixedSettings) PendingApprovalLimit(context.Context, string) (int, error) {
+	return f.pending, nil
 }
 
 type clock struct{ t time.Time }
@@ -32,7 +40,7 @@ func setup(t *testing.T) (*approval.Service, *clock, string) {
 	_, err := s.DB().Exec(`INSERT INTO tenants (id, name, created_at) VALUES (?, 'Other', 0)`, other)
 	require.NoError(t, err)
 	c := &clock{t: time.UnixMilli(1_800_000_000_000).UTC()}
-	return approval.NewService(s, fixedTTL(2*time.Hour), c.now), c, other
+	return approval.NewService(s, fixedSettings{ttl: 2 * time.Hour, pending: 3}, c.now), c, other
 }
 
 func request(tenantID, fingerprint string) approval.Request {
@@ -141,4 +149,45 @@ func TestAnExceptionLastsItsTTLAndNoLonger(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, created)
 	assert.NotEqual(t, a.ID, again.ID)
+}
+
+func TestACallerHoldsAtMostTheLimitOfPendingApprovals(t *testing.T) {
+	ctx := context.Background()
+	svc, _, other := setup(t) // a limit of 3
+	var first approval.Approval
+	for i := range 3 {
+		a, created, err := svc.Open(ctx, request(tenant.DefaultID, fmt.Sprint("fp", i)))
+		require.NoError(t, err)
+		require.True(t, created)
+		if i == 0 {
+			first = a
+		}
+	}
+	_, _, err := svc.Open(ctx, request(tenant.DefaultID, "fp3"))
+	require.True(t, errs.Is(err, errs.RateLimited), "a fourth is refused: %v", err)
+	assert.Equal(t, "too_many_pending_approvals", errs.Code(err))
+	assert.Equal(t, approval.RetryPending, errs.As(err).Retry)
+	list, err := svc.List(ctx, tenant.DefaultID, approval.Filter{Status: approval.Pending})
+	require.NoError(t, err)
+	assert.Len(t, list, 3, "and not stored")
+
+	again, created, err := svc.Open(ctx, request(tenant.DefaultID, "fp0"))
+	require.NoError(t, err, "asking again for a pending one is no new approval")
+	assert.False(t, created)
+	assert.Equal(t, first.ID, again.ID)
+
+	someoneElse := request(tenant.DefaultID, "fp3")
+	someoneElse.RequestedBy.Actor = "user:usr_2"
+	_, created, err = svc.Open(ctx, someoneElse)
+	require.NoError(t, err, "another caller has its own limit")
+	assert.True(t, created)
+	_, created, err = svc.Open(ctx, request(other, "fp3"))
+	require.NoError(t, err, "and so has the same key id in another tenant")
+	assert.True(t, created)
+
+	_, err = svc.Decide(ctx, tenant.DefaultID, first.ID, false, "no", "key:admin")
+	require.NoError(t, err)
+	_, created, err = svc.Open(ctx, request(tenant.DefaultID, "fp4"))
+	require.NoError(t, err, "a decision frees a place")
+	assert.True(t, created)
 }

@@ -137,18 +137,7 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	if d, ok := run.Explanation.Cache.(*cacheDetail); ok {
 		d.Served = false
 	}
-	e := &errs.Error{Kind: errs.Forbidden, Type: "policy_error", Beside: map[string]any{"verdict": v}}
-	var ids []string
-	for _, r := range v.Rules {
-		if r.Effect == v.Decision {
-			ids = append(ids, r.ID)
-		}
-	}
-	if v.Decision == policy.Deny {
-		e.Code, e.Public = "policy_denied", "blocked by policy: "+strings.Join(ids, ", ")
-	} else {
-		e.Code, e.Public = "approval_required", "held for approval "+v.ApprovalID+" by policy: "+strings.Join(ids, ", ")
-	}
+	e := governance.BlockError(v)
 	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public
 	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: "a policy does not allow this request"}}
 	if err := g.finish(ctx, c, http.StatusForbidden, e.Public); err != nil {
@@ -158,8 +147,18 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 }
 
 // abort records the run of a call that governance could not decide on,
-// and returns the error: a call is never let through undecided.
+// and returns the error: a call is never let through undecided. A caller
+// with too many requests waiting for approval is told so (429), its run
+// recorded as blocked.
 func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
+	if e := errs.As(err); e != nil && e.Kind == errs.RateLimited {
+		c.run.Route = ledger.RouteBlocked
+		c.run.Explanation.Route, c.run.Explanation.Reason = ledger.RouteBlocked, e.Public
+		if rerr := g.finish(ctx, c, http.StatusTooManyRequests, e.Public); rerr != nil {
+			return rerr
+		}
+		return e
+	}
 	e := errs.Wrap(err, errs.Internal, "internal", "the policy decision could not be made")
 	if rerr := g.finish(ctx, c, http.StatusInternalServerError, e.Public); rerr != nil {
 		return rerr

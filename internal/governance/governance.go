@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,6 +19,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 )
@@ -106,8 +108,12 @@ func (g *Governor) Has(t policy.Target) bool { return g.policies.Set().Has(t) }
 
 // Decide evaluates in for c and acts on the verdict: an approved identical
 // request passes, a held one opens (or finds) its approval, the agent's
-// standing moves, and anything but a plain allow is audited. A failure of
-// the approval store fails the call rather than letting it through.
+// standing moves, and anything but a plain allow is audited. A verdict a
+// rule could not reach (policy.Verdict.Failed) is never passed by an
+// approval, nor opens one: no person can approve what the rule could not
+// judge. A failure of the approval store fails the call rather than letting
+// it through, and a caller at its limit of pending approvals gets
+// errs.RateLimited.
 func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decision, error) {
 	id := c.ID
 	in.Tenant, in.Mode = id.TenantID, string(id.Mode)
@@ -119,8 +125,8 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 		in.Agent = policy.Agent{Name: id.Agent, Trust: st.Trust}
 	}
 	set := g.policies.Set()
-	d := Decision{Verdict: set.Evaluate(c.Target, in), Evaluated: set.Has(c.Target)}
-	if d.Verdict.Decision == policy.RequireApproval {
+	d := Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}
+	if d.Verdict.Decision == policy.RequireApproval && !d.Verdict.Failed() {
 		if err := g.holdOrPass(ctx, c, &d.Verdict); err != nil {
 			return Decision{}, err
 		}
@@ -249,4 +255,32 @@ func webhookApproval(a approval.Approval) map[string]any {
 	return map[string]any{"id": a.ID, "status": a.Status, "target": a.Target, "runId": a.RunID, "rules": a.Rules,
 		"requestedBy": a.RequestedBy, "createdAt": a.CreatedAt, "decidedAt": a.DecidedAt, "decidedBy": a.DecidedBy,
 		"reason": a.Reason, "expiresAt": a.ExpiresAt}
+}
+
+// BlockError is the 403 a verdict that stops a call answers with, the
+// verdict beside the error: policy_denied when a deny rule matched;
+// policy_error when a rule could not be evaluated (its limit or the
+// deadline stopped it, or it failed), naming it; approval_required when
+// the call waits for approval ApprovalID.
+func BlockError(v policy.Verdict) *errs.Error {
+	e := &errs.Error{Kind: errs.Forbidden, Type: "policy_error", Beside: map[string]any{"verdict": v}}
+	var ids []string
+	for _, r := range v.Rules {
+		switch {
+		case v.Denied() && r.Effect == policy.Deny && r.Error == "",
+			!v.Denied() && v.Failed() && r.Error != "",
+			!v.Failed() && r.Effect == v.Decision:
+			ids = append(ids, r.ID)
+		}
+	}
+	switch {
+	case v.Denied():
+		e.Code, e.Public = "policy_denied", "blocked by policy: "+strings.Join(ids, ", ")
+	case v.Failed():
+		e.Code, e.Public = "policy_error", "blocked: a policy could not be evaluated on this request: "+strings.Join(ids, ", ")+
+			" (the verdict says why)"
+	default:
+		e.Code, e.Public = "approval_required", "held for approval "+v.ApprovalID+" by policy: "+strings.Join(ids, ", ")
+	}
+	return e
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,15 +37,21 @@ const webRules = `policies:
 `
 
 func governor(t *testing.T) *governance.Governor {
+	g, _ := governorWith(t, webRules)
+	return g
+}
+
+func governorWith(t *testing.T, rules string) (*governance.Governor, *approval.Service) {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(webRules), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rules), 0o600))
 	engine, err := policy.NewEngine(dir)
 	require.NoError(t, err)
 	s := storetest.Open(t)
 	logger := hclog.NewNullLogger()
+	approvals := approval.NewService(s, settings.NewService(s, nil, nil), nil)
 	return governance.New(governance.Options{Policies: engine, Agents: s, Logger: logger,
-		Approvals: approval.NewService(s, settings.NewService(s, nil, nil), nil), Audit: audit.NewLog(s, logger, nil)})
+		Approvals: approvals, Audit: audit.NewLog(s, logger, nil)}), approvals
 }
 
 func webCall(id *auth.Identity, url string) governance.Call {
@@ -91,6 +98,44 @@ func TestWebActionsAreGoverned(t *testing.T) {
 	d = submit(optimize, "https://docs.example.com/", "docs.example.com")
 	assert.Equal(t, policy.Allow, d.Verdict.Decision)
 	assert.True(t, d.Evaluated)
+}
+
+// A rule that could not judge a call blocks it, and opens no approval:
+// neither when it fails on its input nor when its cost limit stops it.
+func TestARuleThatFailsOpensNoApproval(t *testing.T) {
+	ctx := context.Background()
+	g, approvals := governorWith(t, `policies:
+  - id: account-needs-a-person
+    target: web
+    when: web.fields["account"].startsWith("DE")
+    effect: require_approval
+  - id: endless
+    target: web
+    when: web.fields["note"].split("").join(web.fields["note"]) == ""
+    effect: require_approval
+`)
+	id := &auth.Identity{TenantID: tenant.DefaultID, Mode: auth.Optimize, Via: auth.ViaKey, KeyID: "key_1"}
+	note := strings.Repeat("n", 20_000)
+	for _, fields := range []map[string]string{{"note": "x"}, {"account": "FR76", "note": note}} {
+		d, err := g.Decide(ctx, webCall(id, "https://pay.example.com/"), &policy.Input{Web: policy.WebAction{
+			Action: "submit", URL: "https://pay.example.com/", Host: "pay.example.com", Level: 3, Fields: fields}})
+		require.NoError(t, err)
+		assert.Equal(t, policy.RequireApproval, d.Verdict.Decision)
+		assert.True(t, d.Verdict.Failed())
+		assert.True(t, d.Enforced, "it is blocked")
+		assert.Empty(t, d.Verdict.ApprovalID, "and no approval is opened")
+	}
+	pending, err := approvals.List(ctx, tenant.DefaultID, approval.Filter{Status: approval.Pending})
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	// The same rule, when it can judge, holds the call as before.
+	d, err := g.Decide(ctx, webCall(id, "https://pay.example.com/de"), &policy.Input{Web: policy.WebAction{
+		Action: "submit", URL: "https://pay.example.com/de", Host: "pay.example.com", Level: 3,
+		Fields: map[string]string{"account": "DE89", "note": "x"}}})
+	require.NoError(t, err)
+	assert.False(t, d.Verdict.Failed())
+	assert.NotEmpty(t, d.Verdict.ApprovalID)
 }
 
 func TestSideEffectsOfReplayAndShadowRunsAreSuppressed(t *testing.T) {

@@ -462,7 +462,7 @@ func TestSettingsAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status)
 	assert.Equal(t, map[string]any{
 		"retention_days": float64(30), "redaction": false, "webhook_url": nil, "webhook_secret": nil,
-		"approval_exception_ttl_hours": float64(24), "canary_enabled": false,
+		"approval_exception_ttl_hours": float64(24), "canary_enabled": false, "approval_pending_limit": float64(20),
 	}, res.json["settings"])
 
 	res = ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"webhook_secret","value":"hunter2-secret"}`)
@@ -482,6 +482,7 @@ func TestSettingsAPI(t *testing.T) {
 		{`{"key":"approval_exception_ttl_hours","value":"2"}`, "invalid_setting", "approval_exception_ttl_hours"},
 		{`{"key":"redaction","value":"on"}`, "invalid_setting", "redaction"},
 		{`{"key":"canary_enabled","value":1}`, "invalid_setting", "canary_enabled"},
+		{`{"key":"approval_pending_limit","value":0.5}`, "invalid_setting", "approval_pending_limit"},
 		{`{"key":"webhook_url","value":"http://0x7f000001/"}`, "invalid_setting", "webhook_url"},
 		{`{"key":"webhook_url","value":"http://inside.example.com/"}`, "invalid_setting", "webhook_url"},
 		{`{"key":"webhook_url","value":"http://[::ffff:169.254.169.254]/"}`, "invalid_setting", "webhook_url"},

@@ -121,7 +121,7 @@ func TestWorkThatGrowsFasterThanTheInputIsStoppedBeforeItIsDone(t *testing.T) {
 		})
 	}
 	t.Run("nested comprehensions", func(t *testing.T) {
-		msgs := make([]string, 20_000)
+		msgs := make([]string, 5_000)
 		for i := range msgs {
 			msgs[i] = fmt.Sprint(i)
 		}

@@ -58,11 +58,16 @@ func (m *meter) start(limit uint64) {
 	m.used, m.limit, m.nextCheck = 0, limit, checkEvery
 }
 
-// charge adds units, stopping the evaluation when they pass the limit, or
-// when the deadline has passed or the caller has gone.
-func (m *meter) charge(units uint64, what string) {
+// charge adds the units of a call of function (or, with "", of an
+// iteration), stopping the evaluation when they pass the limit, or when the
+// deadline has passed or the caller has gone.
+func (m *meter) charge(units uint64, function string) {
 	m.used += units
 	if m.used > m.limit || m.used < units {
+		what := "an iteration"
+		if function != "" {
+			what = function + "()"
+		}
 		panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded,
 			Message: fmt.Sprintf("%s would bring the cost to %d units", what, m.used)})
 	}
@@ -207,22 +212,17 @@ func mapASCII(v ref.Val, lo, hi byte, delta int, cel functions.UnaryOp) ref.Val 
 	if i == len(s) {
 		return s // nothing to change: no copy
 	}
-	var (
-		b     strings.Builder
-		chunk [4096]byte
-	)
+	var b strings.Builder
 	b.Grow(len(s))
-	b.WriteString(string(s[:i]))
-	for i < len(s) {
-		n := copy(chunk[:], s[i:])
-		for j, c := range chunk[:n] {
-			if lo <= c && c <= hi {
-				chunk[j] = byte(int(c) + delta)
-			}
+	start := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; lo <= c && c <= hi {
+			b.WriteString(string(s[start:i]))
+			b.WriteByte(byte(int(c) + delta))
+			start = i + 1
 		}
-		b.Write(chunk[:n])
-		i += n
 	}
+	b.WriteString(string(s[start:]))
 	return types.String(b.String())
 }
 
@@ -334,13 +334,13 @@ func (c *meteredCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	var made bool
 	if m != nil {
 		units, includesResult := c.cost(vals)
-		m.charge(units, c.function+"()")
+		m.charge(units, c.function)
 		made = !includesResult
 	}
 	out := c.call(vals)
 	if made {
 		if n := textSize(out); n > 0 {
-			m.charge(n, c.function+"()")
+			m.charge(n, c.function)
 		}
 	}
 	return out
@@ -421,6 +421,6 @@ type counted struct {
 }
 
 func (it counted) Next() ref.Val {
-	it.c.m.charge(it.c.step, "an iteration")
+	it.c.m.charge(it.c.step, "")
 	return it.Iterator.Next()
 }

@@ -25,10 +25,16 @@ const (
 	WebhookSecret             = "webhook_secret"
 	ApprovalExceptionTTLHours = "approval_exception_ttl_hours"
 	CanaryEnabled             = "canary_enabled"
+	// ApprovalPendingLimit is how many approvals one API key (or one
+	// signed-in user) may have pending at once: past it, a request a rule
+	// would hold is refused with 429 instead, so that no caller can flood
+	// the people deciding.
+	ApprovalPendingLimit = "approval_pending_limit"
 )
 
 // Keys lists every supported setting, in display order.
-var Keys = []string{RetentionDays, Redaction, WebhookURL, WebhookSecret, ApprovalExceptionTTLHours, CanaryEnabled}
+var Keys = []string{RetentionDays, Redaction, WebhookURL, WebhookSecret, ApprovalExceptionTTLHours, CanaryEnabled,
+	ApprovalPendingLimit}
 
 // SecretMarker is what a read shows in place of a secret that is set.
 const SecretMarker = "[set]"
@@ -41,11 +47,12 @@ type Settings struct {
 	WebhookSecret             *string
 	ApprovalExceptionTTLHours float64
 	CanaryEnabled             bool
+	ApprovalPendingLimit      int
 }
 
 // Defaults returns the settings of a tenant that changed nothing.
 func Defaults() Settings {
-	return Settings{RetentionDays: 30, ApprovalExceptionTTLHours: 24}
+	return Settings{RetentionDays: 30, ApprovalExceptionTTLHours: 24, ApprovalPendingLimit: 20}
 }
 
 // Public returns the settings as the API shows them: snake_case keys, the
@@ -62,6 +69,7 @@ func (s Settings) Public() map[string]any {
 		WebhookSecret:             secret,
 		ApprovalExceptionTTLHours: s.ApprovalExceptionTTLHours,
 		CanaryEnabled:             s.CanaryEnabled,
+		ApprovalPendingLimit:      s.ApprovalPendingLimit,
 	}
 }
 
@@ -146,6 +154,13 @@ func (s *Service) Canary(ctx context.Context, tenantID string) bool {
 	return err != nil || st.CanaryEnabled
 }
 
+// PendingApprovalLimit is how many approvals one caller of the tenant may
+// have pending at once.
+func (s *Service) PendingApprovalLimit(ctx context.Context, tenantID string) (int, error) {
+	st, err := s.Get(ctx, tenantID)
+	return st.ApprovalPendingLimit, err
+}
+
 // ExceptionTTL is how long an approved request of the tenant passes again.
 func (s *Service) ExceptionTTL(ctx context.Context, tenantID string) (time.Duration, error) {
 	st, err := s.Get(ctx, tenantID)
@@ -176,6 +191,9 @@ func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawM
 	return s.Get(ctx, tenantID)
 }
 
+// maxPendingLimit bounds approval_pending_limit.
+const maxPendingLimit = 10_000
+
 func invalid(key, format string, args ...any) error {
 	e := errs.Invalidf(key, key+": "+format, args...)
 	e.Code = "invalid_setting"
@@ -195,6 +213,12 @@ func (s *Service) validate(ctx context.Context, key string, value json.RawMessag
 			return nil, invalid(key, "must be a positive number no larger than 1000000")
 		}
 		return json.Marshal(n)
+	case ApprovalPendingLimit:
+		var n float64
+		if err := json.Unmarshal([]byte(raw), &n); err != nil || raw == "null" || n != math.Trunc(n) || n < 1 || n > maxPendingLimit {
+			return nil, invalid(key, "must be a whole number from 1 to %d", maxPendingLimit)
+		}
+		return json.Marshal(int(n))
 	case Redaction, CanaryEnabled:
 		if raw != "true" && raw != "false" {
 			return nil, invalid(key, "must be true or false")
@@ -269,6 +293,8 @@ func (s *Settings) apply(key string, raw json.RawMessage) error {
 		return json.Unmarshal(raw, &s.Redaction)
 	case CanaryEnabled:
 		return json.Unmarshal(raw, &s.CanaryEnabled)
+	case ApprovalPendingLimit:
+		return json.Unmarshal(raw, &s.ApprovalPendingLimit)
 	case WebhookURL:
 		return json.Unmarshal(raw, &s.WebhookURL)
 	case WebhookSecret:

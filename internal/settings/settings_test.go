@@ -52,6 +52,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"retention_days": float64(30), "redaction": false, "webhook_url": (*string)(nil),
 		"webhook_secret": nil, "approval_exception_ttl_hours": float64(24), "canary_enabled": false,
+		"approval_pending_limit": 20,
 	}, st.Public())
 }
 
@@ -65,6 +66,8 @@ func TestSetValid(t *testing.T) {
 		{"approval_exception_ttl_hours", `48`, func(t *testing.T, s settings.Settings) { assert.InDelta(t, 48.0, s.ApprovalExceptionTTLHours, 0) }},
 		{"redaction", `true`, func(t *testing.T, s settings.Settings) { assert.True(t, s.Redaction) }},
 		{"canary_enabled", `true`, func(t *testing.T, s settings.Settings) { assert.True(t, s.CanaryEnabled) }},
+		{"approval_pending_limit", `5`, func(t *testing.T, s settings.Settings) { assert.Equal(t, 5, s.ApprovalPendingLimit) }},
+		{"approval_pending_limit", `10000.0`, func(t *testing.T, s settings.Settings) { assert.Equal(t, 10000, s.ApprovalPendingLimit) }},
 		{"webhook_url", `"https://hooks.example.com/svc"`, func(t *testing.T, s settings.Settings) {
 			require.NotNil(t, s.WebhookURL)
 			assert.Equal(t, "https://hooks.example.com/svc", *s.WebhookURL)
@@ -102,6 +105,9 @@ func TestSetInvalid(t *testing.T) {
 		{"approval_exception_ttl_hours", `0`}, {"approval_exception_ttl_hours", `-1`}, {"approval_exception_ttl_hours", `"x"`},
 		{"redaction", `"true"`}, {"redaction", `1`}, {"redaction", `null`},
 		{"canary_enabled", `"yes"`}, {"canary_enabled", `0`},
+		{"approval_pending_limit", `0`}, {"approval_pending_limit", `-1`}, {"approval_pending_limit", `2.5`},
+		{"approval_pending_limit", `10001`}, {"approval_pending_limit", `"20"`}, {"approval_pending_limit", `null`},
+		{"approval_pending_limit", `1e400`},
 		{"webhook_secret", `42`}, {"webhook_secret", `{}`},
 		{"webhook_url", `42`}, {"webhook_url", `"ftp://hooks.example.com/"`}, {"webhook_url", `"file:///etc/passwd"`},
 		{"webhook_url", `"not a url"`}, {"webhook_url", `"https://user:pw@hooks.example.com/"`},

@@ -18,8 +18,10 @@ const approvalColumns = `id, status, target, fingerprint, run_id, request, reque
 	decided_at, decided_by, reason, expires_at`
 
 // OpenApproval stores a unless the tenant has a pending approval with its
-// fingerprint, which it returns instead.
-func (s *Store) OpenApproval(ctx context.Context, a *approval.Approval) (approval.Approval, bool, error) {
+// fingerprint, which it returns instead, or unless a's requester has limit
+// approvals pending already (approval.ErrPendingLimit). The one writer
+// makes the count and the insert one step.
+func (s *Store) OpenApproval(ctx context.Context, a *approval.Approval, limit int) (approval.Approval, bool, error) {
 	by, err := json.Marshal(a.RequestedBy)
 	if err != nil {
 		return approval.Approval{}, false, err
@@ -31,23 +33,31 @@ func (s *Store) OpenApproval(ctx context.Context, a *approval.Approval) (approva
 	var out approval.Approval
 	created := false
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, tenant_id, status, target, fingerprint, run_id,
-			request, requested_by, rules, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (tenant_id, fingerprint) WHERE status = 'pending' DO NOTHING`,
-			a.ID, a.TenantID, a.Status, a.Target, a.Fingerprint, a.RunID, string(a.Request), string(by), string(rules),
-			a.CreatedAt.UnixMilli())
-		if err != nil {
-			return formatError(err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			created = true
-			out = *a
-			return nil
-		}
 		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
 			WHERE tenant_id = ? AND fingerprint = ? AND status = 'pending'`, a.TenantID, a.Fingerprint))
-		out.TenantID = a.TenantID
-		return err
+		if err == nil {
+			out.TenantID = a.TenantID
+			return nil
+		}
+		if !errs.Is(err, errs.NotFound) {
+			return err
+		}
+		var pending int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals
+			WHERE tenant_id = ? AND requester = ? AND status = 'pending'`, a.TenantID, a.RequestedBy.Actor).Scan(&pending); err != nil {
+			return err
+		}
+		if pending >= limit {
+			return approval.ErrPendingLimit
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, tenant_id, status, target, fingerprint, run_id,
+			request, requested_by, requester, rules, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.TenantID, a.Status, a.Target, a.Fingerprint, a.RunID, string(a.Request), string(by), a.RequestedBy.Actor,
+			string(rules), a.CreatedAt.UnixMilli()); err != nil {
+			return formatError(err)
+		}
+		created, out = true, *a
+		return nil
 	})
 	return out, created, err
 }

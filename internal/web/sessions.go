@@ -450,10 +450,26 @@ func (s *Sessions) judge(ctx context.Context, id *auth.Identity, sessionID, kind
 	}
 	if d.Enforced {
 		s.record(ctx, id, "web."+kind, string(d.Verdict.Decision), in.Web.URL, map[string]any{"session": sessionID, "target": target})
-		return &errs.Error{Kind: errs.Forbidden, Code: "policy_blocked",
+		if d.Verdict.Failed() && !d.Verdict.Denied() {
+			return &errs.Error{Kind: errs.Forbidden, Code: codePolicyError,
+				Public: fmt.Sprintf("a policy could not be evaluated on this web %s (the verdict says why)", kind), Beside: map[string]any{"verdict": d.Verdict}}
+		}
+		return &errs.Error{Kind: errs.Forbidden, Code: codePolicyBlocked,
 			Public: fmt.Sprintf("a policy refused this web %s", kind), Beside: map[string]any{"verdict": d.Verdict}}
 	}
 	return nil
+}
+
+// The codes of an action the web policies stopped: refused or held, or
+// stopped because a rule could not be evaluated.
+const (
+	codePolicyBlocked = "policy_blocked"
+	codePolicyError   = "policy_error"
+)
+
+// policyStopped reports whether err is judge's refusal.
+func policyStopped(e *errs.Error) bool {
+	return e != nil && (e.Code == codePolicyBlocked || e.Code == codePolicyError)
 }
 
 // judgeHop returns the check of each redirect an action's request meets,
@@ -476,7 +492,7 @@ func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *polic
 			}
 		}
 		err := s.judge(ctx, id, sessionID, kind, hop.Web.URL, &hop, true)
-		if e := errs.As(err); e != nil && e.Code == "policy_blocked" {
+		if e := errs.As(err); policyStopped(e) {
 			e.Public = fmt.Sprintf("a policy refused the redirect of this web %s to host %q", kind, to.Hostname())
 		}
 		return err
@@ -488,7 +504,7 @@ func (s *Sessions) judgeHop(id *auth.Identity, sessionID, kind string, in *polic
 // was refused at.
 func (s *Sessions) fetchFailed(ctx context.Context, id *auth.Identity, action, url string, details map[string]any, err error) {
 	e := errs.As(err)
-	if e != nil && e.Code == "policy_blocked" {
+	if policyStopped(e) {
 		return
 	}
 	code := ""
