@@ -25,6 +25,8 @@ type costFunc func(args []ref.Val) (units uint64, includesResult bool)
 // (names are unique in svc's environment, and a call on a dyn value has no
 // single overload).
 var costs = map[string]costFunc{
+	"_==_":        costCompare,
+	"_!=_":        costCompare,
 	"_+_":         costAdd,
 	"@in":         costIn,
 	"contains":    costContains,
@@ -65,6 +67,12 @@ func costRunes(args []ref.Val) (uint64, bool) {
 // costAdd: a concatenation of texts costs what it makes; of others, one.
 func costAdd(args []ref.Val) (uint64, bool) {
 	return 1 + textSize(args[0]) + textSize(args[1]), true
+}
+
+// costCompare: comparing two texts reads the shorter, two lists or maps
+// look at the elements of the smaller.
+func costCompare(args []ref.Val) (uint64, bool) {
+	return 1 + tenth(min(textSize(args[0]), textSize(args[1]))) + min(sizeOf(args[0]), sizeOf(args[1])), true
 }
 
 // costIn: membership in a list looks at each element.
@@ -184,10 +192,17 @@ func textSize(v ref.Val) uint64 {
 
 // sizeOf is the number of elements of a list or map, 0 for others.
 func sizeOf(v ref.Val) uint64 {
-	if s, ok := v.(traits.Sizer); ok {
-		if n, ok := s.Size().(types.Int); ok && n > 0 {
-			return uint64(n)
-		}
+	var size ref.Val
+	switch v := v.(type) {
+	case traits.Lister:
+		size = v.Size()
+	case traits.Mapper:
+		size = v.Size()
+	default:
+		return 0
+	}
+	if n, ok := size.(types.Int); ok && n > 0 {
+		return uint64(n)
 	}
 	return 0
 }

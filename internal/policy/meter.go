@@ -227,11 +227,15 @@ func mapASCII(v ref.Val, lo, hi byte, delta int, cel functions.UnaryOp) ref.Val 
 }
 
 // planned are the calls the planner builds itself rather than from a
-// function's binding; they compare or select and are left as they are.
-var planned = map[string]bool{
-	operators.LogicalAnd: true, operators.LogicalOr: true, operators.Conditional: true,
-	operators.Equals: true, operators.NotEquals: true, operators.Index: true,
-	operators.OptSelect: true, operators.OptIndex: true,
+// function's binding: choices and selections, left as they are, and the
+// comparisons, metered with the planner's own implementation.
+var planned = map[string]*functions.Overload{
+	operators.LogicalAnd: nil, operators.LogicalOr: nil, operators.Conditional: nil,
+	operators.Index: nil, operators.OptSelect: nil, operators.OptIndex: nil,
+	operators.Equals: {Operator: operators.Equals, Binary: types.Equal},
+	operators.NotEquals: {Operator: operators.NotEquals, Binary: func(l, r ref.Val) ref.Val {
+		return types.Bool(types.Equal(l, r) != types.True)
+	}},
 }
 
 func (m *metering) decorate(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
@@ -239,7 +243,11 @@ func (m *metering) decorate(i interpreter.InterpretableV2) (interpreter.Interpre
 		return &meteredRange{InterpretableV2: i, step: step}, nil
 	}
 	call, ok := i.(interpreter.InterpretableCall)
-	if !ok || planned[call.Function()] {
+	if !ok {
+		return i, nil
+	}
+	own, isPlanned := planned[call.Function()]
+	if isPlanned && own == nil {
 		return i, nil
 	}
 	args := call.Args()
@@ -257,7 +265,10 @@ func (m *metering) decorate(i interpreter.InterpretableV2) (interpreter.Interpre
 			return i, nil // membership in a written list: CEL makes it a set lookup
 		}
 	}
-	impl := m.impls[call.OverloadID()]
+	impl := own
+	if impl == nil {
+		impl = m.impls[call.OverloadID()]
+	}
 	if impl == nil {
 		impl = m.impls[call.Function()]
 	}
