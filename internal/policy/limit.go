@@ -18,8 +18,10 @@ const (
 	CostPerByte = 16
 	// WhenBytesPerUnit: a condition may cost one more unit per byte of
 	// input for each this many bytes of its own text, so that a longer
-	// condition, which asks more of the input, may do more.
+	// condition, which asks more of the input, may do more; up to
+	// MaxWhenUnits more (a condition of 4 KiB).
 	WhenBytesPerUnit = 16
+	MaxWhenUnits     = 256
 )
 
 // The deadline of an evaluation: every rule of one evaluation must be done
@@ -34,7 +36,7 @@ const (
 
 // costLimit is the limit of condition when on an input of size bytes.
 func costLimit(when string, size int) uint64 {
-	return BaseCost + uint64(CostPerByte+len(when)/WhenBytesPerUnit)*uint64(size)
+	return BaseCost + uint64(CostPerByte+min(len(when)/WhenBytesPerUnit, MaxWhenUnits))*uint64(size)
 }
 
 // deadline is how long an evaluation on an input of n bytes may take.

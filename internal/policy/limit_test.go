@@ -304,3 +304,12 @@ func TestMeteredProgramsDecideAsCELDoes(t *testing.T) {
 		assert.Positive(t, act.meter.used, when)
 	}
 }
+
+func TestAWrittenBombIsStoppedToo(t *testing.T) {
+	// Not the request's doing, but a rule's own texts are metered alike.
+	when := `"` + strings.Repeat("a", 20_000) + `".replace("a", "` + strings.Repeat("b", 20_000) + `") == request.model`
+	set := load(t, "policies:\n"+rule("bomb", "chat", when, "deny"))
+	v := set.Evaluate(context.Background(), Chat, chatInput())
+	require.Len(t, v.Rules, 1)
+	assert.Contains(t, v.Rules[0].Error, "cost limit")
+}

@@ -251,16 +251,7 @@ func (m *metering) decorate(i interpreter.InterpretableV2) (interpreter.Interpre
 		return i, nil
 	}
 	args := call.Args()
-	constant := 0
-	for _, a := range args {
-		if _, ok := a.(interpreter.InterpretableConst); ok {
-			constant++
-		}
-	}
-	if constant == len(args) {
-		return i, nil // its cost is the condition's own: CEL may fold it at load
-	}
-	if call.Function() == operators.In && constant == 1 {
+	if call.Function() == operators.In && len(args) == 2 {
 		if _, ok := args[1].(interpreter.InterpretableConst); ok {
 			return i, nil // membership in a written list: CEL makes it a set lookup
 		}
