@@ -129,7 +129,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_CACHE_MAX_BYTES", "4194304", "memory bound of the in-memory cache tiers (exact responses, tool results, SOM pages), in bytes"},
 	{"SVC_WEB_ALLOW_PRIVATE", "unset", "comma-separated host:port or CIDR exempt from the private-address guard"},
 	{"SVC_RATE_LIMIT", "1200", "/api/v1 requests per minute per caller (burst a tenth of it); 0 turns it off"},
-	{"SVC_MAX_BODY_BYTES", "4194304", "largest request body accepted"},
+	{"SVC_MAX_BODY_BYTES", "8388608", "largest request body accepted (8 MiB: a 4 MiB prompt with its JSON around it)"},
 	{"SVC_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish on SIGTERM"},
 	{"SVC_ADMIN_EMAIL", "unset", "bootstrap admin account's email"},
 	{"SVC_ADMIN_PASSWORD", "unset", "bootstrap admin account's first password"},
@@ -174,7 +174,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		CacheMaxBytes:    int64(p.intRange("SVC_CACHE_MAX_BYTES", 4<<20, 0, 1<<40)),
 		WebAllowPrivate:  p.allowlist("SVC_WEB_ALLOW_PRIVATE"),
 		RateLimit:        p.intRange("SVC_RATE_LIMIT", 1200, 0, 1_000_000_000),
-		MaxBodyBytes:     int64(p.intRange("SVC_MAX_BODY_BYTES", 4<<20, 1024, 1<<30)),
+		MaxBodyBytes:     int64(p.intRange("SVC_MAX_BODY_BYTES", 8<<20, 1024, 1<<30)),
 		ShutdownTimeout:  p.duration("SVC_SHUTDOWN_TIMEOUT", 30*time.Second),
 
 		AdminEmail:        p.str("SVC_ADMIN_EMAIL", ""),

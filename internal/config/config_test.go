@@ -28,7 +28,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, time.Hour, c.CacheTTL)
 	assert.Equal(t, hclog.Info, c.LogLevel)
 	assert.Equal(t, 1200, c.RateLimit)
-	assert.Equal(t, int64(4<<20), c.MaxBodyBytes)
+	assert.Equal(t, int64(8<<20), c.MaxBodyBytes)
 	assert.Equal(t, "http://localhost:4100", c.AppBaseURL)
 	assert.Equal(t, "starttls", c.SMTPTLS)
 	assert.NotEmpty(t, c.PluginDir, "defaults to plugins/ beside the binary")

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -31,16 +30,16 @@ func pendingApprovals(t *testing.T, ts *testServer, token string) []any {
 }
 
 // The shipped example policies let long-context traffic through: a 4 MiB
-// prompt (with a body limit that admits it) and a prompt that fills the
-// default body limit are answered live, and hold nothing for approval.
+// prompt and a prompt that fills the default body limit are answered
+// live, and hold nothing for approval.
 func TestLongPromptsPassTheShippedPolicies(t *testing.T) {
 	examples := filepath.Join("..", "..", "docs", "policies")
 	for name, c := range map[string]struct {
 		env    map[string]string
 		prompt int
 	}{
-		"4 MiB prompt":               {map[string]string{"SVC_POLICY_DIR": examples, "SVC_MAX_BODY_BYTES": strconv.Itoa(8 << 20)}, 4 << 20},
-		"the default body, filled":   {map[string]string{"SVC_POLICY_DIR": examples}, 4<<20 - 100},
+		"4 MiB prompt":               {map[string]string{"SVC_POLICY_DIR": examples}, 4 << 20},
+		"the default body, filled":   {map[string]string{"SVC_POLICY_DIR": examples}, 8<<20 - 100},
 		"41,000 bytes (held before)": {map[string]string{"SVC_POLICY_DIR": examples}, 41_000},
 	} {
 		t.Run(name, func(t *testing.T) {
