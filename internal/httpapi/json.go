@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // writeJSON answers with v as JSON.
@@ -32,8 +33,10 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 
 // decodeJSON reads r's body into dst, which should be a narrow struct made
 // for the endpoint. It refuses a media type other than JSON, a body that
-// did not arrive whole (see readBody), unknown fields, and anything after
-// the one JSON value, each as a classified error.
+// did not arrive whole (see readBody), a key that is not one of dst's
+// fields as spelled or that repeats another of its object in any letter
+// case (see strictjson.Check), and anything after the one JSON value, each
+// as a classified error.
 func decodeJSON(r *http.Request, dst any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
@@ -42,6 +45,12 @@ func decodeJSON(r *http.Request, dst any) error {
 	if err != nil {
 		return err
 	}
+	checked := strictjson.Check(body, dst, strictjson.RefuseUnknown)
+	var keyErr *strictjson.KeyError
+	if errors.As(checked, &keyErr) {
+		return errs.Invalidf(keyErr.Param(), "%s", keyErr.Error())
+	}
+	// Not JSON: encoding/json says where.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -49,6 +58,9 @@ func decodeJSON(r *http.Request, dst any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errs.Invalidf("", "request body must hold exactly one JSON value")
+	}
+	if checked != nil { // the two readers disagree: refuse rather than guess
+		return errs.Invalidf("", "request body is not valid JSON")
 	}
 	return nil
 }
