@@ -103,8 +103,10 @@ func invalid(param, format string, args ...any) error {
 // another; such a body is refused. Other keys pass through untouched.
 func ParseRequest(body []byte) (*Request, error) {
 	var w wireRequest
-	if err := keysError(strictjson.Check(body, &w, strictjson.AllowUnknown), ""); err != nil {
-		return nil, err
+	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil {
+		if err := keysError(err, ""); err != nil {
+			return nil, err
+		}
 	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -211,8 +213,10 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 		}
 	case raw[0] == '[':
 		var parts []contentPart
-		if err := keysError(strictjson.Check(raw, &parts, strictjson.AllowUnknown), fmt.Sprintf("messages[%d].content", i)); err != nil {
-			return Message{}, err
+		if err := strictjson.Check(raw, &parts, strictjson.AllowUnknown); err != nil {
+			if err := keysError(err, fmt.Sprintf("messages[%d].content", i)); err != nil {
+				return Message{}, err
+			}
 		}
 		if err := json.Unmarshal(raw, &parts); err != nil {
 			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)

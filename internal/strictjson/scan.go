@@ -323,6 +323,15 @@ func (k *keySet) add(key []byte) ([]byte, bool) {
 func foldCase(s []byte) string {
 	var b strings.Builder
 	b.Grow(len(s))
+	if ascii(s) { // the orbit of an ASCII letter starts with its capital
+		for _, c := range s {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+		return b.String()
+	}
 	for _, r := range string(s) {
 		m := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
@@ -331,4 +340,13 @@ func foldCase(s []byte) string {
 		b.WriteRune(m)
 	}
 	return b.String()
+}
+
+func ascii(s []byte) bool {
+	for _, c := range s {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
