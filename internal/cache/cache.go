@@ -152,14 +152,6 @@ func ExactKeyOf(tenantID, app, subject string, canonical []byte) string {
 // that only change how the answer is delivered (stream, stream_options):
 // what identifies the request for the cache and for approvals.
 func CanonicalRequest(body []byte) ([]byte, error) {
-	canonical, _, err := canonicalObjectWithout(body, "stream", "stream_options")
-	return canonical, err
-}
-
-// CanonicalRequestKeys is CanonicalRequest, and also returns a key that
-// some object of the request spells in two letter cases (the gateway
-// refuses those): one pass over the body serves both.
-func CanonicalRequestKeys(body []byte) (canonical []byte, caseVariant string, err error) {
 	return canonicalObjectWithout(body, "stream", "stream_options")
 }
 

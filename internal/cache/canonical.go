@@ -50,9 +50,6 @@ type scanner struct {
 	depth int
 	// dropTop names members of the top-level object left out.
 	dropTop []string
-	// variant is the first key found spelled in another letter case too
-	// within one object.
-	variant string
 }
 
 func (s *scanner) ws() {
@@ -352,7 +349,6 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 	base := len(dst)
 	var stack [16]member
 	members := stack[:0]
-	var folds caseFolds
 	for {
 		s.ws()
 		if s.i >= len(s.src) || s.src[s.i] != '"' {
@@ -365,9 +361,6 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		key, err := decodeKey(raw, text)
 		if err != nil {
 			return dst, err
-		}
-		if s.variant == "" && folds.add(key) {
-			s.variant = key
 		}
 		if s.ws(); s.i >= len(s.src) || s.src[s.i] != ':' {
 			return dst, errSyntax
@@ -429,75 +422,24 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 }
 
 // canonicalObjectWithout is Canonical of a JSON object, without the
-// top-level members named in drop, and the first key it found spelled in
-// two letter cases within one object.
-func canonicalObjectWithout(body []byte, drop ...string) ([]byte, string, error) {
+// top-level members named in drop.
+func canonicalObjectWithout(body []byte, drop ...string) ([]byte, error) {
 	s := scanner{src: bytes.TrimSpace(body), dropTop: drop}
 	if len(s.src) == 0 || s.src[0] != '{' {
-		return nil, "", errors.New("cache: the request is not a JSON object")
+		return nil, errors.New("cache: the request is not a JSON object")
 	}
 	dst, err := s.value(make([]byte, 0, len(s.src)))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if s.ws(); s.i != len(s.src) {
-		return nil, "", errSyntax
+		return nil, errSyntax
 	}
-	return dst, s.variant, nil
+	return dst, nil
 }
 
-// caseFolds finds, among an object's keys, two that differ only in letter
-// case (as strings.EqualFold compares them), in time linear in the keys:
-// a few keys are compared in pairs, more through a map of folded forms.
-type caseFolds struct {
-	few    [8]string
-	n      int
-	folded map[string]string
-}
-
-// add records key and reports whether an earlier key is a case variant.
-func (c *caseFolds) add(key string) bool {
-	if c.folded == nil && c.n < len(c.few) {
-		for _, k := range c.few[:c.n] {
-			if k != key && strings.EqualFold(k, key) {
-				return true
-			}
-		}
-		c.few[c.n] = key
-		c.n++
-		return false
-	}
-	if c.folded == nil {
-		c.folded = make(map[string]string, 2*len(c.few))
-		for _, k := range c.few[:c.n] {
-			c.folded[foldCase(k)] = k
-		}
-	}
-	f := foldCase(key)
-	if k, ok := c.folded[f]; ok && k != key {
-		return true
-	}
-	c.folded[f] = key
-	return false
-}
-
-// foldCase maps each rune to the smallest rune of its simple case-folding
-// orbit, so that two strings fold alike exactly when EqualFold holds.
-func foldCase(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		b.WriteRune(m)
-	}
-	return b.String()
-}
-
-// decodeKey is a key's text as encoding/json reads it, which is what case
-// variants are found among, lossy keys included.
+// decodeKey is a key's text as encoding/json reads it, by which members
+// are sorted.
 func decodeKey(raw []byte, text textFlags) (string, error) {
 	if text&(escapedText|lossyText) == 0 {
 		return string(raw[1 : len(raw)-1]), nil

@@ -30,6 +30,7 @@ const (
 	Upstream                 // a provider or remote site failed: 502
 	Unavailable              // the service cannot serve now: 503
 	BadMethod                // the path exists, not with this method: 405
+	Timeout                  // the request did not arrive in time: 408
 )
 
 var kindNames = [...]string{
@@ -45,6 +46,7 @@ var kindNames = [...]string{
 	Upstream:     "upstream",
 	Unavailable:  "unavailable",
 	BadMethod:    "method_not_allowed",
+	Timeout:      "timeout",
 }
 
 // String returns the kind's snake_case name, also its default code.

@@ -3,12 +3,14 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // Request is a validated chat-completions request: the body as the client
@@ -94,9 +96,18 @@ func invalid(param, format string, args ...any) error {
 }
 
 // ParseRequest validates a chat-completions body the way the provider
-// would, answering in the provider's terms.
+// would, answering in the provider's terms. Keys must be spelled as the
+// provider reads them: Go matches keys without regard to letter case and
+// keeps the last of repeated ones, so a key spelled twice, or a field's name
+// in another case, could let policies see one value and the provider
+// another; such a body is refused. Other keys pass through untouched.
 func ParseRequest(body []byte) (*Request, error) {
 	var w wireRequest
+	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil {
+		if err := keysError(err, ""); err != nil {
+			return nil, err
+		}
+	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
@@ -104,15 +115,9 @@ func ParseRequest(body []byte) (*Request, error) {
 		}
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
 	}
-	canonical, key, err := cache.CanonicalRequestKeys(body)
+	canonical, err := cache.CanonicalRequest(body)
 	if err != nil {
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
-	}
-	if key != "" {
-		// Go reads keys without regard to case; the provider reads them as
-		// written. Two spellings of one key would let policies see one
-		// value and the provider another.
-		return nil, invalid(key, "Invalid body: the key '%.40s' appears in more than one letter case.", key)
 	}
 	r := &Request{Body: body, Canonical: canonical}
 	switch {
@@ -208,6 +213,11 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 		}
 	case raw[0] == '[':
 		var parts []contentPart
+		if err := strictjson.Check(raw, &parts, strictjson.AllowUnknown); err != nil {
+			if err := keysError(err, fmt.Sprintf("messages[%d].content", i)); err != nil {
+				return Message{}, err
+			}
+		}
 		if err := json.Unmarshal(raw, &parts); err != nil {
 			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
 		}
@@ -227,6 +237,24 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 		return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
 	}
 	return msg, nil
+}
+
+// keysError is a key strictjson refused in a value found at path, in the
+// provider's terms; nil for a body that is not JSON, which the decoding
+// after it explains.
+func keysError(err error, path string) error {
+	var k *strictjson.KeyError
+	if !errors.As(err, &k) {
+		return nil
+	}
+	k.Path = path + k.Path
+	switch {
+	case k.Problem == strictjson.CaseVariant:
+		return invalid(k.Param(), "Unrecognized request argument supplied: '%.40s'. Keys are matched exactly; did you mean '%s'?", k.Key, k.Other)
+	case k.Key != k.Other:
+		return invalid(k.Param(), "Invalid body: the key '%.40s' appears in more than one letter case.", k.Key)
+	}
+	return invalid(k.Param(), "Invalid body: the key '%.40s' appears more than once.", k.Key)
 }
 
 func typeName(kind string) string {

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,4 +91,51 @@ func TestKeysDifferingOnlyInCaseAreRefused(t *testing.T) {
 	}
 	_, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"the Model and the MODEL"}],"metadata":{"a":{"b":[{"c":1,"d":2}]},"e":"f"}}`))
 	assert.NoError(t, err, "values and distinct keys are fine")
+}
+
+// Keys are read as the provider reads them, exactly: a repeated key (in
+// one case or two) and a field's name in another case are refused and
+// named, in every object, where Go alone would keep the last of the
+// repeats and bind the other spelling.
+func TestKeysAreReadAsWritten(t *testing.T) {
+	for _, c := range []struct{ body, param, says string }{
+		{`{"model":"gpt-4o","model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`, "model", "appears more than once"},
+		{`{"MODEL":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, "MODEL", "did you mean 'model'"},
+		{`{"model":"gpt-4o","messages":[{"Role":"user","content":"hi"}]}`, "messages[0].Role", "did you mean 'role'"},
+		{`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"user","content":"a","content":"b"}]}`, "messages[1].content", "appears more than once"},
+		{`{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","TEXT":"evil"}]}]}`, "messages[0].content[0].TEXT", "did you mean 'text'"},
+		{`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"stream_options":{"Include_Usage":true},"stream":true}`, "stream_options.Include_Usage", "did you mean"},
+		{`{"model":"gpt-4o","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a","parameters":{"p":1,"p":2}}}]}`, "tools[0].function.parameters.p", "appears more than once"},
+	} {
+		_, err := gateway.ParseRequest([]byte(c.body))
+		e := errs.As(err)
+		require.NotNil(t, e, c.body)
+		assert.Equal(t, errs.Invalid, e.Kind, c.body)
+		assert.Equal(t, c.param, e.Param, c.body)
+		assert.Contains(t, e.Public, c.says, c.body)
+	}
+	r, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi","Name":"x"}],"metadata":{"Team":"a","team_b":"b"},"Seed":1}`))
+	require.NoError(t, err, "a key that is no field of svc's passes through, in any case")
+	assert.Equal(t, "gpt-4o", r.Model)
+}
+
+// BenchmarkParseRequest is a typical chat request and one with a long
+// prompt, through validation and the canonical form.
+func BenchmarkParseRequest(b *testing.B) {
+	small := []byte(`{"model":"gpt-4o-mini","temperature":0.2,"max_tokens":200,"user":"u-1","metadata":{"team":"support"},` +
+		`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"id":{"type":"string"}}}}}],` +
+		`"messages":[{"role":"system","content":"Classify the ticket as one of: billing, bug, feature_request."},` +
+		`{"role":"user","content":[{"type":"text","text":"I was charged twice for my invoice this month."}]}]}`)
+	long := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("Summarize this report. ", 50_000) + `"}]}`)
+	for name, body := range map[string][]byte{"small": small, "1MB": long} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := gateway.ParseRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // The trace event types governance acts on.
@@ -125,6 +126,13 @@ func (t *Tracer) Trace(ctx context.Context, id *auth.Identity, runID, typ string
 	isTool := kind == EventToolCalled || kind == EventSideEffectPlanned || kind == EventToolCompleted
 	var tool tracedTool
 	if isTool {
+		// A key that is a field only in another letter case is refused
+		// rather than read as that field: the ledger keeps the payload as
+		// written, and policies must judge what it records.
+		var keyErr *strictjson.KeyError
+		if errors.As(strictjson.Check(payload, &tool, strictjson.AllowUnknown), &keyErr) {
+			return Traced{}, errs.Invalidf("payload."+keyErr.Param(), "payload: %s", keyErr.Error())
+		}
 		// Missing fields stay empty; one of the wrong type is refused rather
 		// than read as its zero value (a level of "4" is not level 0).
 		var wrongType *json.UnmarshalTypeError

@@ -24,7 +24,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}

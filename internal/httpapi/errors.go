@@ -26,6 +26,7 @@ var statusOf = map[errs.Kind]int{
 	errs.Upstream:     http.StatusBadGateway,
 	errs.Unavailable:  http.StatusServiceUnavailable,
 	errs.BadMethod:    http.StatusMethodNotAllowed,
+	errs.Timeout:      http.StatusRequestTimeout,
 }
 
 // providerType is the chat-completions error "type" of each kind, for
@@ -40,6 +41,7 @@ var providerType = map[errs.Kind]string{
 	errs.Unsupported:  "invalid_request_error",
 	errs.RateLimited:  "rate_limit_error",
 	errs.BadMethod:    "invalid_request_error",
+	errs.Timeout:      "invalid_request_error",
 }
 
 // statusClientClosed is logged when the caller went away before the answer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -68,7 +69,30 @@ type testServer struct {
 	// webSessions keeps agents' browsing sessions.
 	webSessions *web.Sessions
 	learning    *learning.Service
-	now         time.Time
+	// webDNS is the page fetchers' DNS: it records each name and resolves
+	// none, so no test sends a query.
+	webDNS *recordingDNS
+	now    time.Time
+}
+
+// recordingDNS records the names looked up and answers each with "no such
+// host".
+type recordingDNS struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (d *recordingDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.names = append(d.names, host)
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func (d *recordingDNS) lookups() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.names...)
 }
 
 // mailbox records the emails svc sends.
@@ -183,9 +207,10 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		require.NoError(t, ts.accounts.Bootstrap(context.Background(), cfg.AdminEmail, cfg.AdminPassword))
 	}
 	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
+	ts.webDNS = &recordingDNS{}
 	pages := web.NewService(web.ServiceOptions{
-		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second}),
-		OpenFetcher: web.New(web.Options{AllowPrivate: true, Timeout: 5 * time.Second}),
+		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
+		OpenFetcher: web.New(web.Options{AllowPrivate: true, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
 		Cache:       ts.cache, Store: s, Logger: logger, Now: clock,
 	})
 	ts.webSessions = web.NewSessions(pages, governor, auditLog)

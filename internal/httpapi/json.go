@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // writeJSON answers with v as JSON.
@@ -30,23 +32,35 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 // decodeJSON reads r's body into dst, which should be a narrow struct made
-// for the endpoint. It refuses a media type other than JSON, unknown fields,
-// and anything after the one JSON value, each as a classified error.
+// for the endpoint. It refuses a media type other than JSON, a body that
+// did not arrive whole (see readBody), a key that is not one of dst's
+// fields as spelled or that repeats another of its object in any letter
+// case (see strictjson.Check), and anything after the one JSON value, each
+// as a classified error.
 func decodeJSON(r *http.Request, dst any) error {
 	if err := checkJSONContentType(r); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	checked := strictjson.Check(body, dst, strictjson.RefuseUnknown)
+	var keyErr *strictjson.KeyError
+	if errors.As(checked, &keyErr) {
+		return errs.Invalidf(keyErr.Param(), "%s", keyErr.Error())
+	}
+	// Not JSON: encoding/json says where.
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
 		return errs.Invalidf("", "request body must hold exactly one JSON value")
+	}
+	if checked != nil { // the two readers disagree: refuse rather than guess
+		return errs.Invalidf("", "request body is not valid JSON")
 	}
 	return nil
 }
@@ -68,12 +82,9 @@ func jsonError(err error) error {
 	var (
 		syntax    *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
-		tooLarge  *http.MaxBytesError
 		fieldName string
 	)
 	switch {
-	case errors.As(err, &tooLarge):
-		return err
 	case errors.Is(err, io.EOF):
 		return errs.Invalidf("", "request body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):

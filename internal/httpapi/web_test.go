@@ -581,3 +581,49 @@ func TestWebSessionRedirectRefusalIsAuditedOnceAndMasked(t *testing.T) {
 	}
 	assert.Equal(t, 1, denied, "one refusal, one record")
 }
+
+// A host that ends in a number but is no valid IPv4 address (a lax parser
+// reads 425.510.425.510 as 169.254.169.254) is an invalid URL, 400, before
+// any DNS lookup: in a fetch, a session's opening, its links, form actions
+// and redirects, and the webhook_url setting.
+func TestHostsEndingInANumberAre400WithoutDNS(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>Start</title><main>
+<a href="http://425.510.425.510/latest/meta-data/">Metadata</a> <a href="/moved">Moved page</a>
+<form action="http://1.2.3.4.5/order" method="post" aria-label="Order"><label for="q">Quantity</label><input id="q" name="quantity" value="1"><button type="submit">Send</button></form></main>`)
+	})
+	mux.Handle("GET /moved", http.RedirectHandler("http://0x1g.1/", http.StatusFound))
+	site := httptest.NewServer(mux)
+	defer site.Close()
+	ts := newServer(t, bootstrap, map[string]string{"SVC_WEB_ALLOW_PRIVATE": strings.TrimPrefix(site.URL, "http://")})
+	for _, path := range []string{"/api/v1/web/fetch", "/api/v1/web/sessions"} {
+		res := ts.call(t, "POST", path, bootstrap, `{"url":"http://425.510.425.510/"}`)
+		assert.Equal(t, http.StatusBadRequest, res.status, "%s: %s", path, res.body)
+		assert.Equal(t, "invalid_url", res.errorCode(), path)
+	}
+
+	opened := ts.call(t, "POST", "/api/v1/web/sessions", bootstrap, `{"url":"`+site.URL+`/"}`)
+	require.Equal(t, http.StatusCreated, opened.status, opened.body)
+	sid, som := field(t, opened, "session", "id").(string), opened.json["som"]
+	for name, target := range map[string]string{
+		"a link":            elementID(t, som, "link", "Metadata"),
+		"a form action":     formID(t, som),
+		"a redirect's host": elementID(t, som, "link", "Moved"),
+	} {
+		action := "click"
+		if strings.HasPrefix(target, "r_form") {
+			action = "submit"
+		}
+		res := ts.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", bootstrap, fmt.Sprintf(`{"action":%q,"target":%q}`, action, target))
+		assert.Equal(t, http.StatusBadRequest, res.status, "%s: %s", name, res.body)
+		assert.Equal(t, "invalid_url", res.errorCode(), name)
+		assert.Contains(t, field(t, res, "error", "message"), "ends in a number", name)
+	}
+
+	res := ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"webhook_url","value":"http://425.510.425.510/hook"}`)
+	assert.Equal(t, http.StatusBadRequest, res.status, res.body)
+	assert.Contains(t, field(t, res, "error", "message"), "ends in a number")
+	assert.Empty(t, ts.webDNS.lookups(), "no name was sent to DNS")
+}

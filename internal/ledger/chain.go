@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // Hash is a SHA-256 link of a run's chain, shown as hex.
@@ -73,8 +75,15 @@ func writeField(w io.Writer, b []byte) {
 
 // Canonical returns payload in a canonical form — compact, object keys
 // sorted, numbers as written — so that the bytes hashed are the bytes a
-// verifier reads back. Payloads must be JSON objects.
+// verifier reads back. Payloads must be JSON objects, and no object in
+// them may repeat a key in any letter case: the canonical form would keep
+// one of the two, and the ledger would record something other than what
+// was sent (the error is then a *strictjson.KeyError).
 func Canonical(payload []byte) (json.RawMessage, error) {
+	var keyErr *strictjson.KeyError
+	if errors.As(strictjson.Check(payload, nil, strictjson.AllowUnknown), &keyErr) {
+		return nil, keyErr
+	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var v map[string]any

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,6 +11,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
 // Page sizes of a run listing.
@@ -215,7 +217,11 @@ func (s *Service) Trace(ctx context.Context, tenantID, runID, typ string, payloa
 		return Event{}, errs.Invalidf("type", "type must be printable text of 1 to %d bytes", maxEventType)
 	}
 	canonical, err := Canonical(payload)
-	if err != nil {
+	var keyErr *strictjson.KeyError
+	switch {
+	case errors.As(err, &keyErr):
+		return Event{}, errs.Invalidf("payload."+keyErr.Param(), "payload: %s", keyErr.Error())
+	case err != nil:
 		return Event{}, errs.Invalidf("payload", "payload must be a JSON object")
 	}
 	if _, err := s.run(ctx, tenantID, runID); err != nil {

@@ -23,8 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/net/idna"
 )
 
 // ErrInvalidURL is matched with errors.Is by CheckURL errors for a URL that is
@@ -70,10 +68,12 @@ type Guard struct {
 // CheckURL validates a URL a user gave us before it is stored or requested,
 // and returns it parsed. It refuses, with an error matching ErrInvalidURL, a
 // URL that does not parse, whose scheme is not http or https, that carries
-// userinfo, or whose host is empty, has an invalid port or is not a valid
-// host name. It refuses, with an error matching ErrBlocked, a host that is an
-// IP literal in any encoding ParseHostIP knows (after IDNA mapping, so that
-// "①②⑦.⓪.⓪.①" is 127.0.0.1) and is not public; a local or cloud metadata
+// userinfo, or whose host is empty, has an invalid port, is not a valid
+// host name, or ends in a number without being a valid IPv4 address (see
+// HostAddr; refused before any DNS lookup). It refuses, with an error
+// matching ErrBlocked, a host that is an IP literal in any encoding
+// ParseHostIP knows (after IDNA mapping, so that "①②⑦.⓪.⓪.①" is
+// 127.0.0.1) and is not public; a local or cloud metadata
 // name ("localhost", "*.localhost", "*.local", "*.internal", "*.home.arpa",
 // single-label names, "instance-data", "metadata"); and a name of which any
 // resolved address is not public. A name that fails to resolve or resolves to
@@ -119,21 +119,12 @@ func (g *Guard) CheckURL(ctx context.Context, rawURL string) (*url.URL, error) {
 }
 
 func (g *Guard) checkHost(ctx context.Context, host string, port uint16) error {
-	if ip, ok := ParseHostIP(host); ok {
+	ip, name, err := hostForm(host)
+	switch {
+	case err != nil:
+		return err
+	case ip.IsValid():
 		return g.checkAddr(host, ip, port)
-	}
-	name := strings.ToLower(host)
-	if !isASCII(name) {
-		// Map the way net/http does before dialing, so that full-width or
-		// enclosed characters cannot hide a numeric host or a local name.
-		mapped, err := idna.Lookup.ToASCII(host)
-		if err != nil {
-			return fmt.Errorf("%w: host %q is not a valid domain name", ErrInvalidURL, host)
-		}
-		if ip, ok := ParseHostIP(mapped); ok {
-			return g.checkAddr(host, ip, port)
-		}
-		name = mapped
 	}
 	name = strings.TrimSuffix(name, ".")
 	if !validName(name) {
@@ -386,6 +377,9 @@ func (a *Allowlist) add(entry string) error {
 		}
 		a.addrs = append(a.addrs, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
 		return nil
+	}
+	if endsInNumber(host) {
+		return fmt.Errorf("%q ends in a number but is not a valid IPv4 address", host)
 	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if !validName(name) {

@@ -1,9 +1,74 @@
 package netguard
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/net/idna"
 )
+
+// HostAddr applies the rules for a URL host that need no DNS. A host that
+// is an IP literal in any encoding ParseHostIP knows (after IDNA mapping,
+// for one that is not ASCII) gives its address and true; a name to resolve
+// gives false. A host that ends in a number but is not a valid IPv4
+// address ("425.510.425.510", "1.2.3.4.5", "0x1g.1") gives an error
+// matching ErrInvalidURL, as does one IDNA cannot map.
+//
+// The WHATWG URL standard makes a host whose last label (one trailing dot
+// dropped) is decimal digits or 0x-prefixed hex an IPv4 address or no host
+// at all, never a name: a browser refuses such a URL, and a lax parser may
+// wrap the parts that overflow (425 is 169 modulo 256, so 425.510.425.510
+// can become 169.254.169.254). Sent to DNS instead, its answer could be
+// anything. So it is refused before any lookup, wherever svc takes a URL.
+func HostAddr(host string) (netip.Addr, bool, error) {
+	ip, _, err := hostForm(host)
+	return ip, ip.IsValid(), err
+}
+
+// hostForm is HostAddr, also returning, for a name, its ASCII form in
+// lower case, as it is dialed.
+func hostForm(host string) (netip.Addr, string, error) {
+	if ip, ok := ParseHostIP(host); ok {
+		return ip, "", nil
+	}
+	name := strings.ToLower(host)
+	if !isASCII(name) {
+		// Map the way net/http does before dialing, so that full-width or
+		// enclosed characters cannot hide a numeric host or a local name.
+		mapped, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return netip.Addr{}, "", fmt.Errorf("%w: host %q is not a valid domain name", ErrInvalidURL, host)
+		}
+		if ip, ok := ParseHostIP(mapped); ok {
+			return ip, "", nil
+		}
+		name = mapped
+	}
+	if endsInNumber(name) {
+		return netip.Addr{}, "", fmt.Errorf("%w: host %q ends in a number but is not a valid IPv4 address", ErrInvalidURL, host)
+	}
+	return netip.Addr{}, name, nil
+}
+
+// endsInNumber is the WHATWG URL standard's "ends in a number checker":
+// whether the last label of host, after dropping one trailing dot, is
+// decimal digits, or "0x" or "0X" followed by hex digits (none at all
+// included).
+func endsInNumber(host string) bool {
+	s := strings.TrimSuffix(host, ".")
+	last := s[strings.LastIndexByte(s, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if hex, ok := strings.CutPrefix(last, "0x"); ok || strings.HasPrefix(last, "0X") {
+		if !ok {
+			hex = last[2:]
+		}
+		return strings.Trim(hex, "0123456789abcdefABCDEF") == ""
+	}
+	return strings.Trim(last, "0123456789") == ""
+}
 
 // ParseHostIP interprets a URL host as an IP address the way the most
 // permissive parser on the path to a socket would: glibc's inet_aton (used by
@@ -19,7 +84,7 @@ import (
 // zone (written "%25zone" or "%zone" inside brackets). ok is false when host
 // is not numeric. Forms whose parts overflow ("425.510.425.510",
 // "7147006462", "0x41414141A9FEA9FE") are not addresses to either parser and
-// also report false; they are left to name resolution.
+// also report false; HostAddr refuses them.
 func ParseHostIP(host string) (addr netip.Addr, ok bool) {
 	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
 		inner := strings.Replace(host[1:len(host)-1], "%25", "%", 1)

@@ -34,10 +34,13 @@ func (d *dialer) DialContext(ctx context.Context, network, address string) (net.
 		return nil, blockedError(&netguard.BlockedError{Host: address, Class: "invalid"}, host)
 	}
 	ips, err := d.lookup(ctx, host)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, netguard.ErrInvalidURL):
+		return nil, guardError(ctx, err, host)
+	default:
 		return nil, networkError(err, host)
 	}
 	control := d.guard.ControlFor(host)
@@ -89,10 +92,11 @@ func (d *dialer) dialOne(ctx context.Context, network, address string, control f
 // lookup returns the addresses to dial for host. A numeric host in any
 // encoding glibc or a browser accepts ("2130706433", "0x7f.1") is taken as
 // that address, exactly as the cgo resolver would, instead of being sent to
-// DNS where the answer could be anything.
+// DNS where the answer could be anything; one that ends in a number but is
+// no valid address ("425.510.425.510") is refused, not sent to DNS either.
 func (d *dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	if ip, ok := netguard.ParseHostIP(host); ok {
-		return []netip.Addr{ip}, nil
+	if ip, ok, err := netguard.HostAddr(host); ok || err != nil {
+		return []netip.Addr{ip}, err
 	}
 	var r netguard.Resolver = net.DefaultResolver
 	if d.resolver != nil {

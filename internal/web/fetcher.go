@@ -160,10 +160,11 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string, jar http.CookieJar) (*
 // is checked again at dial time. Errors are *errs.Error values: a refused
 // destination is Forbidden (code private_address, scheme_not_allowed,
 // credentials_not_allowed or too_many_redirects), a URL that does not parse
-// is Invalid, and everything the remote side or the network did wrong is
-// Upstream: unresolvable host, refused connection, timeout, 5xx answer, a
-// body over the size limit, or a page that is not HTML. A 4xx answer is a
-// page like any other and is returned.
+// or whose host ends in a number without being a valid IPv4 address (never
+// sent to DNS) is Invalid, and everything the remote side or the network
+// did wrong is Upstream: unresolvable host, refused connection, timeout,
+// 5xx answer, a body over the size limit, or a page that is not HTML. A 4xx
+// answer is a page like any other and is returned.
 func (f *Fetcher) Do(ctx context.Context, req *Request, jar http.CookieJar) (*Result, error) {
 	start := time.Now()
 	u, err := parseTarget(req.URL)

@@ -180,8 +180,9 @@ func (d *Deliverer) Deliver(ctx context.Context, j jobs.Job) error {
 	}
 }
 
-// checkURL repeats the URL rules that need no DNS on the stored webhook_url;
-// the address rules are applied when the client dials.
+// checkURL repeats the URL rules that need no DNS on the stored webhook_url
+// (one saved before a rule existed is held to it too); the address rules
+// are applied when the client dials.
 func checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	switch {
@@ -193,6 +194,9 @@ func checkURL(raw string) (*url.URL, error) {
 		return nil, errors.New("webhook_url must not carry credentials")
 	case u.Hostname() == "":
 		return nil, errors.New("webhook_url has no host")
+	}
+	if _, _, err := netguard.HostAddr(u.Hostname()); err != nil {
+		return nil, fmt.Errorf("webhook_url: %w", err) // no DNS for a host that ends in a number
 	}
 	return u, nil
 }

@@ -288,6 +288,20 @@ func TestPrivateAddressIsRefusedAtSendTime(t *testing.T) {
 	}
 }
 
+// A stored webhook_url whose host ends in a number but is no valid IPv4
+// address ("425.510.425.510", which a lax parser reads as 169.254.169.254)
+// is refused before the client would send the name to DNS.
+func TestHostsEndingInANumberAreRefusedAtSendTime(t *testing.T) {
+	e := newEnv(t, "")
+	require.NoError(t, e.store.PutTenantSetting(context.Background(), tenant.DefaultID, settings.WebhookURL, mustJSON(t, "http://425.510.425.510/hook"), time.Now()))
+	e.notifier.Notify(context.Background(), tenant.DefaultID, "policy.denied", map[string]any{"x": 1})
+	require.Equal(t, 1, e.runDue(t))
+	j := e.onlyJob(t)
+	assert.Equal(t, jobs.Failed, j.Status)
+	assert.Equal(t, 1, j.Attempts, "no retries")
+	assert.Contains(t, j.LastError, "ends in a number")
+}
+
 func mustJSON(t *testing.T, v any) json.RawMessage {
 	t.Helper()
 	raw, err := json.Marshal(v)
