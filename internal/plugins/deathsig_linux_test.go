@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/plugins"
@@ -26,6 +28,48 @@ import (
 func init() {
 	helperRoles["host"] = runHost
 	helperRoles["bare-plugin"] = serveBarePlugin
+	helperRoles["host-close"] = runClosingHost
+	helperRoles["slow-plugin"] = serveSlowPlugin
+}
+
+// cleanedMark names the file the slow plugin writes when its clean-up is
+// done.
+const cleanedMark = "PLUGINS_TEST_CLEANED"
+
+// TestKillLetsThePluginCleanUp closes a slot whose plugin takes a moment
+// to clean up after it was asked to stop: the end of the slot's launcher
+// thread, whose parent-death signal would kill the plugin, must wait for
+// it.
+func TestKillLetsThePluginCleanUp(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "cleaned")
+	host := exec.Command(os.Args[0])
+	host.Env = append(os.Environ(), helperRole+"=host-close", cleanedMark+"="+mark)
+	out, err := host.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.FileExists(t, mark, "the plugin was killed before its clean-up was done")
+}
+
+// runClosingHost starts the slow plugin in a slot and kills the slot.
+func runClosingHost() {
+	runtime.LockOSThread() // keeps the launcher off the main thread, which never ends
+	slot, err := plugins.NewSlot(pluginapi.ProviderName, os.Args[0],
+		[]string{helperRole + "=slow-plugin", cleanedMark + "=" + os.Getenv(cleanedMark)}, hclog.NewNullLogger())
+	if err == nil {
+		_, err = slot.Dispense(context.Background())
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	slot.Kill()
+}
+
+// serveSlowPlugin serves like the bare plugin, then cleans up for a
+// moment before it exits, as the page compiler closes its browser.
+func serveSlowPlugin() {
+	serveBarePlugin()
+	time.Sleep(300 * time.Millisecond)
+	_ = os.WriteFile(os.Getenv(cleanedMark), nil, 0o600)
 }
 
 // TestPluginEndsWhenItsHostIsKilled kills, with SIGKILL, a host that runs a

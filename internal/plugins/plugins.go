@@ -225,9 +225,7 @@ func (s *Slot) Pid() int {
 // started, and refuses later use.
 func (s *Slot) Kill() {
 	s.mu.Lock()
-	if s.launches != nil && !s.closed {
-		close(s.launches) // the launcher runs what is queued, then ends
-	}
+	wasClosed := s.closed
 	s.closed = true
 	running, starting := s.client, s.starting
 	s.client, s.impl = nil, nil
@@ -239,6 +237,15 @@ func (s *Slot) Kill() {
 	if starting != nil {
 		<-starting.done
 	}
+	// Only now may the launcher's thread end: its end kills, by the
+	// parent-death signal, whatever it started, and a plugin asked to stop
+	// must be let to finish on its own (a browser to close, files to
+	// remove). No start comes after closed was set.
+	s.mu.Lock()
+	if s.launches != nil && !wasClosed {
+		close(s.launches)
+	}
+	s.mu.Unlock()
 }
 
 // checkExecutable reports a missing or unusable plugin binary in words that
