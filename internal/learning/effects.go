@@ -34,7 +34,7 @@ func (s *Service) suppressEffects(ctx context.Context, tenantID string, evals []
 		if ev.Kind != EvalReplay && ev.Kind != EvalShadow {
 			continue
 		}
-		planned, err := s.plannedBy(ctx, tenantID, ev.RunID)
+		planned, err := s.plannedBy(ctx, tenantID, ev.RunID, ev.Kind == EvalShadow)
 		if err != nil {
 			s.o.Logger.Warn("the side effects an evaluation suppresses could not be read", "run", ev.RunID, "error", err)
 			continue
@@ -47,8 +47,10 @@ func (s *Service) suppressEffects(ctx context.Context, tenantID string, evals []
 }
 
 // plannedBy returns the side effects the run planned itself: its records
-// that no evaluation made, else the tool calls of its answer.
-func (s *Service) plannedBy(ctx context.Context, tenantID, runID string) ([]ledger.SideEffect, error) {
+// that no evaluation made, else, when readAnswer, the tool calls of its
+// answer. A replayed run's answer is text (a run whose answer called a
+// tool is no example), so only a shadow evaluation's run is read.
+func (s *Service) plannedBy(ctx context.Context, tenantID, runID string, readAnswer bool) ([]ledger.SideEffect, error) {
 	recorded, err := s.o.Effects.SideEffects(ctx, tenantID, runID)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func (s *Service) plannedBy(ctx context.Context, tenantID, runID string) ([]ledg
 			out = append(out, e)
 		}
 	}
-	if len(out) > 0 {
+	if len(out) > 0 || !readAnswer {
 		return out, nil
 	}
 	run, err := s.o.Runs.Run(ctx, tenantID, runID)

@@ -88,6 +88,10 @@ func TestSuppressEffects(t *testing.T) {
 	assert.Empty(t, evals[2].Suppressed, "a text answer plans nothing")
 	assert.Empty(t, evals[3].Suppressed, "live feedback re-enacts nothing")
 
+	replayed := []Evaluation{{ID: "ev_5", Kind: EvalReplay, RunID: "run_called", CreatedAt: at}}
+	s.suppressEffects(context.Background(), "t_1", replayed)
+	assert.Empty(t, replayed[0].Suppressed, "a replay reads no answer: only text answers are replayed")
+
 	s.suppressEffects(context.Background(), "t_1", evals)
 	assert.Len(t, evals[0].Suppressed, 1, "made anew, not added to, when a failed flush tries again")
 }
