@@ -186,6 +186,10 @@ func TestBrowserAcceptInviteAsANewUser(t *testing.T) {
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
 	b.WaitText("#whoami", "Signed in as Nora New ("+email+")")
 	b.WaitText("#org-list", "Default")
+	orgs := b.Fetch("GET", "/api/v1/orgs")
+	require.Equal(t, http.StatusOK, orgs.Status, orgs.Body)
+	created := orgs.Body["orgs"].([]any)[0].(map[string]any)["createdAt"].(string)
+	b.WaitText("#org-list time", "since "+created[:10])
 
 	me := b.Fetch("GET", "/api/v1/auth/me")
 	require.Equal(t, http.StatusOK, me.Status, me.Body)

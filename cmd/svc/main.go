@@ -214,7 +214,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	})
 	caches := cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: m.Store})
 	runs := ledger.NewService(m.Store, m.recorder, nil)
-	m.Learning = learning.New(learning.Options{Store: m.Store, Runs: runs, Syncer: m.recorder, Audit: auditLog,
+	m.Learning = learning.New(learning.Options{Store: m.Store, Runs: runs, Effects: m.Store, Syncer: m.recorder, Audit: auditLog,
 		Notifier: m.Webhooks, Negative: caches, AutoPromote: cfg.AutoPromote, Logger: m.Logger.Named("learning")})
 	if err := m.Learning.Load(ctx); err != nil {
 		return fmt.Errorf("loading the promoted artifacts: %w", err)

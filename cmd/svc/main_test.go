@@ -88,8 +88,8 @@ func startWithDB(t *testing.T, db string, env ...string) *proc {
 		close(exited)
 		p.done <- err
 	}()
-	// When the test ends, stop svc as an operator would: on SIGTERM it stops
-	// its plugins, which a SIGKILL would leave running without a parent.
+	// When the test ends, stop svc as an operator would: on SIGTERM it asks
+	// its plugins to stop, and they clean up after themselves.
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {

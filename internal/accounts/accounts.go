@@ -54,10 +54,11 @@ type User struct {
 
 // Org is one of a user's organizations.
 type Org struct {
-	TenantID string `json:"tenantId"`
-	Name     string `json:"name"`
-	Role     string `json:"role"`
-	Active   bool   `json:"active"`
+	TenantID  string    `json:"tenantId"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"createdAt"` // the organization's, not the membership's
 }
 
 // Member is a user of an organization.

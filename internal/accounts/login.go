@@ -150,8 +150,8 @@ func (s *Service) Signup(ctx context.Context, addr, name, password string) (User
 	if err != nil {
 		return User{}, Org{}, err
 	}
-	org := Org{TenantID: ids.New("t"), Name: OrgNameFor(e, n), Role: auth.RoleOwner, Active: true}
 	u := User{ID: ids.New("usr"), Email: e, Name: n, Role: PlatformMember, CreatedAt: s.now()}
+	org := Org{TenantID: ids.New("t"), Name: OrgNameFor(e, n), Role: auth.RoleOwner, Active: true, CreatedAt: stored(u.CreatedAt)}
 	err = s.Store.CreateUser(ctx, NewUser{User: u, PasswordHash: hash, TenantID: org.TenantID, OrgRole: auth.RoleOwner, OrgName: org.Name})
 	if err != nil {
 		return User{}, Org{}, err

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"time"
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -11,10 +12,11 @@ import (
 
 // ActiveOrg is the organization a request acts in, with its members.
 type ActiveOrg struct {
-	TenantID string   `json:"tenantId"`
-	Name     string   `json:"name"`
-	Role     string   `json:"role"`
-	Members  []Member `json:"members"`
+	TenantID  string    `json:"tenantId"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+	Members   []Member  `json:"members"`
 }
 
 // needSession returns the signed-in user of id, or errs.Unauthorized: the
@@ -75,7 +77,7 @@ func (s *Service) CreateOrg(ctx context.Context, id *auth.Identity, name string)
 	}
 	s.Sessions.Invalidate()
 	s.record(ctx, t.ID, id.Actor(), "org.created", "org:"+t.ID, map[string]any{"name": n})
-	return Org{TenantID: t.ID, Name: n, Role: auth.RoleOwner, Active: true}, nil
+	return Org{TenantID: t.ID, Name: n, Role: auth.RoleOwner, Active: true, CreatedAt: stored(t.CreatedAt)}, nil
 }
 
 // Active returns the signed-in user's organization, its members and their
@@ -92,7 +94,7 @@ func (s *Service) Active(ctx context.Context, id *auth.Identity) (ActiveOrg, err
 	if err != nil {
 		return ActiveOrg{}, err
 	}
-	return ActiveOrg{TenantID: t.ID, Name: t.Name, Role: roleOf(id), Members: members}, nil
+	return ActiveOrg{TenantID: t.ID, Name: t.Name, Role: roleOf(id), CreatedAt: t.CreatedAt, Members: members}, nil
 }
 
 // Rename renames the caller's organization; the caller must be its owner or
@@ -118,6 +120,10 @@ func (s *Service) Rename(ctx context.Context, id *auth.Identity, name string) (A
 	s.record(ctx, id.TenantID, id.Actor(), "org.renamed", "org:"+id.TenantID, map[string]any{"from": old.Name, "to": n})
 	return s.Active(ctx, id)
 }
+
+// stored is t as the store keeps it (milliseconds, UTC), so that the answer
+// that creates a record and every later read of it agree.
+func stored(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 func roleOf(id *auth.Identity) string {
 	switch {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -233,18 +234,34 @@ func TestOrganizations(t *testing.T) {
 
 	orgs := b.do(t, "GET", "/api/v1/orgs", "")
 	require.Equal(t, http.StatusOK, orgs.status)
-	assert.Equal(t, []any{map[string]any{"tenantId": "default", "name": "Default", "role": "owner", "active": true}}, orgs.json["orgs"])
+	require.Len(t, orgs.json["orgs"], 1)
+	def := orgs.json["orgs"].([]any)[0].(map[string]any)
+	defCreated, err := time.Parse(time.RFC3339, fmt.Sprint(def["createdAt"]))
+	require.NoError(t, err, "createdAt is an RFC 3339 time: %v", def["createdAt"])
+	assert.False(t, defCreated.IsZero())
+	delete(def, "createdAt")
+	assert.Equal(t, map[string]any{"tenantId": "default", "name": "Default", "role": "owner", "active": true}, def)
 
+	ts.now = ts.now.Add(90*time.Minute + 123*time.Millisecond)
+	acmeCreated := ts.now.UTC().Format(time.RFC3339Nano)
 	created := b.do(t, "POST", "/api/v1/orgs", `{"name":"Acme"}`)
 	require.Equal(t, http.StatusCreated, created.status, created.body)
 	acme := field(t, created, "org", "tenantId").(string)
 	assert.Equal(t, acme, created.json["activeTenantId"])
+	assert.Equal(t, acmeCreated, field(t, created, "org", "createdAt"))
 	assert.Equal(t, acme, field(t, b.do(t, "GET", "/api/v1/auth/me", ""), "activeTenantId"), "the new org is active")
 
+	ts.now = ts.now.Add(time.Hour) // when an org was made, not when it is read
 	active := b.do(t, "GET", "/api/v1/orgs/active", "")
 	require.Equal(t, http.StatusOK, active.status)
 	assert.Equal(t, "Acme", active.json["name"])
 	assert.Equal(t, "owner", active.json["role"])
+	assert.Equal(t, acmeCreated, active.json["createdAt"])
+	listed := b.do(t, "GET", "/api/v1/orgs", "").json["orgs"].([]any)
+	require.Len(t, listed, 2)
+	assert.Equal(t, def["tenantId"], listed[0].(map[string]any)["tenantId"])
+	assert.Equal(t, defCreated.UTC().Format(time.RFC3339Nano), listed[0].(map[string]any)["createdAt"])
+	assert.Equal(t, acmeCreated, listed[1].(map[string]any)["createdAt"])
 	members := active.json["members"].([]any)
 	require.Len(t, members, 1)
 	assert.Equal(t, adminEmail, members[0].(map[string]any)["email"])

@@ -215,7 +215,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	})
 	ts.webSessions = web.NewSessions(pages, governor, auditLog)
 	t.Cleanup(ts.webSessions.Close)
-	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Syncer: recorder, Audit: auditLog,
+	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Effects: s, Syncer: recorder, Audit: auditLog,
 		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})
 	require.NoError(t, ts.learning.Load(context.Background()))
 	ts.jobs.Register(learning.JobType, ts.learning.RunJob)

@@ -382,3 +382,89 @@ func TestPromoteWithConfirmation(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	assert.Equal(t, "promoted", res.json["artifact"].(map[string]any)["state"])
 }
+
+// A replay or shadow evaluation of a side-effect-bearing artifact acts its
+// run out again: what the run planned is recorded on it a second time, as
+// suppressed, naming the evaluation, and a new replay of the run replaces
+// its earlier records rather than piling them up.
+func TestEvaluationsSuppressTheSideEffectsOfTheirRuns(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	rng := rand.New(rand.NewPCG(15, 16))
+	id := ts.learnTriage(t, rng)
+	_, err := ts.store.DB().Exec(`UPDATE artifacts SET side_effects = 1 WHERE id = ?`, id)
+	require.NoError(t, err)
+	res := ts.call(t, "POST", "/api/v1/learning/tick", bootstrap, "") // the index learns that it bears side effects
+	require.Equal(t, http.StatusOK, res.status, res.body)
+
+	plan := func(runID string) {
+		t.Helper()
+		res := ts.call(t, "POST", "/api/v1/trace", bootstrap,
+			`{"runId":"`+runID+`","type":"side_effect.planned","payload":{"toolName":"send_reply","level":3,"payload":{"to":"customer"}}}`)
+		require.Equal(t, http.StatusCreated, res.status, res.body)
+		require.Equal(t, "planned", res.json["sideEffect"].(map[string]any)["state"])
+	}
+	effects := func(runID string) (planned, suppressed []map[string]any) {
+		t.Helper()
+		res := ts.call(t, "GET", "/api/v1/runs/"+runID, bootstrap, "")
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		for _, e := range res.json["sideEffects"].([]any) {
+			e := e.(map[string]any)
+			switch e["state"] {
+			case "planned":
+				planned = append(planned, e)
+			case "suppressed":
+				suppressed = append(suppressed, e)
+			}
+		}
+		return planned, suppressed
+	}
+
+	// Replay.
+	a := ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["artifact"].(map[string]any)
+	run := a["provenance"].(map[string]any)["holdoutRunIds"].([]any)[0].(string)
+	plan(run)
+	replay := func() string {
+		t.Helper()
+		res := ts.call(t, "POST", "/api/v1/artifacts/"+id+"/replay", bootstrap, `{"runIds":["`+run+`"]}`)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		evals := res.json["evaluations"].([]any)
+		require.Len(t, evals, 1)
+		return evals[0].(map[string]any)["id"].(string)
+	}
+	first := replay()
+	planned, suppressed := effects(run)
+	require.Len(t, planned, 1, "the run's own side effect stays as it was")
+	require.Len(t, suppressed, 1, "the replay's")
+	s := suppressed[0]
+	assert.Equal(t, first, s["evaluationId"])
+	assert.Equal(t, "send_reply", s["toolName"])
+	assert.InDelta(t, 3, s["level"], 0)
+	assert.Equal(t, map[string]any{"to": "customer"}, s["payload"])
+	assert.Contains(t, s["reason"], "replay")
+	assert.NotEqual(t, planned[0]["id"], s["id"])
+
+	second := replay()
+	_, suppressed = effects(run)
+	require.Len(t, suppressed, 1, "a new replay of the run replaces the earlier one, its records with it")
+	assert.Equal(t, second, suppressed[0]["evaluationId"])
+
+	// Shadow: a live call of the pattern, the artifact's answer beside it.
+	live := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triageBody(rng, 5000), "X-Svc-App", "support-triage")
+	require.Equal(t, http.StatusOK, live.status, live.body)
+	require.Equal(t, "live", live.header.Get("x-svc-route"))
+	liveRun := live.header.Get("x-svc-run-id")
+	plan(liveRun)
+	var shadowEval string
+	for _, e := range ts.call(t, "GET", "/api/v1/artifacts/"+id, bootstrap, "").json["evaluations"].([]any) {
+		if e := e.(map[string]any); e["runId"] == liveRun && e["kind"] == "shadow" {
+			shadowEval = e["id"].(string)
+		}
+	}
+	require.NotEmpty(t, shadowEval, "the shadow evaluation of the live call is stored")
+	planned, suppressed = effects(liveRun)
+	assert.Len(t, planned, 1)
+	require.Len(t, suppressed, 1)
+	assert.Equal(t, shadowEval, suppressed[0]["evaluationId"])
+	assert.Contains(t, suppressed[0]["reason"], "shadow")
+
+}

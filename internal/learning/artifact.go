@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/svc-gateway/svc/internal/ledger"
 )
 
 // The types of artifact. Each is data svc interprets; none is code.
@@ -147,6 +149,11 @@ type Evaluation struct {
 	Got        string    `json:"got"`
 	Reason     string    `json:"reason,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
+	// Suppressed are the side effects the evaluation would have caused
+	// again, stored with it on its run (a replay or shadow evaluation of a
+	// side-effect-bearing artifact; see suppressEffects). Read them in the
+	// run's detail.
+	Suppressed []ledger.SideEffect `json:"-"`
 }
 
 // Answerer is an artifact ready to answer: built once from its

@@ -54,6 +54,21 @@ func (ix *Index) Empty(tenantID string) bool {
 	return len(ix.m[tenantID]) == 0
 }
 
+// sideEffects reports whether the artifact, in the index, bears side
+// effects (its pattern offers tools).
+func (ix *Index) sideEffects(tenantID, artifactID string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for _, e := range ix.m[tenantID] {
+		for _, s := range []*Served{e.Promoted, e.Shadow} {
+			if s != nil && s.ArtifactID == artifactID {
+				return s.SideEffects
+			}
+		}
+	}
+	return false
+}
+
 // set replaces a tenant's entries by rows, compiling each artifact.
 func (ix *Index) set(tenantID string, rows []ServingRow, logger hclog.Logger) {
 	m := map[string]Entry{}

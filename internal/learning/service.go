@@ -143,6 +143,7 @@ const (
 type Options struct {
 	Store       Store
 	Runs        Runs
+	Effects     Effects // nil: evaluations record no suppressed side effects
 	Syncer      Syncer
 	Audit       *audit.Log
 	Notifier    Notifier // may be nil
@@ -450,6 +451,9 @@ func (s *Service) synthesize(ctx context.Context, p *Pattern, examples []Example
 		a.Count(evals[i].Kind, evals[i].Outcome)
 	}
 	a.Refresh()
+	if a.SideEffects {
+		s.suppressEffects(ctx, p.TenantID, evals)
+	}
 	if err := s.o.Store.InsertArtifact(ctx, a, evals); err != nil {
 		return nil, rep, err
 	}
@@ -627,6 +631,9 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 			res.Abstained++
 		}
 		res.Evaluations = append(res.Evaluations, ev)
+	}
+	if a.SideEffects {
+		s.suppressEffects(ctx, tenantID, res.Evaluations)
 	}
 	res.Artifact, err = s.o.Store.AddEvaluations(ctx, tenantID, a.ID, res.Evaluations, now)
 	if err != nil {

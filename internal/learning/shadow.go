@@ -119,6 +119,9 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 		var err error
 		evals := groups[k]
 		if len(evals) > 0 {
+			if s.index.sideEffects(k.tenant, k.artifact) {
+				s.suppressEffects(ctx, k.tenant, evals)
+			}
 			a, err = s.o.Store.AddEvaluations(ctx, k.tenant, k.artifact, evals, s.now())
 			err = wrapIf(err, "storing the shadow evaluations of artifact %s", k.artifact)
 		} else {

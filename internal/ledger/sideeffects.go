@@ -41,8 +41,11 @@ type SideEffect struct {
 	Reason     string          `json:"reason,omitempty"`
 	ApprovalID string          `json:"approvalId,omitempty"`
 	PlannedSeq int             `json:"plannedSeq"` // the trace event that planned it
-	CreatedAt  time.Time       `json:"createdAt"`
-	UpdatedAt  time.Time       `json:"updatedAt"`
+	// EvaluationID names the replay or shadow evaluation of the run that
+	// would have caused the side effect again: suppressed, never done.
+	EvaluationID string    `json:"evaluationId,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
 }
 
 // SideEffectStore persists side-effect records.
@@ -65,4 +68,15 @@ func NewSideEffect(tenantID, runID, mode string, e Event, toolName string, level
 		se.State, se.Reason = EffectSuppressed, "side effects of "+mode+" runs are suppressed"
 	}
 	return se
+}
+
+// NewSuppressed returns the record of a side effect that an evaluation of
+// mode (replay or shadow) of the run, evaluationID, would have caused
+// again had it acted the run out: recorded as suppressed, never done.
+// plannedSeq is the trace event that planned the original, or 0 for a tool
+// call of the run's answer.
+func NewSuppressed(tenantID, runID, evaluationID, mode, toolName string, level int, payload json.RawMessage, plannedSeq int, at time.Time) SideEffect {
+	return SideEffect{ID: ids.New("se"), TenantID: tenantID, RunID: runID, ToolName: toolName, Level: level, Payload: payload,
+		State: EffectSuppressed, Reason: "side effects of " + mode + " runs are suppressed", PlannedSeq: plannedSeq,
+		EvaluationID: evaluationID, CreatedAt: at, UpdatedAt: at}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -28,9 +29,10 @@ const BinaryPrefix = "svc-"
 const startTimeout = 10 * time.Second
 
 // Slot is one plugin kind with its running process. It starts the process
-// lazily, and again, as a new process, after it died. A start runs in its
-// own goroutine, outside the lock: callers wait for it no longer than their
-// context allows, and one start serves every caller waiting for it.
+// lazily, and again, as a new process, after it died. A start runs on the
+// slot's launcher goroutine, outside the lock: callers wait for it no
+// longer than their context allows, and one start serves every caller
+// waiting for it.
 type Slot struct {
 	kind   string // pluginapi name: provider, email, som
 	path   string
@@ -47,6 +49,9 @@ type Slot struct {
 	impl     any
 	starting *start // the start under way; nil when none is
 	closed   bool
+	// launches takes the slot's starts to its launcher; nil until the
+	// first start, closed by Kill.
+	launches chan func()
 }
 
 // start is one start of the slot's process, and what it gave: every
@@ -94,7 +99,7 @@ func (s *Slot) Dispense(ctx context.Context) (any, error) {
 		s.starting = st
 		dead := s.client
 		s.client, s.impl = nil, nil
-		go s.start(dead, st)
+		s.launch(func() { s.start(dead, st) })
 	}
 	s.mu.Unlock()
 	select {
@@ -102,6 +107,34 @@ func (s *Slot) Dispense(ctx context.Context) (any, error) {
 		return st.impl, st.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// launch runs start on the slot's launcher, starting the launcher on the
+// first start. Called with s.mu held and s.closed false. It never blocks:
+// a start is queued only when none is under way, and the one the launcher
+// may still be finishing has given up its place.
+func (s *Slot) launch(start func()) {
+	if s.launches == nil {
+		s.launches = make(chan func(), 1)
+		go launcher(s.launches)
+	}
+	s.launches <- start
+}
+
+// launcher runs every start of one slot on one goroutine locked to its OS
+// thread, for as long as the slot lives. On Linux a plugin is started with
+// a parent-death signal, which the kernel sends when the thread that
+// started the process ends, not the process (golang/go#27505), and Go ends
+// a thread when a goroutine locked to it returns. A plugin started from an
+// ordinary goroutine would die whenever some later goroutine, landing on
+// the same thread, locked it and returned; the launcher's thread is
+// nobody else's, and ends only once Kill has closed launches, after every
+// process of the slot was killed.
+func launcher(launches <-chan func()) {
+	runtime.LockOSThread() // never unlocked: the thread ends with the slot
+	for start := range launches {
+		start()
 	}
 }
 
@@ -116,6 +149,7 @@ func (s *Slot) start(dead *plugin.Client, st *start) {
 	// with a new command.
 	cmd := exec.CommandContext(s.shutdown, s.path)
 	cmd.Env = s.env
+	endWithParent(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		Plugins:          pluginapi.PluginMap(),
@@ -191,6 +225,7 @@ func (s *Slot) Pid() int {
 // started, and refuses later use.
 func (s *Slot) Kill() {
 	s.mu.Lock()
+	wasClosed := s.closed
 	s.closed = true
 	running, starting := s.client, s.starting
 	s.client, s.impl = nil, nil
@@ -202,6 +237,15 @@ func (s *Slot) Kill() {
 	if starting != nil {
 		<-starting.done
 	}
+	// Only now may the launcher's thread end: its end kills, by the
+	// parent-death signal, whatever it started, and a plugin asked to stop
+	// must be let to finish on its own (a browser to close, files to
+	// remove). No start comes after closed was set.
+	s.mu.Lock()
+	if s.launches != nil && !wasClosed {
+		close(s.launches)
+	}
+	s.mu.Unlock()
 }
 
 // checkExecutable reports a missing or unusable plugin binary in words that

@@ -27,7 +27,19 @@ import (
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+// helperRole names, in the environment, the part the test binary plays
+// when a test runs it as another process; helperRoles holds them.
+const helperRole = "PLUGINS_TEST_ROLE"
+
+var helperRoles = map[string]func(){}
+
+func TestMain(m *testing.M) {
+	if role, ok := helperRoles[os.Getenv(helperRole)]; ok {
+		role()
+		return
+	}
+	os.Exit(testbin.Main(m))
+}
 
 // syncBuffer collects the host's log output, written from go-plugin's
 // goroutines.

@@ -141,7 +141,7 @@ func (s *Store) SetEmailVerified(ctx context.Context, userID string, at time.Tim
 
 // UserOrgs lists the user's organizations, oldest membership first.
 func (s *Store) UserOrgs(ctx context.Context, userID string) ([]accounts.Org, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT t.id, t.name, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+	rows, err := s.read.QueryContext(ctx, `SELECT t.id, t.name, m.role, t.created_at FROM memberships m JOIN tenants t ON t.id = m.tenant_id
 		WHERE m.user_id = ? ORDER BY m.created_at, t.id`, userID)
 	if err != nil {
 		return nil, err
@@ -150,9 +150,11 @@ func (s *Store) UserOrgs(ctx context.Context, userID string) ([]accounts.Org, er
 	orgs := []accounts.Org{}
 	for rows.Next() {
 		var o accounts.Org
-		if err := rows.Scan(&o.TenantID, &o.Name, &o.Role); err != nil {
+		var created int64
+		if err := rows.Scan(&o.TenantID, &o.Name, &o.Role, &created); err != nil {
 			return nil, err
 		}
+		o.CreatedAt = msTime(created)
 		orgs = append(orgs, o)
 	}
 	return orgs, rows.Err()

@@ -272,6 +272,12 @@ func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals [
 			e.Reason, e.CreatedAt.UnixMilli()); err != nil {
 			return formatError(err)
 		}
+		for i := range e.Suppressed {
+			// A run gone meanwhile (retention) takes its records with it.
+			if err := insertSideEffect(ctx, tx, &e.Suppressed[i]); err != nil && !errs.Is(err, errs.NotFound) {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -324,21 +330,29 @@ func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string,
 				continue
 			}
 			rows, err := tx.QueryContext(ctx, `DELETE FROM artifact_evaluations
-				WHERE tenant_id = ? AND artifact_id = ? AND run_id = ? AND kind = ? RETURNING outcome`, tenantID, artifactID, e.RunID, e.Kind)
+				WHERE tenant_id = ? AND artifact_id = ? AND run_id = ? AND kind = ? RETURNING id, outcome`, tenantID, artifactID, e.RunID, e.Kind)
 			if err != nil {
 				return err
 			}
+			var replaced []string
 			for rows.Next() {
-				var outcome string
-				if err := rows.Scan(&outcome); err != nil {
+				var id, outcome string
+				if err := rows.Scan(&id, &outcome); err != nil {
 					rows.Close()
 					return err
 				}
 				old.Count(e.Kind, outcome)
+				replaced = append(replaced, id)
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
+			}
+			for _, id := range replaced { // and the side effects it suppressed
+				if _, err := tx.ExecContext(ctx, `DELETE FROM side_effects WHERE tenant_id = ? AND evaluation_id = ?`,
+					tenantID, id); err != nil {
+					return err
+				}
 			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE artifacts SET replay_pass = replay_pass + ?, replay_fail = replay_fail + ?,

@@ -36,6 +36,8 @@ func main() {
 		log.Error("SVC_WEB_ALLOW_PRIVATE", "error", err)
 		os.Exit(1)
 	}
+	// Profiles of a plugin killed with svc are left behind; they go now.
+	go sweepProfiles("")
 	guard := &netguard.Guard{Allow: allow}
 	proxy := &GuardProxy{Guard: guard, Log: log.Named("proxy")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -51,7 +50,7 @@ func (r *Renderer) start() (context.Context, error) {
 	if r.stop != nil {
 		r.stop()
 	}
-	profile, err := os.MkdirTemp("", "svc-som-external-")
+	profile, release, err := newProfile("")
 	if err != nil {
 		return nil, err
 	}
@@ -67,17 +66,21 @@ func (r *Renderer) start() (context.Context, error) {
 	if err := chromedp.Do(browser); err != nil {
 		cancelBrowser()
 		cancelAlloc()
-		_ = os.RemoveAll(profile)
+		release()
 		return nil, fmt.Errorf("start %s: %w", r.Browser, err)
 	}
 	r.browser, r.profile = browser, profile
 	r.stop = func() {
 		cancelBrowser()
 		cancelAlloc()
-		_ = os.RemoveAll(profile)
+		release()
 	}
 	return browser, nil
 }
+
+// profilePrefix starts the name of every browser profile folder the
+// plugin makes.
+const profilePrefix = "svc-som-external-"
 
 // maxRenderedBytes bounds the drawn document read back from the browser.
 const maxRenderedBytes = 10 << 20

@@ -62,6 +62,12 @@ async function loadOrgs() {
     const name = document.createElement('span');
     name.textContent = org.name;
     item.append(name, ' · ' + org.role);
+    if (org.createdAt) {
+      const since = document.createElement('time');
+      since.dateTime = org.createdAt;
+      since.textContent = 'since ' + org.createdAt.slice(0, 10); // the UTC day
+      item.append(' · ', since);
+    }
     if (org.active) {
       const active = document.createElement('strong');
       active.textContent = ' (active)';
