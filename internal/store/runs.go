@@ -33,8 +33,9 @@ type hotKey struct {
 const (
 	runColumns = `id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
 		provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
-		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd`
-	runParams   = 30
+		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd,
+		chain_version`
+	runParams   = 31
 	eventParams = 8
 	// Rows per statement, well under SQLite's limit of 32766 parameters.
 	maxRunRows   = 64
@@ -152,7 +153,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD)
+			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain)
 		for _, e := range rec.Events {
 			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
@@ -260,6 +261,13 @@ const runListColumns = `id, created_at, route, status, http_status, model, app, 
 	explanation, error, event_count, saved_usd, saved_ms, ghost_saved_usd`
 
 func scanRun(row scanner, extra ...any) (ledger.Run, error) {
+	r, _, err := scanRunExplained(row, extra...)
+	return r, err
+}
+
+// scanRunExplained is scanRun that also returns the route explanation's
+// JSON as stored, the bytes a run's digest covers.
+func scanRunExplained(row scanner, extra ...any) (ledger.Run, []byte, error) {
 	var (
 		r           ledger.Run
 		created     int64
@@ -271,31 +279,65 @@ func scanRun(row scanner, extra ...any) (ledger.Run, error) {
 		&r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return r, errs.NotFoundf("run not found")
+			return r, nil, errs.NotFoundf("run not found")
 		}
-		return r, err
+		return r, nil, err
 	}
 	r.CreatedAt = msTime(created)
 	if err := json.Unmarshal(explanation, &r.Explanation); err != nil {
-		return r, fmt.Errorf("decode explanation of %s: %w", r.ID, err)
+		return r, nil, fmt.Errorf("decode explanation of %s: %w", r.ID, err)
 	}
-	return r, nil
+	return r, explanation, nil
 }
 
 // Run returns the tenant's run with its request and response.
 func (s *Store) Run(ctx context.Context, tenantID, id string) (ledger.Run, error) {
-	var req, res []byte
-	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response FROM runs
-		WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res)
+	r, _, _, err := s.run(ctx, s.read, tenantID, id)
+	return r, err
+}
+
+// run reads the tenant's run with its request and response, the stored
+// explanation and its chain version.
+func (s *Store) run(ctx context.Context, q querier, tenantID, id string) (ledger.Run, []byte, int, error) {
+	var (
+		req, res []byte
+		chain    int
+	)
+	r, explanation, err := scanRunExplained(q.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response, chain_version
+		FROM runs WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res, &chain)
 	if err != nil {
-		return r, err
+		return r, nil, 0, err
 	}
 	r.TenantID = tenantID
 	r.Request = json.RawMessage(req)
 	if res != nil {
 		r.Response = json.RawMessage(res)
 	}
-	return r, nil
+	return r, explanation, chain, nil
+}
+
+// querier is what a read runs on: the read pool or one of its
+// transactions.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// RunChain returns the tenant's run as stored with its events and head,
+// from one read transaction, so that an event appended meanwhile is seen
+// whole or not at all.
+func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.StoredRun, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return ledger.StoredRun{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var c ledger.StoredRun
+	if c.Run, c.Explanation, c.Chain, err = s.run(ctx, tx, tenantID, id); err != nil {
+		return c, err
+	}
+	c.Events, c.Head, err = runEvents(ctx, tx, tenantID, id)
+	return c, err
 }
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
@@ -332,11 +374,21 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	return runs, total, rows.Err()
 }
 
-// RunEvents returns the run's events in order and the head its row records.
+// RunEvents returns the run's events in order and the head its row
+// records, from one read transaction.
 func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger.Event, ledger.Head, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, ledger.Head{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return runEvents(ctx, tx, tenantID, runID)
+}
+
+func runEvents(ctx context.Context, q querier, tenantID, runID string) ([]ledger.Event, ledger.Head, error) {
 	var head ledger.Head
 	var headHash []byte
-	err := s.read.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
+	err := q.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
 		tenantID, runID).Scan(&head.Count, &headHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, head, errs.NotFoundf("run not found")
@@ -345,7 +397,7 @@ func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger
 		return nil, head, err
 	}
 	copy(head.Hash[:], headHash)
-	rows, err := s.read.QueryContext(ctx, `SELECT seq, at, type, payload, prev_hash, hash FROM run_events
+	rows, err := q.QueryContext(ctx, `SELECT seq, at, type, payload, prev_hash, hash FROM run_events
 		WHERE tenant_id = ? AND run_id = ? ORDER BY seq`, tenantID, runID)
 	if err != nil {
 		return nil, head, err
