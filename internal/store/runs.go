@@ -37,6 +37,7 @@ const (
 		chain_version`
 	runParams   = 31
 	eventParams = 8
+	entryParams = 8
 	// Rows per statement, well under SQLite's limit of 32766 parameters.
 	maxRunRows   = 64
 	maxEventRows = 256
@@ -58,6 +59,9 @@ func (h *hotStatements) stmt(ctx context.Context, db *sql.DB, table string, rows
 	case "run_events":
 		q.WriteString("INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES ")
 		params = eventParams
+	case "ledger_entries":
+		q.WriteString("INSERT INTO ledger_entries (" + entryColumns + ") VALUES ")
+		params = entryParams
 	}
 	row := "(" + strings.Repeat("?, ", params-1) + "?)"
 	for i := range rows {
@@ -135,11 +139,13 @@ func (b *batchInsert) exec(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// InsertRuns stores runs with their events and counts their agents, in one
-// transaction.
+// InsertRuns stores runs with their events and their ledger entries, and
+// counts their agents, in one transaction.
 func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	runArgs := make([]any, 0, len(recs)*runParams)
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
+	entryArgs := make([]any, 0, len(recs)*entryParams)
+	now := s.nowMS()
 	for _, rec := range recs {
 		r := rec.Run
 		explanation, err := rec.ExplanationJSON()
@@ -157,6 +163,8 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		for _, e := range rec.Events {
 			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
+		entryArgs = append(entryArgs, r.TenantID, r.ID, ledger.EntryRun, rec.Head.Count, rec.Head.Hash[:], rec.Digest[:],
+			r.CreatedAt.UnixMilli(), now)
 	}
 	runs, err := s.prepareInsert(ctx, "runs", runParams, maxRunRows, runArgs)
 	if err != nil {
@@ -166,12 +174,15 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
+	entries, err := s.prepareInsert(ctx, "ledger_entries", entryParams, maxEventRows, entryArgs)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := runs.exec(ctx, tx); err != nil {
-			return err
-		}
-		if err := events.exec(ctx, tx); err != nil {
-			return err
+		for _, b := range []*batchInsert{runs, events, entries} {
+			if err := b.exec(ctx, tx); err != nil {
+				return err
+			}
 		}
 		for _, rec := range recs {
 			if rec.Run.Agent != "" {
@@ -424,15 +435,17 @@ func runEvents(ctx context.Context, q querier, tenantID, runID string) ([]ledger
 }
 
 // AppendEvent appends an event to the tenant's run, linking it to the head
-// recorded on the run row, inside the single writer's transaction so that
-// concurrent appends serialize.
+// recorded on the run row, with the ledger entry of the run's new head,
+// inside the single writer's transaction so that concurrent appends
+// serialize.
 func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (ledger.Event, error) {
 	var e ledger.Event
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var count int
+		var created int64
 		var headHash []byte
-		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
-			tenantID, runID).Scan(&count, &headHash)
+		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash, created_at FROM runs WHERE tenant_id = ? AND id = ?`,
+			tenantID, runID).Scan(&count, &headHash, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.NotFoundf("run not found")
 		}
@@ -447,9 +460,12 @@ func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at
 			e.PrevHash[:], e.Hash[:]); err != nil {
 			return formatError(err)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET event_count = ?, head_hash = ? WHERE tenant_id = ? AND id = ?`,
-			count+1, e.Hash[:], tenantID, runID)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE runs SET event_count = ?, head_hash = ? WHERE tenant_id = ? AND id = ?`,
+			count+1, e.Hash[:], tenantID, runID); err != nil {
+			return err
+		}
+		return s.addEntry(ctx, tx, ledger.Entry{TenantID: tenantID, RunID: runID, Kind: ledger.EntryEvent,
+			EventCount: count + 1, Head: e.Hash, RunAt: msTime(created)})
 	})
 	return e, err
 }
@@ -487,7 +503,9 @@ func (s *Store) ListAgents(ctx context.Context, tenantID string) ([]ledger.Agent
 
 // DeleteRunsBefore deletes the tenant's runs created before t, with their
 // events, feedback and side effects, a thousand at a time so that other
-// writers wait little. It returns how many runs went.
+// writers wait little. It returns how many runs went. The first batch that
+// deletes any writes a prune entry to the ledger, so that the runs the
+// sweep deletes are known as pruned, not lost.
 func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Time) (int, error) {
 	total := 0
 	for {
@@ -498,8 +516,10 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 			if err != nil {
 				return err
 			}
-			n, err = res.RowsAffected()
-			return err
+			if n, err = res.RowsAffected(); err != nil || n == 0 || total > 0 {
+				return err
+			}
+			return s.addEntry(ctx, tx, ledger.Entry{TenantID: tenantID, Kind: ledger.EntryPrune, RunAt: t})
 		})
 		total += int(n)
 		if err != nil {
