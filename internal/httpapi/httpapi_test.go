@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,8 @@ type testServer struct {
 	// webSessions keeps agents' browsing sessions.
 	webSessions *web.Sessions
 	learning    *learning.Service
+	// checkpoints signs the ledger's checkpoints when a test seals them.
+	checkpoints *ledger.Checkpointer
 	now         time.Time
 }
 
@@ -171,6 +174,10 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Notifier: ts.notified, Agents: s, Logger: logger})
 	runs := ledger.NewService(s, recorder, nil)
 	clock := func() time.Time { return ts.now }
+	ledgerKey, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	ts.checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: ledgerKey, Entries: 1000,
+		Interval: time.Hour, Notifier: ts.notified, Now: clock})
 	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
 	require.NoError(t, err)
 	ts.mail = &mailbox{}
@@ -211,6 +218,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 			Learner: ts.learning, Canary: settingsService,
 		}),
 		Runs:        runs,
+		Ledger:      ts.checkpoints,
 		Governor:    governor,
 		Tracer:      governance.NewTracer(runs, s, governor),
 		Approvals:   approvals,

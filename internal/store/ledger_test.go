@@ -44,7 +44,7 @@ func TestLedgerEntriesFollowEveryChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "a sweep that deletes nothing writes no entry")
 
-	entries, err := s.Entries(ctx, tenant.DefaultID, 0, math.MaxInt64)
+	entries, err := s.Entries(ctx, tenant.DefaultID, 0, math.MaxInt64, 100)
 	require.NoError(t, err)
 	type leaf struct {
 		kind, run string
@@ -71,12 +71,12 @@ func TestLedgerEntriesFollowEveryChange(t *testing.T) {
 		assert.Greater(t, entries[i].Seq, entries[i-1].Seq)
 	}
 
-	theirEntries, err := s.Entries(ctx, other.ID, 0, math.MaxInt64)
+	theirEntries, err := s.Entries(ctx, other.ID, 0, math.MaxInt64, 100)
 	require.NoError(t, err)
 	require.Len(t, theirEntries, 1, "the other tenant's ledger holds its run only")
 	assert.Equal(t, theirs.Run.ID, theirEntries[0].RunID)
 
-	window, err := s.Entries(ctx, tenant.DefaultID, entries[1].Seq, entries[3].Seq)
+	window, err := s.Entries(ctx, tenant.DefaultID, entries[1].Seq, entries[3].Seq, 100)
 	require.NoError(t, err)
 	assert.Equal(t, entries[2:4], window, "after < seq <= upTo")
 }
