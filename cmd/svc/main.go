@@ -52,6 +52,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "verify" {
+		os.Exit(verifyMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Usage = usage
 	flag.Parse()
@@ -95,7 +98,8 @@ wait:
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: svc [-version]\n\nsvc is configured through the environment:\n\n")
+	fmt.Fprintf(os.Stderr, "usage: svc [-version]\n       svc verify -db <file> -public-key <key> [-checkpoints <file>]   (see svc verify -h)\n\n"+
+		"svc is configured through the environment:\n\n")
 	for _, v := range config.Vars {
 		fmt.Fprintf(os.Stderr, "  %-24s %s (default: %s)\n", v.Name, v.Purpose, v.Default)
 	}
