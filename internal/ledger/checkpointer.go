@@ -14,9 +14,10 @@ import (
 
 // CheckpointStore keeps the ledger's entries and checkpoints.
 type CheckpointStore interface {
-	// PendingEntries counts every tenant's entries after seq, and returns
-	// the time of the oldest and the highest seq among them.
-	PendingEntries(ctx context.Context, after int64) (count int, oldest time.Time, last int64, err error)
+	// PendingEntries counts every tenant's entries after seq, up to
+	// limit, and returns the time of the first of them and the highest
+	// seq of all.
+	PendingEntries(ctx context.Context, after int64, limit int) (count int, oldest time.Time, last int64, err error)
 	// LedgerTenants returns the tenants with entries in after < seq <= upTo.
 	LedgerTenants(ctx context.Context, after, upTo int64) ([]string, error)
 	// Entries returns up to limit of the tenant's entries in after < seq
@@ -136,7 +137,7 @@ func (c *Checkpointer) Close() {
 func (c *Checkpointer) Tick(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	count, oldest, last, err := c.o.Store.PendingEntries(ctx, c.sealed)
+	count, oldest, last, err := c.o.Store.PendingEntries(ctx, c.sealed, c.o.Entries)
 	switch {
 	case err != nil:
 		return err
@@ -154,7 +155,7 @@ func (c *Checkpointer) Tick(ctx context.Context) error {
 func (c *Checkpointer) Seal(ctx context.Context) ([]Checkpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	count, _, last, err := c.o.Store.PendingEntries(ctx, c.sealed)
+	count, _, last, err := c.o.Store.PendingEntries(ctx, c.sealed, 1)
 	if err != nil || count == 0 {
 		return nil, err
 	}

@@ -51,23 +51,27 @@ func (s *Store) Entries(ctx context.Context, tenantID string, after, upTo int64,
 	return entries, rows.Err()
 }
 
-// PendingEntries counts every tenant's entries after seq, with the time of
-// the oldest and the highest seq: a range of the primary key.
-func (s *Store) PendingEntries(ctx context.Context, after int64) (int, time.Time, int64, error) {
+// PendingEntries counts every tenant's entries after seq, up to limit,
+// with the time of the first and the highest seq: reads of the primary
+// key that cost no more than limit rows however long the ledger is.
+func (s *Store) PendingEntries(ctx context.Context, after int64, limit int) (int, time.Time, int64, error) {
 	var (
 		count  int
 		oldest sql.NullInt64
 		last   sql.NullInt64
 	)
-	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at), MAX(seq) FROM ledger_entries WHERE seq > ?`,
-		after).Scan(&count, &oldest, &last)
+	err := s.read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM (SELECT 1 FROM ledger_entries WHERE seq > ?1 LIMIT ?2)),
+		(SELECT created_at FROM ledger_entries WHERE seq > ?1 ORDER BY seq LIMIT 1),
+		(SELECT MAX(seq) FROM ledger_entries)`, after, limit).Scan(&count, &oldest, &last)
 	return count, msTime(oldest.Int64), last.Int64, err
 }
 
-// LedgerTenants returns the tenants with entries in after < seq <= upTo.
+// LedgerTenants returns the tenants with entries in after < seq <= upTo:
+// a look into the entries' index per tenant.
 func (s *Store) LedgerTenants(ctx context.Context, after, upTo int64) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT tenant_id FROM ledger_entries WHERE seq > ? AND seq <= ?
-		ORDER BY tenant_id`, after, upTo)
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM tenants t WHERE EXISTS (SELECT 1 FROM ledger_entries e
+		WHERE e.tenant_id = t.id AND e.seq > ? AND e.seq <= ?) ORDER BY id`, after, upTo)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -91,4 +93,60 @@ func TestLedgerEntriesAreAppendOnly(t *testing.T) {
 		_, err := s.DB().Exec(q)
 		assert.ErrorContains(t, err, "append-only", q)
 	}
+}
+
+// v1 is rec chained as a build before run digests chained it (what a
+// journal it left holds when read back).
+func v1(rec *ledger.Record) *ledger.Record {
+	rec.Chain = ledger.ChainV1
+	prev := ledger.Seed(ledger.ChainV1, rec.Run.TenantID, rec.Run.ID, ledger.Hash{})
+	for i := range rec.Events {
+		e := &rec.Events[i]
+		e.PrevHash = prev
+		e.Hash = ledger.Link(prev, e)
+		prev = e.Hash
+	}
+	rec.Head.Hash = prev
+	return rec
+}
+
+// Runs chained before run digests (stored by an older build, or restored
+// from the journal it left) stay readable and verify: their chain by its
+// own seed, their fields by the ledger entry a restored one gets; one
+// stored before the ledger existed is counted apart, not as tampered.
+func TestChainV1RunsStayReadable(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	restored := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
+	older := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
+	require.NoError(t, s.RestoreRuns(ctx, []*ledger.Record{restored, older}))
+	// older was stored before migration 0013: no entry.
+	_, err := s.DB().Exec(`DROP TRIGGER ledger_entries_no_delete`)
+	require.NoError(t, err)
+	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE run_id = ?`, older.Run.ID)
+	require.NoError(t, err)
+
+	for _, rec := range []*ledger.Record{restored, older} {
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.ChainV1, c.Chain)
+		assert.True(t, c.Verify().OK)
+	}
+
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+	r, err := ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+	assert.Equal(t, 1, r.Legacy)
+
+	_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 9 WHERE id = ?`, restored.Run.ID)
+	require.NoError(t, err)
+	r, err = ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemRunMismatch, r.Problems[0].Reason, "the entry's digest binds a v1 run's fields too")
 }
