@@ -56,3 +56,17 @@ func BenchmarkNewRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDigest is the run's digest alone: what binding every field into
+// the chain adds to NewRecord.
+func BenchmarkDigest(b *testing.B) {
+	rec := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`))
+	explanation, err := rec.ExplanationJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Digest(rec.Run, explanation)
+	}
+}
