@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -178,6 +179,20 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	require.NoError(t, err)
 	ts.checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: ledgerKey, Entries: 1000,
 		Interval: time.Hour, Notifier: ts.notified, Now: clock})
+	// Whatever a test did through the API, every run it left matches the
+	// signed ledger: its fields were final when it was recorded, and every
+	// change to it went through the ledger.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if recorder.Sync(ctx) != nil || s.Ping(ctx) != nil {
+			return // the test closed the recorder or the database
+		}
+		_, err := ts.checkpoints.Seal(ctx)
+		require.NoError(t, err)
+		r, err := ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{ledgerKey.Public}, nil)
+		require.NoError(t, err)
+		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
+	})
 	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
 	require.NoError(t, err)
 	ts.mail = &mailbox{}
