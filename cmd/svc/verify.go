@@ -141,7 +141,7 @@ func readKept(path string, keys []ed25519.PublicKey) ([]ledger.Checkpoint, error
 
 func printReport(w io.Writer, db string, r *ledger.Report, kept int) {
 	fmt.Fprintf(w, "svc verify %s\n", db)
-	fmt.Fprintf(w, "checkpoints: %d, of %d tenants", r.Checkpoints, r.Tenants)
+	fmt.Fprintf(w, "tenants: %d, checkpoints: %d", r.Tenants, r.Checkpoints)
 	if kept > 0 {
 		fmt.Fprintf(w, " (%d kept elsewhere, checked against them)", kept)
 	}
