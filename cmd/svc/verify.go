@@ -79,7 +79,7 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ctx := context.Background()
-	s, err := store.OpenReadOnly(ctx, *db)
+	s, err := store.OpenLedgerSnapshot(ctx, *db)
 	if err != nil {
 		return usage("%s: %v", *db, err)
 	}

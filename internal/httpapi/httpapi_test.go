@@ -189,7 +189,10 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		}
 		_, err := ts.checkpoints.Seal(ctx)
 		require.NoError(t, err)
-		r, err := ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{ledgerKey.Public}, nil)
+		sn, err := s.LedgerSnapshot(ctx)
+		require.NoError(t, err)
+		defer sn.Close()
+		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{ledgerKey.Public}, nil)
 		require.NoError(t, err)
 		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
 	})

@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
-	"os"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -27,28 +24,7 @@ func (s *Store) addEntry(ctx context.Context, tx *sql.Tx, e ledger.Entry) error 
 // Entries returns up to limit of the tenant's ledger entries with after <
 // seq <= upTo, in order.
 func (s *Store) Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]ledger.Entry, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT seq, `+entryColumns+` FROM ledger_entries
-		WHERE tenant_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, tenantID, after, upTo, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	entries := []ledger.Entry{}
-	for rows.Next() {
-		var (
-			e                ledger.Entry
-			head, digest     []byte
-			runAt, createdAt int64
-		)
-		if err := rows.Scan(&e.Seq, &e.TenantID, &e.RunID, &e.Kind, &e.EventCount, &head, &digest, &runAt, &createdAt); err != nil {
-			return nil, err
-		}
-		copy(e.Head[:], head)
-		copy(e.Digest[:], digest)
-		e.RunAt, e.CreatedAt = msTime(runAt), msTime(createdAt)
-		entries = append(entries, e)
-	}
-	return entries, rows.Err()
+	return ledgerReader{s.read}.Entries(ctx, tenantID, after, upTo, limit)
 }
 
 // PendingEntries counts every tenant's entries after seq, up to limit,
@@ -150,95 +126,4 @@ func (s *Store) ListCheckpoints(ctx context.Context, tenantID string, limit, off
 		out = append(out, c)
 	}
 	return out, total, rows.Err()
-}
-
-// OpenReadOnly opens the database at path for reading only, as it is: no
-// migration, nothing written, so that a database under investigation is
-// left as it was found. Only reads work on the Store it returns.
-func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
-	r, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	s := &Store{write: r, read: r, Now: time.Now, path: path}
-	if err := s.Ping(ctx); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	return s, nil
-}
-
-// HasLedger reports whether the database has the ledger's tables: a
-// database of a build before them has none until svc starts on it.
-func (s *Store) HasLedger(ctx context.Context) (bool, error) {
-	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'
-		AND name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`).Scan(&n)
-	return n == 4, err
-}
-
-var _ ledger.LedgerSource = (*Store)(nil)
-
-// LedgerTenantIDs returns every tenant with runs, ledger entries or
-// checkpoints.
-func (s *Store) LedgerTenantIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT tenant_id FROM ledger_entries UNION SELECT tenant_id FROM ledger_checkpoints
-		UNION SELECT tenant_id FROM runs ORDER BY 1`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
-// Checkpoints returns every checkpoint of the tenant, oldest first.
-func (s *Store) Checkpoints(ctx context.Context, tenantID string) ([]ledger.Checkpoint, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints WHERE tenant_id = ?
-		ORDER BY number`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ledger.Checkpoint
-	for rows.Next() {
-		c, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// EachRun calls fn with the id and chain version of each of the tenant's
-// runs, oldest first.
-func (s *Store) EachRun(ctx context.Context, tenantID string, fn func(id string, chain int) error) error {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, chain_version FROM runs WHERE tenant_id = ? ORDER BY created_at, rowid`, tenantID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var chain int
-		if err := rows.Scan(&id, &chain); err != nil {
-			return err
-		}
-		if err := fn(id, chain); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -137,16 +138,60 @@ func TestChainV1RunsStayReadable(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
 	require.NoError(t, err)
-	r, err := ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{key.Public}, nil)
-	require.NoError(t, err)
+	verify := func() *ledger.Report {
+		sn, err := s.LedgerSnapshot(ctx)
+		require.NoError(t, err)
+		defer sn.Close()
+		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{key.Public}, nil)
+		require.NoError(t, err)
+		return r
+	}
+	r := verify()
 	assert.Empty(t, r.Problems)
 	assert.Equal(t, 1, r.Runs)
 	assert.Equal(t, 1, r.Legacy)
 
 	_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 9 WHERE id = ?`, restored.Run.ID)
 	require.NoError(t, err)
-	r, err = ledger.VerifyLedger(ctx, s, []ed25519.PublicKey{key.Public}, nil)
-	require.NoError(t, err)
+	r = verify()
 	require.NotEmpty(t, r.Problems)
 	assert.Equal(t, ledger.ProblemRunMismatch, r.Problems[0].Reason, "the entry's digest binds a v1 run's fields too")
+}
+
+// racingSource records a run just before the verifier lists the runs, as
+// a serving svc might.
+type racingSource struct {
+	*store.LedgerSnapshot
+	record func()
+}
+
+func (r racingSource) EachRun(ctx context.Context, tenantID string, fn func(string, int) error) error {
+	r.record()
+	return r.LedgerSnapshot.EachRun(ctx, tenantID, fn)
+}
+
+// svc verify reads a live database through one snapshot: a run recorded
+// while it reads is not mistaken for one inserted without its entry.
+func TestLedgerSnapshotIsOneMoment(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+
+	sn, err := s.LedgerSnapshot(ctx)
+	require.NoError(t, err)
+	defer sn.Close()
+	src := racingSource{sn, func() {
+		require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	}}
+	r, err := ledger.VerifyLedger(ctx, src, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total, "the run was recorded meanwhile")
 }

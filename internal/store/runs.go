@@ -303,13 +303,13 @@ func scanRunExplained(row scanner, extra ...any) (ledger.Run, []byte, error) {
 
 // Run returns the tenant's run with its request and response.
 func (s *Store) Run(ctx context.Context, tenantID, id string) (ledger.Run, error) {
-	r, _, _, err := s.run(ctx, s.read, tenantID, id)
+	r, _, _, err := readRun(ctx, s.read, tenantID, id)
 	return r, err
 }
 
-// run reads the tenant's run with its request and response, the stored
-// explanation and its chain version.
-func (s *Store) run(ctx context.Context, q querier, tenantID, id string) (ledger.Run, []byte, int, error) {
+// readRun reads the tenant's run with its request and response, the
+// stored explanation and its chain version.
+func readRun(ctx context.Context, q querier, tenantID, id string) (ledger.Run, []byte, int, error) {
 	var (
 		req, res []byte
 		chain    int
@@ -343,12 +343,7 @@ func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.Store
 		return ledger.StoredRun{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var c ledger.StoredRun
-	if c.Run, c.Explanation, c.Chain, err = s.run(ctx, tx, tenantID, id); err != nil {
-		return c, err
-	}
-	c.Events, c.Head, err = runEvents(ctx, tx, tenantID, id)
-	return c, err
+	return ledgerReader{tx}.RunChain(ctx, tenantID, id)
 }
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
