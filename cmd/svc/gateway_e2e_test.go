@@ -148,6 +148,15 @@ func TestAnsweredRunsSurviveKill9(t *testing.T) {
 		assert.Equal(t, true, integrity["ok"], id)
 		assert.InDelta(t, 3, integrity["events"], 0, id)
 	}
+
+	// The runs stored from the journal entered the signed ledger too.
+	status, key := p.call(t, "GET", "/api/v1/ledger/key", "", "")
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.waitExit(t))
+	code, report := verifyDB(t, "-db", db, "-public-key", key["publicKey"].(string))
+	assert.Equal(t, 0, code, report)
+	assert.Contains(t, report, fmt.Sprintf("runs: %d match the ledger", n))
 }
 
 // upstream is an OpenAI-compatible server written for the test: it records

@@ -52,6 +52,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "verify" {
+		os.Exit(verifyMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Usage = usage
 	flag.Parse()
@@ -95,7 +98,8 @@ wait:
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: svc [-version]\n\nsvc is configured through the environment:\n\n")
+	fmt.Fprintf(os.Stderr, "usage: svc [-version]\n       svc verify -db <file> -public-key <key> [-checkpoints <file>]   (see svc verify -h)\n\n"+
+		"svc is configured through the environment:\n\n")
 	for _, v := range config.Vars {
 		fmt.Fprintf(os.Stderr, "  %-24s %s (default: %s)\n", v.Name, v.Purpose, v.Default)
 	}
@@ -123,6 +127,7 @@ type Main struct {
 	webSessions *web.Sessions
 	devices     *auth.Devices
 	recorder    *ledger.Recorder
+	checkpoints *ledger.Checkpointer
 	server      *http.Server
 	listener    net.Listener
 	failed      chan error
@@ -155,6 +160,14 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	m.Store, err = store.Open(ctx, cfg.DBPath)
 	if err != nil {
 		return fmt.Errorf("database %s: %w", cfg.DBPath, err)
+	}
+	ledgerKey, created, err := ledger.LoadOrCreateKey(cfg.LedgerKeyFile)
+	if err != nil {
+		return fmt.Errorf("ledger key (SVC_LEDGER_KEY_FILE): %w", err)
+	}
+	if created {
+		m.Logger.Info("ledger signing key created: keep a copy of its public key (GET /api/v1/ledger/key) apart from svc",
+			"path", cfg.LedgerKeyFile, "keyId", ledgerKey.ID)
 	}
 
 	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate}
@@ -202,6 +215,13 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	// Signs checkpoints of the ledger's entries as runs are stored; its
+	// Close, after the recorder's, covers the last of them.
+	m.checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
+		Store: m.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
+		Notifier: m.Webhooks, Logger: m.Logger.Named("ledger"),
+	})
+	m.checkpoints.Start()
 	m.Policies, err = policy.NewEngine(cfg.PolicyDir)
 	if err != nil {
 		return fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
@@ -267,6 +287,7 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 		Audit:       auditLog,
 		Gateway:     gw,
 		Runs:        runs,
+		Ledger:      m.checkpoints,
 		Governor:    governor,
 		Tracer:      governance.NewTracer(runs, m.Store, governor),
 		Approvals:   approvals,
@@ -423,8 +444,8 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // Close stops in reverse order of start: the HTTP server lets in-flight
 // requests finish (up to SVC_SHUTDOWN_TIMEOUT), the job workers finish the
 // attempts they are running (queued jobs wait for the next start), the
-// recorder writes what is queued, the plugins are killed, then the database
-// closes.
+// recorder writes what is queued, a last ledger checkpoint covers it, the
+// plugins are killed, then the database closes.
 func (m *Main) Close() error {
 	var errList []error
 	if m.stopTimers != nil {
@@ -450,6 +471,9 @@ func (m *Main) Close() error {
 	}
 	if m.recorder != nil {
 		m.recorder.Close()
+	}
+	if m.checkpoints != nil {
+		m.checkpoints.Close() // seals the runs the recorder just stored
 	}
 	if m.Mailer != nil {
 		m.Mailer.Close()

@@ -50,6 +50,15 @@ type Config struct {
 	LogLevel hclog.Level // SVC_LOG_LEVEL
 	LogJSON  bool        // SVC_LOG_JSON
 
+	// LedgerKeyFile is the ledger's Ed25519 signing key (SVC_LEDGER_KEY_FILE),
+	// created at the first start; by default ledger.key beside the database.
+	LedgerKeyFile string
+	// LedgerCheckpointEntries and LedgerCheckpointInterval say when a
+	// ledger checkpoint is signed: once that many entries wait, or once the
+	// oldest has waited that long.
+	LedgerCheckpointEntries  int           // SVC_LEDGER_CHECKPOINT_RUNS
+	LedgerCheckpointInterval time.Duration // SVC_LEDGER_CHECKPOINT_INTERVAL
+
 	CacheTTL      time.Duration // SVC_CACHE_TTL
 	CacheMaxBytes int64         // SVC_CACHE_MAX_BYTES
 
@@ -125,6 +134,9 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_AUTO_PROMOTE", "false", "promote artifacts that pass the gates without an operator"},
 	{"SVC_LOG_LEVEL", "info", "trace, debug, info, warn or error"},
 	{"SVC_LOG_JSON", "false", "log as JSON lines"},
+	{"SVC_LEDGER_KEY_FILE", "ledger.key beside SVC_DB", "Ed25519 key that signs the run ledger's checkpoints, created (mode 0600) when missing; keep it off the database's disk and backups"},
+	{"SVC_LEDGER_CHECKPOINT_RUNS", "1000", "sign a ledger checkpoint once this many ledger entries (runs stored, traced events, retention sweeps) wait"},
+	{"SVC_LEDGER_CHECKPOINT_INTERVAL", "1m", "sign a ledger checkpoint once the oldest waiting entry is this old (Go duration)"},
 	{"SVC_CACHE_TTL", "1h", "lifetime of exact-cache entries (Go duration)"},
 	{"SVC_CACHE_MAX_BYTES", "4194304", "memory bound of the in-memory cache tiers (exact responses, tool results, SOM pages), in bytes"},
 	{"SVC_WEB_ALLOW_PRIVATE", "unset", "comma-separated host:port or CIDR exempt from the private-address guard"},
@@ -151,31 +163,34 @@ var Vars = []struct{ Name, Default, Purpose string }{
 func FromEnv(getenv func(string) string) (*Config, error) {
 	p := parser{getenv: getenv}
 	c := &Config{
-		Addr:             p.addr("SVC_ADDR", ":4100"),
-		DBPath:           p.str("SVC_DB", "./data/svc.db"),
-		APIKey:           p.apiKey("SVC_API_KEY"),
-		PluginDir:        p.str("SVC_PLUGIN_DIR", ""),
-		ProviderPlugin:   p.str("SVC_PROVIDER_PLUGIN", ""),
-		EmailPlugin:      p.str("SVC_EMAIL_PLUGIN", ""),
-		SOMPlugin:        p.str("SVC_SOM_PLUGIN", ""),
-		ProviderAPIKey:   p.str("PROVIDER_API_KEY", ""),
-		ProviderBaseURL:  p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
-		MockLatencyMS:    p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
-		PluginProcs:      p.intRange("SVC_PLUGIN_GOMAXPROCS", 0, 0, 4096),
-		PriceFile:        p.str("SVC_PRICE_FILE", ""),
-		PprofAddr:        p.str("SVC_PPROF_ADDR", ""),
-		TrustedProxies:   p.prefixes("SVC_TRUSTED_PROXIES"),
-		PolicyDir:        p.str("SVC_POLICY_DIR", ""),
-		LearningInterval: p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
-		AutoPromote:      p.boolean("SVC_AUTO_PROMOTE"),
-		LogLevel:         p.logLevel("SVC_LOG_LEVEL"),
-		LogJSON:          p.boolean("SVC_LOG_JSON"),
-		CacheTTL:         p.duration("SVC_CACHE_TTL", time.Hour),
-		CacheMaxBytes:    int64(p.intRange("SVC_CACHE_MAX_BYTES", 4<<20, 0, 1<<40)),
-		WebAllowPrivate:  p.allowlist("SVC_WEB_ALLOW_PRIVATE"),
-		RateLimit:        p.intRange("SVC_RATE_LIMIT", 1200, 0, 1_000_000_000),
-		MaxBodyBytes:     int64(p.intRange("SVC_MAX_BODY_BYTES", 8<<20, 1024, 1<<30)),
-		ShutdownTimeout:  p.duration("SVC_SHUTDOWN_TIMEOUT", 30*time.Second),
+		Addr:                     p.addr("SVC_ADDR", ":4100"),
+		DBPath:                   p.str("SVC_DB", "./data/svc.db"),
+		APIKey:                   p.apiKey("SVC_API_KEY"),
+		PluginDir:                p.str("SVC_PLUGIN_DIR", ""),
+		ProviderPlugin:           p.str("SVC_PROVIDER_PLUGIN", ""),
+		EmailPlugin:              p.str("SVC_EMAIL_PLUGIN", ""),
+		SOMPlugin:                p.str("SVC_SOM_PLUGIN", ""),
+		ProviderAPIKey:           p.str("PROVIDER_API_KEY", ""),
+		ProviderBaseURL:          p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
+		MockLatencyMS:            p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
+		PluginProcs:              p.intRange("SVC_PLUGIN_GOMAXPROCS", 0, 0, 4096),
+		PriceFile:                p.str("SVC_PRICE_FILE", ""),
+		PprofAddr:                p.str("SVC_PPROF_ADDR", ""),
+		TrustedProxies:           p.prefixes("SVC_TRUSTED_PROXIES"),
+		PolicyDir:                p.str("SVC_POLICY_DIR", ""),
+		LearningInterval:         p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
+		AutoPromote:              p.boolean("SVC_AUTO_PROMOTE"),
+		LogLevel:                 p.logLevel("SVC_LOG_LEVEL"),
+		LogJSON:                  p.boolean("SVC_LOG_JSON"),
+		LedgerKeyFile:            p.str("SVC_LEDGER_KEY_FILE", ""),
+		LedgerCheckpointEntries:  p.intRange("SVC_LEDGER_CHECKPOINT_RUNS", 1000, 1, 10_000_000),
+		LedgerCheckpointInterval: p.duration("SVC_LEDGER_CHECKPOINT_INTERVAL", time.Minute),
+		CacheTTL:                 p.duration("SVC_CACHE_TTL", time.Hour),
+		CacheMaxBytes:            int64(p.intRange("SVC_CACHE_MAX_BYTES", 4<<20, 0, 1<<40)),
+		WebAllowPrivate:          p.allowlist("SVC_WEB_ALLOW_PRIVATE"),
+		RateLimit:                p.intRange("SVC_RATE_LIMIT", 1200, 0, 1_000_000_000),
+		MaxBodyBytes:             int64(p.intRange("SVC_MAX_BODY_BYTES", 8<<20, 1024, 1<<30)),
+		ShutdownTimeout:          p.duration("SVC_SHUTDOWN_TIMEOUT", 30*time.Second),
 
 		AdminEmail:        p.str("SVC_ADMIN_EMAIL", ""),
 		AdminPassword:     p.str("SVC_ADMIN_PASSWORD", ""),
@@ -196,6 +211,12 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	}
 	if c.LearningInterval < 0 {
 		p.fail("SVC_LEARNING_INTERVAL", "must not be negative")
+	}
+	if c.LedgerCheckpointInterval <= 0 {
+		p.fail("SVC_LEDGER_CHECKPOINT_INTERVAL", "must be positive")
+	}
+	if c.LedgerKeyFile == "" {
+		c.LedgerKeyFile = filepath.Join(filepath.Dir(c.DBPath), "ledger.key")
 	}
 	if c.CacheTTL <= 0 {
 		p.fail("SVC_CACHE_TTL", "must be positive")

@@ -33,6 +33,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "starttls", c.SMTPTLS)
 	assert.NotEmpty(t, c.PluginDir, "defaults to plugins/ beside the binary")
 	assert.Equal(t, max(1, runtime.NumCPU()/4), c.PluginGOMAXPROCS())
+	assert.Equal(t, "data/ledger.key", c.LedgerKeyFile, "beside the database")
+	assert.Equal(t, 1000, c.LedgerCheckpointEntries)
+	assert.Equal(t, time.Minute, c.LedgerCheckpointInterval)
 }
 
 func TestValues(t *testing.T) {
@@ -41,7 +44,8 @@ func TestValues(t *testing.T) {
 		"PROVIDER_API_KEY": "sk-1", "SVC_LEARNING_INTERVAL": "0", "SVC_LOG_LEVEL": "debug", "SVC_LOG_JSON": "1",
 		"SVC_AUTO_PROMOTE": "true", "SVC_WEB_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1:8080",
 		"SVC_APP_BASE_URL": "https://svc.example.com/", "SVC_PLUGIN_DIR": "/opt/svc/plugins", "SMTP_TLS": "TLS",
-		"SVC_PLUGIN_GOMAXPROCS": "3",
+		"SVC_PLUGIN_GOMAXPROCS": "3", "SVC_LEDGER_KEY_FILE": "/etc/svc/ledger.key", "SVC_LEDGER_CHECKPOINT_RUNS": "50",
+		"SVC_LEDGER_CHECKPOINT_INTERVAL": "15s",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:0", c.Addr)
@@ -55,25 +59,34 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, "/opt/svc/plugins", c.PluginDir)
 	assert.Equal(t, "tls", c.SMTPTLS)
 	assert.Equal(t, 3, c.PluginGOMAXPROCS())
+	assert.Equal(t, "/etc/svc/ledger.key", c.LedgerKeyFile)
+	assert.Equal(t, 50, c.LedgerCheckpointEntries)
+	assert.Equal(t, 15*time.Second, c.LedgerCheckpointInterval)
+
+	c, err = config.FromEnv(env(map[string]string{"SVC_DB": "/var/lib/svc/svc.db"}))
+	require.NoError(t, err)
+	assert.Equal(t, "/var/lib/svc/ledger.key", c.LedgerKeyFile)
 }
 
 func TestBadValuesNameTheVariable(t *testing.T) {
 	for name, value := range map[string]string{
-		"SVC_ADDR":                "4100",
-		"SVC_API_KEY":             "short",
-		"SVC_CACHE_TTL":           "forever",
-		"SVC_PLUGIN_GOMAXPROCS":   "-1",
-		"SVC_LEARNING_INTERVAL":   "-5m",
-		"SVC_LOG_LEVEL":           "loud",
-		"SVC_LOG_JSON":            "maybe",
-		"SVC_RATE_LIMIT":          "-1",
-		"SVC_MAX_BODY_BYTES":      "1k",
-		"SVC_APP_BASE_URL":        "ftp://x",
-		"PROVIDER_BASE_URL":       "not a url",
-		"SVC_WEB_ALLOW_PRIVATE":   "10.0.0.0/99",
-		"SMTP_PORT":               "70000",
-		"SMTP_TLS":                "ssl",
-		"SVC_ALLOW_PUBLIC_SIGNUP": "2",
+		"SVC_ADDR":                       "4100",
+		"SVC_API_KEY":                    "short",
+		"SVC_CACHE_TTL":                  "forever",
+		"SVC_PLUGIN_GOMAXPROCS":          "-1",
+		"SVC_LEARNING_INTERVAL":          "-5m",
+		"SVC_LOG_LEVEL":                  "loud",
+		"SVC_LOG_JSON":                   "maybe",
+		"SVC_RATE_LIMIT":                 "-1",
+		"SVC_MAX_BODY_BYTES":             "1k",
+		"SVC_APP_BASE_URL":               "ftp://x",
+		"PROVIDER_BASE_URL":              "not a url",
+		"SVC_WEB_ALLOW_PRIVATE":          "10.0.0.0/99",
+		"SMTP_PORT":                      "70000",
+		"SMTP_TLS":                       "ssl",
+		"SVC_ALLOW_PUBLIC_SIGNUP":        "2",
+		"SVC_LEDGER_CHECKPOINT_RUNS":     "0",
+		"SVC_LEDGER_CHECKPOINT_INTERVAL": "0",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := config.FromEnv(env(map[string]string{name: value}))

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -72,7 +74,9 @@ type testServer struct {
 	// webDNS is the page fetchers' DNS: it records each name and resolves
 	// none, so no test sends a query.
 	webDNS *recordingDNS
-	now    time.Time
+	// checkpoints signs the ledger's checkpoints when a test seals them.
+	checkpoints *ledger.Checkpointer
+	now         time.Time
 }
 
 // recordingDNS records the names looked up and answers each with "no such
@@ -195,6 +199,27 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Notifier: ts.notified, Agents: s, Logger: logger})
 	runs := ledger.NewService(s, recorder, nil)
 	clock := func() time.Time { return ts.now }
+	ledgerKey, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	ts.checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: ledgerKey, Entries: 1000,
+		Interval: time.Hour, Notifier: ts.notified, Now: clock})
+	// Whatever a test did through the API, every run it left matches the
+	// signed ledger: its fields were final when it was recorded, and every
+	// change to it went through the ledger.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if recorder.Sync(ctx) != nil || s.Ping(ctx) != nil {
+			return // the test closed the recorder or the database
+		}
+		_, err := ts.checkpoints.Seal(ctx)
+		require.NoError(t, err)
+		sn, err := s.LedgerSnapshot(ctx)
+		require.NoError(t, err)
+		defer sn.Close()
+		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{ledgerKey.Public}, nil)
+		require.NoError(t, err)
+		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
+	})
 	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
 	require.NoError(t, err)
 	ts.mail = &mailbox{}
@@ -236,6 +261,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 			Learner: ts.learning, Canary: settingsService,
 		}),
 		Runs:        runs,
+		Ledger:      ts.checkpoints,
 		Governor:    governor,
 		Tracer:      governance.NewTracer(runs, s, governor),
 		Approvals:   approvals,

@@ -46,6 +46,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/runs/{id}/feedback", s.api(s.runFeedback))
 	s.mux.Handle("POST /api/v1/trace", s.api(s.trace))
 	s.mux.Handle("GET /api/v1/agents", s.api(s.listAgents))
+	s.mux.Handle("GET /api/v1/ledger/checkpoints", s.api(s.listCheckpoints))
+	s.mux.Handle("GET /api/v1/ledger/key", s.api(s.ledgerKey))
 
 	s.mux.Handle("GET /api/v1/savings", s.api(s.savings))
 	s.mux.Handle("GET /api/v1/cache/stats", s.api(s.cacheStats))

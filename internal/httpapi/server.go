@@ -53,6 +53,8 @@ type Deps struct {
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
 	Runs     *ledger.Service
+	// Ledger lists the signed checkpoints of the run ledger and its key.
+	Ledger *ledger.Checkpointer
 	// Governor applies policies; Tracer appends traced events through it.
 	Governor  *governance.Governor
 	Tracer    *governance.Tracer

@@ -37,13 +37,32 @@ func (h *Hash) UnmarshalJSON(b []byte) error {
 // String returns the hash as hex.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
+// The versions of a run's chain: what its seed binds.
+const (
+	// ChainV1 seeds bind the tenant and the run id only: runs recorded
+	// before the run's fields were bound into its chain.
+	ChainV1 = 1
+	// ChainV2 seeds also bind the run's Digest, so that a run whose stored
+	// fields were changed no longer starts its own chain.
+	ChainV2 = 2
+)
+
 // Seed is the hash before a run's first event. It binds the chain to its
-// tenant and run, so an event copied from another run never verifies.
-func Seed(tenantID, runID string) Hash {
+// tenant and run, so an event copied from another run never verifies, and
+// from ChainV2 on to the run's digest, so that an edited field of the run
+// breaks its chain at the first event.
+func Seed(version int, tenantID, runID string, digest Hash) Hash {
 	h := sha256.New()
-	h.Write([]byte("svc-ledger/v1"))
+	if version == ChainV1 {
+		h.Write([]byte("svc-ledger/v1"))
+	} else {
+		h.Write([]byte("svc-ledger/v2"))
+	}
 	writeField(h, []byte(tenantID))
 	writeField(h, []byte(runID))
+	if version != ChainV1 {
+		h.Write(digest[:])
+	}
 	var out Hash
 	h.Sum(out[:0])
 	return out
@@ -137,19 +156,30 @@ const (
 	ReasonSequenceGap   = "sequence_gap"       // an event is missing or out of order
 	ReasonCountMismatch = "count_mismatch"     // events were removed from or added to the end
 	ReasonHeadMismatch  = "head_mismatch"      // the last hash is not the one the run recorded
+	ReasonNoEvents      = "no_events"          // the run has no events: every recorded run has some
+	// ReasonRunMismatch: the first event is whole but was not chained from
+	// this run as stored: a field of the run was changed, or the events
+	// belong to another run.
+	ReasonRunMismatch = "run_mismatch"
 )
 
 // Verify recomputes a run's chain from its seed and reports the first
-// event that does not verify.
-func Verify(tenantID, runID string, events []Event, head Head) Integrity {
+// event that does not verify. A run without events never verifies: every
+// run is recorded with some, so none left means they were deleted.
+func Verify(seed Hash, events []Event, head Head) Integrity {
 	broken := func(i int, reason string) Integrity {
 		return Integrity{Events: len(events), BrokenAt: &i, Reason: reason}
 	}
-	prev := Seed(tenantID, runID)
+	if len(events) == 0 {
+		return broken(0, ReasonNoEvents)
+	}
+	prev := seed
 	for i, e := range events {
 		switch {
 		case e.Seq != i:
 			return broken(i, ReasonSequenceGap)
+		case e.PrevHash != prev && i == 0 && Link(e.PrevHash, &e) == e.Hash:
+			return broken(0, ReasonRunMismatch)
 		case e.PrevHash != prev:
 			return broken(i, ReasonPrevMismatch)
 		case Link(prev, &e) != e.Hash:
@@ -160,7 +190,7 @@ func Verify(tenantID, runID string, events []Event, head Head) Integrity {
 	if len(events) != head.Count {
 		return broken(min(len(events), head.Count), ReasonCountMismatch)
 	}
-	if prev != head.Hash && len(events) > 0 {
+	if prev != head.Hash {
 		return broken(len(events)-1, ReasonHeadMismatch)
 	}
 	return Integrity{OK: true, Events: len(events)}

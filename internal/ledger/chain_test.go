@@ -21,12 +21,18 @@ func chainOf(n int, tenantID, runID string) ([]ledger.Event, ledger.Head) {
 	return rec.Events, rec.Head
 }
 
+// verify verifies events as the chain of the run chainOf made.
+func verify(tenantID, runID string, events []ledger.Event, head ledger.Head) ledger.Integrity {
+	rec := ledger.NewRecord(&ledger.Run{ID: runID, TenantID: tenantID}, nil, time.Time{})
+	return ledger.Verify(ledger.Seed(rec.Chain, tenantID, runID, rec.Digest), events, head)
+}
+
 func clone(events []ledger.Event) []ledger.Event { return append([]ledger.Event(nil), events...) }
 
 func TestVerifyWholeChains(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 10, 100} {
+	for _, n := range []int{1, 2, 3, 10, 100} {
 		events, head := chainOf(n, "t1", "run_a")
-		res := ledger.Verify("t1", "run_a", events, head)
+		res := verify("t1", "run_a", events, head)
 		assert.True(t, res.OK, "n=%d", n)
 		assert.Equal(t, n, res.Events)
 		assert.Nil(t, res.BrokenAt)
@@ -49,7 +55,7 @@ func TestVerifyDetectsEveryMutation(t *testing.T) {
 			for name, mutate := range mutations {
 				bad := clone(events)
 				mutate(&bad[i])
-				res := ledger.Verify("t1", "run_a", bad, head)
+				res := verify("t1", "run_a", bad, head)
 				require.False(t, res.OK, "n=%d i=%d %s", n, i, name)
 				require.NotNil(t, res.BrokenAt)
 				assert.Equal(t, i, *res.BrokenAt, "n=%d i=%d %s: %s", n, i, name, res.Reason)
@@ -62,7 +68,7 @@ func TestVerifyDetectsStructuralTampering(t *testing.T) {
 	events, head := chainOf(10, "t1", "run_a")
 	check := func(name string, bad []ledger.Event, h ledger.Head, at int, reason string) {
 		t.Helper()
-		res := ledger.Verify("t1", "run_a", bad, h)
+		res := verify("t1", "run_a", bad, h)
 		require.False(t, res.OK, name)
 		assert.Equal(t, at, *res.BrokenAt, name)
 		assert.Equal(t, reason, res.Reason, name)
@@ -84,9 +90,13 @@ func TestVerifyDetectsStructuralTampering(t *testing.T) {
 
 	// Events of another run (or tenant) never verify here, even whole.
 	other, otherHead := chainOf(10, "t1", "run_b")
-	check("spliced from another run", other, otherHead, 0, ledger.ReasonPrevMismatch)
+	check("spliced from another run", other, otherHead, 0, ledger.ReasonRunMismatch)
 	foreign, foreignHead := chainOf(10, "t2", "run_a")
-	check("spliced from another tenant", foreign, foreignHead, 0, ledger.ReasonPrevMismatch)
+	check("spliced from another tenant", foreign, foreignHead, 0, ledger.ReasonRunMismatch)
+
+	// A run whose events were all deleted, its head set to match.
+	check("no events", nil, ledger.Head{}, 0, ledger.ReasonNoEvents)
+	check("no events, head kept", nil, head, 0, ledger.ReasonNoEvents)
 }
 
 func TestCanonical(t *testing.T) {
@@ -125,7 +135,7 @@ func FuzzVerify(f *testing.F) {
 		p := append([]byte(nil), events[i].Payload...)
 		p[int(pos)%len(p)] += delta
 		events[i].Payload = p
-		res := ledger.Verify("t", "run_f", events, head)
+		res := verify("t", "run_f", events, head)
 		if res.OK || *res.BrokenAt != i {
 			t.Fatalf("mutation at event %d not detected there: %+v", i, res)
 		}

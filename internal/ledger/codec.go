@@ -12,9 +12,10 @@ import (
 // run, its head and its events in a fixed order, strings and bytes
 // length-prefixed. It is private to the journal (a process writes it and
 // the next start of the same build reads it back), so it favours speed over
-// self-description. Version 1, still read, is a journal left by a build
-// before standings counted their decisions.
-const codecVersion = 2
+// self-description. Versions 1 and 2, still read, are journals left by
+// builds before standings counted their decisions (1) and before a run's
+// digest entered its chain (1 and 2: their runs are ChainV1).
+const codecVersion = 3
 
 var errCorrupt = errors.New("ledger: corrupt journal record")
 
@@ -41,6 +42,8 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 	dst = appendBytes(dst, r.Request)
 	dst = appendNullable(dst, r.Response)
 	dst = append(dst, rec.Head.Hash[:]...)
+	dst = append(dst, byte(rec.Chain))
+	dst = append(dst, rec.Digest[:]...)
 	dst = binary.AppendUvarint(dst, uint64(len(rec.Events)))
 	for i := range rec.Events {
 		e := &rec.Events[i]
@@ -89,7 +92,7 @@ func appendNullable(dst, b []byte) []byte {
 func decodeRecord(b []byte) (*Record, error) {
 	d := decoder{b: b}
 	version := d.byte()
-	if version != codecVersion && version != 1 {
+	if version < 1 || version > codecVersion {
 		return nil, errCorrupt
 	}
 	r := &Run{}
@@ -114,6 +117,14 @@ func decodeRecord(b []byte) (*Record, error) {
 	}
 	rec := &Record{Run: r, Head: Head{Count: int(headCount)}, explanation: explanation}
 	copy(rec.Head.Hash[:], d.fixed(len(rec.Head.Hash)))
+	rec.Chain = ChainV1
+	if version >= 3 {
+		rec.Chain = int(d.byte())
+		copy(rec.Digest[:], d.fixed(len(rec.Digest)))
+		if rec.Chain != ChainV1 && rec.Chain != ChainV2 {
+			return nil, errCorrupt
+		}
+	}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // each event takes more than a byte
 		return nil, errCorrupt
@@ -144,6 +155,9 @@ func decodeRecord(b []byte) (*Record, error) {
 	}
 	if err := json.Unmarshal(explanation, &r.Explanation); err != nil {
 		return nil, errCorrupt
+	}
+	if version < 3 {
+		rec.Digest = Digest(r, explanation) // for its ledger entry; its chain does not bind it
 	}
 	return rec, nil
 }

@@ -46,10 +46,29 @@ func TestCodecRoundTrip(t *testing.T) {
 			assert.Equal(t, rec.Run, got.Run)
 			assert.Equal(t, rec.Events, got.Events)
 			assert.Equal(t, rec.Head, got.Head)
+			assert.Equal(t, ChainV2, got.Chain)
+			assert.Equal(t, rec.Digest, got.Digest)
 			assert.Equal(t, rec.Standing, got.Standing)
 			assert.Equal(t, rec.explanation, got.explanation)
 		})
 	}
+}
+
+// legacyFrame turns a record's encoding into that of an older build's
+// journal: no chain version or digest after the head (versions 1 and 2),
+// and no count of the standing's decisions (version 1).
+func legacyFrame(t *testing.T, b []byte, rec *Record, version byte) []byte {
+	t.Helper()
+	at := bytes.Index(b, rec.Head.Hash[:]) + len(rec.Head.Hash)
+	require.Positive(t, at)
+	out := append([]byte{version}, b[1:at]...)
+	out = append(out, b[at+1+len(rec.Digest):]...)
+	if version == 1 {
+		decisions := binary.AppendVarint(nil, rec.Standing.Decisions)
+		require.True(t, bytes.HasSuffix(out, decisions), "the standing's count ends the record")
+		out = out[:len(out)-len(decisions)]
+	}
+	return out
 }
 
 // A journal written before standings counted their decisions (version 1)
@@ -59,14 +78,26 @@ func TestCodecReadsVersion1(t *testing.T) {
 	b, err := appendRecord(nil, rec)
 	require.NoError(t, err)
 	st := rec.Standing
-	decisions := binary.AppendVarint(nil, st.Decisions)
-	require.True(t, bytes.HasSuffix(b, decisions), "the standing's count ends the record")
-	v1 := append([]byte{1}, b[1:len(b)-len(decisions)]...)
 
-	got, err := decodeRecord(v1)
+	got, err := decodeRecord(legacyFrame(t, b, rec, 1))
 	require.NoError(t, err)
 	assert.Equal(t, rec.Run, got.Run)
 	assert.Equal(t, &Standing{Trust: st.Trust, AllowStreak: st.AllowStreak, Denies: st.Denies}, got.Standing)
+}
+
+// A journal written before a run's digest entered its chain (versions 1
+// and 2) reads back as ChainV1 runs, their digest computed for their
+// ledger entries.
+func TestCodecReadsChainV1Journals(t *testing.T) {
+	for _, version := range []byte{1, 2} {
+		rec := sampleRecord("run_1", json.RawMessage(`{}`))
+		b, err := appendRecord(nil, rec)
+		require.NoError(t, err)
+		got, err := decodeRecord(legacyFrame(t, b, rec, version))
+		require.NoError(t, err, "version %d", version)
+		assert.Equal(t, ChainV1, got.Chain, "version %d", version)
+		assert.Equal(t, rec.Digest, got.Digest, "version %d", version)
+	}
 }
 
 func TestCodecRefusesEveryTruncation(t *testing.T) {

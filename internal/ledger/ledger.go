@@ -154,6 +154,9 @@ type Store interface {
 	// RunEvents returns a run's events in order, and the head the run row
 	// records (event count and last hash).
 	RunEvents(ctx context.Context, tenantID, runID string) ([]Event, Head, error)
+	// RunChain returns one run as stored, with its events and head, for
+	// verifying it.
+	RunChain(ctx context.Context, tenantID, id string) (StoredRun, error)
 	// AppendEvent appends an event to a run's chain, serialized with every
 	// other append. Returns errs.NotFound for an unknown or foreign run.
 	AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (Event, error)

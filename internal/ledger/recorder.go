@@ -16,11 +16,16 @@ import (
 )
 
 // Record is a run with its events, ready to store: events numbered and
-// chained, Head their last link.
+// chained from the run's seed, Head their last link.
 type Record struct {
 	Run    *Run
 	Events []Event
 	Head   Head
+	// Digest is the run's Digest, taken when the record was made; Chain
+	// is the chain version its events were chained with (ChainV2, or
+	// ChainV1 for a run a journal of an older build held).
+	Digest Hash
+	Chain  int
 	// Standing is the run's agent's standing after the run's verdicts;
 	// nil leaves it as it was.
 	Standing *Standing
@@ -42,12 +47,19 @@ func (r *Record) ExplanationJSON() ([]byte, error) {
 	return r.explanation, nil
 }
 
-// NewRecord chains events onto a new run. Event payloads must already be
+// NewRecord chains events onto a new run, from a seed that binds the run's
+// digest: the run's fields must be final. Event payloads must already be
 // canonical (see Canonical); events without a time get at.
 func NewRecord(run *Run, events []Event, at time.Time) *Record {
-	head := chain(Seed(run.TenantID, run.ID), 0, events, at)
+	rec := &Record{Run: run, Events: events, Chain: ChainV2}
+	// An explanation that does not encode digests as empty here, and
+	// fails the record at Record, which encodes it again.
+	explanation, _ := rec.ExplanationJSON()
+	rec.Digest = Digest(run, explanation)
+	head := chain(Seed(ChainV2, run.TenantID, run.ID, rec.Digest), 0, events, at)
 	run.EventCount = len(events)
-	return &Record{Run: run, Events: events, Head: Head{Count: len(events), Hash: head}}
+	rec.Head = Head{Count: len(events), Hash: head}
+	return rec
 }
 
 // Recorder records runs. Record appends the run to the journal and returns:

@@ -121,16 +121,26 @@ func (s *Service) Get(ctx context.Context, tenantID, id string) (Detail, error) 
 	return Detail{Run: run, Events: events, SideEffects: effects}, nil
 }
 
-// Integrity recomputes a run's chain.
+// Integrity recomputes a run's chain from the run as stored: an edited
+// field, event or head, or deleted events, are reported. A chain rewritten
+// whole to fit an edit is found only against the signed checkpoints (svc
+// verify).
 func (s *Service) Integrity(ctx context.Context, tenantID, id string) (Integrity, error) {
-	if _, err := s.run(ctx, tenantID, id); err != nil {
-		return Integrity{}, err
-	}
-	events, head, err := s.store.RunEvents(ctx, tenantID, id)
+	c, err := s.chain(ctx, tenantID, id)
 	if err != nil {
 		return Integrity{}, err
 	}
-	return Verify(tenantID, id, events, head), nil
+	return c.Verify(), nil
+}
+
+func (s *Service) chain(ctx context.Context, tenantID, id string) (StoredRun, error) {
+	if !ids.Valid("run", id) {
+		return StoredRun{}, errs.NotFoundf("run not found")
+	}
+	if err := s.sync(ctx); err != nil {
+		return StoredRun{}, err
+	}
+	return s.store.RunChain(ctx, tenantID, id)
 }
 
 // Bundle is everything needed to replay a run elsewhere.
@@ -149,24 +159,20 @@ type Bundle struct {
 
 // ReplayBundle exports a run for replay.
 func (s *Service) ReplayBundle(ctx context.Context, tenantID, id string) (Bundle, error) {
-	d, err := s.Get(ctx, tenantID, id)
+	c, err := s.chain(ctx, tenantID, id)
 	if err != nil {
 		return Bundle{}, err
 	}
-	_, head, err := s.store.RunEvents(ctx, tenantID, id)
-	if err != nil {
-		return Bundle{}, err
-	}
-	req, res := d.Run.Request, d.Run.Response
-	run := d.Run
+	req, res := c.Run.Request, c.Run.Response
+	run := c.Run
 	run.Request, run.Response = nil, nil
 	if res == nil {
 		res = json.RawMessage("null")
 	}
 	return Bundle{
 		Version: 1, ExportedAt: s.now().UTC(), Run: run, Provider: run.Provider, Model: run.Model,
-		Request: req, Response: res, Verdict: run.Explanation.Policy, Events: d.Events,
-		Integrity: Verify(tenantID, id, d.Events, head),
+		Request: req, Response: res, Verdict: run.Explanation.Policy, Events: c.Events,
+		Integrity: c.Verify(),
 	}, nil
 }
 

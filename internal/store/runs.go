@@ -33,9 +33,11 @@ type hotKey struct {
 const (
 	runColumns = `id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
 		provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
-		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd`
-	runParams   = 30
+		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd,
+		chain_version`
+	runParams   = 31
 	eventParams = 8
+	entryParams = 8
 	// Rows per statement, well under SQLite's limit of 32766 parameters.
 	maxRunRows   = 64
 	maxEventRows = 256
@@ -57,6 +59,9 @@ func (h *hotStatements) stmt(ctx context.Context, db *sql.DB, table string, rows
 	case "run_events":
 		q.WriteString("INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES ")
 		params = eventParams
+	case "ledger_entries":
+		q.WriteString("INSERT INTO ledger_entries (" + entryColumns + ") VALUES ")
+		params = entryParams
 	}
 	row := "(" + strings.Repeat("?, ", params-1) + "?)"
 	for i := range rows {
@@ -134,11 +139,13 @@ func (b *batchInsert) exec(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// InsertRuns stores runs with their events and counts their agents, in one
-// transaction.
+// InsertRuns stores runs with their events and their ledger entries, and
+// counts their agents, in one transaction.
 func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	runArgs := make([]any, 0, len(recs)*runParams)
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
+	entryArgs := make([]any, 0, len(recs)*entryParams)
+	now := s.nowMS()
 	for _, rec := range recs {
 		r := rec.Run
 		explanation, err := rec.ExplanationJSON()
@@ -152,10 +159,12 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD)
+			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain)
 		for _, e := range rec.Events {
 			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
+		entryArgs = append(entryArgs, r.TenantID, r.ID, ledger.EntryRun, rec.Head.Count, rec.Head.Hash[:], rec.Digest[:],
+			r.CreatedAt.UnixMilli(), now)
 	}
 	runs, err := s.prepareInsert(ctx, "runs", runParams, maxRunRows, runArgs)
 	if err != nil {
@@ -165,12 +174,15 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
+	entries, err := s.prepareInsert(ctx, "ledger_entries", entryParams, maxEventRows, entryArgs)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := runs.exec(ctx, tx); err != nil {
-			return err
-		}
-		if err := events.exec(ctx, tx); err != nil {
-			return err
+		for _, b := range []*batchInsert{runs, events, entries} {
+			if err := b.exec(ctx, tx); err != nil {
+				return err
+			}
 		}
 		for _, rec := range recs {
 			if rec.Run.Agent != "" {
@@ -260,6 +272,13 @@ const runListColumns = `id, created_at, route, status, http_status, model, app, 
 	explanation, error, event_count, saved_usd, saved_ms, ghost_saved_usd`
 
 func scanRun(row scanner, extra ...any) (ledger.Run, error) {
+	r, _, err := scanRunExplained(row, extra...)
+	return r, err
+}
+
+// scanRunExplained is scanRun that also returns the route explanation's
+// JSON as stored, the bytes a run's digest covers.
+func scanRunExplained(row scanner, extra ...any) (ledger.Run, []byte, error) {
 	var (
 		r           ledger.Run
 		created     int64
@@ -271,31 +290,60 @@ func scanRun(row scanner, extra ...any) (ledger.Run, error) {
 		&r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return r, errs.NotFoundf("run not found")
+			return r, nil, errs.NotFoundf("run not found")
 		}
-		return r, err
+		return r, nil, err
 	}
 	r.CreatedAt = msTime(created)
 	if err := json.Unmarshal(explanation, &r.Explanation); err != nil {
-		return r, fmt.Errorf("decode explanation of %s: %w", r.ID, err)
+		return r, nil, fmt.Errorf("decode explanation of %s: %w", r.ID, err)
 	}
-	return r, nil
+	return r, explanation, nil
 }
 
 // Run returns the tenant's run with its request and response.
 func (s *Store) Run(ctx context.Context, tenantID, id string) (ledger.Run, error) {
-	var req, res []byte
-	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response FROM runs
-		WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res)
+	r, _, _, err := readRun(ctx, s.read, tenantID, id)
+	return r, err
+}
+
+// readRun reads the tenant's run with its request and response, the
+// stored explanation and its chain version.
+func readRun(ctx context.Context, q querier, tenantID, id string) (ledger.Run, []byte, int, error) {
+	var (
+		req, res []byte
+		chain    int
+	)
+	r, explanation, err := scanRunExplained(q.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response, chain_version
+		FROM runs WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res, &chain)
 	if err != nil {
-		return r, err
+		return r, nil, 0, err
 	}
 	r.TenantID = tenantID
 	r.Request = json.RawMessage(req)
 	if res != nil {
 		r.Response = json.RawMessage(res)
 	}
-	return r, nil
+	return r, explanation, chain, nil
+}
+
+// querier is what a read runs on: the read pool or one of its
+// transactions.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// RunChain returns the tenant's run as stored with its events and head,
+// from one read transaction, so that an event appended meanwhile is seen
+// whole or not at all.
+func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.StoredRun, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return ledger.StoredRun{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return ledgerReader{tx}.RunChain(ctx, tenantID, id)
 }
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
@@ -332,11 +380,21 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	return runs, total, rows.Err()
 }
 
-// RunEvents returns the run's events in order and the head its row records.
+// RunEvents returns the run's events in order and the head its row
+// records, from one read transaction.
 func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger.Event, ledger.Head, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, ledger.Head{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return runEvents(ctx, tx, tenantID, runID)
+}
+
+func runEvents(ctx context.Context, q querier, tenantID, runID string) ([]ledger.Event, ledger.Head, error) {
 	var head ledger.Head
 	var headHash []byte
-	err := s.read.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
+	err := q.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
 		tenantID, runID).Scan(&head.Count, &headHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, head, errs.NotFoundf("run not found")
@@ -345,7 +403,7 @@ func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger
 		return nil, head, err
 	}
 	copy(head.Hash[:], headHash)
-	rows, err := s.read.QueryContext(ctx, `SELECT seq, at, type, payload, prev_hash, hash FROM run_events
+	rows, err := q.QueryContext(ctx, `SELECT seq, at, type, payload, prev_hash, hash FROM run_events
 		WHERE tenant_id = ? AND run_id = ? ORDER BY seq`, tenantID, runID)
 	if err != nil {
 		return nil, head, err
@@ -372,15 +430,17 @@ func (s *Store) RunEvents(ctx context.Context, tenantID, runID string) ([]ledger
 }
 
 // AppendEvent appends an event to the tenant's run, linking it to the head
-// recorded on the run row, inside the single writer's transaction so that
-// concurrent appends serialize.
+// recorded on the run row, with the ledger entry of the run's new head,
+// inside the single writer's transaction so that concurrent appends
+// serialize.
 func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (ledger.Event, error) {
 	var e ledger.Event
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var count int
+		var created int64
 		var headHash []byte
-		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash FROM runs WHERE tenant_id = ? AND id = ?`,
-			tenantID, runID).Scan(&count, &headHash)
+		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash, created_at FROM runs WHERE tenant_id = ? AND id = ?`,
+			tenantID, runID).Scan(&count, &headHash, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.NotFoundf("run not found")
 		}
@@ -395,9 +455,12 @@ func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at
 			e.PrevHash[:], e.Hash[:]); err != nil {
 			return formatError(err)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET event_count = ?, head_hash = ? WHERE tenant_id = ? AND id = ?`,
-			count+1, e.Hash[:], tenantID, runID)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE runs SET event_count = ?, head_hash = ? WHERE tenant_id = ? AND id = ?`,
+			count+1, e.Hash[:], tenantID, runID); err != nil {
+			return err
+		}
+		return s.addEntry(ctx, tx, ledger.Entry{TenantID: tenantID, RunID: runID, Kind: ledger.EntryEvent,
+			EventCount: count + 1, Head: e.Hash, RunAt: msTime(created)})
 	})
 	return e, err
 }
@@ -435,7 +498,9 @@ func (s *Store) ListAgents(ctx context.Context, tenantID string) ([]ledger.Agent
 
 // DeleteRunsBefore deletes the tenant's runs created before t, with their
 // events, feedback and side effects, a thousand at a time so that other
-// writers wait little. It returns how many runs went.
+// writers wait little. It returns how many runs went. The first batch that
+// deletes any writes a prune entry to the ledger, so that the runs the
+// sweep deletes are known as pruned, not lost.
 func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Time) (int, error) {
 	total := 0
 	for {
@@ -446,8 +511,10 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 			if err != nil {
 				return err
 			}
-			n, err = res.RowsAffected()
-			return err
+			if n, err = res.RowsAffected(); err != nil || n == 0 || total > 0 {
+				return err
+			}
+			return s.addEntry(ctx, tx, ledger.Entry{TenantID: tenantID, Kind: ledger.EntryPrune, RunAt: t})
 		})
 		total += int(n)
 		if err != nil {

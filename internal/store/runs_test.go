@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -46,19 +47,87 @@ func TestRunsRoundTripAndIntegrity(t *testing.T) {
 	want := *rec.Run
 	assert.Equal(t, want, got)
 
-	events, head, err := s.RunEvents(ctx, tenant.DefaultID, rec.Run.ID)
+	c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
 	require.NoError(t, err)
-	assert.Equal(t, rec.Events, events)
-	assert.True(t, ledger.Verify(tenant.DefaultID, rec.Run.ID, events, head).OK)
+	assert.Equal(t, want, c.Run)
+	assert.Equal(t, rec.Events, c.Events)
+	assert.Equal(t, ledger.ChainV2, c.Chain)
+	assert.True(t, c.Verify().OK)
 
 	// An event altered directly in SQLite is found at its index.
 	_, err = s.DB().Exec(`UPDATE run_events SET payload = '{"a":2}' WHERE run_id = ? AND seq = 0`, rec.Run.ID)
 	require.NoError(t, err)
-	events, head, err = s.RunEvents(ctx, tenant.DefaultID, rec.Run.ID)
+	c, err = s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
 	require.NoError(t, err)
-	res := ledger.Verify(tenant.DefaultID, rec.Run.ID, events, head)
+	res := c.Verify()
 	assert.False(t, res.OK)
 	assert.Equal(t, 0, *res.BrokenAt)
+}
+
+// A run's digest, recomputed from what the store reads back, is the one
+// its record was chained with: every field round-trips exactly (times in
+// milliseconds, floats by their bits, the explanation's bytes, a missing
+// or empty answer).
+func TestRunDigestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.FixedZone("x", 3600))
+	var recs []*ledger.Record
+	for i, response := range []json.RawMessage{json.RawMessage(`{"id":"x"}`), nil, {}} {
+		rec := newRun(tenant.DefaultID, at, ledger.RouteLive, ledger.StatusOK, "bot")
+		r := rec.Run
+		r.CostUSD, r.LatencyMS, r.SavedUSD, r.SavedMS, r.GhostSavedUSD = 0.1+0.2, 1e-9*float64(i+1), math.Copysign(0, -1), 120, 1.0/3
+		r.Stream, r.UsageUnknown, r.PriceUnknown = i == 0, i == 1, i == 2
+		r.Response = response
+		r.Explanation.Cache = map[string]any{"z": 1, "a": []any{"<&>", 12345678901234}, "m": "é\u2028"}
+		r.Explanation.EstimatedSavingsUSD = 0.000123
+		r.Error = "upstream said \"no\"\n"
+		rec = ledger.NewRecord(r, rec.Events, at) // the fields are final: record them again
+		recs = append(recs, rec)
+	}
+	require.NoError(t, s.InsertRuns(ctx, recs))
+	for _, rec := range recs {
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, rec.Digest, c.Digest(), "response %q", rec.Run.Response)
+		assert.True(t, c.Verify().OK)
+	}
+}
+
+// What editing a stopped svc's database showed going unnoticed is now
+// reported by the run's integrity: an edited answer or cost, and a run
+// whose events were all deleted.
+func TestIntegrityDetectsEditedFieldsAndDeletedEvents(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	for _, edit := range []string{
+		`UPDATE runs SET response = CAST('{"id":"forged"}' AS BLOB) WHERE id = ?`,
+		`UPDATE runs SET cost_usd = 0 WHERE id = ?`,
+		`UPDATE runs SET explanation = '{"route":"live","reason":"forged"}' WHERE id = ?`,
+		`UPDATE runs SET created_at = created_at + 1 WHERE id = ?`,
+	} {
+		rec := newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")
+		require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+		_, err := s.DB().Exec(edit, rec.Run.ID)
+		require.NoError(t, err)
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		res := c.Verify()
+		assert.False(t, res.OK, edit)
+		assert.Equal(t, ledger.ReasonRunMismatch, res.Reason, edit)
+	}
+
+	rec := newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	_, err := s.DB().Exec(`DELETE FROM run_events WHERE run_id = ?`, rec.Run.ID)
+	require.NoError(t, err)
+	_, err = s.DB().Exec(`UPDATE runs SET event_count = 0 WHERE id = ?`, rec.Run.ID)
+	require.NoError(t, err)
+	c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+	require.NoError(t, err)
+	res := c.Verify()
+	assert.False(t, res.OK)
+	assert.Equal(t, ledger.ReasonNoEvents, res.Reason)
 }
 
 func TestRunsAreTenantScoped(t *testing.T) {
@@ -138,10 +207,10 @@ func TestConcurrentAppendsKeepTheChain(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	events, head, err := s.RunEvents(ctx, tenant.DefaultID, rec.Run.ID)
+	c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
 	require.NoError(t, err)
-	assert.Len(t, events, 52)
-	assert.True(t, ledger.Verify(tenant.DefaultID, rec.Run.ID, events, head).OK)
+	assert.Len(t, c.Events, 52)
+	assert.True(t, c.Verify().OK)
 }
 
 func TestAgentsCounted(t *testing.T) {
@@ -320,9 +389,9 @@ func TestJournaledRunsSurviveACrashBeforeTheyAreStored(t *testing.T) {
 		got, err := s.Run(ctx, tenant.DefaultID, rec.Run.ID)
 		require.NoError(t, err)
 		assert.Equal(t, *rec.Run, got)
-		events, head, err := s.RunEvents(ctx, tenant.DefaultID, rec.Run.ID)
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
 		require.NoError(t, err)
-		assert.True(t, ledger.Verify(tenant.DefaultID, rec.Run.ID, events, head).OK)
+		assert.True(t, c.Verify().OK)
 	}
 	agents, err := s.ListAgents(ctx, tenant.DefaultID)
 	require.NoError(t, err)

@@ -87,6 +87,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close closes both pools. A WAL checkpoint runs as the last connection closes.
 func (s *Store) Close() error {
 	s.hot.close()
+	if s.write == s.read { // OpenReadOnly
+		return s.read.Close()
+	}
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 

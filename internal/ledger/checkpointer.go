@@ -1,0 +1,245 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/page"
+)
+
+// CheckpointStore keeps the ledger's entries and checkpoints.
+type CheckpointStore interface {
+	// PendingEntries counts every tenant's entries after seq, up to
+	// limit, and returns the time of the first of them and the highest
+	// seq of all.
+	PendingEntries(ctx context.Context, after int64, limit int) (count int, oldest time.Time, last int64, err error)
+	// LedgerTenants returns the tenants with entries in after < seq <= upTo.
+	LedgerTenants(ctx context.Context, after, upTo int64) ([]string, error)
+	// Entries returns up to limit of the tenant's entries in after < seq
+	// <= upTo, in order.
+	Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]Entry, error)
+	// LastCheckpoint returns the tenant's newest checkpoint; false when it
+	// has none.
+	LastCheckpoint(ctx context.Context, tenantID string) (Checkpoint, bool, error)
+	// AddCheckpoint stores c. Returns errs.Conflict when the tenant has a
+	// checkpoint of that number already.
+	AddCheckpoint(ctx context.Context, c *Checkpoint) error
+	// ListCheckpoints returns a page of the tenant's checkpoints, newest
+	// first, and how many it has.
+	ListCheckpoints(ctx context.Context, tenantID string, limit, offset int) ([]Checkpoint, int, error)
+}
+
+// Notifier delivers a tenant's events to its webhook; *webhook.Notifier
+// is one.
+type Notifier interface {
+	Notify(ctx context.Context, tenantID, eventType string, data any)
+}
+
+// CheckpointerOptions configure a Checkpointer.
+type CheckpointerOptions struct {
+	Store CheckpointStore
+	Key   *Key
+	// Entries and Interval say when to sign: once Entries new ledger
+	// entries wait, or once the oldest has waited Interval, whichever
+	// comes first (SVC_LEDGER_CHECKPOINT_RUNS and _INTERVAL).
+	Entries  int
+	Interval time.Duration
+	// Notifier delivers each checkpoint to its tenant's webhook; nil
+	// delivers none.
+	Notifier Notifier
+	Logger   hclog.Logger
+	Now      func() time.Time // time.Now when nil
+}
+
+// maxCheckpointEntries bounds the entries one checkpoint covers, so that
+// sealing a long backlog (a first start after an upgrade, a journal
+// replayed) never holds it all in memory.
+const maxCheckpointEntries = 1 << 16
+
+// pollEvery is how often the checkpointer looks for new entries, at most:
+// one read of the entries' index.
+const pollEvery = time.Second
+
+// Checkpointer signs checkpoints of every tenant's new ledger entries, in
+// the background from Start to Close, and lists them. Close seals what is
+// left, so that a stopped svc leaves every entry it wrote covered.
+type Checkpointer struct {
+	o CheckpointerOptions
+
+	mu     sync.Mutex // one sealing at a time
+	sealed int64      // every entry up to this seq is covered by a checkpoint
+
+	stop   chan struct{}
+	exited chan struct{}
+}
+
+// NewCheckpointer returns a checkpointer that is not started.
+func NewCheckpointer(o CheckpointerOptions) *Checkpointer {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Entries <= 0 {
+		o.Entries = 1
+	}
+	return &Checkpointer{o: o}
+}
+
+// Key is the key checkpoints are signed with.
+func (c *Checkpointer) Key() *Key { return c.o.Key }
+
+// Start looks for new entries every second, or every Interval when that is
+// shorter, sealing them when they are due, until Close.
+func (c *Checkpointer) Start() {
+	c.stop, c.exited = make(chan struct{}), make(chan struct{})
+	every := pollEvery
+	if c.o.Interval > 0 && c.o.Interval < every {
+		every = c.o.Interval
+	}
+	go func() {
+		defer close(c.exited)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick.C:
+			}
+			if err := c.Tick(context.Background()); err != nil {
+				c.o.Logger.Error("signing a ledger checkpoint failed; trying again", "error", err)
+			}
+		}
+	}()
+}
+
+// Close stops the background loop and seals what is left.
+func (c *Checkpointer) Close() {
+	if c.stop != nil {
+		close(c.stop)
+		<-c.exited
+		c.stop = nil
+	}
+	if _, err := c.Seal(context.Background()); err != nil {
+		c.o.Logger.Error("signing the last ledger checkpoint failed", "error", err)
+	}
+}
+
+// Tick seals when enough entries wait, or the oldest has waited long
+// enough; otherwise it does nothing.
+func (c *Checkpointer) Tick(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count, oldest, last, err := c.o.Store.PendingEntries(ctx, c.sealed, c.o.Entries)
+	switch {
+	case err != nil:
+		return err
+	case count == 0:
+		return nil
+	case count < c.o.Entries && (c.o.Interval <= 0 || c.o.Now().Sub(oldest) < c.o.Interval):
+		return nil
+	}
+	_, err = c.seal(ctx, last)
+	return err
+}
+
+// Seal signs a checkpoint for each tenant with entries not yet covered, now,
+// and returns them.
+func (c *Checkpointer) Seal(ctx context.Context) ([]Checkpoint, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count, _, last, err := c.o.Store.PendingEntries(ctx, c.sealed, 1)
+	if err != nil || count == 0 {
+		return nil, err
+	}
+	return c.seal(ctx, last)
+}
+
+// seal covers every tenant's entries up to upTo. A tenant that fails is
+// tried again on the next call, the others being done.
+func (c *Checkpointer) seal(ctx context.Context, upTo int64) ([]Checkpoint, error) {
+	tenants, err := c.o.Store.LedgerTenants(ctx, c.sealed, upTo)
+	if err != nil {
+		return nil, err
+	}
+	var made []Checkpoint
+	var failed []error
+	for _, tenantID := range tenants {
+		cps, err := c.sealTenant(ctx, tenantID, upTo)
+		made = append(made, cps...)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("tenant %s: %w", tenantID, err))
+		}
+	}
+	if len(failed) > 0 {
+		return made, errors.Join(failed...)
+	}
+	c.sealed = upTo
+	return made, nil
+}
+
+// sealTenant signs the tenant's checkpoints of its entries after its last
+// checkpoint, up to upTo, maxCheckpointEntries at most in each, and
+// delivers each to its webhook.
+func (c *Checkpointer) sealTenant(ctx context.Context, tenantID string, upTo int64) ([]Checkpoint, error) {
+	prev, ok, err := c.o.Store.LastCheckpoint(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		prev = Checkpoint{} // number 0, LastSeq 0, and a zero hash for the first's Prev
+	}
+	var made []Checkpoint
+	for prev.LastSeq < upTo {
+		entries, err := c.o.Store.Entries(ctx, tenantID, prev.LastSeq, upTo, maxCheckpointEntries)
+		if err != nil || len(entries) == 0 {
+			return made, err
+		}
+		leaves := make([]Hash, len(entries))
+		for i := range entries {
+			leaves[i] = entries[i].LeafHash()
+		}
+		cp := Checkpoint{TenantID: tenantID, Number: prev.Number + 1, FirstSeq: entries[0].Seq,
+			LastSeq: entries[len(entries)-1].Seq, Entries: len(entries), Root: MerkleRoot(leaves), CreatedAt: c.o.Now()}
+		if ok {
+			cp.Prev = prev.ComputeHash()
+		}
+		cp.sign(c.o.Key)
+		if err := c.o.Store.AddCheckpoint(ctx, &cp); err != nil {
+			return made, err
+		}
+		c.o.Logger.Debug("ledger checkpoint signed", "tenant", tenantID, "number", cp.Number, "entries", cp.Entries)
+		if c.o.Notifier != nil {
+			c.o.Notifier.Notify(ctx, tenantID, CheckpointEvent, cp)
+		}
+		made = append(made, cp)
+		prev, ok = cp, true
+	}
+	return made, nil
+}
+
+// Page sizes of a checkpoint listing.
+const (
+	DefaultCheckpointLimit = 50
+	MaxCheckpointLimit     = 1000
+)
+
+// List returns a page of the tenant's checkpoints, newest first, and how
+// many it has.
+func (c *Checkpointer) List(ctx context.Context, tenantID string, limit, offset int) ([]Checkpoint, int, error) {
+	limit, err := page.Limit(limit, DefaultCheckpointLimit, MaxCheckpointLimit)
+	if err != nil {
+		return nil, 0, err
+	}
+	if offset, err = page.Offset(offset); err != nil {
+		return nil, 0, err
+	}
+	return c.o.Store.ListCheckpoints(ctx, tenantID, limit, offset)
+}

@@ -1,0 +1,72 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// benchEvents are the events of a plain chat call, as the gateway builds
+// them.
+func benchEvents(at time.Time) []Event {
+	return []Event{
+		{Type: "request.received", At: at, Payload: json.RawMessage(`{"model":"gpt-4o-mini","stream":false,"messages":2,"tools":0,"mode":"optimize"}`)},
+		{Type: "route.decided", At: at, Payload: json.RawMessage(`{"route":"live","reason":"no cached answer; called the provider","policy":"allow"}`)},
+		{Type: "provider.completed", At: at, Payload: json.RawMessage(`{"provider":"openai","status":200,"promptTokens":24,"completionTokens":11,"costUsd":0.0000102,"latencyMs":10.9}`)},
+	}
+}
+
+// BenchmarkRecord is the recording step of the request path: chain a
+// run's events (NewRecord) and append it to the journal (Record). The
+// writer that stores the batch runs off the path, into a store that keeps
+// nothing.
+func BenchmarkRecord(b *testing.B) {
+	store := &flakyStore{writes: map[string]int{}}
+	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		run := *base
+		at := time.Now()
+		if err := r.Record(context.Background(), NewRecord(&run, benchEvents(at), at)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewRecord is what building a run's record costs on the request
+// path, without the journal's write.
+func BenchmarkNewRecord(b *testing.B) {
+	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	b.ReportAllocs()
+	for b.Loop() {
+		run := *base
+		at := time.Now()
+		rec := NewRecord(&run, benchEvents(at), at)
+		if _, err := rec.ExplanationJSON(); err != nil { // encoded once for the journal and the store
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDigest is the run's digest alone: what binding every field into
+// the chain adds to NewRecord.
+func BenchmarkDigest(b *testing.B) {
+	rec := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`))
+	explanation, err := rec.ExplanationJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Digest(rec.Run, explanation)
+	}
+}

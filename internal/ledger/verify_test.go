@@ -1,0 +1,348 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
+
+// signedLedger is a world with runs of two tenants, a traced event, and
+// checkpoints covering all of it but one run recorded after them.
+type signedLedger struct {
+	*ledgerWorld
+	other    string
+	runs     []*ledger.Record // the default tenant's, covered
+	traced   *ledger.Record   // covered, with an event appended after it was stored
+	theirs   *ledger.Record
+	latest   *ledger.Record // recorded after the checkpoints
+	sealed   []ledger.Checkpoint
+	verifier *ledger.Checkpointer
+}
+
+func newSignedLedger(t *testing.T) *signedLedger {
+	t.Helper()
+	ctx := context.Background()
+	w := &signedLedger{ledgerWorld: newLedgerWorld(t)}
+	other, err := w.store.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	w.other = other.ID
+	for range 3 {
+		w.runs = append(w.runs, w.record(t, tenant.DefaultID))
+		w.now = w.now.Add(time.Second)
+	}
+	w.traced = w.runs[1]
+	_, err = w.store.AppendEvent(ctx, tenant.DefaultID, w.traced.Run.ID, "tool.called", w.now, json.RawMessage(`{"name":"lookup"}`))
+	require.NoError(t, err)
+	w.theirs = w.record(t, w.other)
+	w.sealed, err = w.checkpointer(1000, time.Minute).Seal(ctx)
+	require.NoError(t, err)
+	require.Len(t, w.sealed, 2)
+	w.now = w.now.Add(time.Second)
+	w.latest = w.record(t, tenant.DefaultID)
+	return w
+}
+
+func (w *signedLedger) verify(t *testing.T, kept ...ledger.Checkpoint) *ledger.Report {
+	t.Helper()
+	return w.verifyWith(t, w.key.Public, kept...)
+}
+
+func (w *signedLedger) verifyWith(t *testing.T, key ed25519.PublicKey, kept ...ledger.Checkpoint) *ledger.Report {
+	t.Helper()
+	sn, err := w.store.LedgerSnapshot(context.Background())
+	require.NoError(t, err)
+	defer sn.Close()
+	r, err := ledger.VerifyLedger(context.Background(), sn, []ed25519.PublicKey{key}, kept)
+	require.NoError(t, err)
+	return r
+}
+
+func (w *signedLedger) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	_, err := w.store.DB().Exec(q, args...)
+	require.NoError(t, err, q)
+}
+
+// rechain recomputes the run's chain from its seed over its stored events,
+// as they now are, and sets its head: what an attacker who knows the
+// algorithm does after an edit.
+func (w *signedLedger) rechain(t *testing.T, runID string) {
+	t.Helper()
+	c, err := w.store.RunChain(context.Background(), tenant.DefaultID, runID)
+	require.NoError(t, err)
+	prev := c.Seed()
+	for i := range c.Events {
+		e := &c.Events[i]
+		e.Seq, e.PrevHash = i, prev
+		e.Hash = ledger.Link(prev, e)
+		prev = e.Hash
+	}
+	w.exec(t, `DELETE FROM run_events WHERE run_id = ?`, runID)
+	for _, e := range c.Events {
+		w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, e.Seq, tenant.DefaultID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
+	}
+	w.exec(t, `UPDATE runs SET event_count = ?, head_hash = ? WHERE id = ?`, len(c.Events), prev[:], runID)
+}
+
+// An untouched database verifies: every run matched, the one recorded
+// after the checkpoints reported as not yet covered.
+func TestVerifyLedgerWhole(t *testing.T) {
+	w := newSignedLedger(t)
+	r := w.verify(t, w.sealed...)
+	assert.Empty(t, r.Problems)
+	assert.True(t, r.OK())
+	assert.Equal(t, 2, r.Tenants)
+	assert.Equal(t, 2, r.Checkpoints)
+	assert.Equal(t, 5, r.Covered, "4 runs and a traced event")
+	assert.Equal(t, 1, r.Uncovered)
+	assert.Equal(t, 5, r.Runs)
+	assert.Equal(t, []ledger.RunRef{{TenantID: tenant.DefaultID, RunID: w.latest.Run.ID}}, r.UncoveredRuns)
+}
+
+// Each way of tampering with the database is found, and names the run (or
+// the checkpoint) that does not match.
+func TestVerifyLedgerFindsEachTamper(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, w *signedLedger) (runID string)
+		reason string
+		// checkpoint is the checkpoint named; -1 for the default tenant's.
+		checkpoint int64
+	}{
+		{"edited answer", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `UPDATE runs SET response = CAST('{"id":"forged"}' AS BLOB) WHERE id = ?`, w.runs[0].Run.ID)
+			return w.runs[0].Run.ID
+		}, ledger.ProblemRunMismatch, 1},
+		{"edited cost, chain recomputed to match", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, w.runs[2].Run.ID)
+			w.rechain(t, w.runs[2].Run.ID)
+			return w.runs[2].Run.ID
+		}, ledger.ProblemRunMismatch, 1},
+		{"edited run not yet covered", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `UPDATE runs SET model = 'gpt-5' WHERE id = ?`, w.latest.Run.ID)
+			return w.latest.Run.ID
+		}, ledger.ProblemRunMismatch, 0},
+		{"deleted run", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[1].Run.ID)
+			return w.runs[1].Run.ID
+		}, ledger.ProblemRunDeleted, 1},
+		{"deleted tail event, count and head fixed", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[0].Run.ID
+			w.exec(t, `DELETE FROM run_events WHERE run_id = ? AND seq = 2`, id)
+			w.exec(t, `UPDATE runs SET event_count = 2, head_hash = (SELECT hash FROM run_events WHERE run_id = ? AND seq = 1) WHERE id = ?`, id, id)
+			return id
+		}, ledger.ProblemEventsDeleted, 1},
+		{"every event deleted, count 0", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[2].Run.ID
+			w.exec(t, `DELETE FROM run_events WHERE run_id = ?`, id)
+			w.exec(t, `UPDATE runs SET event_count = 0 WHERE id = ?`, id)
+			return id
+		}, ledger.ProblemEventsDeleted, 1},
+		{"deleted traced event, chain recomputed", func(t *testing.T, w *signedLedger) string {
+			id := w.traced.Run.ID
+			w.exec(t, `DELETE FROM run_events WHERE run_id = ? AND seq = 3`, id)
+			w.rechain(t, id)
+			return id
+		}, ledger.ProblemEventsDeleted, 1},
+		{"reordered events", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[0].Run.ID
+			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = ? AND seq = 0`, id)
+			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = ? AND seq = 1`, id)
+			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = ? AND seq = 9`, id)
+			return id
+		}, ledger.ProblemEventMismatch, 1},
+		{"reordered events, chain recomputed", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[0].Run.ID
+			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = ? AND seq = 0`, id)
+			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = ? AND seq = 1`, id)
+			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = ? AND seq = 9`, id)
+			w.rechain(t, id)
+			return id
+		}, ledger.ProblemChainRewritten, 1},
+		{"edited payload, chain recomputed, head fixed", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[1].Run.ID
+			w.exec(t, `UPDATE run_events SET payload = CAST('{"route":"artifact"}' AS BLOB) WHERE run_id = ? AND seq = 1`, id)
+			w.rechain(t, id)
+			return id
+		}, ledger.ProblemChainRewritten, 1},
+		{"inserted event, linked, count and head fixed", func(t *testing.T, w *signedLedger) string {
+			id := w.runs[2].Run.ID
+			e := ledger.Event{Seq: 3, Type: "tool.called", At: w.now, Payload: json.RawMessage(`{}`), PrevHash: w.runs[2].Head.Hash}
+			e.Hash = ledger.Link(e.PrevHash, &e)
+			w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES (?, 3, ?, ?, ?, ?, ?, ?)`,
+				id, tenant.DefaultID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
+			w.exec(t, `UPDATE runs SET event_count = 4, head_hash = ? WHERE id = ?`, e.Hash[:], id)
+			return id
+		}, ledger.ProblemEventsInserted, 1},
+		{"inserted run", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
+				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
+				ghost_saved_usd, chain_version FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+			return "run_forged"
+		}, ledger.ProblemRunInserted, 0},
+		{"head moved back", func(t *testing.T, w *signedLedger) string {
+			id := w.traced.Run.ID
+			w.exec(t, `UPDATE runs SET event_count = 3, head_hash = ? WHERE id = ?`, w.traced.Head.Hash[:], id)
+			return id
+		}, ledger.ProblemHeadMismatch, 1},
+		{"changed entry", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `DROP TRIGGER ledger_entries_no_update`)
+			w.exec(t, `UPDATE ledger_entries SET event_count = 3 WHERE run_id = ? AND kind = 'event'`, w.traced.Run.ID)
+			return ""
+		}, ledger.ProblemEntries, -1},
+		{"deleted run and its entry", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `DROP TRIGGER ledger_entries_no_delete`)
+			w.exec(t, `DELETE FROM ledger_entries WHERE run_id = ?`, w.runs[0].Run.ID)
+			w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+			return ""
+		}, ledger.ProblemEntries, -1},
+		{"forged checkpoint", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `DROP TRIGGER ledger_checkpoints_no_update`)
+			w.exec(t, `UPDATE ledger_checkpoints SET entries = entries - 1 WHERE tenant_id = ?`, tenant.DefaultID)
+			return ""
+		}, ledger.ProblemSignature, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newSignedLedger(t)
+			runID := tc.tamper(t, w)
+			r := w.verify(t)
+			require.NotEmpty(t, r.Problems)
+			p := r.Problems[0]
+			assert.Equal(t, tc.reason, p.Reason, p.String())
+			assert.Equal(t, runID, p.RunID, p.String())
+			want := tc.checkpoint
+			if want < 0 {
+				want = 1 // the default tenant's only checkpoint
+			}
+			assert.Equal(t, want, p.Checkpoint, p.String())
+			if runID != "" {
+				assert.Contains(t, p.String(), runID)
+			}
+			assert.False(t, r.OK())
+		})
+	}
+}
+
+// Deleting the newest checkpoints is only found against checkpoints kept
+// elsewhere; so is a rewritten chain of checkpoints.
+func TestVerifyLedgerAgainstKeptCheckpoints(t *testing.T) {
+	w := newSignedLedger(t)
+	var mine ledger.Checkpoint
+	for _, cp := range w.sealed {
+		if cp.TenantID == tenant.DefaultID {
+			mine = cp
+		}
+	}
+	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, tenant.DefaultID)
+	r := w.verify(t)
+	assert.Empty(t, r.Problems, "the database alone cannot tell: its entries are merely not covered")
+	assert.Equal(t, 5, r.Uncovered)
+
+	r = w.verify(t, w.sealed...)
+	require.Len(t, r.Problems, 1)
+	assert.Equal(t, ledger.ProblemCheckpointMissing, r.Problems[0].Reason)
+	assert.Equal(t, tenant.DefaultID, r.Problems[0].TenantID)
+
+	// The checkpoints signed again, with another key: the kept one does
+	// not match, and the key the operator gives does not verify.
+	original := w.key.Public
+	other := newLedgerWorld(t)
+	w.key = other.key
+	_, err := w.checkpointer(1000, time.Minute).Seal(context.Background())
+	require.NoError(t, err)
+	r = w.verifyWith(t, other.key.Public, mine)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemCheckpointDiffers, r.Problems[0].Reason)
+	r = w.verifyWith(t, original)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemSignature, r.Problems[0].Reason)
+}
+
+// A checkpoint deleted from the middle of a tenant's chain breaks it.
+func TestVerifyLedgerFindsADeletedCheckpoint(t *testing.T) {
+	w := newSignedLedger(t)
+	_, err := w.checkpointer(1000, time.Minute).Seal(context.Background()) // covers the latest run: checkpoint 2
+	require.NoError(t, err)
+	require.True(t, w.verify(t).OK())
+	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ? AND number = 1`, tenant.DefaultID)
+	r := w.verify(t)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemCheckpointChain, r.Problems[0].Reason)
+	assert.EqualValues(t, 2, r.Problems[0].Checkpoint)
+}
+
+// Runs the retention sweep deleted are reported as pruned, once a
+// checkpoint covers the sweep; before that, the sweep's entry is only
+// svc's word, which an attacker could have written.
+func TestVerifyLedgerTellsPrunedFromDeleted(t *testing.T) {
+	ctx := context.Background()
+	w := newSignedLedger(t)
+	w.now = w.now.Add(31 * 24 * time.Hour)
+	n, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.now }).Sweep(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	r := w.verify(t)
+	require.Len(t, r.Problems, 4, "a sweep no checkpoint covers yet excuses nothing")
+	assert.Equal(t, ledger.ProblemRunDeleted, r.Problems[0].Reason)
+
+	_, err = w.checkpointer(1000, time.Minute).Seal(ctx)
+	require.NoError(t, err)
+	r = w.verify(t)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 4, r.Pruned)
+	assert.Equal(t, 1, r.Runs, "the other tenant's run, kept by its own retention")
+}
+
+type retention float64
+
+func (d retention) RetentionDays(context.Context, string) (float64, error) { return float64(d), nil }
+
+// Checkpoints kept elsewhere read back from every form svc gives them in:
+// the list answer, a webhook delivery's body, a checkpoint alone, a file of
+// delivery bodies one per line with other events among them.
+func TestParseCheckpoints(t *testing.T) {
+	w := newSignedLedger(t)
+	cps := w.sealed
+	one, err := json.Marshal(cps[0])
+	require.NoError(t, err)
+	two, err := json.Marshal(cps[1])
+	require.NoError(t, err)
+	list, err := json.Marshal(map[string]any{"checkpoints": cps, "total": len(cps)})
+	require.NoError(t, err)
+	delivery := func(cp ledger.Checkpoint) string {
+		b, err := json.Marshal(map[string]any{"id": "job_1", "type": ledger.CheckpointEvent, "tenantId": cp.TenantID, "data": cp})
+		require.NoError(t, err)
+		return string(b)
+	}
+	for name, in := range map[string]string{
+		"alone":      string(one) + "\n" + string(two),
+		"list":       string(list),
+		"deliveries": delivery(cps[0]) + "\n" + `{"type":"policy.blocked","data":{}}` + "\n" + delivery(cps[1]) + "\n",
+		"array":      "[" + delivery(cps[0]) + "," + string(one) + "]",
+	} {
+		got, err := ledger.ParseCheckpoints(strings.NewReader(in))
+		require.NoError(t, err, name)
+		require.Len(t, got, 2, name)
+		for _, cp := range got {
+			assert.NoError(t, cp.CheckSignature([]ed25519.PublicKey{w.key.Public}), name)
+		}
+	}
+	for _, bad := range []string{`{"x":1}`, `{`, `"x"`} {
+		_, err := ledger.ParseCheckpoints(bytes.NewReader([]byte(bad)))
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+var _ ledger.CheckpointStore = (*Store)(nil)
+
+const entryColumns = `tenant_id, run_id, kind, event_count, head_hash, digest, run_at, created_at`
+
+// addEntry appends e to the ledger in tx, the transaction of the change it
+// records.
+func (s *Store) addEntry(ctx context.Context, tx *sql.Tx, e ledger.Entry) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.TenantID, e.RunID, e.Kind, e.EventCount, e.Head[:], e.Digest[:], e.RunAt.UnixMilli(), s.nowMS())
+	return err
+}
+
+// Entries returns up to limit of the tenant's ledger entries with after <
+// seq <= upTo, in order.
+func (s *Store) Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]ledger.Entry, error) {
+	return ledgerReader{s.read}.Entries(ctx, tenantID, after, upTo, limit)
+}
+
+// PendingEntries counts every tenant's entries after seq, up to limit,
+// with the time of the first and the highest seq: reads of the primary
+// key that cost no more than limit rows however long the ledger is.
+func (s *Store) PendingEntries(ctx context.Context, after int64, limit int) (int, time.Time, int64, error) {
+	var (
+		count  int
+		oldest sql.NullInt64
+		last   sql.NullInt64
+	)
+	err := s.read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM (SELECT 1 FROM ledger_entries WHERE seq > ?1 LIMIT ?2)),
+		(SELECT created_at FROM ledger_entries WHERE seq > ?1 ORDER BY seq LIMIT 1),
+		(SELECT MAX(seq) FROM ledger_entries)`, after, limit).Scan(&count, &oldest, &last)
+	return count, msTime(oldest.Int64), last.Int64, err
+}
+
+// LedgerTenants returns the tenants with entries in after < seq <= upTo:
+// a look into the entries' index per tenant.
+func (s *Store) LedgerTenants(ctx context.Context, after, upTo int64) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM tenants t WHERE EXISTS (SELECT 1 FROM ledger_entries e
+		WHERE e.tenant_id = t.id AND e.seq > ? AND e.seq <= ?) ORDER BY id`, after, upTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+const checkpointColumns = `tenant_id, number, first_seq, last_seq, entries, root, prev_hash, created_at, key_id, signature`
+
+func scanCheckpoint(row scanner) (ledger.Checkpoint, error) {
+	var (
+		c               ledger.Checkpoint
+		root, prev, sig []byte
+		created         int64
+	)
+	if err := row.Scan(&c.TenantID, &c.Number, &c.FirstSeq, &c.LastSeq, &c.Entries, &root, &prev, &created, &c.KeyID, &sig); err != nil {
+		return c, err
+	}
+	copy(c.Root[:], root)
+	copy(c.Prev[:], prev)
+	copy(c.Signature[:], sig)
+	c.CreatedAt = msTime(created)
+	c.Hash = c.ComputeHash()
+	return c, nil
+}
+
+// LastCheckpoint returns the tenant's newest checkpoint; false when it has
+// none.
+func (s *Store) LastCheckpoint(ctx context.Context, tenantID string) (ledger.Checkpoint, bool, error) {
+	c, err := scanCheckpoint(s.read.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints
+		WHERE tenant_id = ? ORDER BY number DESC LIMIT 1`, tenantID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// AddCheckpoint stores c; errs.Conflict when the tenant's number is taken.
+func (s *Store) AddCheckpoint(ctx context.Context, c *ledger.Checkpoint) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.TenantID, c.Number, c.FirstSeq, c.LastSeq, c.Entries, c.Root[:], c.Prev[:], c.CreatedAt.UnixMilli(),
+			c.KeyID, c.Signature[:])
+		return formatError(err)
+	})
+}
+
+// ListCheckpoints returns a page of the tenant's checkpoints, newest first,
+// and how many it has.
+func (s *Store) ListCheckpoints(ctx context.Context, tenantID string, limit, offset int) ([]ledger.Checkpoint, int, error) {
+	var total int
+	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM ledger_checkpoints WHERE tenant_id = ?`,
+		tenantID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints WHERE tenant_id = ?
+		ORDER BY number DESC LIMIT ? OFFSET ?`, tenantID, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []ledger.Checkpoint{}
+	for rows.Next() {
+		c, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, c)
+	}
+	return out, total, rows.Err()
+}

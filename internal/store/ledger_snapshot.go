@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+// LedgerSnapshot is the database at one moment, read for svc verify: every read
+// goes through one read transaction, so that runs recorded while it reads
+// (svc may be serving on the same file) are seen whole with their ledger
+// entries, or not at all.
+type LedgerSnapshot struct {
+	ledgerReader
+	tx    *sql.Tx
+	owned *Store // closed with the snapshot
+}
+
+var _ ledger.LedgerSource = (*LedgerSnapshot)(nil)
+
+// OpenLedgerSnapshot opens the database at path read only, as it is (no
+// migration, nothing written, so that a database under investigation is
+// left as it was found), and takes a snapshot of it.
+func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s := &Store{write: db, read: db, Now: time.Now, path: path}
+	sn, err := s.LedgerSnapshot(ctx)
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sn.owned = s
+	return sn, nil
+}
+
+// LedgerSnapshot takes a snapshot of the open database.
+func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return &LedgerSnapshot{ledgerReader: ledgerReader{tx}, tx: tx}, nil
+}
+
+// Close ends the snapshot (and closes a database OpenLedgerSnapshot
+// opened).
+func (sn *LedgerSnapshot) Close() error {
+	_ = sn.tx.Rollback()
+	if sn.owned != nil {
+		return sn.owned.Close()
+	}
+	return nil
+}
+
+// HasLedger reports whether the database has the ledger's tables: a
+// database of a build before them has none until svc starts on it.
+func (sn *LedgerSnapshot) HasLedger(ctx context.Context) (bool, error) {
+	var n int
+	err := sn.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'
+		AND name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`).Scan(&n)
+	return n == 4, err
+}
+
+// ledgerReader reads the ledger and the runs through q: the read pool, or
+// a snapshot's transaction.
+type ledgerReader struct{ q querier }
+
+// Entries returns up to limit of the tenant's ledger entries with after <
+// seq <= upTo, in order.
+func (r ledgerReader) Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]ledger.Entry, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT seq, `+entryColumns+` FROM ledger_entries
+		WHERE tenant_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, tenantID, after, upTo, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	entries := []ledger.Entry{}
+	for rows.Next() {
+		var (
+			e                ledger.Entry
+			head, digest     []byte
+			runAt, createdAt int64
+		)
+		if err := rows.Scan(&e.Seq, &e.TenantID, &e.RunID, &e.Kind, &e.EventCount, &head, &digest, &runAt, &createdAt); err != nil {
+			return nil, err
+		}
+		copy(e.Head[:], head)
+		copy(e.Digest[:], digest)
+		e.RunAt, e.CreatedAt = msTime(runAt), msTime(createdAt)
+		entries = append(entries, e)
+	}
+	return entries, rows.Err()
+}
+
+// LedgerTenantIDs returns every tenant with runs, ledger entries or
+// checkpoints.
+func (r ledgerReader) LedgerTenantIDs(ctx context.Context) ([]string, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT tenant_id FROM ledger_entries UNION SELECT tenant_id FROM ledger_checkpoints
+		UNION SELECT tenant_id FROM runs ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Checkpoints returns every checkpoint of the tenant, oldest first.
+func (r ledgerReader) Checkpoints(ctx context.Context, tenantID string) ([]ledger.Checkpoint, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT `+checkpointColumns+` FROM ledger_checkpoints WHERE tenant_id = ?
+		ORDER BY number`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledger.Checkpoint
+	for rows.Next() {
+		c, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RunChain returns the tenant's run as stored with its events and head.
+func (r ledgerReader) RunChain(ctx context.Context, tenantID, id string) (ledger.StoredRun, error) {
+	var c ledger.StoredRun
+	var err error
+	if c.Run, c.Explanation, c.Chain, err = readRun(ctx, r.q, tenantID, id); err != nil {
+		return c, err
+	}
+	c.Events, c.Head, err = runEvents(ctx, r.q, tenantID, id)
+	return c, err
+}
+
+// EachRun calls fn with the id and chain version of each of the tenant's
+// runs, oldest first.
+func (r ledgerReader) EachRun(ctx context.Context, tenantID string, fn func(id string, chain int) error) error {
+	rows, err := r.q.QueryContext(ctx, `SELECT id, chain_version FROM runs WHERE tenant_id = ? ORDER BY created_at, rowid`, tenantID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var chain int
+		if err := rows.Scan(&id, &chain); err != nil {
+			return err
+		}
+		if err := fn(id, chain); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,197 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
+
+// Every change to a tenant's runs writes its ledger entry, in its own
+// transaction: a run stored (or restored from the journal), an event
+// appended, a retention sweep. A change that fails writes none.
+func TestLedgerEntriesFollowEveryChange(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	now := time.UnixMilli(1_800_000_000_000).UTC()
+	s.Now = func() time.Time { return now }
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+
+	old := newRun(tenant.DefaultID, now.Add(-40*24*time.Hour), ledger.RouteLive, ledger.StatusOK, "")
+	fresh := newRun(tenant.DefaultID, now.Add(-time.Hour), ledger.RouteLive, ledger.StatusOK, "")
+	theirs := newRun(other.ID, now.Add(-40*24*time.Hour), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{old, theirs}))
+	restored := newRun(tenant.DefaultID, now.Add(-time.Minute), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.RestoreRuns(ctx, []*ledger.Record{old, restored}), "old is stored already: no second entry")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{fresh}))
+	e, err := s.AppendEvent(ctx, tenant.DefaultID, fresh.Run.ID, "tool.called", now, json.RawMessage(`{}`))
+	require.NoError(t, err)
+	_, err = s.AppendEvent(ctx, tenant.DefaultID, theirs.Run.ID, "tool.called", now, json.RawMessage(`{}`))
+	require.Error(t, err, "another tenant's run")
+	n, err := ledger.NewRetention(s, retentionDays{tenant.DefaultID: 30}, func() time.Time { return now }).Sweep(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = ledger.NewRetention(s, retentionDays{tenant.DefaultID: 30}, func() time.Time { return now }).Sweep(ctx, tenant.DefaultID)
+	require.NoError(t, err)
+	require.Zero(t, n, "a sweep that deletes nothing writes no entry")
+
+	entries, err := s.Entries(ctx, tenant.DefaultID, 0, math.MaxInt64, 100)
+	require.NoError(t, err)
+	type leaf struct {
+		kind, run string
+		count     int
+		head      ledger.Hash
+		digest    ledger.Hash
+		at        time.Time
+	}
+	var got []leaf
+	for _, en := range entries {
+		assert.Equal(t, tenant.DefaultID, en.TenantID)
+		assert.Equal(t, now, en.CreatedAt)
+		got = append(got, leaf{en.Kind, en.RunID, en.EventCount, en.Head, en.Digest, en.RunAt})
+	}
+	cutoff := now.Add(-30 * 24 * time.Hour)
+	assert.Equal(t, []leaf{
+		{ledger.EntryRun, old.Run.ID, 2, old.Head.Hash, old.Digest, old.Run.CreatedAt},
+		{ledger.EntryRun, restored.Run.ID, 2, restored.Head.Hash, restored.Digest, restored.Run.CreatedAt},
+		{ledger.EntryRun, fresh.Run.ID, 2, fresh.Head.Hash, fresh.Digest, fresh.Run.CreatedAt},
+		{ledger.EntryEvent, fresh.Run.ID, 3, e.Hash, ledger.Hash{}, fresh.Run.CreatedAt},
+		{ledger.EntryPrune, "", 0, ledger.Hash{}, ledger.Hash{}, cutoff},
+	}, got)
+	for i := 1; i < len(entries); i++ {
+		assert.Greater(t, entries[i].Seq, entries[i-1].Seq)
+	}
+
+	theirEntries, err := s.Entries(ctx, other.ID, 0, math.MaxInt64, 100)
+	require.NoError(t, err)
+	require.Len(t, theirEntries, 1, "the other tenant's ledger holds its run only")
+	assert.Equal(t, theirs.Run.ID, theirEntries[0].RunID)
+
+	window, err := s.Entries(ctx, tenant.DefaultID, entries[1].Seq, entries[3].Seq, 100)
+	require.NoError(t, err)
+	assert.Equal(t, entries[2:4], window, "after < seq <= upTo")
+}
+
+// The ledger's tables refuse updates and deletes, against mistakes.
+func TestLedgerEntriesAreAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	rec := newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	for _, q := range []string{`UPDATE ledger_entries SET event_count = 9`, `DELETE FROM ledger_entries`} {
+		_, err := s.DB().Exec(q)
+		assert.ErrorContains(t, err, "append-only", q)
+	}
+}
+
+// v1 is rec chained as a build before run digests chained it (what a
+// journal it left holds when read back).
+func v1(rec *ledger.Record) *ledger.Record {
+	rec.Chain = ledger.ChainV1
+	prev := ledger.Seed(ledger.ChainV1, rec.Run.TenantID, rec.Run.ID, ledger.Hash{})
+	for i := range rec.Events {
+		e := &rec.Events[i]
+		e.PrevHash = prev
+		e.Hash = ledger.Link(prev, e)
+		prev = e.Hash
+	}
+	rec.Head.Hash = prev
+	return rec
+}
+
+// Runs chained before run digests (stored by an older build, or restored
+// from the journal it left) stay readable and verify: their chain by its
+// own seed, their fields by the ledger entry a restored one gets; one
+// stored before the ledger existed is counted apart, not as tampered.
+func TestChainV1RunsStayReadable(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	restored := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
+	older := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
+	require.NoError(t, s.RestoreRuns(ctx, []*ledger.Record{restored, older}))
+	// older was stored before migration 0013: no entry.
+	_, err := s.DB().Exec(`DROP TRIGGER ledger_entries_no_delete`)
+	require.NoError(t, err)
+	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE run_id = ?`, older.Run.ID)
+	require.NoError(t, err)
+
+	for _, rec := range []*ledger.Record{restored, older} {
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.ChainV1, c.Chain)
+		assert.True(t, c.Verify().OK)
+	}
+
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+	verify := func() *ledger.Report {
+		sn, err := s.LedgerSnapshot(ctx)
+		require.NoError(t, err)
+		defer sn.Close()
+		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{key.Public}, nil)
+		require.NoError(t, err)
+		return r
+	}
+	r := verify()
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+	assert.Equal(t, 1, r.Legacy)
+
+	_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 9 WHERE id = ?`, restored.Run.ID)
+	require.NoError(t, err)
+	r = verify()
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemRunMismatch, r.Problems[0].Reason, "the entry's digest binds a v1 run's fields too")
+}
+
+// racingSource records a run just before the verifier lists the runs, as
+// a serving svc might.
+type racingSource struct {
+	*store.LedgerSnapshot
+	record func()
+}
+
+func (r racingSource) EachRun(ctx context.Context, tenantID string, fn func(string, int) error) error {
+	r.record()
+	return r.LedgerSnapshot.EachRun(ctx, tenantID, fn)
+}
+
+// svc verify reads a live database through one snapshot: a run recorded
+// while it reads is not mistaken for one inserted without its entry.
+func TestLedgerSnapshotIsOneMoment(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+
+	sn, err := s.LedgerSnapshot(ctx)
+	require.NoError(t, err)
+	defer sn.Close()
+	src := racingSource{sn, func() {
+		require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	}}
+	r, err := ledger.VerifyLedger(ctx, src, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total, "the run was recorded meanwhile")
+}
