@@ -237,12 +237,19 @@ func (b *Browser) WaitURL(ok func(string) bool) string {
 	b.t.Helper()
 	deadline := time.Now().Add(Timeout)
 	for {
-		url := Run(b, chromedp.Location())
-		if ok(url) {
+		// A look taken while the tab navigates fails with its document
+		// ("Inspected target navigated or closed"): look again.
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		url, err := chromedp.Run(ctx, chromedp.Location())
+		cancel()
+		if err == nil && ok(url) {
 			return url
 		}
-		if time.Now().After(deadline) {
-			b.fail(fmt.Errorf("the address stayed %s", url))
+		if b.ctx.Err() != nil || time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("the address stayed %s", url)
+			}
+			b.fail(err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
