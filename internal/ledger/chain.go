@@ -21,16 +21,20 @@ type Hash [32]byte
 func (h Hash) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(h[:])) }
 
 // UnmarshalJSON reads a hex string.
-func (h *Hash) UnmarshalJSON(b []byte) error {
+func (h *Hash) UnmarshalJSON(b []byte) error { return unmarshalHex(b, h[:], "hash") }
+
+// unmarshalHex reads a JSON string of hex digits into dst, which it must
+// fill exactly; what names the value in the error.
+func unmarshalHex(b, dst []byte, what string) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	raw, err := hex.DecodeString(s)
-	if err != nil || len(raw) != len(h) {
-		return errors.New("hash must be 64 hex characters")
+	if err != nil || len(raw) != len(dst) {
+		return fmt.Errorf("%s must be %d hex characters", what, 2*len(dst))
 	}
-	copy(h[:], raw)
+	copy(dst, raw)
 	return nil
 }
 

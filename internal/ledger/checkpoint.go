@@ -48,18 +48,7 @@ type Signature [ed25519.SignatureSize]byte
 func (s Signature) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(s[:])) }
 
 // UnmarshalJSON reads a hex string.
-func (s *Signature) UnmarshalJSON(b []byte) error {
-	var str string
-	if err := json.Unmarshal(b, &str); err != nil {
-		return err
-	}
-	raw, err := hex.DecodeString(str)
-	if err != nil || len(raw) != len(s) {
-		return fmt.Errorf("signature must be %d hex characters", 2*len(s))
-	}
-	copy(s[:], raw)
-	return nil
-}
+func (s *Signature) UnmarshalJSON(b []byte) error { return unmarshalHex(b, s[:], "signature") }
 
 // checkpointDomain names the signed encoding and its version.
 const checkpointDomain = "svc-ledger-checkpoint/v1"

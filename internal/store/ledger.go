@@ -46,21 +46,8 @@ func (s *Store) PendingEntries(ctx context.Context, after int64, limit int) (int
 // LedgerTenants returns the tenants with entries in after < seq <= upTo:
 // a look into the entries' index per tenant.
 func (s *Store) LedgerTenants(ctx context.Context, after, upTo int64) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM tenants t WHERE EXISTS (SELECT 1 FROM ledger_entries e
+	return queryStrings(ctx, s.read, `SELECT id FROM tenants t WHERE EXISTS (SELECT 1 FROM ledger_entries e
 		WHERE e.tenant_id = t.id AND e.seq > ? AND e.seq <= ?) ORDER BY id`, after, upTo)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 const checkpointColumns = `tenant_id, number, first_seq, last_seq, entries, root, prev_hash, created_at, key_id, signature`

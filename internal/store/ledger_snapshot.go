@@ -107,21 +107,8 @@ func (r ledgerReader) Entries(ctx context.Context, tenantID string, after, upTo 
 // LedgerTenantIDs returns every tenant with runs, ledger entries or
 // checkpoints.
 func (r ledgerReader) LedgerTenantIDs(ctx context.Context) ([]string, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT tenant_id FROM ledger_entries UNION SELECT tenant_id FROM ledger_checkpoints
+	return queryStrings(ctx, r.q, `SELECT tenant_id FROM ledger_entries UNION SELECT tenant_id FROM ledger_checkpoints
 		UNION SELECT tenant_id FROM runs ORDER BY 1`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 // Checkpoints returns every checkpoint of the tenant, oldest first.

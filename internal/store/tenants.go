@@ -46,7 +46,12 @@ func (s *Store) Tenant(ctx context.Context, id string) (tenant.Tenant, error) {
 
 // TenantIDs lists every tenant's id.
 func (s *Store) TenantIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
+	return queryStrings(ctx, s.read, `SELECT id FROM tenants ORDER BY id`)
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
