@@ -55,6 +55,9 @@ func LoadOrCreateKey(path string) (*Key, bool, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		k, err := createKey(path)
+		if errors.Is(err, fs.ErrExist) {
+			return LoadOrCreateKey(path) // another process made it first: use theirs
+		}
 		return k, err == nil, err
 	}
 	if err != nil {
@@ -70,6 +73,11 @@ func LoadOrCreateKey(path string) (*Key, bool, error) {
 	return k, false, nil
 }
 
+// createKey makes a new key and puts it at path whole or not at all: it is
+// written and synced under a temporary name, then linked to path, which
+// fails with fs.ErrExist when another process put its key there first. A
+// crash part way leaves no half-written key that would stop every later
+// start.
 func createKey(path string) (*Key, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -79,29 +87,42 @@ func createKey(path string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create the ledger key's folder: %w", err)
 	}
-	// O_EXCL: two processes starting at once never overwrite each other's
-	// key.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(dir, ".ledger-key-*") // mode 0600
 	if err != nil {
 		return nil, fmt.Errorf("create the ledger key: %w", err)
 	}
-	if err := pem.Encode(f, &pem.Block{Type: pemPrivate, Bytes: der}); err != nil {
-		f.Close()
-		os.Remove(path)
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = pem.Encode(f, &pem.Block{Type: pemPrivate, Bytes: der})
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("write the ledger key: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("write the ledger key: %w", err)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("create the ledger key: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("write the ledger key: %w", err)
-	}
+	syncDir(dir)
 	return newKey(priv), nil
+}
+
+// syncDir makes a new name in dir durable, where the system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // not supported everywhere; the key is written either way
+		_ = d.Close()
+	}
 }
 
 // checkPrivate refuses a key file that its group or others may use.

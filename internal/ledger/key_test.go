@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,44 @@ func TestLedgerKeyIsCreatedOnceWithMode0600(t *testing.T) {
 	assert.Equal(t, k.Public, again.Public)
 	assert.Equal(t, ledger.KeyID(k.Public), again.ID)
 	assert.Len(t, k.ID, 16)
+}
+
+// Processes starting at once on a new folder end up with one key, the one
+// that was made first, and no half-written file or temporary one is left:
+// each start either reads a whole key or makes one.
+func TestLedgerKeyMadeByConcurrentStartsIsOne(t *testing.T) {
+	for range 20 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "ledger.key")
+		const starts = 8
+		ids := make([]string, starts)
+		created := make([]bool, starts)
+		errs := make([]error, starts)
+		var wg sync.WaitGroup
+		for i := range starts {
+			wg.Go(func() {
+				var k *ledger.Key
+				k, created[i], errs[i] = ledger.LoadOrCreateKey(path)
+				if k != nil {
+					ids[i] = k.ID
+				}
+			})
+		}
+		wg.Wait()
+		made := 0
+		for i := range starts {
+			require.NoError(t, errs[i])
+			assert.Equal(t, ids[0], ids[i])
+			if created[i] {
+				made++
+			}
+		}
+		assert.Equal(t, 1, made, "one start made the key")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "only the key is left")
+		assert.Equal(t, "ledger.key", entries[0].Name())
+	}
 }
 
 // A key file others may read, or one that holds no Ed25519 private key, is
