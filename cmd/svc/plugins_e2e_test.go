@@ -66,7 +66,7 @@ func TestBrowserEndsWhenSvcIsKilled(t *testing.T) {
 
 	render(start(t, env...))
 	assert.Eventually(t, func() bool { _, err := os.Stat(profiles[0]); return os.IsNotExist(err) },
-		5*time.Second, 10*time.Millisecond, "the next page compiler removes the profile left behind")
+		30*time.Second, 10*time.Millisecond, "the next page compiler removes the profile left behind")
 }
 
 // killAndWaitForOrphans kills svc with SIGKILL and waits, a few seconds at
@@ -91,7 +91,7 @@ func killAndWaitForOrphans(t *testing.T, p *proc, pids []int) {
 	killed := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	_ = p.waitExit(t)
-	if assert.Eventually(t, func() bool { return len(alive()) == 0 }, 5*time.Second, 10*time.Millisecond,
+	if assert.Eventually(t, func() bool { return len(alive()) == 0 }, 30*time.Second, 10*time.Millisecond,
 		"processes outlived svc") {
 		t.Logf("%d processes ended %s after svc was killed", len(pids), time.Since(killed).Round(time.Millisecond))
 	} else {

@@ -95,7 +95,7 @@ func TestPluginEndsWhenItsHostIsKilled(t *testing.T) {
 
 	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
 	_ = host.Wait()
-	require.Eventually(t, func() bool { return testbin.Ended(pid) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return testbin.Ended(pid) }, 30*time.Second, 10*time.Millisecond,
 		"the plugin outlived its host's kill -9")
 }
 
@@ -123,7 +123,9 @@ func runHost() {
 		if err != nil {
 			fail(err)
 		}
-		endThreads(64)
+		if !endThreads(64) {
+			fail(fmt.Errorf("the host's threads did not end: the test would prove nothing"))
+		}
 		if _, err := impl.(pluginapi.Provider).Models(ctx); err != nil {
 			fail(fmt.Errorf("the plugin died when the host's threads ended: %w", err))
 		}
@@ -136,9 +138,9 @@ func runHost() {
 }
 
 // endThreads ends n threads of the process: n goroutines each take a
-// thread, lock it and return, which ends it. It returns once the threads
-// are gone.
-func endThreads(n int) {
+// thread, lock it and return, which ends it. It reports whether the threads
+// were gone within 30 seconds.
+func endThreads(n int) bool {
 	var taken sync.WaitGroup
 	release := make(chan struct{})
 	for range n {
@@ -151,9 +153,13 @@ func endThreads(n int) {
 	}
 	taken.Wait()
 	close(release)
-	for deadline := time.Now().Add(5 * time.Second); threads() >= n && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); threads() >= n; {
+		if time.Now().After(deadline) {
+			return false
+		}
 		runtime.Gosched()
 	}
+	return true
 }
 
 // threads counts the process's OS threads.

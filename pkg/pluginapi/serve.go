@@ -22,8 +22,9 @@ func ServeEmail(t EmailTransport) { serve(EmailName, &EmailPlugin{Impl: t}) }
 func ServeSOM(c PageCompiler) { serve(PageCompilerName, &PageCompilerPlugin{Impl: c}) }
 
 // orphanGrace is how long a plugin whose svc is gone has, once its server
-// stopped, to return from main before it is ended anyway.
-const orphanGrace = time.Second
+// stopped, to return from main before it is ended anyway. (A variable only
+// so that tests on a busy machine can give the clean-up more time.)
+var orphanGrace = time.Second
 
 func serve(name string, p plugin.Plugin) {
 	logger := Logger(name)

@@ -62,7 +62,7 @@ func TestServeEndsWhenItsParentIsKilled(t *testing.T) {
 
 			require.NoError(t, parent.Process.Signal(syscall.SIGKILL))
 			_ = parent.Wait()
-			require.Eventually(t, func() bool { return testbin.Ended(pid) }, 5*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return testbin.Ended(pid) }, 30*time.Second, 10*time.Millisecond,
 				"the plugin outlived its parent")
 			assert.FileExists(t, mark, "ServeProvider returned before the plugin ended")
 		})
@@ -96,6 +96,9 @@ func runParent() {
 // runPlugin serves a provider, marks that ServeProvider returned, and, as
 // plugin-hangs, then never returns from main.
 func runPlugin() {
+	// The mark must be written before the grace ends the process, however
+	// busy the machine; plugin-hangs still shows that the grace ends it.
+	pluginapi.SetOrphanGrace(3 * time.Second)
 	pluginapi.ServeProvider(&fakeProvider{})
 	_ = os.WriteFile(os.Getenv(servedMark), nil, 0o600)
 	if os.Getenv(helperRole) == "plugin-hangs" {
