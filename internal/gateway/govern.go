@@ -86,7 +86,9 @@ func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, ad
 			return g.abort(ctx, c, err)
 		}
 		c.decided(d, policy.Tool, tc.name)
-		if d.Verdict.Decision.Strength() > worst.Verdict.Decision.Strength() {
+		// The strongest verdict answers; of two as strong, a failed one,
+		// whose code (policy_error) says that no approval can pass it.
+		if s, w := d.Verdict.Decision.Strength(), worst.Verdict.Decision.Strength(); s > w || s == w && d.Verdict.Failed() && !worst.Verdict.Failed() {
 			worst = d
 		}
 	}

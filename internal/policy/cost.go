@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
@@ -31,6 +32,7 @@ var costs = map[string]costFunc{
 	"@in":         costIn,
 	"contains":    costContains,
 	"matches":     costMatchesRead,
+	"format":      costFormat,
 	"replace":     costReplace,
 	"split":       costSplit,
 	"join":        costJoin,
@@ -84,11 +86,12 @@ func costIn(args []ref.Val) (uint64, bool) {
 	return 1 + tenth(textSize(args[0])) + n, true
 }
 
-// costContains is CEL's own charge for contains(), by the text's length
-// times the substring's.
+// costContains: a search for a substring reads the text and the
+// substring once (Go's search is linear in practice); CEL's own charge,
+// their product, would stop a long system prompt looked for in a long
+// message.
 func costContains(args []ref.Val) (uint64, bool) {
-	s, sub := textSize(args[0]), textSize(args[1])
-	return 1 + tenth(s)*tenth(sub), true
+	return 1 + tenth(textSize(args[0])+textSize(args[1])), true
 }
 
 // costSearch: indexOf and lastIndexOf compare the substring at every
@@ -100,9 +103,61 @@ func costSearch(args []ref.Val) (uint64, bool) {
 
 // costMatchesRead: a pattern the request supplies is compiled for the
 // call, and matching takes time in proportion to the text's length times
-// the pattern's.
+// the size of the compiled program, which a short pattern can make large
+// ("(?:\pL{1000})b" is 13 bytes and a thousand instructions, each a search
+// of the letters' ranges). So the pattern is compiled here to be measured;
+// one that does not compile costs the call and its reading (CEL reports
+// the error).
 func costMatchesRead(args []ref.Val) (uint64, bool) {
-	return (textSize(args[0]) + 1) * (textSize(args[1]) + 1), true
+	pattern, ok := args[1].(types.String)
+	if !ok {
+		return costRead(args)
+	}
+	re, err := syntax.Parse(string(pattern), syntax.Perl)
+	if err != nil {
+		return costRead(args)
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return costRead(args)
+	}
+	var steps uint64
+	for _, inst := range prog.Inst {
+		steps += 1 + uint64(len(inst.Rune))/16
+	}
+	return (textSize(args[0]) + 1) * (steps + uint64(len(pattern))), true
+}
+
+// costFormat: the text format() makes holds its arguments' texts, however
+// deep in lists and maps, and the format itself.
+func costFormat(args []ref.Val) (uint64, bool) {
+	var n uint64
+	for _, a := range args {
+		n += deepTextSize(a)
+	}
+	return 1 + n, true
+}
+
+// deepTextSize is the length of the texts in v, in its lists and maps
+// (keys too) however nested, plus one per element.
+func deepTextSize(v ref.Val) uint64 {
+	switch v := v.(type) {
+	case traits.Lister:
+		n, _ := v.Size().(types.Int)
+		total := uint64(0)
+		for i := types.Int(0); i < n; i++ {
+			total += 1 + deepTextSize(v.Get(i))
+		}
+		return total
+	case traits.Mapper:
+		total := uint64(0)
+		for it := v.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			total += 1 + deepTextSize(k) + deepTextSize(v.Get(k))
+		}
+		return total
+	}
+	return textSize(v)
 }
 
 // costMatchesWritten: a pattern written in the condition was compiled at

@@ -14,8 +14,9 @@ const (
 	// for nested comprehensions over short lists.
 	BaseCost = 100_000
 	// CostPerByte is what a condition may cost per byte of its input:
-	// enough to read every message a dozen times over.
-	CostPerByte = 16
+	// enough to read every message dozens of times over, or to walk a
+	// message character by character with a few comparisons at each.
+	CostPerByte = 64
 	// WhenBytesPerUnit: a condition may cost one more unit per byte of
 	// input for each this many bytes of its own text, so that a longer
 	// condition, which asks more of the input, may do more; up to

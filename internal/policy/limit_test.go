@@ -94,12 +94,25 @@ var quadratic = map[string]string{
 	"replace":         `request.messages.exists(m, m.content.replace("a", request.messages[1].content) == "")`,
 	"split and join":  `request.messages[0].content.split("").join(request.messages[1].content) == ""`,
 	"request pattern": `request.messages[0].content.matches(request.messages[1].content)`,
+	// A pattern of 13 bytes that compiles to a thousand instructions.
+	"compact request pattern": `request.messages[0].content.matches(request.messages[1].content)`,
+	// A text made of a list that holds every message once per message.
+	"format": `"%s".format([request.messages.map(a, request.messages.map(b, b.content))]).size() == 0`,
 }
 
 // quadraticInput is the input each is stopped on.
 func quadraticInput(name string) *Input {
-	if name == "request pattern" {
+	switch name {
+	case "request pattern":
 		return chat(strings.Repeat("a", 20_000), strings.Repeat("(a|b)", 4_000))
+	case "compact request pattern":
+		return chat(strings.Repeat("a", 1<<20), `(?:\pL{1000})b`)
+	case "format":
+		msgs := make([]string, 200)
+		for i := range msgs {
+			msgs[i] = strings.Repeat("m", 1_000)
+		}
+		return chat(msgs...)
 	}
 	return chat(strings.Repeat("a", 20_000), strings.Repeat("a", 20_000))
 }
@@ -151,6 +164,26 @@ func TestWorkInProportionToTheInputPassesOnTheLargestBodies(t *testing.T) {
 		assert.Equal(t, Allow, v.Decision, when)
 		assert.Empty(t, v.Rules, when)
 	}
+}
+
+// Linear work that a cruder charge would stop: a character-by-character
+// scan with a few comparisons at each, and a long system prompt looked for
+// in a longer message.
+func TestLinearScansOfLongPromptsPass(t *testing.T) {
+	scan := load(t, "policies:\n"+rule("hidden-characters", "chat",
+		`request.messages.exists(m, m.content.split("").exists(c, c == "\u200b" || c == "\u202e" || c == "\u2066"))`, "deny"))
+	v := scan.Evaluate(context.Background(), Chat, chat(prose(100<<10, "")))
+	assert.Equal(t, Allow, v.Decision, "%v", v.Rules)
+	v = scan.Evaluate(context.Background(), Chat, chat(prose(100<<10, "\u202e")))
+	assert.Equal(t, Deny, v.Decision, "and still finds what it looks for")
+	assert.False(t, v.Failed())
+
+	quoted := load(t, "policies:\n"+rule("system-prompt-quoted", "chat",
+		`request.messages.exists(m, m.role == "user" && m.content.contains(request.messages[0].content))`, "deny"))
+	in := chat(prose(20<<10, "system"), prose(4<<20, ""))
+	in.Request.Messages[0].Role = "system"
+	v = quoted.Evaluate(context.Background(), Chat, in)
+	assert.Equal(t, Allow, v.Decision, "%v", v.Rules)
 }
 
 func TestTheLimitGrowsWithTheInput(t *testing.T) {

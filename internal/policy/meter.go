@@ -333,9 +333,13 @@ func (c *meteredCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		vals = append(vals, v)
 	}
 	m := meterOf(frame)
-	var made bool
+	var (
+		made  bool
+		units uint64
+	)
 	if m != nil {
-		units, includesResult := c.cost(vals)
+		var includesResult bool
+		units, includesResult = c.cost(vals)
 		m.charge(units, c.function)
 		made = !includesResult
 	}
@@ -344,6 +348,9 @@ func (c *meteredCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 		if n := textSize(out); n > 0 {
 			m.charge(n, c.function)
 		}
+	}
+	if m != nil && units >= checkEvery {
+		m.check() // one call may have taken long: past the deadline, it stops here
 	}
 	return out
 }

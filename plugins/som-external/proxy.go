@@ -35,9 +35,16 @@ type GuardProxy struct {
 // actually dialed (after DNS), honouring the operator's host:port
 // exceptions.
 func (p *GuardProxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
+	}
+	// A numeric host is dialed as the address it is, and one that ends in
+	// a number without being an address is refused: neither goes to DNS.
+	if ip, ok, err := netguard.HostAddr(host); err != nil {
+		return nil, err
+	} else if ok {
+		addr = net.JoinHostPort(ip.String(), port)
 	}
 	d := &net.Dialer{Timeout: 10 * time.Second, Control: p.Guard.ControlFor(host)}
 	return d.DialContext(ctx, network, addr)
