@@ -139,13 +139,20 @@ func (s *Store) LastCheckpoint(ctx context.Context, tenantID string) (ledger.Che
 	return c, err == nil, err
 }
 
-// AddCheckpoint stores c; errs.Conflict when the tenant's number is taken.
-func (s *Store) AddCheckpoint(ctx context.Context, c *ledger.Checkpoint) error {
+// AddCheckpoints stores a round of checkpoints in one transaction;
+// errs.Conflict, storing none, when a tenant's number is taken.
+func (s *Store) AddCheckpoints(ctx context.Context, cps []ledger.Checkpoint) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.TenantID, c.Number, c.FirstSeq, c.LastSeq, c.Entries, c.Root[:], c.Prev[:], c.CreatedAt.UnixMilli(),
-			c.KeyID, c.Signature[:])
-		return formatError(err)
+		for i := range cps {
+			c := &cps[i]
+			_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.TenantID, c.Number, c.FirstSeq, c.LastSeq, c.Entries, c.Root[:], c.Prev[:], c.CreatedAt.UnixMilli(),
+				c.KeyID, c.Signature[:])
+			if err != nil {
+				return formatError(err)
+			}
+		}
+		return nil
 	})
 }
 
