@@ -2,9 +2,9 @@ package ledger_test
 
 import (
 	"context"
-	"errors"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
 	"sync"
