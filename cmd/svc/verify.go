@@ -146,7 +146,8 @@ func printReport(w io.Writer, db string, r *ledger.Report, kept int) {
 		fmt.Fprintf(w, " (%d kept elsewhere, checked against them)", kept)
 	}
 	fmt.Fprintf(w, "\nledger entries: %d covered by a checkpoint, %d not yet\n", r.Covered, r.Uncovered)
-	fmt.Fprintf(w, "runs: %d match the ledger, %d deleted by retention, %d recorded before the ledger\n", r.Runs, r.Pruned, r.Legacy)
+	fmt.Fprintf(w, "runs: %d match the ledger (%d of them recorded before it, entered at the upgrade), %d deleted by retention\n",
+		r.Runs, r.Legacy, r.Pruned)
 	if n := len(r.UncoveredRuns); n > 0 {
 		fmt.Fprintf(w, "runs not yet covered by a checkpoint (they match svc's entries, which no signature vouches for yet): %d\n", n)
 		for _, ref := range r.UncoveredRuns[:min(n, shownRuns)] {

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,9 +25,10 @@ type CheckpointStore interface {
 	// LastCheckpoint returns the tenant's newest checkpoint; false when it
 	// has none.
 	LastCheckpoint(ctx context.Context, tenantID string) (Checkpoint, bool, error)
-	// AddCheckpoint stores c. Returns errs.Conflict when the tenant has a
-	// checkpoint of that number already.
-	AddCheckpoint(ctx context.Context, c *Checkpoint) error
+	// AddCheckpoints stores a round of checkpoints in one transaction.
+	// Returns errs.Conflict when a tenant has a checkpoint of that number
+	// already, storing none.
+	AddCheckpoints(ctx context.Context, cps []Checkpoint) error
 	// ListCheckpoints returns a page of the tenant's checkpoints, newest
 	// first, and how many it has.
 	ListCheckpoints(ctx context.Context, tenantID string, limit, offset int) ([]Checkpoint, int, error)
@@ -162,32 +162,43 @@ func (c *Checkpointer) Seal(ctx context.Context) ([]Checkpoint, error) {
 	return c.seal(ctx, last)
 }
 
-// seal covers every tenant's entries up to upTo. A tenant that fails is
-// tried again on the next call, the others being done.
+// seal covers every tenant's entries up to upTo, in one round stored whole
+// or not at all (tried again on the next call), so that no reader of the
+// database ever sees some tenants sealed up to upTo and others not: svc
+// verify holds every tenant's entries up to the highest seq a checkpoint
+// covers to be covered by its own. Each checkpoint is then delivered to
+// its tenant's webhook.
 func (c *Checkpointer) seal(ctx context.Context, upTo int64) ([]Checkpoint, error) {
 	tenants, err := c.o.Store.LedgerTenants(ctx, c.sealed, upTo)
 	if err != nil {
 		return nil, err
 	}
 	var made []Checkpoint
-	var failed []error
 	for _, tenantID := range tenants {
 		cps, err := c.sealTenant(ctx, tenantID, upTo)
-		made = append(made, cps...)
 		if err != nil {
-			failed = append(failed, fmt.Errorf("tenant %s: %w", tenantID, err))
+			return nil, fmt.Errorf("tenant %s: %w", tenantID, err)
+		}
+		made = append(made, cps...)
+	}
+	if len(made) > 0 {
+		if err := c.o.Store.AddCheckpoints(ctx, made); err != nil {
+			return nil, err
 		}
 	}
-	if len(failed) > 0 {
-		return made, errors.Join(failed...)
+	for _, cp := range made {
+		c.o.Logger.Debug("ledger checkpoint signed", "tenant", cp.TenantID, "number", cp.Number, "entries", cp.Entries)
+		if c.o.Notifier != nil {
+			c.o.Notifier.Notify(ctx, cp.TenantID, CheckpointEvent, cp)
+		}
 	}
 	c.sealed = upTo
 	return made, nil
 }
 
 // sealTenant signs the tenant's checkpoints of its entries after its last
-// checkpoint, up to upTo, maxCheckpointEntries at most in each, and
-// delivers each to its webhook.
+// checkpoint, up to upTo, maxCheckpointEntries at most in each, for seal
+// to store.
 func (c *Checkpointer) sealTenant(ctx context.Context, tenantID string, upTo int64) ([]Checkpoint, error) {
 	prev, ok, err := c.o.Store.LastCheckpoint(ctx, tenantID)
 	if err != nil {
@@ -212,13 +223,6 @@ func (c *Checkpointer) sealTenant(ctx context.Context, tenantID string, upTo int
 			cp.Prev = prev.ComputeHash()
 		}
 		cp.sign(c.o.Key)
-		if err := c.o.Store.AddCheckpoint(ctx, &cp); err != nil {
-			return made, err
-		}
-		c.o.Logger.Debug("ledger checkpoint signed", "tenant", tenantID, "number", cp.Number, "entries", cp.Entries)
-		if c.o.Notifier != nil {
-			c.o.Notifier.Notify(ctx, tenantID, CheckpointEvent, cp)
-		}
 		made = append(made, cp)
 		prev, ok = cp, true
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
 	"sync"
@@ -212,4 +213,39 @@ func TestCheckpointSignatureCoversEveryField(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, cp, back, "the JSON the API and webhooks show reads back whole")
 	require.NoError(t, back.CheckSignature(keys))
+}
+
+// failingEntries is a store whose reads of one tenant's entries fail.
+type failingEntries struct {
+	ledger.CheckpointStore
+	tenantID string
+}
+
+func (f failingEntries) Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]ledger.Entry, error) {
+	if tenantID == f.tenantID {
+		return nil, errors.New("disk on fire")
+	}
+	return f.CheckpointStore.Entries(ctx, tenantID, after, upTo, limit)
+}
+
+// A round of checkpoints is stored whole or not at all: no reader sees one
+// tenant sealed up to a seq and another not, which svc verify would take
+// for deleted checkpoints.
+func TestCheckpointRoundIsWholeOrNothing(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	other, err := w.store.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	w.record(t, tenant.DefaultID)
+	w.record(t, other.ID)
+	failing := ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: failingEntries{w.store, other.ID}, Key: w.key,
+		Notifier: w.sent, Now: func() time.Time { return w.now }})
+	_, err = failing.Seal(ctx)
+	require.Error(t, err)
+	assert.Empty(t, w.checkpoints(t, tenant.DefaultID), "the tenant sealed before the failure is not stored either")
+	assert.Empty(t, w.checkpoints(t, other.ID))
+
+	made, err := w.checkpointer(1000, time.Minute).Seal(ctx)
+	require.NoError(t, err)
+	assert.Len(t, made, 2)
 }

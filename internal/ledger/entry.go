@@ -11,6 +11,10 @@ const (
 	EntryRun   = "run"   // a run was stored with its events
 	EntryEvent = "event" // an event was appended to a run's chain
 	EntryPrune = "prune" // the retention sweep deleted the tenant's runs created before RunAt
+	// EntryLegacy enters a run stored before the ledger existed, with its
+	// digest and head as found when svc first started with the ledger:
+	// from then on, like every run, it is named by an entry.
+	EntryLegacy = "legacy"
 )
 
 // Entry is one leaf of the ledger: a change to a tenant's runs, written by

@@ -24,9 +24,8 @@ type LedgerSource interface {
 	Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]Entry, error)
 	// RunChain returns a run as stored; errs.NotFound when there is none.
 	RunChain(ctx context.Context, tenantID, id string) (StoredRun, error)
-	// EachRun calls fn with the id and chain version of each of the
-	// tenant's runs.
-	EachRun(ctx context.Context, tenantID string, fn func(id string, chain int) error) error
+	// EachRun calls fn with the id of each of the tenant's runs.
+	EachRun(ctx context.Context, tenantID string, fn func(id string) error) error
 }
 
 // The reasons the offline verification reports.
@@ -61,9 +60,13 @@ const (
 	ProblemChainRewritten = "chain_rewritten"
 	// The run's stored head is not the one the ledger recorded last.
 	ProblemHeadMismatch = "head_mismatch"
-	// The database holds ledger entries but no checkpoint at all: nothing
-	// can be verified against a signature.
+	// The database holds runs or ledger entries but no checkpoint at all:
+	// nothing can be verified against a signature.
 	ProblemNoCheckpoints = "no_checkpoints"
+	// A tenant's entries that a round of checkpoints sealed (their seq is
+	// at most the highest a signed checkpoint covers) are covered by none
+	// of its checkpoints: they were deleted, and the entries rewritten.
+	ProblemEntriesUncovered = "entries_uncovered"
 )
 
 // Problem is one mismatch between a database and its signed ledger.
@@ -87,7 +90,7 @@ func (p Problem) String() string {
 	fmt.Fprintf(&b, ": %s: %s", p.Reason, p.Detail)
 	if p.Checkpoint > 0 {
 		fmt.Fprintf(&b, " (covered by checkpoint %d)", p.Checkpoint)
-	} else if p.RunID != "" {
+	} else if p.RunID != "" && p.Reason != ProblemEntriesUncovered {
 		b.WriteString(" (not yet covered by a checkpoint)")
 	}
 	return b.String()
@@ -106,12 +109,14 @@ type Report struct {
 	Covered     int // entries covered by a checkpoint
 	Uncovered   int // entries not yet covered by one
 	Runs        int // runs whose fields, events and head match the ledger
-	Pruned      int // runs a retention sweep in a checkpoint deleted
-	// Legacy counts runs recorded before the ledger (ChainV1, no entry):
-	// their chain is checked by their integrity only.
+	Pruned      int // runs a retention sweep deleted (in UncoveredRuns when no checkpoint covers the sweep yet)
+	// Legacy counts the runs among Runs recorded before the ledger: they
+	// were entered (EntryLegacy) as found when svc first started with it,
+	// and are checked against that from then on.
 	Legacy int
 	// UncoveredRuns are runs whose newest entry no checkpoint covers yet:
-	// they matched the entries, but nothing signed vouches for those.
+	// they matched the entries (or a sweep's entry accounts for them
+	// being gone), but nothing signed vouches for those.
 	UncoveredRuns []RunRef
 	Problems      []Problem
 }
@@ -128,10 +133,14 @@ const maxProblems = 10_000
 // root; then, for each run an entry names, that it exists (or was deleted
 // by a retention sweep a checkpoint covers), that its fields still have the
 // digest its entry recorded, and that its events chain to each head its
-// entries recorded and no further. Runs without any entry are reported as
-// inserted (or, recorded before the ledger, as legacy). kept are
-// checkpoints the operator kept elsewhere: the database must still hold
-// each of them, unchanged. The error is for a database that cannot be read.
+// entries recorded and no further. Every run must be named by an entry
+// (svc enters the runs stored before the ledger at its first start with
+// it): one that is not was inserted. Each tenant's entries up to the
+// highest seq any signed checkpoint covers must be covered by one of its
+// own checkpoints, since svc seals every tenant up to one seq in a round.
+// kept are checkpoints the operator kept elsewhere: the database must
+// still hold each of them, unchanged. The error is for a database that
+// cannot be read.
 func VerifyLedger(ctx context.Context, src LedgerSource, keys []ed25519.PublicKey, kept []Checkpoint) (*Report, error) {
 	v := &verifier{src: src, keys: keys, kept: map[string][]Checkpoint{}, report: &Report{}}
 	tenants, err := src.LedgerTenantIDs(ctx)
@@ -150,14 +159,35 @@ func VerifyLedger(ctx context.Context, src LedgerSource, keys []ed25519.PublicKe
 		}
 	}
 	v.report.Tenants = len(tenants)
-	for _, id := range tenants {
-		if err := v.tenant(ctx, id); err != nil {
+	// Every checkpoint first: the highest seq a signed one covers bounds
+	// what each tenant's own checkpoints must cover.
+	cps := make([][]Checkpoint, len(tenants))
+	chained := make([]bool, len(tenants))
+	for i, id := range tenants {
+		if cps[i], err = src.Checkpoints(ctx, id); err != nil {
+			return nil, fmt.Errorf("tenant %s: %w", id, err)
+		}
+		v.report.Checkpoints += len(cps[i])
+		if chained[i] = v.checkpoints(id, cps[i]); !chained[i] {
+			continue
+		}
+		v.checkKept(id, cps[i])
+		if len(cps[i]) > 0 {
+			v.sealed = max(v.sealed, cps[i][len(cps[i])-1].LastSeq)
+		}
+	}
+	for i, id := range tenants {
+		if !chained[i] {
+			continue // what they cover cannot be trusted to check anything against
+		}
+		if err := v.tenant(ctx, id, cps[i]); err != nil {
 			return nil, fmt.Errorf("tenant %s: %w", id, err)
 		}
 	}
-	if r := v.report; r.Checkpoints == 0 && r.Covered+r.Uncovered > 0 {
+	if r := v.report; r.Checkpoints == 0 && (r.Covered+r.Uncovered > 0 || v.runs > 0) {
 		v.problem(Problem{Reason: ProblemNoCheckpoints,
-			Detail: fmt.Sprintf("%d ledger entries and no checkpoint: nothing can be verified against a signature", r.Uncovered)})
+			Detail: fmt.Sprintf("%d runs, %d ledger entries and no checkpoint: nothing can be verified against a signature",
+				v.runs, r.Uncovered)})
 	}
 	return v.report, nil
 }
@@ -167,6 +197,10 @@ type verifier struct {
 	keys   []ed25519.PublicKey
 	kept   map[string][]Checkpoint
 	report *Report
+	// sealed is the highest seq a signed checkpoint covers: every tenant's
+	// entries up to it were sealed in some round.
+	sealed int64
+	runs   int // runs in the database
 }
 
 func (v *verifier) problem(p Problem) {
@@ -179,19 +213,11 @@ func (v *verifier) problem(p Problem) {
 type runLedger struct {
 	entries []Entry
 	covered []int64 // the checkpoint covering each entry, 0 for none
-	digest  *Hash   // from its run entry; nil for a run recorded before the ledger
+	digest  *Hash   // from its run or legacy entry
+	legacy  bool    // entered as stored before the ledger
 }
 
-func (v *verifier) tenant(ctx context.Context, tenantID string) error {
-	cps, err := v.src.Checkpoints(ctx, tenantID)
-	if err != nil {
-		return err
-	}
-	v.report.Checkpoints += len(cps)
-	if !v.checkpoints(tenantID, cps) {
-		return nil // what they cover cannot be trusted to check anything against
-	}
-	v.checkKept(tenantID, cps)
+func (v *verifier) tenant(ctx context.Context, tenantID string, cps []Checkpoint) error {
 
 	runs := map[string]*runLedger{}
 	var order []string
@@ -208,9 +234,9 @@ func (v *verifier) tenant(ctx context.Context, tenantID string) error {
 			runs[e.RunID] = r
 			order = append(order, e.RunID)
 		}
-		if e.Kind == EntryRun && r.digest == nil {
+		if (e.Kind == EntryRun || e.Kind == EntryLegacy) && r.digest == nil {
 			d := e.Digest
-			r.digest = &d
+			r.digest, r.legacy = &d, e.Kind == EntryLegacy
 		}
 		r.entries, r.covered = append(r.entries, e), append(r.covered, checkpoint)
 	}
@@ -227,6 +253,7 @@ func (v *verifier) tenant(ctx context.Context, tenantID string) error {
 		v.report.Covered += len(entries)
 		after = cp.LastSeq
 	}
+	lastCovered := after
 	for {
 		entries, err := v.src.Entries(ctx, tenantID, after, math.MaxInt64, maxCheckpointEntries)
 		if err != nil {
@@ -234,6 +261,15 @@ func (v *verifier) tenant(ctx context.Context, tenantID string) error {
 		}
 		if len(entries) == 0 {
 			break
+		}
+		if first := entries[0]; after == lastCovered && first.Seq <= v.sealed {
+			what := "a retention sweep"
+			if first.RunID != "" {
+				what = "run " + first.RunID
+			}
+			v.problem(Problem{TenantID: tenantID, RunID: first.RunID, Reason: ProblemEntriesUncovered,
+				Detail: fmt.Sprintf("entry %d (%s) is covered by none of the tenant's checkpoints, yet checkpoints cover entries up to %d: "+
+					"the tenant's checkpoints were deleted", first.Seq, what, v.sealed)})
 		}
 		for _, e := range entries {
 			note(e, 0)
@@ -247,12 +283,9 @@ func (v *verifier) tenant(ctx context.Context, tenantID string) error {
 			return err
 		}
 	}
-	return v.src.EachRun(ctx, tenantID, func(id string, chain int) error {
-		switch {
-		case runs[id] != nil:
-		case chain == ChainV1:
-			v.report.Legacy++
-		default:
+	return v.src.EachRun(ctx, tenantID, func(id string) error {
+		v.runs++
+		if runs[id] == nil {
 			v.problem(Problem{TenantID: tenantID, RunID: id, Reason: ProblemRunInserted,
 				Detail: "the run is in the database but in no ledger entry: svc writes one with every run it stores"})
 		}
@@ -333,13 +366,25 @@ func (v *verifier) run(ctx context.Context, tenantID, id string, r *runLedger, p
 	}
 	c, err := v.src.RunChain(ctx, tenantID, id)
 	if errs.Is(err, errs.NotFound) {
+		// The first sweep after the run's newest entry whose cutoff takes
+		// it; one a checkpoint covers, if any.
+		found := -1
 		for i, p := range prunes {
-			if p.Seq > latest.Seq && latest.RunAt.Before(p.RunAt) && pruneCovered[i] > 0 {
-				v.report.Pruned++
-				return nil
+			if p.Seq > latest.Seq && latest.RunAt.Before(p.RunAt) && (found < 0 || pruneCovered[i] > 0) {
+				if found = i; pruneCovered[i] > 0 {
+					break
+				}
 			}
 		}
-		fail(ProblemRunDeleted, "the ledger recorded the run (entry %d) and no retention sweep in a checkpoint deleted it", latest.Seq)
+		switch {
+		case found < 0:
+			fail(ProblemRunDeleted, "the ledger recorded the run (entry %d) and no retention sweep deleted it", latest.Seq)
+		case pruneCovered[found] == 0:
+			v.report.Pruned++
+			v.report.UncoveredRuns = append(v.report.UncoveredRuns, RunRef{TenantID: tenantID, RunID: id})
+		default:
+			v.report.Pruned++
+		}
 		return nil
 	}
 	if err != nil {
@@ -399,6 +444,9 @@ func (v *verifier) run(ctx context.Context, tenantID, id string, r *runLedger, p
 		return nil
 	}
 	v.report.Runs++
+	if r.legacy {
+		v.report.Legacy++
+	}
 	if checkpoint == 0 {
 		v.report.UncoveredRuns = append(v.report.UncoveredRuns, RunRef{TenantID: tenantID, RunID: id})
 	}

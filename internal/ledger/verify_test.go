@@ -192,6 +192,16 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 				ghost_saved_usd, chain_version FROM runs WHERE id = ?`, w.runs[0].Run.ID)
 			return "run_forged"
 		}, ledger.ProblemRunInserted, 0},
+		{"inserted run of chain v1, its v1 chain made", func(t *testing.T, w *signedLedger) string {
+			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
+				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
+				ghost_saved_usd, 1 FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+			w.exec(t, `INSERT INTO run_events SELECT 'run_forged', seq, tenant_id, at, type, payload, prev_hash, hash
+				FROM run_events WHERE run_id = ?`, w.runs[0].Run.ID)
+			w.rechain(t, "run_forged")
+			return "run_forged"
+		}, ledger.ProblemRunInserted, 0},
 		{"head moved back", func(t *testing.T, w *signedLedger) string {
 			id := w.traced.Run.ID
 			w.exec(t, `UPDATE runs SET event_count = 3, head_hash = ? WHERE id = ?`, w.traced.Head.Hash[:], id)
@@ -235,7 +245,7 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 	}
 }
 
-// Deleting the newest checkpoints is only found against checkpoints kept
+// Deleted checkpoints are named as missing against checkpoints kept
 // elsewhere; so is a rewritten chain of checkpoints.
 func TestVerifyLedgerAgainstKeptCheckpoints(t *testing.T) {
 	w := newSignedLedger(t)
@@ -245,14 +255,12 @@ func TestVerifyLedgerAgainstKeptCheckpoints(t *testing.T) {
 			mine = cp
 		}
 	}
+	r := w.verify(t, w.sealed...)
+	require.Empty(t, r.Problems)
 	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
 	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, tenant.DefaultID)
-	r := w.verify(t)
-	assert.Empty(t, r.Problems, "the database alone cannot tell: its entries are merely not covered")
-	assert.Equal(t, 5, r.Uncovered)
-
 	r = w.verify(t, w.sealed...)
-	require.Len(t, r.Problems, 1)
+	require.NotEmpty(t, r.Problems)
 	assert.Equal(t, ledger.ProblemCheckpointMissing, r.Problems[0].Reason)
 	assert.Equal(t, tenant.DefaultID, r.Problems[0].TenantID)
 
@@ -296,15 +304,103 @@ func TestVerifyLedgerTellsPrunedFromDeleted(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	r := w.verify(t)
-	require.Len(t, r.Problems, 4, "a sweep no checkpoint covers yet excuses nothing")
-	assert.Equal(t, ledger.ProblemRunDeleted, r.Problems[0].Reason)
+	assert.Empty(t, r.Problems, "an honest sweep is pending until a checkpoint covers it, not a mismatch")
+	assert.Equal(t, 4, r.Pruned)
+	assert.Len(t, r.UncoveredRuns, 4, "runs gone by a sweep no checkpoint covers yet are listed as not yet covered")
 
 	_, err = w.checkpointer(1000, time.Minute).Seal(ctx)
 	require.NoError(t, err)
 	r = w.verify(t)
 	assert.Empty(t, r.Problems)
+	assert.Empty(t, r.UncoveredRuns)
 	assert.Equal(t, 4, r.Pruned)
 	assert.Equal(t, 1, r.Runs, "the other tenant's run, kept by its own retention")
+}
+
+// A run deleted after a sweep's cutoff is deleted, sweep or not.
+func TestVerifyLedgerSweepExcusesOnlyItsCutoff(t *testing.T) {
+	ctx := context.Background()
+	w := newSignedLedger(t)
+	_, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.now.Add(31 * 24 * time.Hour) }).
+		Sweep(ctx, w.other)
+	require.NoError(t, err)
+	w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+	r := w.verify(t)
+	require.Len(t, r.Problems, 1, "the other tenant's sweep excuses none of the default tenant's runs")
+	assert.Equal(t, ledger.ProblemRunDeleted, r.Problems[0].Reason)
+	assert.Equal(t, w.runs[0].Run.ID, r.Problems[0].RunID)
+}
+
+// One tenant's checkpoints deleted, its runs then edited and its entries
+// rewritten to match, while other tenants keep theirs: the database alone
+// tells, since every round seals every tenant up to one seq.
+func TestVerifyLedgerFindsOneTenantsCheckpointsDeleted(t *testing.T) {
+	w := newSignedLedger(t)
+	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, tenant.DefaultID)
+	r := w.verify(t)
+	require.NotEmpty(t, r.Problems, "its entries are not merely pending: a round sealed them")
+	p := r.Problems[0]
+	assert.Equal(t, ledger.ProblemEntriesUncovered, p.Reason, p.String())
+	assert.Equal(t, tenant.DefaultID, p.TenantID)
+	assert.Equal(t, w.runs[0].Run.ID, p.RunID, "the first uncovered entry's run")
+
+	// The entries rewritten after an edit: still found.
+	id := w.runs[0].Run.ID
+	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, id)
+	w.rechain(t, id)
+	c, err := w.store.RunChain(context.Background(), tenant.DefaultID, id)
+	require.NoError(t, err)
+	w.exec(t, `DROP TRIGGER ledger_entries_no_update`)
+	w.exec(t, `UPDATE ledger_entries SET digest = ?, head_hash = ? WHERE run_id = ?`, func() []byte { d := c.Digest(); return d[:] }(),
+		c.Head.Hash[:], id)
+	r = w.verify(t)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, ledger.ProblemEntriesUncovered, r.Problems[0].Reason, r.Problems[0].String())
+}
+
+// A round of checkpoints seals only tenants with new entries: a tenant
+// without any in a later round is not taken for one whose checkpoints
+// were deleted.
+func TestVerifyLedgerAcceptsRoundsThatSkipATenant(t *testing.T) {
+	ctx := context.Background()
+	w := newSignedLedger(t)
+	for range 3 {
+		w.now = w.now.Add(time.Second)
+		w.record(t, w.other)
+		cps, err := w.checkpointer(1000, time.Minute).Seal(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, cps)
+	}
+	r := w.verify(t)
+	assert.Empty(t, r.Problems)
+	assert.Empty(t, r.UncoveredRuns)
+	assert.Equal(t, 0, r.Uncovered)
+}
+
+// Every checkpoint and entry deleted, every run set to chain v1 and its v1
+// chain made anew after an edit: runs no entry names are inserted ones,
+// whatever their chain, and a database of runs without checkpoints is no
+// whole one.
+func TestVerifyLedgerFindsTheLedgerDeleted(t *testing.T) {
+	w := newSignedLedger(t)
+	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
+	w.exec(t, `DROP TRIGGER ledger_entries_no_delete`)
+	w.exec(t, `DELETE FROM ledger_checkpoints`)
+	w.exec(t, `DELETE FROM ledger_entries`)
+	w.exec(t, `UPDATE runs SET chain_version = 1`)
+	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, w.runs[0].Run.ID)
+	for _, rec := range append([]*ledger.Record{w.latest}, w.runs...) {
+		w.rechain(t, rec.Run.ID)
+	}
+	r := w.verify(t)
+	require.False(t, r.OK())
+	reasons := map[string]int{}
+	for _, p := range r.Problems {
+		reasons[p.Reason]++
+	}
+	assert.Equal(t, 5, reasons[ledger.ProblemRunInserted], "%v", r.Problems)
+	assert.Equal(t, 1, reasons[ledger.ProblemNoCheckpoints], "%v", r.Problems)
 }
 
 type retention float64

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -19,6 +20,64 @@ func (s *Store) addEntry(ctx context.Context, tx *sql.Tx, e ledger.Entry) error 
 	_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.TenantID, e.RunID, e.Kind, e.EventCount, e.Head[:], e.Digest[:], e.RunAt.UnixMilli(), s.nowMS())
 	return err
+}
+
+// legacyBatch is how many runs recordLegacyRuns reads at a time.
+const legacyBatch = 500
+
+// recordLegacyRuns writes a legacy ledger entry for each run listed in
+// temp.legacy_runs (migration 0016: the runs no entry names, stored before
+// the ledger), with its digest and head as stored, a batch at a time, in
+// the migration's transaction.
+func (s *Store) recordLegacyRuns(ctx context.Context, tx *sql.Tx) error {
+	var after int64
+	for {
+		entries, last, err := legacyEntries(ctx, tx, after)
+		if err != nil || len(entries) == 0 {
+			if err == nil {
+				_, err = tx.ExecContext(ctx, `DROP TABLE temp.legacy_runs`)
+			}
+			return err
+		}
+		for _, e := range entries {
+			if err := s.addEntry(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		after = last
+	}
+}
+
+// legacyEntries reads the next batch of legacy runs after rowid after and
+// returns their entries and the last rowid read.
+func legacyEntries(ctx context.Context, tx *sql.Tx, after int64) ([]ledger.Entry, int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+runListColumns+`, request, response, tenant_id, head_hash, rowid
+		FROM runs WHERE rowid IN (SELECT rid FROM temp.legacy_runs WHERE rid > ? ORDER BY rid LIMIT ?) ORDER BY rowid`,
+		after, legacyBatch)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var entries []ledger.Entry
+	for rows.Next() {
+		var (
+			req, res, head []byte
+			tenantID       string
+		)
+		r, explanation, err := scanRunExplained(rows, &req, &res, &tenantID, &head, &after)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.TenantID, r.Request = tenantID, json.RawMessage(req)
+		if res != nil {
+			r.Response = json.RawMessage(res)
+		}
+		e := ledger.Entry{TenantID: tenantID, RunID: r.ID, Kind: ledger.EntryLegacy, EventCount: r.EventCount,
+			Digest: ledger.Digest(&r, explanation), RunAt: r.CreatedAt}
+		copy(e.Head[:], head)
+		entries = append(entries, e)
+	}
+	return entries, after, rows.Err()
 }
 
 // Entries returns up to limit of the tenant's ledger entries with after <
@@ -80,13 +139,20 @@ func (s *Store) LastCheckpoint(ctx context.Context, tenantID string) (ledger.Che
 	return c, err == nil, err
 }
 
-// AddCheckpoint stores c; errs.Conflict when the tenant's number is taken.
-func (s *Store) AddCheckpoint(ctx context.Context, c *ledger.Checkpoint) error {
+// AddCheckpoints stores a round of checkpoints in one transaction;
+// errs.Conflict, storing none, when a tenant's number is taken.
+func (s *Store) AddCheckpoints(ctx context.Context, cps []ledger.Checkpoint) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.TenantID, c.Number, c.FirstSeq, c.LastSeq, c.Entries, c.Root[:], c.Prev[:], c.CreatedAt.UnixMilli(),
-			c.KeyID, c.Signature[:])
-		return formatError(err)
+		for i := range cps {
+			c := &cps[i]
+			_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.TenantID, c.Number, c.FirstSeq, c.LastSeq, c.Entries, c.Root[:], c.Prev[:], c.CreatedAt.UnixMilli(),
+				c.KeyID, c.Signature[:])
+			if err != nil {
+				return formatError(err)
+			}
+		}
+		return nil
 	})
 }
 

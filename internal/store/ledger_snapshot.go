@@ -141,21 +141,19 @@ func (r ledgerReader) RunChain(ctx context.Context, tenantID, id string) (ledger
 	return c, err
 }
 
-// EachRun calls fn with the id and chain version of each of the tenant's
-// runs, oldest first.
-func (r ledgerReader) EachRun(ctx context.Context, tenantID string, fn func(id string, chain int) error) error {
-	rows, err := r.q.QueryContext(ctx, `SELECT id, chain_version FROM runs WHERE tenant_id = ? ORDER BY created_at, rowid`, tenantID)
+// EachRun calls fn with the id of each of the tenant's runs, oldest first.
+func (r ledgerReader) EachRun(ctx context.Context, tenantID string, fn func(id string) error) error {
+	rows, err := r.q.QueryContext(ctx, `SELECT id FROM runs WHERE tenant_id = ? ORDER BY created_at, rowid`, tenantID)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		var chain int
-		if err := rows.Scan(&id, &chain); err != nil {
+		if err := rows.Scan(&id); err != nil {
 			return err
 		}
-		if err := fn(id, chain); err != nil {
+		if err := fn(id); err != nil {
 			return err
 		}
 	}

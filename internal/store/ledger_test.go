@@ -113,25 +113,48 @@ func v1(rec *ledger.Record) *ledger.Record {
 
 // Runs chained before run digests (stored by an older build, or restored
 // from the journal it left) stay readable and verify: their chain by its
-// own seed, their fields by the ledger entry a restored one gets; one
-// stored before the ledger existed is counted apart, not as tampered.
+// own seed, their fields by their ledger entry. A run stored before the
+// ledger existed is entered (kind legacy) with its digest and head when
+// the database is upgraded, signed by the next checkpoint, and checked
+// against that entry from then on.
 func TestChainV1RunsStayReadable(t *testing.T) {
 	ctx := context.Background()
-	s := storetest.Open(t)
+	path := filepath.Join(t.TempDir(), "svc.db")
+	s, err := store.Open(ctx, path)
+	require.NoError(t, err)
 	restored := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
 	older := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
 	require.NoError(t, s.RestoreRuns(ctx, []*ledger.Record{restored, older}))
-	// older was stored before migration 0013: no entry.
-	_, err := s.DB().Exec(`DROP TRIGGER ledger_entries_no_delete`)
+	// older as stored before the ledger: no entry, and the migration that
+	// enters such runs not applied yet.
+	for _, q := range []string{`DROP TRIGGER ledger_entries_no_delete`, `DELETE FROM ledger_entries WHERE run_id = '` + older.Run.ID + `'`,
+		`DELETE FROM schema_migrations WHERE name = 'migrations/0016_ledger_legacy_runs.sql'`} {
+		_, err = s.DB().Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, s.Close())
+	s, err = store.Open(ctx, path)
 	require.NoError(t, err)
-	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE run_id = ?`, older.Run.ID)
+	t.Cleanup(func() { _ = s.Close() })
+
+	entries, err := s.Entries(ctx, tenant.DefaultID, 0, math.MaxInt64, 10)
 	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	legacy := entries[1]
+	assert.Equal(t, ledger.EntryLegacy, legacy.Kind)
+	assert.Equal(t, older.Run.ID, legacy.RunID)
+	assert.Equal(t, older.Head.Hash, legacy.Head)
+	assert.Equal(t, older.Head.Count, legacy.EventCount)
+	assert.Equal(t, older.Run.CreatedAt.UnixMilli(), legacy.RunAt.UnixMilli())
 
 	for _, rec := range []*ledger.Record{restored, older} {
 		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
 		require.NoError(t, err)
 		assert.Equal(t, ledger.ChainV1, c.Chain)
 		assert.True(t, c.Verify().OK)
+		if rec == older {
+			assert.Equal(t, c.Digest(), legacy.Digest)
+		}
 	}
 
 	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
@@ -148,14 +171,56 @@ func TestChainV1RunsStayReadable(t *testing.T) {
 	}
 	r := verify()
 	assert.Empty(t, r.Problems)
-	assert.Equal(t, 1, r.Runs)
+	assert.Equal(t, 2, r.Runs)
 	assert.Equal(t, 1, r.Legacy)
+	assert.Empty(t, r.UncoveredRuns)
 
-	_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 9 WHERE id = ?`, restored.Run.ID)
+	for _, id := range []string{restored.Run.ID, older.Run.ID} {
+		_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 9 WHERE id = ?`, id)
+		require.NoError(t, err)
+	}
+	r = verify()
+	require.Len(t, r.Problems, 2)
+	for _, p := range r.Problems {
+		assert.Equal(t, ledger.ProblemRunMismatch, p.Reason, "the entry's digest binds a v1 run's fields too: %s", p)
+	}
+
+	// Entered once: a run inserted later without an entry gets none at
+	// the next start.
+	forged := v1(newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, ""))
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{forged}))
+	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE run_id = ?`, forged.Run.ID)
 	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = store.Open(ctx, path)
+	require.NoError(t, err)
+	entries, err = s.Entries(ctx, tenant.DefaultID, 0, math.MaxInt64, 10)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2)
 	r = verify()
 	require.NotEmpty(t, r.Problems)
-	assert.Equal(t, ledger.ProblemRunMismatch, r.Problems[0].Reason, "the entry's digest binds a v1 run's fields too")
+	assert.Equal(t, ledger.ProblemRunInserted, r.Problems[len(r.Problems)-1].Reason)
+}
+
+// A retention sweep that deletes runs in several batches writes a prune
+// entry in each, so that a sweep stopped between batches leaves no
+// deleted run unaccounted for.
+func TestEveryPruneBatchWritesItsEntry(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	now := time.UnixMilli(1_800_000_000_000).UTC()
+	var recs []*ledger.Record
+	for i := range 1001 {
+		recs = append(recs, newRun(tenant.DefaultID, now.Add(-40*24*time.Hour+time.Duration(i)*time.Millisecond),
+			ledger.RouteLive, ledger.StatusOK, ""))
+	}
+	require.NoError(t, s.InsertRuns(ctx, recs))
+	n, err := s.DeleteRunsBefore(ctx, tenant.DefaultID, now.Add(-30*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1001, n)
+	var prunes int
+	require.NoError(t, s.DB().QueryRow(`SELECT COUNT(*) FROM ledger_entries WHERE kind = 'prune'`).Scan(&prunes))
+	assert.Equal(t, 2, prunes, "a thousand runs a batch: two batches")
 }
 
 // racingSource records a run just before the verifier lists the runs, as
@@ -165,7 +230,7 @@ type racingSource struct {
 	record func()
 }
 
-func (r racingSource) EachRun(ctx context.Context, tenantID string, fn func(string, int) error) error {
+func (r racingSource) EachRun(ctx context.Context, tenantID string, fn func(string) error) error {
 	r.record()
 	return r.LedgerSnapshot.EachRun(ctx, tenantID, fn)
 }

@@ -498,9 +498,10 @@ func (s *Store) ListAgents(ctx context.Context, tenantID string) ([]ledger.Agent
 
 // DeleteRunsBefore deletes the tenant's runs created before t, with their
 // events, feedback and side effects, a thousand at a time so that other
-// writers wait little. It returns how many runs went. The first batch that
-// deletes any writes a prune entry to the ledger, so that the runs the
-// sweep deletes are known as pruned, not lost.
+// writers wait little. It returns how many runs went. Each batch that
+// deletes any writes a prune entry to the ledger in its transaction, so
+// that every run the sweep deletes is known as pruned, not lost, even when
+// the sweep stops between batches.
 func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Time) (int, error) {
 	total := 0
 	for {
@@ -511,7 +512,7 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 			if err != nil {
 				return err
 			}
-			if n, err = res.RowsAffected(); err != nil || n == 0 || total > 0 {
+			if n, err = res.RowsAffected(); err != nil || n == 0 {
 				return err
 			}
 			return s.addEntry(ctx, tx, ledger.Entry{TenantID: tenantID, Kind: ledger.EntryPrune, RunAt: t})

@@ -138,6 +138,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// afterMigration are the steps of a migration that SQL cannot take, run
+// in its transaction after its file.
+var afterMigration = map[string]func(s *Store, ctx context.Context, tx *sql.Tx) error{
+	"0016_ledger_legacy_runs.sql": (*Store).recordLegacyRuns,
+}
+
 func (s *Store) migrateFile(ctx context.Context, name string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -153,6 +159,11 @@ func (s *Store) migrateFile(ctx context.Context, name string) error {
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			return err
+		}
+		if after := afterMigration[filepath.Base(name)]; after != nil {
+			if err := after(s, ctx, tx); err != nil {
+				return err
+			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, name, s.nowMS())
 		return err
