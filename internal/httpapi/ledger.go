@@ -15,11 +15,7 @@ type checkpointList struct {
 // listCheckpoints is GET /api/v1/ledger/checkpoints: the tenant's signed
 // checkpoints, newest first; query limit, offset.
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		return err
-	}
-	offset, err := queryInt(r, "offset")
+	limit, offset, err := queryPage(r)
 	if err != nil {
 		return err
 	}

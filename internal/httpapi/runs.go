@@ -21,15 +21,22 @@ func queryInt(r *http.Request, name string) (int, error) {
 	return n, nil
 }
 
+// queryPage reads a list's limit and offset; the domain service judges
+// their range.
+func queryPage(r *http.Request) (limit, offset int, err error) {
+	if limit, err = queryInt(r, "limit"); err != nil {
+		return 0, 0, err
+	}
+	offset, err = queryInt(r, "offset")
+	return limit, offset, err
+}
+
 // listRuns is GET /api/v1/runs: newest first; query route, status, limit,
 // offset.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	f := ledger.Filter{Route: r.URL.Query().Get("route"), Status: r.URL.Query().Get("status")}
 	var err error
-	if f.Limit, err = queryInt(r, "limit"); err != nil {
-		return err
-	}
-	if f.Offset, err = queryInt(r, "offset"); err != nil {
+	if f.Limit, f.Offset, err = queryPage(r); err != nil {
 		return err
 	}
 	runs, total, err := s.Runs.List(r.Context(), identity(r).TenantID, f)

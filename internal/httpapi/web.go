@@ -30,11 +30,7 @@ func (s *Server) webFetch(w http.ResponseWriter, r *http.Request) error {
 // listSnapshots is GET /api/v1/web/snapshots: newest first, without their
 // SOM; query url, limit, offset.
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		return err
-	}
-	offset, err := queryInt(r, "offset")
+	limit, offset, err := queryPage(r)
 	if err != nil {
 		return err
 	}
