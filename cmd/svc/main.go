@@ -38,7 +38,6 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
@@ -48,6 +47,7 @@ import (
 	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/pkg/netguard"
 	webfiles "github.com/svc-gateway/svc/web"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/chromium"
 	"github.com/svc-gateway/svc/internal/testbin"
+	"github.com/svc-gateway/svc/pkg/chromium"
 )
 
 // TestPluginsEndWhenSvcIsKilled kills svc with SIGKILL, which gives it no

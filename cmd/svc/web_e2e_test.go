@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/chromium"
+	"github.com/svc-gateway/svc/pkg/chromium"
 )
 
 // TestWebFetchRendersScriptDrawnPagesExternally runs svc with the external

@@ -17,7 +17,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
-	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/paging"
 )
 
 // The statuses of an approval.
@@ -81,7 +81,7 @@ func (f *Filter) Validate() error {
 		return errs.Invalidf("status", "status must be one of pending, approved, rejected")
 	}
 	var err error
-	f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit)
+	f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit)
 	return err
 }
 

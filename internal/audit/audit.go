@@ -11,7 +11,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
-	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/paging"
 )
 
 // The decisions an event records.
@@ -53,7 +53,7 @@ func (f *Filter) Validate() error {
 		return errs.Invalidf("decision", "decision must be one of allow, deny, require_approval")
 	}
 	var err error
-	f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit)
+	f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit)
 	return err
 }
 

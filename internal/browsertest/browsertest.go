@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/svc-gateway/svc/internal/chromium"
+	"github.com/svc-gateway/svc/pkg/chromium"
 )
 
 // EnvBrowser names the variable that points at the browser binary.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // Config is every setting of one svc process.

@@ -35,7 +35,6 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/settings"
@@ -43,6 +42,7 @@ import (
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 

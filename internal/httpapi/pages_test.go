@@ -14,9 +14,9 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/httpapi"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/web"
 )
 

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/paging"
 )
 
 // The states of a job.
@@ -94,7 +94,7 @@ func (f *Filter) Validate() error {
 		return errs.Invalidf("status", "status must be one of queued, running, succeeded, failed")
 	}
 	var err error
-	f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit)
+	f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit)
 	return err
 }
 

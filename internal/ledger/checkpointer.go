@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/paging"
 )
 
 // CheckpointStore keeps the ledger's entries and checkpoints.
@@ -238,11 +238,11 @@ const (
 // List returns a page of the tenant's checkpoints, newest first, and how
 // many it has.
 func (c *Checkpointer) List(ctx context.Context, tenantID string, limit, offset int) ([]Checkpoint, int, error) {
-	limit, err := page.Limit(limit, DefaultCheckpointLimit, MaxCheckpointLimit)
+	limit, err := paging.Limit(limit, DefaultCheckpointLimit, MaxCheckpointLimit)
 	if err != nil {
 		return nil, 0, err
 	}
-	if offset, err = page.Offset(offset); err != nil {
+	if offset, err = paging.Offset(offset); err != nil {
 		return nil, 0, err
 	}
 	return c.o.Store.ListCheckpoints(ctx, tenantID, limit, offset)

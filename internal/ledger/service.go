@@ -10,7 +10,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
-	"github.com/svc-gateway/svc/internal/page"
+	"github.com/svc-gateway/svc/internal/paging"
 	"github.com/svc-gateway/svc/internal/strictjson"
 )
 
@@ -63,10 +63,10 @@ func (f *Filter) Validate() error {
 		return errs.Invalidf("status", "status must be ok, error or blocked")
 	}
 	var err error
-	if f.Limit, err = page.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
+	if f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
 		return err
 	}
-	f.Offset, err = page.Offset(f.Offset)
+	f.Offset, err = paging.Offset(f.Offset)
 	return err
 }
 

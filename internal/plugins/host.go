@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/svc-gateway/svc/internal/chromium"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/pkg/chromium"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 

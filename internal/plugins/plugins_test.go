@@ -20,10 +20,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/chromium"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/testbin"
+	"github.com/svc-gateway/svc/pkg/chromium"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // The setting keys, named as the spec names them.

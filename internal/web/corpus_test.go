@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 
 	"github.com/svc-gateway/svc/internal/shareddata"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // dialer resolves a host itself, checks every answer with the guard, and

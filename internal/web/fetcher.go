@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // Defaults of Options.

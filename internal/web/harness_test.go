@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // publicIP is where the test's stub DNS puts public names. Nothing is ever

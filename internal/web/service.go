@@ -13,9 +13,9 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
-	"github.com/svc-gateway/svc/internal/page"
-	"github.com/svc-gateway/svc/internal/som"
+	"github.com/svc-gateway/svc/internal/paging"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/som"
 )
 
 // Where a fetch's SOM came from.
@@ -266,11 +266,11 @@ const (
 // Snapshots lists the tenant's stored snapshots (of url, when given),
 // newest first, a page of limit (0: the default) from offset.
 func (s *Service) Snapshots(ctx context.Context, tenantID, url string, limit, offset int) ([]Snapshot, int, error) {
-	limit, err := page.Limit(limit, DefaultSnapshotLimit, MaxSnapshotLimit)
+	limit, err := paging.Limit(limit, DefaultSnapshotLimit, MaxSnapshotLimit)
 	if err != nil {
 		return nil, 0, err
 	}
-	if offset, err = page.Offset(offset); err != nil {
+	if offset, err = paging.Offset(offset); err != nil {
 		return nil, 0, err
 	}
 	return s.o.Store.ListSnapshots(ctx, tenantID, url, limit, offset)

@@ -21,7 +21,7 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/policy"
-	"github.com/svc-gateway/svc/internal/som"
+	"github.com/svc-gateway/svc/pkg/som"
 )
 
 // Session limits: idle sessions close after IdleTimeout; a tenant keeps at

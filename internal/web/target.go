@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // parseTarget applies the rules that need no DNS to a URL about to be

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/internal/jobs"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // DefaultTimeout bounds one delivery request, from dial to the end of the

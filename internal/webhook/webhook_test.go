@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/jobs"
-	"github.com/svc-gateway/svc/internal/netguard"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 	"github.com/svc-gateway/svc/internal/webhook"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 const secret = "whsec-test-0123456789"

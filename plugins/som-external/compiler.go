@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/svc-gateway/svc/internal/netguard"
-	"github.com/svc-gateway/svc/internal/som"
+	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/som"
 )
 
 // Compiler is the page-compiler slot: render, then compile what was drawn

@@ -19,8 +19,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/svc-gateway/svc/internal/chromium"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/chromium"
+	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 

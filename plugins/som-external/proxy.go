@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // GuardProxy is the only way out of the browser: Chromium is started with

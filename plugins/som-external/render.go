@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/svc-gateway/svc/internal/chromium"
+	"github.com/svc-gateway/svc/pkg/chromium"
 )
 
 // Renderer loads pages in one headless Chromium, started on first use and

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/chromium"
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/chromium"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 // browser returns the Chromium to test with, or skips loudly (fails under

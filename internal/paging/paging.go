@@ -1,6 +1,6 @@
-// Package page validates the paging parameters of list endpoints, so that
+// Package paging validates the paging parameters of list endpoints, so that
 // every listing answers a bad limit the same way.
-package page
+package paging
 
 import "github.com/svc-gateway/svc/internal/errs"
 

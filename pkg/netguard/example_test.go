@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/svc-gateway/svc/internal/netguard"
+	"github.com/svc-gateway/svc/pkg/netguard"
 )
 
 func ExampleGuard_CheckURL() {
