@@ -65,7 +65,6 @@ type Error struct {
 	Public string        // message for a person
 	Param  string        // the offending field, when there is one
 	Type   string        // the chat-completions error type, when a provider named it
-	Status int           // HTTP status when it is not Kind's own: a provider's 4xx passed through
 	Retry  time.Duration // how long to wait, for RateLimited
 	Err    error         // private cause
 	// Beside are fields an error body carries beside "error": a policy

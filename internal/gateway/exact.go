@@ -38,6 +38,7 @@ type fallbackDetail struct {
 	Tier     cache.Tier `json:"tier"`
 	Stale    bool       `json:"stale"`
 	StoredAt time.Time  `json:"storedAt"`
+	cause    error      // the provider's failure, recorded on its provider.failed event
 }
 
 // cacheable says whether an answer to req may be cached and served again:
@@ -117,7 +118,7 @@ func (g *Gateway) serveExact(c *call, fallback *fallbackDetail) []byte {
 	if fallback != nil {
 		ex.Reason = "the provider failed; " + ex.Reason
 		ex.Fallback = fallback
-		c.providerFailure = fallback.Reason
+		c.providerFailure = fallback.cause
 	} else {
 		c.reject(ledger.RouteLive, "a fresh cached answer to the identical request exists")
 	}

@@ -8,13 +8,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -101,7 +101,7 @@ type call struct {
 	exact                      *exactLookup    // what the exact cache had; nil when not looked up
 	hit                        *cache.Entry    // the cached answer served, if one was
 	art                        *artifactLookup // what the serving index had; nil when nothing
-	providerFailure            string          // why the provider failed, when a cached answer stood in
+	providerFailure            error           // why the provider failed, when a cached answer stood in
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -143,7 +143,7 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 		body = g.serveExact(c, nil)
 	} else if c.artifactServable() {
 		body = g.serveArtifact(c)
-		if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+		if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 			return Result{}, err
 		}
 		return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
@@ -167,7 +167,7 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 	if err := g.governToolCalls(ctx, c, body); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
-	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 		return Result{}, err
 	}
 	g.storeExact(c, body)
@@ -187,7 +187,7 @@ func (g *Gateway) fallback(c *call, err error) *fallbackDetail {
 	}
 	e := c.exact.entry
 	return &fallbackDetail{Used: true, Reason: errs.Public(perr), Tier: cache.ExactResponse,
-		Stale: c.exact.found == cache.Stale, StoredAt: e.StoredAt.UTC()}
+		Stale: c.exact.found == cache.Stale, StoredAt: e.StoredAt.UTC(), cause: perr}
 }
 
 // Sink receives a streamed answer. Begin is called once, before the first
@@ -218,10 +218,6 @@ func leftIf(err error) error {
 	}
 	return &clientLeft{err: err}
 }
-
-// statusClientLeft is the status a run records when its client went away
-// before the answer was done (nginx's 499).
-const statusClientLeft = 499
 
 // Stream answers a streamed call, passing chunks to sink as they arrive, and
 // records the run before returning: the caller ends the stream after that.
@@ -303,7 +299,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 	} else {
 		g.governStreamedToolCalls(ctx, c, chunks)
 	}
-	if err := g.finish(ctx, c, http.StatusOK, ""); err != nil {
+	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 		return res, err
 	}
 	if c.exact != nil {
@@ -331,7 +327,7 @@ func (g *Gateway) streamHeld(ctx context.Context, c *call, sink Sink, body []byt
 	if err := g.replay(sink, c, completionChunks(body, c.req.IncludeUsage)); err != nil {
 		return res, g.fail(ctx, c, err)
 	}
-	return res, g.finish(ctx, c, http.StatusOK, "")
+	return res, g.finish(ctx, c, httpstatus.Of(nil), "")
 }
 
 // streamArtifact answers a streamed call from a promoted artifact, as the
@@ -425,17 +421,13 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 		if c.calledProvider && !c.run.UsageUnknown && c.run.TotalTokens == 0 {
 			g.price(c.run, nil) // the provider was called, and may bill: usage unknown, not 0
 		}
-		if rerr := g.finish(ctx, c, statusClientLeft, "the client went away"); rerr != nil {
+		if rerr := g.finish(ctx, c, httpstatus.ClientClosed, "the client went away"); rerr != nil {
 			return rerr
 		}
 		return context.Canceled
 	}
 	perr := g.providerError(err)
-	status := http.StatusBadGateway
-	if e := errs.As(perr); e != nil && e.Status != 0 {
-		status = e.Status
-	}
-	if rerr := g.finish(ctx, c, status, errs.Public(perr)); rerr != nil {
+	if rerr := g.finish(ctx, c, httpstatus.Of(perr), errs.Public(perr)); rerr != nil {
 		return rerr
 	}
 	return perr
@@ -482,18 +474,18 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	switch {
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
-	case c.providerFailure != "": // a cached answer stood in for the failed provider
+	case c.providerFailure != nil: // a cached answer stood in for the failed provider
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: http.StatusBadGateway, Error: c.providerFailure,
+			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure),
 		})})
-	case status == statusClientLeft: // the call was cut, not failed
+	case status == httpstatus.ClientClosed: // the call was cut, not failed
 		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, PromptTokens: run.PromptTokens,
 			CompletionTokens: run.CompletionTokens, UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: http.StatusOK, PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
+			Provider: run.Provider, Status: httpstatus.Of(nil), PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
 			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	default:
@@ -575,11 +567,12 @@ func (g *Gateway) providerError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &pe):
-		e := &errs.Error{Kind: kindForStatus(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: g.scrub(pe.Message),
-			Retry: pe.RetryAfter} // a 429's Retry-After, passed on
-		if e.Kind != errs.Upstream {
-			e.Status = pe.Status // the client's own mistake, told with the provider's status
-		}
+		// The refusal is the cause, its text scrubbed: a 4xx the client
+		// caused keeps the provider's status through it (httpstatus.Of).
+		cause := *pe
+		cause.Message = g.scrub(pe.Message)
+		e := &errs.Error{Kind: httpstatus.KindOf(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: cause.Message,
+			Retry: pe.RetryAfter, Err: &cause} // a 429's Retry-After, passed on
 		if e.Code == "" {
 			e.Code = pe.Type
 		}
@@ -600,30 +593,4 @@ func (g *Gateway) scrub(s string) string {
 		s = strings.ReplaceAll(s, secret, "[redacted]")
 	}
 	return s
-}
-
-// kindForStatus classifies a provider's status. A 4xx is the client's
-// mistake and passes through, except those that say svc's own upstream
-// call failed (the operator's key refused, a proxy, a timeout): those are
-// a 502 like any upstream failure.
-func kindForStatus(status int) errs.Kind {
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired || status == http.StatusRequestTimeout:
-		return errs.Upstream
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
-		return errs.Invalid
-	case status == http.StatusForbidden:
-		return errs.Forbidden
-	case status == http.StatusNotFound:
-		return errs.NotFound
-	case status == http.StatusConflict:
-		return errs.Conflict
-	case status == http.StatusRequestEntityTooLarge:
-		return errs.TooLarge
-	case status == http.StatusTooManyRequests:
-		return errs.RateLimited
-	case status >= 400 && status < 500:
-		return errs.Invalid
-	}
-	return errs.Upstream
 }

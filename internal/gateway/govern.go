@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 )
@@ -142,7 +142,7 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	e := governance.BlockError(v)
 	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public
 	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: "a policy does not allow this request"}}
-	if err := g.finish(ctx, c, http.StatusForbidden, e.Public); err != nil {
+	if err := g.finish(ctx, c, httpstatus.Of(e), e.Public); err != nil {
 		return err
 	}
 	return e
@@ -156,13 +156,13 @@ func (g *Gateway) abort(ctx context.Context, c *call, err error) error {
 	if e := errs.As(err); e != nil && e.Kind == errs.RateLimited {
 		c.run.Route = ledger.RouteBlocked
 		c.run.Explanation.Route, c.run.Explanation.Reason = ledger.RouteBlocked, e.Public
-		if rerr := g.finish(ctx, c, http.StatusTooManyRequests, e.Public); rerr != nil {
+		if rerr := g.finish(ctx, c, httpstatus.Of(e), e.Public); rerr != nil {
 			return rerr
 		}
 		return e
 	}
 	e := errs.Wrap(err, errs.Internal, "internal", "the policy decision could not be made")
-	if rerr := g.finish(ctx, c, http.StatusInternalServerError, e.Public); rerr != nil {
+	if rerr := g.finish(ctx, c, httpstatus.Of(e), e.Public); rerr != nil {
 		return rerr
 	}
 	return e

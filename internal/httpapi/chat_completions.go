@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/httpstatus"
 )
 
 // The headers every gateway answer carries once a run exists.
@@ -65,7 +66,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, req *g
 		return err
 	}
 	if errors.Is(err, context.Canceled) {
-		info(r).status = statusClientClosed
+		info(r).status = httpstatus.ClientClosed
 		return nil // nobody is listening
 	}
 	if err != nil {

@@ -9,25 +9,9 @@ import (
 	"strings"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 )
-
-// statusOf is the one place an error kind becomes an HTTP status.
-var statusOf = map[errs.Kind]int{
-	errs.Internal:     http.StatusInternalServerError,
-	errs.Invalid:      http.StatusBadRequest,
-	errs.Unauthorized: http.StatusUnauthorized,
-	errs.Forbidden:    http.StatusForbidden,
-	errs.NotFound:     http.StatusNotFound,
-	errs.Conflict:     http.StatusConflict,
-	errs.TooLarge:     http.StatusRequestEntityTooLarge,
-	errs.Unsupported:  http.StatusUnsupportedMediaType,
-	errs.RateLimited:  http.StatusTooManyRequests,
-	errs.Upstream:     http.StatusBadGateway,
-	errs.Unavailable:  http.StatusServiceUnavailable,
-	errs.BadMethod:    http.StatusMethodNotAllowed,
-	errs.Timeout:      http.StatusRequestTimeout,
-}
 
 // providerType is the chat-completions error "type" of each kind, for
 // errors on the /v1 gateway, which answer in the provider's shape.
@@ -43,9 +27,6 @@ var providerType = map[errs.Kind]string{
 	errs.BadMethod:    "invalid_request_error",
 	errs.Timeout:      "invalid_request_error",
 }
-
-// statusClientClosed is logged when the caller went away before the answer.
-const statusClientClosed = 499
 
 // errorDetail is the management API's error shape, under "error".
 type errorDetail struct {
@@ -94,14 +75,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &tooLarge):
 		err = errs.E(errs.TooLarge, "body_too_large", "request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		info(r).status = statusClientClosed
+		info(r).status = httpstatus.ClientClosed
 		return // nobody is listening
 	}
 	kind := errs.KindOf(err)
-	status := statusOf[kind]
-	if e := errs.As(err); e != nil && e.Status != 0 {
-		status = e.Status
-	}
+	status := httpstatus.Of(err)
 	if kind == errs.Internal {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
