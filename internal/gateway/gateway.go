@@ -114,19 +114,6 @@ func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 	}}
 }
 
-// liveExplanation explains a live route when nothing else could serve.
-func liveExplanation() ledger.RouteExplanation {
-	return ledger.RouteExplanation{
-		Route:  ledger.RouteLive,
-		Reason: "no cached answer or promoted artifact can serve this request",
-		Rejected: []ledger.Alternative{
-			{Route: ledger.RouteExactCache, Reason: "no cached answer for this request"},
-			{Route: ledger.RouteArtifact, Reason: "no promoted artifact for this request's pattern"},
-		},
-		Policy: ledger.Verdict{Decision: "allow", Rules: []ledger.RuleResult{}},
-	}
-}
-
 // Complete answers a non-streamed call through the provider and records it.
 // The run id is returned with the error too, when a run was recorded.
 func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (Result, error) {
@@ -374,16 +361,6 @@ func (g *Gateway) replay(sink Sink, c *call, chunks []json.RawMessage) error {
 		}
 	}
 	return nil
-}
-
-// usageJSON is u in the chat-completions usage shape; nil when unknown.
-func usageJSON(u *pluginapi.Usage) json.RawMessage {
-	if u == nil {
-		return nil
-	}
-	b, _ := json.Marshal(map[string]int64{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
-		"total_tokens": u.TotalTokens})
-	return b
 }
 
 // Models lists the provider's models.
