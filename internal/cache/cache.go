@@ -161,7 +161,7 @@ func ToolKey(tenantID, toolName, subject string, args json.RawMessage) (string, 
 	if len(args) == 0 {
 		args = json.RawMessage("null")
 	}
-	canonical, err := Canonical(nil, args)
+	canonical, err := AppendKeyJSON(nil, args)
 	if err != nil {
 		return "", errs.Invalidf("args", "args must be JSON")
 	}

@@ -28,13 +28,13 @@ func newCache(t *testing.T, maxBytes int64) (*cache.Cache, *clock) {
 }
 
 func TestCanonicalIgnoresKeyOrderAndSpacing(t *testing.T) {
-	a, err := cache.Canonical(nil, json.RawMessage(`{"b": [1, {"y": "\u0041", "x": 2.50}], "a": null}`))
+	a, err := cache.AppendKeyJSON(nil, json.RawMessage(`{"b": [1, {"y": "\u0041", "x": 2.50}], "a": null}`))
 	require.NoError(t, err)
-	b, err := cache.Canonical(nil, json.RawMessage(`{"a":null,"b":[1,{"x":2.50,"y":"A"}]}`))
+	b, err := cache.AppendKeyJSON(nil, json.RawMessage(`{"a":null,"b":[1,{"x":2.50,"y":"A"}]}`))
 	require.NoError(t, err)
 	assert.Equal(t, string(a), string(b))
 	assert.Equal(t, `{"a":null,"b":[1,{"x":2.50,"y":"A"}]}`, string(a))
-	_, err = cache.Canonical(nil, json.RawMessage(`{"a":`))
+	_, err = cache.AppendKeyJSON(nil, json.RawMessage(`{"a":`))
 	assert.Error(t, err)
 }
 
@@ -158,14 +158,14 @@ func FuzzCanonical(f *testing.F) {
 	f.Add([]byte(`{"b":[1,{"y":"A","x":2.5}],"a":null}`))
 	f.Add([]byte(`[true,false,"\u00e9",-1e10]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := cache.Canonical(nil, b)
+		out, err := cache.AppendKeyJSON(nil, b)
 		if err != nil {
 			return
 		}
 		if !json.Valid(out) {
 			t.Fatalf("canonical form %q of %q is not JSON", out, b)
 		}
-		again, err := cache.Canonical(nil, out)
+		again, err := cache.AppendKeyJSON(nil, out)
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("canonical form is not stable: %q then %q (%v)", out, again, err)
 		}

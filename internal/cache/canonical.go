@@ -12,15 +12,16 @@ import (
 	"unicode/utf8"
 )
 
-// Canonical appends v, a JSON value, in a canonical form: compact, object
-// keys sorted (the last of duplicate keys kept), strings re-encoded as
-// encoding/json writes them, numbers as written. Two documents that differ
+// AppendKeyJSON appends v, a JSON value, in the canonical form cache keys
+// are made from: compact, object keys sorted (the last of duplicate keys
+// kept), strings re-encoded as encoding/json writes them (<, > and &
+// escaped), numbers as written. Two documents that differ
 // only in key order or white space give the same bytes.
 //
 // It reads v in one pass, writing each value's canonical form straight
 // into dst, so a request costs no map or intermediate value per field: it
 // runs on every chat request's way to the exact cache.
-func Canonical(dst []byte, v json.RawMessage) ([]byte, error) {
+func AppendKeyJSON(dst []byte, v json.RawMessage) ([]byte, error) {
 	s := scanner{src: bytes.TrimSpace(v)}
 	if len(s.src) == 0 {
 		return dst, errors.New("cache: empty JSON value")
@@ -421,7 +422,7 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 	return dst[:base+n], nil
 }
 
-// canonicalObjectWithout is Canonical of a JSON object, without the
+// canonicalObjectWithout is AppendKeyJSON of a JSON object, without the
 // top-level members named in drop.
 func canonicalObjectWithout(body []byte, drop ...string) ([]byte, error) {
 	s := scanner{src: bytes.TrimSpace(body), dropTop: drop}

@@ -94,7 +94,7 @@ func TestCanonicalAgreesWithTheReference(t *testing.T) {
 func checkAgainstReference(t *testing.T, in []byte) {
 	t.Helper()
 	want, werr := referenceCanonical(nil, in)
-	got, gerr := Canonical(nil, in)
+	got, gerr := AppendKeyJSON(nil, in)
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("%q: reference error %v, scanner error %v", in, werr, gerr)
 	}
@@ -227,11 +227,11 @@ func TestLossyKeysKeepTheirOwnKey(t *testing.T) {
 
 func TestEscapedBackslashIsNotAnEscape(t *testing.T) {
 	// The text \ufffd then an invalid byte, against \ufffd then a real U+FFFD.
-	a, err := Canonical(nil, []byte("\"\\\\ufffd\xff\""))
+	a, err := AppendKeyJSON(nil, []byte("\"\\\\ufffd\xff\""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Canonical(nil, []byte("\"\\\\ufffd\uFFFD\""))
+	b, err := AppendKeyJSON(nil, []byte("\"\\\\ufffd\uFFFD\""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestEscapedBackslashIsNotAnEscape(t *testing.T) {
 
 func TestSurrogatePairsAreText(t *testing.T) {
 	for _, in := range []string{`["\ud83d\ude00"]`, `["\uD83D\uDE00"]`, `["\ud83d\uDE00"]`, `{"\ud83d\ude00":"\ud83d\ude00"}`} {
-		got, err := Canonical(nil, []byte(in))
+		got, err := AppendKeyJSON(nil, []byte(in))
 		if err != nil {
 			t.Fatalf("%q: %v", in, err)
 		}
@@ -258,7 +258,7 @@ func TestSurrogatePairsAreText(t *testing.T) {
 		}
 	}
 	// A high half before a pair is lone; the pair after it is still text.
-	if got, _ := Canonical(nil, []byte(`"\ud800\ud83d\ude00"`)); string(got) != `"\ud800\ud83d\ude00"` {
+	if got, _ := AppendKeyJSON(nil, []byte(`"\ud800\ud83d\ude00"`)); string(got) != `"\ud800\ud83d\ude00"` {
 		t.Fatalf("got %s", got)
 	}
 }

@@ -111,7 +111,7 @@ func ParseRequest(body []byte) (*Request, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, typeName(typeErr.Type.Kind().String()))
+			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
 		}
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
 	}
@@ -255,22 +255,6 @@ func keysError(err error, path string) error {
 		return invalid(k.Param(), "Invalid body: the key '%.40s' appears in more than one letter case.", k.Key)
 	}
 	return invalid(k.Param(), "Invalid body: the key '%.40s' appears more than once.", k.Key)
-}
-
-func typeName(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct", "ptr":
-		return "an object"
-	case "float64", "int", "int64":
-		return "a number"
-	}
-	return kind
 }
 
 // exactKey is the request's key in the exact cache.

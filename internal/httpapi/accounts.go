@@ -19,9 +19,7 @@ const (
 // limitAddress draws one token of bucket for r's client address.
 func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	if ok, wait := s.abuseLimiter.Allow(bucket + s.clientKey(r)); !ok {
-		e := errs.E(errs.RateLimited, "rate_limited", "too many attempts from your address; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
-		e.Retry = wait
-		return e
+		return ratelimit.Exceeded("too many attempts from your address", wait)
 	}
 	return nil
 }
@@ -58,9 +56,7 @@ func (s *Server) limitSignIn(bucket string) error {
 		return nil
 	}
 	if ok, wait := s.accountLimiter.Allow(bucket); !ok {
-		e := errs.E(errs.RateLimited, "rate_limited", "too many sign-in attempts for this account; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
-		e.Retry = wait
-		return e
+		return ratelimit.Exceeded("too many sign-in attempts for this account", wait)
 	}
 	return nil
 }

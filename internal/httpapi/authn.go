@@ -103,9 +103,7 @@ func (s *Server) limiterKey(id *auth.Identity, r *http.Request) string {
 
 func (s *Server) limit(key string) error {
 	if ok, wait := s.apiLimiter.Allow(key); !ok {
-		e := errs.E(errs.RateLimited, "rate_limited", "too many requests; retry after %d seconds", ratelimit.RetryAfterSeconds(wait))
-		e.Retry = wait
-		return e
+		return ratelimit.Exceeded("too many requests", wait)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -93,7 +92,7 @@ func jsonError(err error) error {
 		return errs.Invalidf("", "request body is not valid JSON (at byte %d)", syntax.Offset)
 	case errors.As(err, &typeErr):
 		if typeErr.Field != "" {
-			return errs.Invalidf(typeErr.Field, "field %q must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
+			return errs.Invalidf(typeErr.Field, "field %q must be %s", typeErr.Field, strictjson.TypeWords(typeErr.Type))
 		}
 		return errs.Invalidf("", "request body must be a JSON object")
 	}
@@ -102,20 +101,4 @@ func jsonError(err error) error {
 		return errs.Invalidf(fieldName, "unknown field %q", fieldName)
 	}
 	return errs.Invalidf("", "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
-		return "a number"
-	}
-	return fmt.Sprintf("of type %s", goKind)
 }

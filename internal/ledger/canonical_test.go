@@ -19,12 +19,12 @@ func TestCanonicalRefusesRepeatedKeys(t *testing.T) {
 		{`{"to":"a","TO":"b"}`, "TO"},
 		{`{"items":[{"sku":"x"},{"sku":"y","sku":"z"}]}`, "items[1].sku"},
 	} {
-		_, err := ledger.Canonical([]byte(c.payload))
+		_, err := ledger.CanonicalPayload([]byte(c.payload))
 		var keyErr *strictjson.KeyError
 		require.ErrorAs(t, err, &keyErr, c.payload)
 		assert.Equal(t, c.param, keyErr.Param())
 	}
-	got, err := ledger.Canonical([]byte(`{"to":"a","To2":"b","nested":{"To":"c"}}`))
+	got, err := ledger.CanonicalPayload([]byte(`{"to":"a","To2":"b","nested":{"To":"c"}}`))
 	require.NoError(t, err, "distinct keys, and one spelling per object")
 	assert.Equal(t, `{"To2":"b","nested":{"To":"c"},"to":"a"}`, string(got))
 }

@@ -96,13 +96,14 @@ func writeField(w io.Writer, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// Canonical returns payload in a canonical form — compact, object keys
-// sorted, numbers as written — so that the bytes hashed are the bytes a
-// verifier reads back. Payloads must be JSON objects, and no object in
+// CanonicalPayload returns an event's payload in the canonical form the
+// chain hashes — compact, object keys sorted, numbers as written, <, > and
+// & left as they are — so that the bytes hashed are the bytes a verifier
+// reads back. (The cache's key form, cache.AppendKeyJSON, is another one.) Payloads must be JSON objects, and no object in
 // them may repeat a key in any letter case: the canonical form would keep
 // one of the two, and the ledger would record something other than what
 // was sent (the error is then a *strictjson.KeyError).
-func Canonical(payload []byte) (json.RawMessage, error) {
+func CanonicalPayload(payload []byte) (json.RawMessage, error) {
 	var keyErr *strictjson.KeyError
 	if errors.As(strictjson.Check(payload, nil, strictjson.AllowUnknown), &keyErr) {
 		return nil, keyErr

@@ -100,12 +100,12 @@ func TestVerifyDetectsStructuralTampering(t *testing.T) {
 }
 
 func TestCanonical(t *testing.T) {
-	a, err := ledger.Canonical([]byte(`{ "b": 1, "a": {"d": 12345678901234567890, "c": "<x>"} }`))
+	a, err := ledger.CanonicalPayload([]byte(`{ "b": 1, "a": {"d": 12345678901234567890, "c": "<x>"} }`))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"a":{"c":"<x>","d":12345678901234567890},"b":1}`, string(a))
 	assert.Equal(t, `{"a":{"c":"<x>","d":12345678901234567890},"b":1}`, string(a), "sorted, compact, numbers as written")
 	for _, bad := range []string{`[]`, `1`, `"x"`, `{`, `{} {}`, `null`} {
-		_, err := ledger.Canonical([]byte(bad))
+		_, err := ledger.CanonicalPayload([]byte(bad))
 		assert.Error(t, err, bad)
 	}
 }

@@ -49,7 +49,7 @@ func (r *Record) ExplanationJSON() ([]byte, error) {
 
 // NewRecord chains events onto a new run, from a seed that binds the run's
 // digest: the run's fields must be final. Event payloads must already be
-// canonical (see Canonical); events without a time get at.
+// canonical (see CanonicalPayload); events without a time get at.
 func NewRecord(run *Run, events []Event, at time.Time) *Record {
 	rec := &Record{Run: run, Events: events, Chain: ChainV2}
 	// An explanation that does not encode digests as empty here, and

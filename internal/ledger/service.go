@@ -222,7 +222,7 @@ func (s *Service) Trace(ctx context.Context, tenantID, runID, typ string, payloa
 	if typ == "" || len(typ) > maxEventType || !printable(typ) {
 		return Event{}, errs.Invalidf("type", "type must be printable text of 1 to %d bytes", maxEventType)
 	}
-	canonical, err := Canonical(payload)
+	canonical, err := CanonicalPayload(payload)
 	var keyErr *strictjson.KeyError
 	switch {
 	case errors.As(err, &keyErr):

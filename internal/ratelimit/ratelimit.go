@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/svc-gateway/svc/internal/errs"
 )
 
 // Limiter is a set of token buckets keyed by string. Safe for concurrent use.
@@ -183,6 +185,15 @@ func (l *Limiter) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.buckets)
+}
+
+// Exceeded is the error of a refused draw: what was too many, and how long
+// to wait (in the message, rounded as the Retry-After header is, and in
+// Retry).
+func Exceeded(what string, wait time.Duration) *errs.Error {
+	e := errs.E(errs.RateLimited, "rate_limited", "%s; retry after %d seconds", what, RetryAfterSeconds(wait))
+	e.Retry = wait
+	return e
 }
 
 // RetryAfterSeconds rounds a delay up to whole seconds, at least 1 — the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/errs"
 )
 
 // t0 is an arbitrary fixed instant; every test drives time from here
@@ -578,4 +580,12 @@ func BenchmarkAllow(b *testing.B) {
 			})
 		})
 	}
+}
+
+func TestExceeded(t *testing.T) {
+	e := Exceeded("too many requests", 1500*time.Millisecond)
+	assert.Equal(t, errs.RateLimited, e.Kind)
+	assert.Equal(t, "rate_limited", errs.Code(e))
+	assert.Equal(t, "too many requests; retry after 2 seconds", errs.Public(e))
+	assert.Equal(t, 1500*time.Millisecond, e.Retry)
 }

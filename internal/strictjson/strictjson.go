@@ -130,3 +130,24 @@ func Check(data []byte, v any, unknown Unknown) error {
 	}
 	return nil
 }
+
+// TypeWords names, for an error message, the JSON value a Go type is read
+// from ("a string", "an array", …): what a *json.UnmarshalTypeError's field
+// expected.
+func TypeWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "of type " + t.Kind().String()
+}

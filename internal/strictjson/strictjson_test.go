@@ -3,6 +3,7 @@ package strictjson_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -259,5 +260,24 @@ func BenchmarkCheckManyKeys(b *testing.B) {
 		if err := strictjson.Check(doc, nil, strictjson.AllowUnknown); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestTypeWords(t *testing.T) {
+	var body struct {
+		S string            `json:"s"`
+		B bool              `json:"b"`
+		A []int             `json:"a"`
+		O map[string]string `json:"o"`
+		P *struct{}         `json:"p"`
+		N uint8             `json:"n"`
+		F float32           `json:"f"`
+	}
+	for in, want := range map[string]string{`{"s":1}`: "a string", `{"b":"x"}`: "a boolean", `{"a":"x"}`: "an array",
+		`{"o":"x"}`: "an object", `{"p":"x"}`: "an object", `{"n":"x"}`: "a number", `{"f":"x"}`: "a number"} {
+		err := json.Unmarshal([]byte(in), &body)
+		var typeErr *json.UnmarshalTypeError
+		require.True(t, errors.As(err, &typeErr), in)
+		assert.Equal(t, want, strictjson.TypeWords(typeErr.Type), in)
 	}
 }
