@@ -4,7 +4,23 @@ import (
 	"net/http"
 
 	"github.com/svc-gateway/svc/internal/approval"
+	"github.com/svc-gateway/svc/internal/policy"
 )
+
+// approvalList answers GET /api/v1/approvals.
+type approvalList struct {
+	Approvals []approval.Approval `json:"approvals"`
+}
+
+// approvalAnswer answers a decision on one approval.
+type approvalAnswer struct {
+	Approval approval.Approval `json:"approval"`
+}
+
+// policyList answers GET /api/v1/policies.
+type policyList struct {
+	Policies []policy.Rule `json:"policies"`
+}
 
 // listApprovals is GET /api/v1/approvals: newest first; query status
 // (pending, approved, rejected) and limit.
@@ -18,7 +34,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	writeJSON(w, http.StatusOK, approvalList{Approvals: list})
 	return nil
 }
 
@@ -39,12 +55,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approval": a})
+	writeJSON(w, http.StatusOK, approvalAnswer{Approval: a})
 	return nil
 }
 
 // listPolicies is GET /api/v1/policies: the rules in force.
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]any{"policies": s.Governor.Rules()})
+	writeJSON(w, http.StatusOK, policyList{Policies: s.Governor.Rules()})
 	return nil
 }

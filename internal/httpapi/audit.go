@@ -8,6 +8,11 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
+// auditEventList answers GET /api/v1/audit.
+type auditEventList struct {
+	Events []audit.Event `json:"events"`
+}
+
 // listAudit lists the tenant's audit events, newest first; query limit and
 // decision (allow, deny, require_approval).
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
@@ -24,6 +29,6 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	writeJSON(w, http.StatusOK, auditEventList{Events: events})
 	return nil
 }

@@ -10,18 +10,30 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
+// cacheStatsAnswer answers GET /api/v1/cache/stats.
+type cacheStatsAnswer struct {
+	Stats []cache.Stat `json:"stats"`
+}
+
 // cacheStats is GET /api/v1/cache/stats.
 func (s *Server) cacheStats(w http.ResponseWriter, r *http.Request) error {
 	stats, err := s.Cache.Stats(r.Context(), identity(r).TenantID)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"stats": stats})
+	writeJSON(w, http.StatusOK, cacheStatsAnswer{Stats: stats})
 	return nil
 }
 
 type invalidateRequest struct {
 	CacheType string `json:"cacheType"`
+}
+
+// cacheInvalidated answers POST /api/v1/cache/invalidate: the tier
+// emptied, or "all".
+type cacheInvalidated struct {
+	CacheType string `json:"cacheType"`
+	OK        bool   `json:"ok"`
 }
 
 // invalidateCache is POST /api/v1/cache/invalidate (admin): one tier, or
@@ -47,7 +59,7 @@ func (s *Server) invalidateCache(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Audit.Record(r.Context(), audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "cache.invalidate",
 		Decision: audit.Allow, Target: scope})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "cacheType": scope})
+	writeJSON(w, http.StatusOK, cacheInvalidated{CacheType: scope, OK: true})
 	return nil
 }
 
@@ -68,6 +80,13 @@ func (req toolCacheRequest) call(r *http.Request) cache.ToolCall {
 	return tc
 }
 
+// toolCacheCheckAnswer answers POST /api/v1/tool-cache/check: the cached
+// result on a hit, no result on a miss.
+type toolCacheCheckAnswer struct {
+	Hit    bool            `json:"hit"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
 // toolCacheCheck is POST /api/v1/tool-cache/check.
 func (s *Server) toolCacheCheck(w http.ResponseWriter, r *http.Request) error {
 	var req toolCacheRequest
@@ -82,11 +101,17 @@ func (s *Server) toolCacheCheck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !hit {
-		writeJSON(w, http.StatusOK, map[string]any{"hit": false})
+		writeJSON(w, http.StatusOK, toolCacheCheckAnswer{})
 		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"hit": true, "result": result})
+	writeJSON(w, http.StatusOK, toolCacheCheckAnswer{Hit: true, Result: result})
 	return nil
+}
+
+// toolCacheStored answers POST /api/v1/tool-cache/store.
+type toolCacheStored struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+	Stored    bool      `json:"stored"`
 }
 
 // toolCacheStore is POST /api/v1/tool-cache/store.
@@ -106,6 +131,6 @@ func (s *Server) toolCacheStore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"stored": true, "expiresAt": expires.UTC()})
+	writeJSON(w, http.StatusCreated, toolCacheStored{ExpiresAt: expires.UTC(), Stored: true})
 	return nil
 }

@@ -118,22 +118,30 @@ func (s *sseSink) write(data []byte) error {
 	return s.rc.Flush()
 }
 
+// modelList answers GET /v1/models in the provider's list shape.
+type modelList struct {
+	Data   []providerModel `json:"data"`
+	Object string          `json:"object"`
+}
+
+// providerModel is one model of modelList.
+type providerModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
 // models is GET /v1/models, in the provider's list shape.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	models, err := s.Gateway.Models(r.Context())
 	if err != nil {
 		return err
 	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	data := make([]model, len(models))
+	data := make([]providerModel, len(models))
 	for i, m := range models {
-		data[i] = model{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
+		data[i] = providerModel{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	writeJSON(w, http.StatusOK, modelList{Data: data, Object: "list"})
 	return nil
 }

@@ -27,6 +27,16 @@ type keyView struct {
 	RevokedAt *time.Time `json:"revokedAt"`
 }
 
+// keyList answers GET /api/v1/keys.
+type keyList struct {
+	Keys []keyView `json:"keys"`
+}
+
+// keyAnswer answers a change to one key.
+type keyAnswer struct {
+	Key keyView `json:"key"`
+}
+
 func viewKey(k auth.Key) keyView {
 	v := keyView{ID: k.ID, Name: k.Name, Mode: k.Mode, Admin: k.Admin, Prefix: k.Prefix, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
 	if k.AppID != "" {
@@ -72,7 +82,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range keys {
 		views[i] = viewKey(k)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": views})
+	writeJSON(w, http.StatusOK, keyList{Keys: views})
 	return nil
 }
 
@@ -86,6 +96,6 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 		TenantID: id.TenantID, Actor: id.Actor(), Action: "key.revoke", Decision: audit.Allow, Target: k.ID,
 		Details: map[string]any{"name": k.Name},
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"key": viewKey(k)})
+	writeJSON(w, http.StatusOK, keyAnswer{Key: viewKey(k)})
 	return nil
 }

@@ -6,6 +6,26 @@ import (
 	"github.com/svc-gateway/svc/internal/learning"
 )
 
+// patternList answers GET /api/v1/patterns.
+type patternList struct {
+	Patterns []learning.Pattern `json:"patterns"`
+}
+
+// patternAnswer answers an operator's action on one pattern.
+type patternAnswer struct {
+	Pattern learning.Pattern `json:"pattern"`
+}
+
+// artifactList answers GET /api/v1/artifacts.
+type artifactList struct {
+	Artifacts []learning.Artifact `json:"artifacts"`
+}
+
+// artifactAnswer answers an operator's action on one artifact.
+type artifactAnswer struct {
+	Artifact learning.Artifact `json:"artifact"`
+}
+
 // listPatterns is GET /api/v1/patterns: the tenant's patterns, most
 // optimizable first.
 func (s *Server) listPatterns(w http.ResponseWriter, r *http.Request) error {
@@ -13,7 +33,7 @@ func (s *Server) listPatterns(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"patterns": ps})
+	writeJSON(w, http.StatusOK, patternList{Patterns: ps})
 	return nil
 }
 
@@ -52,7 +72,7 @@ func (s *Server) ignorePattern(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"pattern": p})
+	writeJSON(w, http.StatusOK, patternAnswer{Pattern: p})
 	return nil
 }
 
@@ -62,7 +82,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"artifacts": as})
+	writeJSON(w, http.StatusOK, artifactList{Artifacts: as})
 	return nil
 }
 
@@ -94,7 +114,7 @@ func (s *Server) promoteArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"artifact": a})
+	writeJSON(w, http.StatusOK, artifactAnswer{Artifact: a})
 	return nil
 }
 
@@ -105,7 +125,7 @@ func (s *Server) rollbackArtifact(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"artifact": a})
+	writeJSON(w, http.StatusOK, artifactAnswer{Artifact: a})
 	return nil
 }
 
@@ -116,7 +136,7 @@ func (s *Server) quarantineArtifact(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"artifact": a})
+	writeJSON(w, http.StatusOK, artifactAnswer{Artifact: a})
 	return nil
 }
 

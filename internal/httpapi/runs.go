@@ -31,6 +31,12 @@ func queryPage(r *http.Request) (limit, offset int, err error) {
 	return limit, offset, err
 }
 
+// runList answers GET /api/v1/runs: a page of runs and how many match.
+type runList struct {
+	Runs  []ledger.Run `json:"runs"`
+	Total int          `json:"total"`
+}
+
 // listRuns is GET /api/v1/runs: newest first; query route, status, limit,
 // offset.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
@@ -43,7 +49,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "total": total})
+	writeJSON(w, http.StatusOK, runList{Runs: runs, Total: total})
 	return nil
 }
 
@@ -80,6 +86,11 @@ type feedbackRequest struct {
 	Correction *string `json:"correction"`
 }
 
+// feedbackAnswer answers POST /api/v1/runs/{id}/feedback.
+type feedbackAnswer struct {
+	Feedback ledger.Feedback `json:"feedback"`
+}
+
 func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
 	var req feedbackRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -106,7 +117,7 @@ func (s *Server) runFeedback(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"feedback": f})
+	writeJSON(w, http.StatusCreated, feedbackAnswer{Feedback: f})
 	return nil
 }
 
@@ -114,6 +125,21 @@ type traceRequest struct {
 	RunID   string          `json:"runId"`
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload"`
+}
+
+// traceAnswer answers POST /api/v1/trace: the event as chained, and for a
+// tool event the verdict on it and the side effect it recorded.
+type traceAnswer struct {
+	Event      tracedEvent        `json:"event"`
+	SideEffect *ledger.SideEffect `json:"sideEffect,omitempty"`
+	Verdict    *ledger.Verdict    `json:"verdict,omitempty"`
+}
+
+// tracedEvent is where a traced event landed in the run's chain.
+type tracedEvent struct {
+	Hash ledger.Hash `json:"hash"`
+	Seq  int         `json:"seq"`
+	Type string      `json:"type"`
 }
 
 // trace is POST /api/v1/trace: append an event to a run's ledger.
@@ -132,15 +158,14 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"event": map[string]any{"seq": t.Event.Seq, "type": t.Event.Type, "hash": t.Event.Hash}}
-	if t.Verdict != nil {
-		out["verdict"] = t.Verdict
-	}
-	if t.SideEffect != nil {
-		out["sideEffect"] = t.SideEffect
-	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, traceAnswer{Event: tracedEvent{Hash: t.Event.Hash, Seq: t.Event.Seq, Type: t.Event.Type},
+		SideEffect: t.SideEffect, Verdict: t.Verdict})
 	return nil
+}
+
+// agentList answers GET /api/v1/agents.
+type agentList struct {
+	Agents []ledger.Agent `json:"agents"`
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
@@ -148,6 +173,6 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": agents})
+	writeJSON(w, http.StatusOK, agentList{Agents: agents})
 	return nil
 }

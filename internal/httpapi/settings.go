@@ -13,12 +13,18 @@ type putSettingRequest struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// settingsAnswer answers GET and PUT /api/v1/settings: the public view,
+// secrets hidden.
+type settingsAnswer struct {
+	Settings map[string]any `json:"settings"`
+}
+
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.Settings.Get(r.Context(), identity(r).TenantID)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"settings": st.Public()})
+	writeJSON(w, http.StatusOK, settingsAnswer{Settings: st.Public()})
 	return nil
 }
 
@@ -43,6 +49,6 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) error {
 		TenantID: id.TenantID, Actor: id.Actor(), Action: "settings.update", Decision: audit.Allow, Target: req.Key,
 		Details: map[string]any{"value": st.Public()[req.Key]},
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"settings": st.Public()})
+	writeJSON(w, http.StatusOK, settingsAnswer{Settings: st.Public()})
 	return nil
 }

@@ -7,6 +7,11 @@ import (
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
+// workflowList answers GET /api/v1/workflows.
+type workflowList struct {
+	Workflows []workflows.Workflow `json:"workflows"`
+}
+
 // listWorkflows is GET /api/v1/workflows: the tenant's workflows, oldest
 // first.
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
@@ -14,7 +19,7 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workflows": list})
+	writeJSON(w, http.StatusOK, workflowList{Workflows: list})
 	return nil
 }
 
@@ -39,6 +44,13 @@ func (s *Server) dismissOnboarding(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
+// seedDemoAnswer answers POST /api/v1/orgs/active/seed-demo.
+type seedDemoAnswer struct {
+	Created    workflows.Names      `json:"created"`
+	Onboarding workflows.Onboarding `json:"onboarding"`
+	Skipped    workflows.Names      `json:"skipped"`
+}
+
 // seedDemo is POST /api/v1/orgs/active/seed-demo (owner or admin): the
 // support-triage workflow and the demo agent, each skipped when its name
 // is taken. The answer says which were created and which skipped, and the
@@ -57,6 +69,6 @@ func (s *Server) seedDemo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"created": res.Created, "skipped": res.Skipped, "onboarding": o})
+	writeJSON(w, http.StatusOK, seedDemoAnswer{Created: res.Created, Onboarding: o, Skipped: res.Skipped})
 	return nil
 }
