@@ -1,8 +1,8 @@
 // Package errs gives every failure a kind, a stable machine code and a message
 // that is safe to show, kept apart from the private cause.
 //
-// Domain packages return *Error values; the HTTP layer maps Kind to a status
-// in one table. Anything that is not an *Error is an internal error: its text
+// Domain packages return *Error values; one table, in package httpstatus,
+// maps Kind to an HTTP status. Anything that is not an *Error is an internal error: its text
 // is logged, never shown.
 package errs
 

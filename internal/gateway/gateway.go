@@ -410,8 +410,10 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 	return perr
 }
 
-// finish records the run with its events; it returns once the run is
-// committed, whether or not the client is still there.
+// finish records the run with its events and status, the one its caller
+// is answered with (httpstatus.Of the answer's error, so that the run and
+// the answer agree); it returns once the run is committed, whether or not
+// the client is still there.
 func (g *Gateway) finish(ctx context.Context, c *call, status int, failure string) error {
 	ctx = context.WithoutCancel(ctx)
 	end := g.now()
