@@ -157,7 +157,9 @@ type servingStore struct {
 	rows []learning.ServingRow
 }
 
-func (s servingStore) ServingArtifacts(context.Context) ([]learning.ServingRow, error) { return s.rows, nil }
+func (s servingStore) ServingArtifacts(context.Context) ([]learning.ServingRow, error) {
+	return s.rows, nil
+}
 
 type canary bool
 
