@@ -29,9 +29,11 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/email"
+	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
@@ -44,7 +46,6 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
-	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/pkg/netguard"
@@ -124,7 +125,7 @@ type Main struct {
 	Learning *learning.Service
 
 	plugins     *plugins.Host
-	webSessions *web.Sessions
+	webSessions *browse.Sessions
 	devices     *auth.Devices
 	recorder    *ledger.Recorder
 	checkpoints *ledger.Checkpointer
@@ -262,12 +263,12 @@ func (m *Main) Run(ctx context.Context, getenv func(string) string) error {
 			return fmt.Errorf("bootstrap admin (SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD): %w", err)
 		}
 	}
-	pages := web.NewService(web.ServiceOptions{
-		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate}),
-		OpenFetcher: web.New(web.Options{AllowPrivate: true}),
+	pages := browse.NewService(browse.ServiceOptions{
+		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate}),
+		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true}),
 		External:    m.plugins.Compiler(), Cache: caches, Store: m.Store, Logger: m.Logger.Named("web"),
 	})
-	m.webSessions = web.NewSessions(pages, governor, auditLog)
+	m.webSessions = browse.NewSessions(pages, governor, auditLog)
 	m.devices = auth.NewDevices(m.Store, secureCookies, nil)
 	m.stopTimers = make(chan struct{})
 	m.timers.Go(m.sweepDaily)

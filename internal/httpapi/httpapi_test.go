@@ -26,9 +26,11 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/email"
+	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
@@ -40,7 +42,6 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
-	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/workflows"
 	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -69,7 +70,7 @@ type testServer struct {
 	accounts *accounts.Service
 	sessions *auth.SessionManager
 	// webSessions keeps agents' browsing sessions.
-	webSessions *web.Sessions
+	webSessions *browse.Sessions
 	learning    *learning.Service
 	// webDNS is the page fetchers' DNS: it records each name and resolves
 	// none, so no test sends a query.
@@ -233,12 +234,12 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	}
 	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
 	ts.webDNS = &recordingDNS{}
-	pages := web.NewService(web.ServiceOptions{
-		Fetcher:     web.New(web.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
-		OpenFetcher: web.New(web.Options{AllowPrivate: true, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
+	pages := browse.NewService(browse.ServiceOptions{
+		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
+		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
 		Cache:       ts.cache, Store: s, Logger: logger, Now: clock,
 	})
-	ts.webSessions = web.NewSessions(pages, governor, auditLog)
+	ts.webSessions = browse.NewSessions(pages, governor, auditLog)
 	t.Cleanup(ts.webSessions.Close)
 	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Effects: s, Syncer: recorder, Audit: auditLog,
 		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})

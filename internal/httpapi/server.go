@@ -16,6 +16,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/gateway"
@@ -25,7 +26,6 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
-	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
@@ -71,8 +71,8 @@ type Deps struct {
 	Webhooks *webhook.Notifier
 	// SemanticWeb fetches and compiles pages; WebSessions keeps agents'
 	// browsing sessions.
-	SemanticWeb *web.Service
-	WebSessions *web.Sessions
+	SemanticWeb *browse.Service
+	WebSessions *browse.Sessions
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/svc-gateway/svc/internal/web"
+	"github.com/svc-gateway/svc/internal/browse"
 )
 
 // webFetch is POST /api/v1/web/fetch.
@@ -39,8 +39,8 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Snapshots []web.Snapshot `json:"snapshots"`
-		Total     int            `json:"total"`
+		Snapshots []browse.Snapshot `json:"snapshots"`
+		Total     int               `json:"total"`
 	}{list, total})
 	return nil
 }
@@ -52,7 +52,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Snapshot web.Snapshot `json:"snapshot"`
+		Snapshot browse.Snapshot `json:"snapshot"`
 	}{snap})
 	return nil
 }
@@ -76,14 +76,14 @@ func (s *Server) openWebSession(w http.ResponseWriter, r *http.Request) error {
 // listWebSessions is GET /api/v1/web/sessions.
 func (s *Server) listWebSessions(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, struct {
-		Sessions []web.SessionInfo `json:"sessions"`
+		Sessions []browse.SessionInfo `json:"sessions"`
 	}{s.WebSessions.List(identity(r).TenantID)})
 	return nil
 }
 
 // actWebSession is POST /api/v1/web/sessions/{id}/act.
 func (s *Server) actWebSession(w http.ResponseWriter, r *http.Request) error {
-	var a web.Action
+	var a browse.Action
 	if err := decodeJSON(r, &a); err != nil {
 		return err
 	}

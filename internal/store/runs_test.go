@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
-	"github.com/svc-gateway/svc/internal/web"
 )
 
 func newRun(tenantID string, at time.Time, route, status, agent string) *ledger.Record {
@@ -444,7 +444,7 @@ func TestRetentionDeletesOnlyOldRunsOfTheTenant(t *testing.T) {
 
 	for i, at := range []time.Time{now.Add(-40 * 24 * time.Hour), now.Add(-time.Hour)} {
 		for _, tid := range []string{tenant.DefaultID, other.ID} {
-			snap := web.Snapshot{ID: fmt.Sprintf("snap_%s_%d", tid, i), TenantID: tid, URL: "https://example.com/", Source: web.SourceBuiltin,
+			snap := browse.Snapshot{ID: fmt.Sprintf("snap_%s_%d", tid, i), TenantID: tid, URL: "https://example.com/", Source: browse.SourceBuiltin,
 				SOM: json.RawMessage(`{}`), CreatedAt: at}
 			require.NoError(t, s.SaveSnapshot(ctx, snap))
 			require.NoError(t, s.RecordFetch(ctx, tid, snap.ID, false, 10, at))

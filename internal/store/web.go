@@ -6,14 +6,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/web"
 )
 
-var _ web.SnapshotStore = (*Store)(nil)
+var _ browse.SnapshotStore = (*Store)(nil)
 
 // SaveSnapshot stores a compiled page.
-func (s *Store) SaveSnapshot(ctx context.Context, snap web.Snapshot) error {
+func (s *Store) SaveSnapshot(ctx context.Context, snap browse.Snapshot) error {
 	var drift sql.NullFloat64
 	if snap.DriftScore != nil {
 		drift = sql.NullFloat64{Float64: *snap.DriftScore, Valid: true}
@@ -28,8 +28,8 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap web.Snapshot) error {
 
 const snapshotColumns = `id, tenant_id, url, source, html_bytes, som_bytes, drift_score, created_at`
 
-func scanSnapshot(row interface{ Scan(...any) error }, extra ...any) (web.Snapshot, error) {
-	var snap web.Snapshot
+func scanSnapshot(row interface{ Scan(...any) error }, extra ...any) (browse.Snapshot, error) {
+	var snap browse.Snapshot
 	var drift sql.NullFloat64
 	var created int64
 	err := row.Scan(append([]any{&snap.ID, &snap.TenantID, &snap.URL, &snap.Source, &snap.HTMLBytes, &snap.SOMBytes, &drift, &created}, extra...)...)
@@ -44,7 +44,7 @@ func scanSnapshot(row interface{ Scan(...any) error }, extra ...any) (web.Snapsh
 }
 
 // LatestSnapshot returns the tenant's newest snapshot of url, with its SOM.
-func (s *Store) LatestSnapshot(ctx context.Context, tenantID, url string) (web.Snapshot, error) {
+func (s *Store) LatestSnapshot(ctx context.Context, tenantID, url string) (browse.Snapshot, error) {
 	var som string
 	snap, err := scanSnapshot(s.read.QueryRowContext(ctx, `SELECT `+snapshotColumns+`, som FROM web_snapshots
 		WHERE tenant_id = ? AND url = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`, tenantID, url), &som)
@@ -53,7 +53,7 @@ func (s *Store) LatestSnapshot(ctx context.Context, tenantID, url string) (web.S
 }
 
 // Snapshot returns one of the tenant's snapshots with its SOM.
-func (s *Store) Snapshot(ctx context.Context, tenantID, id string) (web.Snapshot, error) {
+func (s *Store) Snapshot(ctx context.Context, tenantID, id string) (browse.Snapshot, error) {
 	var som string
 	snap, err := scanSnapshot(s.read.QueryRowContext(ctx, `SELECT `+snapshotColumns+`, som FROM web_snapshots
 		WHERE tenant_id = ? AND id = ?`, tenantID, id), &som)
@@ -63,7 +63,7 @@ func (s *Store) Snapshot(ctx context.Context, tenantID, id string) (web.Snapshot
 
 // ListSnapshots lists the tenant's snapshots (of url, when given), newest
 // first, without their SOM.
-func (s *Store) ListSnapshots(ctx context.Context, tenantID, url string, limit, offset int) ([]web.Snapshot, int, error) {
+func (s *Store) ListSnapshots(ctx context.Context, tenantID, url string, limit, offset int) ([]browse.Snapshot, int, error) {
 	where, args := `tenant_id = ?`, []any{tenantID}
 	if url != "" {
 		where, args = where+` AND url = ?`, append(args, url)
@@ -78,7 +78,7 @@ func (s *Store) ListSnapshots(ctx context.Context, tenantID, url string, limit, 
 		return nil, 0, err
 	}
 	defer rows.Close()
-	list := []web.Snapshot{}
+	list := []browse.Snapshot{}
 	for rows.Next() {
 		snap, err := scanSnapshot(rows)
 		if err != nil {

@@ -1,4 +1,4 @@
-package web_test
+package browse_test
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/store/storetest"
-	"github.com/svc-gateway/svc/internal/web"
 
 	"github.com/svc-gateway/svc/internal/shareddata"
 )
@@ -43,8 +44,8 @@ func BenchmarkFetchFromSOMCache(b *testing.B) {
 		_, _ = w.Write(page)
 	}))
 	defer site.Close()
-	svc := web.NewService(web.ServiceOptions{
-		Fetcher: web.New(web.Options{}), OpenFetcher: web.New(web.Options{AllowPrivate: true}), Cache: cache.New(cache.Options{MaxBytes: 64 << 20}),
+	svc := browse.NewService(browse.ServiceOptions{
+		Fetcher: fetch.New(fetch.Options{}), OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true}), Cache: cache.New(cache.Options{MaxBytes: 64 << 20}),
 		CacheTTL: time.Hour, Store: storetest.Open(b),
 	})
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package web_test
+package browse_test
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/store/storetest"
-	"github.com/svc-gateway/svc/internal/web"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -43,31 +44,31 @@ func TestFetchHandsScriptDrawnPagesToTheExternalCompiler(t *testing.T) {
 	}))
 	defer site.Close()
 	ext := &fakeCompiler{}
-	svc := web.NewService(web.ServiceOptions{
-		Fetcher: web.New(web.Options{}), OpenFetcher: web.New(web.Options{AllowPrivate: true}), External: ext,
+	svc := browse.NewService(browse.ServiceOptions{
+		Fetcher: fetch.New(fetch.Options{}), OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true}), External: ext,
 		Cache: cache.New(cache.Options{MaxBytes: 1 << 20}), Store: storetest.Open(t),
 	})
 	ctx := context.Background()
 
 	r, err := svc.Fetch(ctx, openCaller, site.URL+"/app", false)
 	require.NoError(t, err)
-	assert.Equal(t, web.SourceExternal, r.Source)
+	assert.Equal(t, browse.SourceExternal, r.Source)
 	assert.Contains(t, string(r.SOM), "Drawn link")
 
 	r, err = svc.Fetch(ctx, openCaller, site.URL+"/static", false)
 	require.NoError(t, err)
-	assert.Equal(t, web.SourceBuiltin, r.Source, "a page that reads without scripts stays with the built-in compiler")
+	assert.Equal(t, browse.SourceBuiltin, r.Source, "a page that reads without scripts stays with the built-in compiler")
 	assert.Equal(t, 1, ext.calls)
 
 	ext.fail = true
 	r, err = svc.Fetch(ctx, openCaller, site.URL+"/app", true)
 	require.NoError(t, err, "a failing external compiler never fails the fetch")
-	assert.Equal(t, web.SourceBuiltin, r.Source)
+	assert.Equal(t, browse.SourceBuiltin, r.Source)
 }
 
 func TestTokensSaved(t *testing.T) {
-	assert.Equal(t, 250, web.TokensSaved(1200, 200))
-	assert.Equal(t, 0, web.TokensSaved(100, 400), "never negative")
+	assert.Equal(t, 250, browse.TokensSaved(1200, 200))
+	assert.Equal(t, 0, browse.TokensSaved(100, 400), "never negative")
 }
 
 // openCaller is open dev mode's caller, who may fetch private addresses.

@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // TestRealPageForms builds a submission for every form of the annotated
@@ -21,7 +22,7 @@ import (
 // of the form's controls and that the request decodes back to the entries.
 func TestRealPageForms(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(filepath.Dir(ssrfDataDir(t)), "pages")
+	dir := shareddata.Dir(t, "pages")
 	pages, _ := filepath.Glob(filepath.Join(dir, "fs-*"))
 	if len(pages) == 0 {
 		t.Skip("SKIP: no fs- pages in ../shared/data/pages: real-form tests did not run")
@@ -52,7 +53,7 @@ func TestRealPageForms(t *testing.T) {
 		for i, form := range all {
 			forms++
 			names := map[string]bool{}
-			for _, c := range FormControls(form) {
+			for _, c := range Controls(form) {
 				name, _ := attr(c, "name")
 				names[name] = true
 			}
@@ -63,7 +64,7 @@ func TestRealPageForms(t *testing.T) {
 				}
 				assert.True(t, names[field], "%s form %d: annotated field %q is not a control", filepath.Base(p), i, field)
 			}
-			s, err := BuildSubmission(form, DefaultButton(form), FormState{}, page)
+			s, err := Build(form, DefaultButton(form), State{}, page)
 			if err != nil {
 				// javascript: and mailto: actions are refused, nothing else.
 				requireKind(t, err, errs.Forbidden, "scheme_not_allowed")
@@ -86,7 +87,7 @@ func TestRealPageForms(t *testing.T) {
 // pointerOnly lists fields that a browser associates with their form only
 // through the parser's form-element pointer: mis-nested markup closes the
 // form's subtree before them, and the parsed tree does not keep the pointer
-// (see FormControls).
+// (see Controls).
 var pointerOnly = map[string]bool{
 	"fs-brooklynbrewshop.com-5 comment": true,
 	"fs-brooklynbrewshop.com-5 subject": true,

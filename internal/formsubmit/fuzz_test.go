@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"net/url"
@@ -10,11 +10,11 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
-// FuzzBuildSubmission submits every form of arbitrary markup with and
+// FuzzBuild submits every form of arbitrary markup with and
 // without its default button. Beyond not panicking: a submission is GET or
 // POST to an absolute http(s) URL; a GET query and an urlencoded body parse
 // back, in order, to exactly the entries; any error is classified.
-func FuzzBuildSubmission(f *testing.F) {
+func FuzzBuild(f *testing.F) {
 	for _, seed := range []string{
 		`<form><input name=a value=1></form>`,
 		`<form method=post action="//x.test/p?q#f"><textarea name="a&b">x` + "\r\n" + `y</textarea><input type=image name=i></form>`,
@@ -38,7 +38,7 @@ func FuzzBuildSubmission(f *testing.F) {
 				return
 			}
 			for _, submitter := range []*html.Node{nil, DefaultButton(form)} {
-				s, err := BuildSubmission(form, submitter, FormState{}, page)
+				s, err := Build(form, submitter, State{}, page)
 				if err != nil {
 					if errs.As(err) == nil || errs.KindOf(err) == errs.Internal {
 						t.Fatalf("unclassified error: %v", err)

@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"io"
@@ -23,6 +23,19 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// requireKind asserts err is an *errs.Error of kind k with code.
+func requireKind(t *testing.T, err error, k errs.Kind, code string) *errs.Error {
+	t.Helper()
+	require.Error(t, err)
+	e := errs.As(err)
+	require.NotNil(t, e, "not an *errs.Error: %v", err)
+	require.Equal(t, k.String(), e.Kind.String(), "%v", err)
+	if code != "" {
+		require.Equal(t, code, e.Code, "%v", err)
+	}
+	return e
 }
 
 // doc parses src and returns the document.
@@ -52,7 +65,7 @@ func find(t testing.TB, root *html.Node, tag, sel string) *html.Node {
 
 // submit builds the first form of src with the submitter chosen by
 // submitterSel ("" for none) and returns the submission.
-func submit(t *testing.T, src, submitterSel string, state FormState) *Submission {
+func submit(t *testing.T, src, submitterSel string, state State) *Submission {
 	t.Helper()
 	d := doc(t, src)
 	var submitter *html.Node
@@ -60,7 +73,7 @@ func submit(t *testing.T, src, submitterSel string, state FormState) *Submission
 		tag, sel, _ := strings.Cut(submitterSel, " ")
 		submitter = find(t, d, tag, sel)
 	}
-	s, err := BuildSubmission(find(t, d, "form", ""), submitter, state, pageURL)
+	s, err := Build(find(t, d, "form", ""), submitter, state, pageURL)
 	require.NoError(t, err)
 	return s
 }
@@ -81,7 +94,7 @@ line2</textarea>
 	<input type=submit name=other value=Other>
 	<button name=go value=1>Go</button>
 	</form>`
-	s := submit(t, src, "button name=go", FormState{})
+	s := submit(t, src, "button name=go", State{})
 	assert.Equal(t, "GET", s.Method)
 	assert.Equal(t, "http://shop.test/search?"+
 		"csrf=a+b%26c%3Dd&q=h%C3%A9llo+w%C3%B6rld+%7E*%21%27%28%29&lang=Deutsch+%28DE%29&safe=on&r=1&t=line1%0D%0Aline2&go=1"+
@@ -129,7 +142,7 @@ func TestEntryListRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := submit(t, c.src, c.submitter, FormState{})
+			s := submit(t, c.src, c.submitter, State{})
 			assert.Equal(t, "http://shop.test/dir/page.html?"+c.want, s.URL)
 		})
 	}
@@ -147,7 +160,7 @@ func TestAgentState(t *testing.T) {
 	<textarea name=t>default</textarea>
 	</form>`
 	d := doc(t, src)
-	state := FormState{
+	state := State{
 		Values: map[*html.Node][]string{
 			find(t, d, "input", "name=q"):    {"new\ntext"},
 			find(t, d, "select", "name=s"):   {"y"},
@@ -160,7 +173,7 @@ func TestAgentState(t *testing.T) {
 			find(t, d, "input", "value=b"): true,
 		},
 	}
-	s, err := BuildSubmission(find(t, d, "form", ""), nil, state, pageURL)
+	s, err := Build(find(t, d, "form", ""), nil, state, pageURL)
 	require.NoError(t, err)
 	assert.Equal(t, "POST", s.Method)
 	assert.Equal(t, "http://shop.test/dir/page.html?from=1", s.URL, "POST keeps the action's query")
@@ -179,25 +192,25 @@ func TestStateRefused(t *testing.T) {
 	form := find(t, d, "form", "")
 	cases := []struct {
 		name   string
-		state  FormState
+		state  State
 		code   string
 		public string
 	}{
-		{"unlisted option", FormState{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"nope"}}},
+		{"unlisted option", State{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"nope"}}},
 			"invalid_option", `"nope" is not one of the options of select "s" (options: "x", "off")`},
-		{"disabled option", FormState{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"off"}}}, "invalid_option", ""},
-		{"two options on a single select", FormState{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"x", "x"}}}, "invalid_form_value", ""},
-		{"disabled select", FormState{Values: map[*html.Node][]string{find(t, d, "select", "name=dsel"): {"a"}}}, "invalid_form_value", ""},
-		{"read-only", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=ro"): {"x"}}}, "invalid_form_value", `text input "ro" is read-only`},
-		{"disabled", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=dis"): {"x"}}}, "invalid_form_value", ""},
-		{"hidden", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=h"): {"x"}}}, "invalid_form_value", `hidden input "h" cannot be typed into`},
-		{"checkbox typed", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=c"): {"on"}}}, "invalid_form_value", ""},
-		{"text checked", FormState{Checked: map[*html.Node]bool{find(t, d, "input", "name=q"): true}}, "invalid_form_value", ""},
-		{"other form's control", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=o"): {"x"}}}, "invalid_form_value", "the element is not a control of this form"},
-		{"two values", FormState{Values: map[*html.Node][]string{find(t, d, "input", "name=q"): {"a", "b"}}}, "invalid_form_value", ""},
+		{"disabled option", State{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"off"}}}, "invalid_option", ""},
+		{"two options on a single select", State{Values: map[*html.Node][]string{find(t, d, "select", "name=s"): {"x", "x"}}}, "invalid_form_value", ""},
+		{"disabled select", State{Values: map[*html.Node][]string{find(t, d, "select", "name=dsel"): {"a"}}}, "invalid_form_value", ""},
+		{"read-only", State{Values: map[*html.Node][]string{find(t, d, "input", "name=ro"): {"x"}}}, "invalid_form_value", `text input "ro" is read-only`},
+		{"disabled", State{Values: map[*html.Node][]string{find(t, d, "input", "name=dis"): {"x"}}}, "invalid_form_value", ""},
+		{"hidden", State{Values: map[*html.Node][]string{find(t, d, "input", "name=h"): {"x"}}}, "invalid_form_value", `hidden input "h" cannot be typed into`},
+		{"checkbox typed", State{Values: map[*html.Node][]string{find(t, d, "input", "name=c"): {"on"}}}, "invalid_form_value", ""},
+		{"text checked", State{Checked: map[*html.Node]bool{find(t, d, "input", "name=q"): true}}, "invalid_form_value", ""},
+		{"other form's control", State{Values: map[*html.Node][]string{find(t, d, "input", "name=o"): {"x"}}}, "invalid_form_value", "the element is not a control of this form"},
+		{"two values", State{Values: map[*html.Node][]string{find(t, d, "input", "name=q"): {"a", "b"}}}, "invalid_form_value", ""},
 	}
 	for _, c := range cases {
-		_, err := BuildSubmission(form, nil, c.state, pageURL)
+		_, err := Build(form, nil, c.state, pageURL)
 		e := requireKind(t, err, errs.Invalid, c.code)
 		if c.public != "" {
 			assert.Equal(t, c.public, e.Public, c.name)
@@ -228,7 +241,7 @@ func TestMethodActionEnctype(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := submit(t, c.src, c.submitter, FormState{})
+			s := submit(t, c.src, c.submitter, State{})
 			assert.Equal(t, c.method, s.Method)
 			assert.Equal(t, c.url, s.URL)
 			assert.Equal(t, c.ctype, s.ContentType)
@@ -242,7 +255,7 @@ func TestMultipart(t *testing.T) {
 	src := "<form method=post enctype=multipart/form-data action=/up>" +
 		"<input name='a\"b' value=1><textarea name=t>x\ny</textarea><input type=file name=f>" +
 		"<input type=checkbox name=c checked></form>"
-	s := submit(t, src, "", FormState{})
+	s := submit(t, src, "", State{})
 	mt, params, err := mime.ParseMediaType(s.ContentType)
 	require.NoError(t, err)
 	assert.Equal(t, EncMultipart, mt)
@@ -275,15 +288,15 @@ func TestSubmitterAndFormRefused(t *testing.T) {
 	for sel, code := range map[string]string{"input name=a": "invalid_submitter", "button name=b": "invalid_submitter",
 		"button name=dis": "invalid_submitter", "button name=other": "invalid_submitter"} {
 		tag, s, _ := strings.Cut(sel, " ")
-		_, err := BuildSubmission(form, find(t, d, tag, s), FormState{}, pageURL)
+		_, err := Build(form, find(t, d, tag, s), State{}, pageURL)
 		requireKind(t, err, errs.Invalid, code)
 	}
-	_, err := BuildSubmission(find(t, d, "input", "name=a"), nil, FormState{}, pageURL)
+	_, err := Build(find(t, d, "input", "name=a"), nil, State{}, pageURL)
 	requireKind(t, err, errs.Invalid, "invalid_form")
-	_, err = BuildSubmission(find(t, d, "form", "id=h"), nil, FormState{}, pageURL)
+	_, err = Build(find(t, d, "form", "id=h"), nil, State{}, pageURL)
 	requireKind(t, err, errs.Invalid, "unsupported_form")
 	for _, id := range []string{"id=j", "id=k"} {
-		_, err = BuildSubmission(find(t, d, "form", id), nil, FormState{}, pageURL)
+		_, err = Build(find(t, d, "form", id), nil, State{}, pageURL)
 		requireKind(t, err, errs.Forbidden, "scheme_not_allowed")
 	}
 }
@@ -295,21 +308,9 @@ func TestDefaultButton(t *testing.T) {
 	assert.Nil(t, DefaultButton(find(t, d, "form", "id=g")))
 }
 
-// A submission goes out through the Fetcher, so its action is checked like
-// any navigation.
-func TestSubmissionThroughFetcher(t *testing.T) {
+func TestPasswordFields(t *testing.T) {
 	t.Parallel()
-	f, _, _ := testFetcher(t, Options{})
-	d := doc(t, `<form method=post action="http://public.test/echo"><input name=q value="a b"></form>
-	<form id=evil method=post action="http://169.254.169.254/latest"><input name=q></form>`)
-	s, err := BuildSubmission(find(t, d, "form", ""), nil, FormState{}, pageURL)
-	require.NoError(t, err)
-	res, err := f.Do(withTimeout(t), &s.Request, nil)
-	require.NoError(t, err)
-	assert.Contains(t, string(res.Body), "body=q=a+b")
-
-	s, err = BuildSubmission(find(t, d, "form", "id=evil"), nil, FormState{}, pageURL)
-	require.NoError(t, err)
-	_, err = f.Do(withTimeout(t), &s.Request, nil)
-	requireKind(t, err, errs.Forbidden, "private_address")
+	d := doc(t, `<form id=f><input type=password name=pw><input name=user><input type=PASSWORD name=again><input type=password></form>
+	<input type=password name=outside form=f><input type=password name=elsewhere>`)
+	assert.Equal(t, map[string]bool{"pw": true, "again": true, "outside": true}, PasswordFields(find(t, d, "form", "id=f")))
 }

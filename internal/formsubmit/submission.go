@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"net/http"
@@ -10,11 +10,11 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
-// FormState is what an agent did to a form's controls, on top of the state
+// State is what an agent did to a form's controls, on top of the state
 // the markup gives them. Both maps are keyed by control elements of the
 // form; a key that is not one is refused, so that a stale reference cannot
 // fill in some other field.
-type FormState struct {
+type State struct {
 	// Values holds text typed into an input or textarea (one value) and
 	// the options chosen in a select (their values; several only for a
 	// multiple select).
@@ -32,11 +32,15 @@ type Entry struct {
 	File  bool
 }
 
-// Submission is the request submitting a form makes, ready for
-// Fetcher.Do, with the entry list it encodes (for audit and policy).
+// Submission is the request submitting a form makes, with the entry list
+// it encodes (for audit and policy). Sending it is the caller's business:
+// web sessions send it through the guarded fetcher like any navigation.
 type Submission struct {
-	Request
-	Entries []Entry
+	Method      string // GET or POST
+	URL         string // the action, with the query a GET submission carries
+	Body        []byte // nil for GET
+	ContentType string // of Body
+	Entries     []Entry
 }
 
 // The enctypes a form can ask for.
@@ -46,7 +50,7 @@ const (
 	EncTextPlain  = "text/plain"
 )
 
-// BuildSubmission builds the request that submitting form with submitter
+// Build returns the request that submitting form with submitter
 // (nil for a submission without one, as form.submit() does; see
 // DefaultButton for what pressing Enter would use) sends, after applying
 // state, as the HTML Living Standard's form-submission algorithm does.
@@ -59,13 +63,13 @@ const (
 // text/plain. Text is always UTF-8, whatever accept-charset says. Errors are
 // *errs.Error: Invalid for a submitter or state that does not fit the form,
 // Forbidden for an action that is not http or https.
-func BuildSubmission(form, submitter *html.Node, state FormState, pageURL *url.URL) (*Submission, error) {
+func Build(form, submitter *html.Node, state State, pageURL *url.URL) (*Submission, error) {
 	if !isElement(form, "form") {
 		return nil, errs.E(errs.Invalid, "invalid_form", "the target is not a form")
 	}
-	controls := FormControls(form)
+	controls := Controls(form)
 	if submitter != nil {
-		if !isSubmitButton(submitter) || !contains(controls, submitter) {
+		if !IsSubmitButton(submitter) || !contains(controls, submitter) {
 			return nil, errs.E(errs.Invalid, "invalid_submitter", "the submitter is not a submit button of this form")
 		}
 		if isDisabled(submitter) {
@@ -100,10 +104,10 @@ func BuildSubmission(form, submitter *html.Node, state FormState, pageURL *url.U
 		// The query is replaced, whatever the enctype; the fragment stays.
 		action.RawQuery = urlencode(entries)
 		action.ForceQuery = true
-		sub.Request = Request{Method: http.MethodGet, URL: action.String()}
+		sub.Method, sub.URL = http.MethodGet, action.String()
 		return sub, nil
 	}
-	sub.Request = Request{Method: http.MethodPost, URL: action.String()}
+	sub.Method, sub.URL = http.MethodPost, action.String()
 	switch enctype {
 	case EncMultipart:
 		sub.Body, sub.ContentType = multipartBody(entries)
@@ -120,8 +124,8 @@ func BuildSubmission(form, submitter *html.Node, state FormState, pageURL *url.U
 // Enter in a field) submits with it when it is not disabled, and does not
 // submit at all when it is.
 func DefaultButton(form *html.Node) *html.Node {
-	for _, c := range FormControls(form) {
-		if isSubmitButton(c) {
+	for _, c := range Controls(form) {
+		if IsSubmitButton(c) {
 			return c
 		}
 	}

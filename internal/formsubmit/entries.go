@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ import (
 // that is not disabled; a checkbox or radio without a value gives "on"; a
 // file input an empty file; a hidden _charset_ the charset; dirname adds
 // the direction after the control's own entry.
-func entryList(form *html.Node, controls []*html.Node, submitter *html.Node, state FormState) ([]Entry, error) {
+func entryList(form *html.Node, controls []*html.Node, submitter *html.Node, state State) ([]Entry, error) {
 	if err := checkState(controls, state); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func entryList(form *html.Node, controls []*html.Node, submitter *html.Node, sta
 // its controls, input into disabled, read-only or hidden controls, typed
 // text for a control that is not typed into, and select values that are not
 // listed options.
-func checkState(controls []*html.Node, state FormState) error {
+func checkState(controls []*html.Node, state State) error {
 	for n, vals := range state.Values {
 		if !contains(controls, n) {
 			return errs.E(errs.Invalid, "invalid_form_value", "the element is not a control of this form")
@@ -185,7 +185,7 @@ func listOptions(sel *html.Node) string {
 
 // selected returns a select's selected options: the agent's choice, or the
 // markup's default.
-func selected(sel *html.Node, state FormState) []*html.Node {
+func selected(sel *html.Node, state State) []*html.Node {
 	var out []*html.Node
 	if vals, ok := state.Values[sel]; ok {
 		want := map[*html.Node]bool{}
@@ -212,7 +212,7 @@ func selected(sel *html.Node, state FormState) []*html.Node {
 // checked attribute (in a radio group the last checked one wins, as the
 // parser leaves it), then the agent's changes, a checked radio button
 // unchecking the rest of its group.
-func checkedness(controls []*html.Node, state FormState) map[*html.Node]bool {
+func checkedness(controls []*html.Node, state State) map[*html.Node]bool {
 	out := map[*html.Node]bool{}
 	groups := map[string][]*html.Node{}
 	for _, c := range controls {
@@ -262,7 +262,7 @@ func checkedness(controls []*html.Node, state FormState) map[*html.Node]bool {
 // algorithm does for the types where that is a matter of line breaks and
 // spaces. (Other types' sanitization, such as emptying an invalid number,
 // is the server's to judge.)
-func controlValue(c *html.Node, typ string, state FormState) string {
+func controlValue(c *html.Node, typ string, state State) string {
 	var v string
 	if vals, ok := state.Values[c]; ok && len(vals) == 1 {
 		v = vals[0]

@@ -1,4 +1,4 @@
-package web
+package browse
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/paging"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -60,11 +61,11 @@ type SnapshotStore interface {
 type ServiceOptions struct {
 	// Fetcher serves every caller but open dev mode's: the address guard
 	// with the operator's exceptions.
-	Fetcher *Fetcher
+	Fetcher *fetch.Fetcher
 	// OpenFetcher, when set, serves open dev mode's callers (no users, no
 	// SVC_API_KEY), who may fetch private addresses. It never serves a
 	// key or a signed-in person, so that accounts close it at once.
-	OpenFetcher *Fetcher
+	OpenFetcher *fetch.Fetcher
 	External    pluginapi.PageCompiler // nil when no external compiler is installed
 	Cache       *cache.Cache
 	CacheTTL    time.Duration
@@ -208,7 +209,7 @@ func (s *Service) Fetch(ctx context.Context, id *auth.Identity, url string, bypa
 }
 
 // fetcherFor returns the fetcher whose address rules apply to id.
-func (s *Service) fetcherFor(id *auth.Identity) *Fetcher {
+func (s *Service) fetcherFor(id *auth.Identity) *fetch.Fetcher {
 	if id.Via == auth.ViaOpen && s.o.OpenFetcher != nil {
 		return s.o.OpenFetcher
 	}
@@ -225,7 +226,7 @@ func (s *Service) recordFetch(ctx context.Context, tenantID string, r FetchResul
 // compile compiles the fetched page with svc's compiler, and hands a page
 // that only scripts fill to the external compiler when one is installed.
 // Should the external compiler fail, the built-in snapshot stands.
-func (s *Service) compile(ctx context.Context, page *Result, prev *som.Snapshot) (*som.Snapshot, string, error) {
+func (s *Service) compile(ctx context.Context, page *fetch.Result, prev *som.Snapshot) (*som.Snapshot, string, error) {
 	snap, _, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String(), Previous: prev})
 	if err != nil {
 		return nil, "", err

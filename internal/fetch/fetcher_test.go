@@ -1,4 +1,4 @@
-package web
+package fetch
 
 import (
 	"net"
@@ -289,6 +289,9 @@ func TestUpstreamFailures(t *testing.T) {
 	assert.Equal(t, "text/html; charset=utf-8", res.ContentType)
 	res, err = f.Get(withTimeout(t), "http://public.test/type?ct=application/xhtml%2Bxml&body=%3Chtml/%3E", nil)
 	require.NoError(t, err)
+	assert.Equal(t, 200, res.Status)
+	assert.Equal(t, "application/xhtml+xml", res.ContentType, "the type as sent, not sniffed")
+	assert.Equal(t, "<html/>", string(res.Body))
 
 	// Connection refused, on a loopback port opened by the allowlist.
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-package web
+package formsubmit
 
 import (
 	"strings"
@@ -78,8 +78,8 @@ func isButton(n *html.Node) bool {
 	return false
 }
 
-// isSubmitButton reports whether n can submit its form.
-func isSubmitButton(n *html.Node) bool {
+// IsSubmitButton reports whether n can submit its form.
+func IsSubmitButton(n *html.Node) bool {
 	switch {
 	case isElement(n, "button"):
 		return buttonType(n) == "submit"
@@ -155,7 +155,7 @@ func walk(n *html.Node, fn func(*html.Node)) {
 	}
 }
 
-// FormControls returns the submittable controls whose form owner is form,
+// Controls returns the submittable controls whose form owner is form,
 // in tree order: its descendants, minus those whose form attribute points
 // elsewhere, plus elements anywhere in the document whose form attribute
 // names form's id.
@@ -163,7 +163,7 @@ func walk(n *html.Node, fn func(*html.Node)) {
 // The parser's form-element pointer, which can associate a control with a
 // form that does not contain it (a form opened inside a table), is not kept
 // in the parsed tree, so such controls are not found.
-func FormControls(form *html.Node) []*html.Node {
+func Controls(form *html.Node) []*html.Node {
 	doc := root(form)
 	ids := map[string]*html.Node{}
 	walk(doc, func(n *html.Node) {
@@ -300,4 +300,16 @@ func displaySize(sel *html.Node) int {
 		return n
 	}
 	return 1
+}
+
+// PasswordFields names the form's password inputs, whose values a caller
+// may need to keep out of what it shows or records.
+func PasswordFields(form *html.Node) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range Controls(form) {
+		if name, _ := attr(c, "name"); name != "" && isElement(c, "input") && inputType(c) == "password" {
+			out[name] = true
+		}
+	}
+	return out
 }

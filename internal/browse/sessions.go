@@ -1,4 +1,4 @@
-package web
+package browse
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fetch"
+	"github.com/svc-gateway/svc/internal/formsubmit"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -71,11 +73,11 @@ type session struct {
 	// mu is held for a whole action, network included: one action at a
 	// time per session. It guards the fields below it.
 	mu      sync.Mutex
-	fetcher *Fetcher // the address rules of whoever opened it
-	url     string   // the current page's
+	fetcher *fetch.Fetcher // the address rules of whoever opened it
+	url     string         // the current page's
 	jar     http.CookieJar
 	doc     *som.Document
-	state   FormState
+	state   formsubmit.State
 
 	// infoMu guards info and closed, which listing and the idle sweep read
 	// without waiting for an action to finish.
@@ -200,7 +202,7 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	}
 	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
 	fetcher := s.svc.fetcherFor(id)
-	page, err := fetcher.Do(ctx, &Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open}, nil)}, jar)
+	page, err := fetcher.Do(ctx, &fetch.Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open}, nil)}, jar)
 	if err != nil {
 		s.fetchFailed(ctx, id, "web.open", url, map[string]any{}, err)
 		return Opened{}, err
@@ -257,8 +259,8 @@ func (s *Sessions) release(tenantID string) {
 	}
 }
 
-func newFormState() FormState {
-	return FormState{Values: map[*html.Node][]string{}, Checked: map[*html.Node]bool{}}
+func newFormState() formsubmit.State {
+	return formsubmit.State{Values: map[*html.Node][]string{}, Checked: map[*html.Node]bool{}}
 }
 
 // get returns the tenant's open session, marked used; another tenant's is
@@ -390,7 +392,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	switch {
 	case p.kind == ActType || p.kind == ActSelect:
 		values := []string{a.Value}
-		if err := CheckValue(p.node, values); err != nil {
+		if err := formsubmit.CheckValue(p.node, values); err != nil {
 			return Acted{}, err
 		}
 		ss.state.Values[p.node] = values
@@ -399,7 +401,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActClick && p.href == "":
 		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
 	case p.kind == ActClick:
-		page, err := ss.fetcher.Do(ctx, &Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in, nil)}, ss.jar)
+		page, err := ss.fetcher.Do(ctx, &fetch.Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in, nil)}, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.click", p.href, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
@@ -409,9 +411,9 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 		}
 		navigated = true
 	case p.kind == ActSubmit:
-		req := sub.Request
-		req.Hop = s.judgeHop(id, sessionID, p.kind, in, sub.secret)
-		page, err := ss.fetcher.Do(ctx, &req, ss.jar)
+		req := &fetch.Request{Method: sub.Method, URL: sub.URL, Body: sub.Body, ContentType: sub.ContentType,
+			Hop: s.judgeHop(id, sessionID, p.kind, in, sub.secret)}
+		page, err := ss.fetcher.Do(ctx, req, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.submit", in.Web.URL, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
@@ -517,7 +519,7 @@ func (s *Sessions) fetchFailed(ctx context.Context, id *auth.Identity, action, u
 
 // load makes page the session's current page; a page at the same URL is
 // reconciled with the last one so that unchanged elements keep their ids.
-func (ss *session) load(page *Result) error {
+func (ss *session) load(page *fetch.Result) error {
 	var prev *som.Snapshot
 	if old := ss.doc.Snapshot(); old.Meta.URL == page.URL.String() {
 		prev = old
@@ -533,7 +535,7 @@ func (ss *session) load(page *Result) error {
 	return nil
 }
 
-func isChecked(st FormState, n *html.Node) bool {
+func isChecked(st formsubmit.State, n *html.Node) bool {
 	if v, ok := st.Checked[n]; ok {
 		return v
 	}
@@ -584,7 +586,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 			}
 		case e.Kind == som.KindCheckbox || e.Kind == som.KindRadio:
 			p.level, p.toggle = LevelLocal, true
-		case e.Kind == som.KindButton && e.Form != "" && isSubmitButton(n):
+		case e.Kind == som.KindButton && e.Form != "" && formsubmit.IsSubmitButton(n):
 			p.kind, p.level, p.submitter = ActSubmit, LevelWrite, n
 			p.form, _ = doc.Node(e.Form)
 		default:
@@ -597,7 +599,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 			p.form = n
 		case e.Form != "":
 			p.form, _ = doc.Node(e.Form)
-			if e.Kind == som.KindButton && isSubmitButton(n) {
+			if e.Kind == som.KindButton && formsubmit.IsSubmitButton(n) {
 				p.submitter = n
 			}
 		default:
@@ -607,7 +609,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 			return plan{}, errs.E(errs.Conflict, "stale_element", "the form of %s cannot be found; read the page again", a.Target)
 		}
 		if p.submitter == nil {
-			p.submitter = DefaultButton(p.form)
+			p.submitter = formsubmit.DefaultButton(p.form)
 		}
 	}
 	return p, nil
@@ -637,7 +639,7 @@ func describeElement(e som.Element) string {
 // formSubmit is a form's submission and the names of its password fields,
 // whose values only the request itself carries unmasked.
 type formSubmit struct {
-	*Submission
+	*formsubmit.Submission
 	secret map[string]bool
 }
 
@@ -662,11 +664,11 @@ func (s *Sessions) policyInput(ss *session, p plan, a Action) (*policy.Input, *f
 		if err != nil {
 			return nil, nil, err
 		}
-		built, err := BuildSubmission(p.form, p.submitter, ss.state, pageURL)
+		built, err := formsubmit.Build(p.form, p.submitter, ss.state, pageURL)
 		if err != nil {
 			return nil, nil, err
 		}
-		sub = &formSubmit{Submission: built, secret: passwordFields(p.form)}
+		sub = &formSubmit{Submission: built, secret: formsubmit.PasswordFields(p.form)}
 		w.URL = maskQuery(sub.URL, sub.secret)
 		for _, e := range sub.Entries {
 			v := e.Value
@@ -701,17 +703,6 @@ func maskQuery(raw string, secret map[string]bool) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// passwordFields names the form's password inputs.
-func passwordFields(form *html.Node) map[string]bool {
-	out := map[string]bool{}
-	for _, c := range FormControls(form) {
-		if name, _ := attr(c, "name"); name != "" && isElement(c, "input") && inputType(c) == "password" {
-			out[name] = true
-		}
-	}
-	return out
 }
 
 func (s *Sessions) record(ctx context.Context, id *auth.Identity, action, decision, target string, details map[string]any) {
