@@ -12,6 +12,8 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
@@ -42,19 +44,19 @@ const (
 
 // Report is what one learning pass did.
 type Report struct {
-	ID                   string            `json:"id"`
-	Trigger              string            `json:"trigger"` // "tick", "timer"
-	ArtifactsSynthesized int               `json:"artifactsSynthesized"`
-	PromotionsEligible   []string          `json:"promotionsEligible"`
-	AutoPromoted         []string          `json:"autoPromoted"`
-	SynthesisReports     []SynthesisReport `json:"synthesisReports"`
-	Quarantined          []string          `json:"quarantined"`
-	Retired              []string          `json:"retired"`
-	RunsScanned          int               `json:"runsScanned"`
-	Patterns             int               `json:"patterns"`
-	Transitions          []Transition      `json:"transitions"`
-	DurationMS           float64           `json:"durationMs"`
-	CreatedAt            time.Time         `json:"createdAt"`
+	ID                   string         `json:"id"`
+	Trigger              string         `json:"trigger"` // "tick", "timer"
+	ArtifactsSynthesized int            `json:"artifactsSynthesized"`
+	PromotionsEligible   []string       `json:"promotionsEligible"`
+	AutoPromoted         []string       `json:"autoPromoted"`
+	SynthesisReports     []synth.Report `json:"synthesisReports"`
+	Quarantined          []string       `json:"quarantined"`
+	Retired              []string       `json:"retired"`
+	RunsScanned          int            `json:"runsScanned"`
+	Patterns             int            `json:"patterns"`
+	Transitions          []Transition   `json:"transitions"`
+	DurationMS           float64        `json:"durationMs"`
+	CreatedAt            time.Time      `json:"createdAt"`
 }
 
 // Transition is a pattern's change of state, recorded in the report that
@@ -78,25 +80,25 @@ type Store interface {
 	LearningRuns(ctx context.Context, tenantID string, ids []string) ([]RunRecord, error)
 	// Feedback returns the latest rating of every rated run of the tenant.
 	Feedback(ctx context.Context, tenantID string) (map[string]RunFeedback, error)
-	ListPatterns(ctx context.Context, tenantID string) ([]Pattern, error)
-	Pattern(ctx context.Context, tenantID, id string) (Pattern, error)
+	ListPatterns(ctx context.Context, tenantID string) ([]synth.Pattern, error)
+	Pattern(ctx context.Context, tenantID, id string) (synth.Pattern, error)
 	// SavePatterns inserts or updates patterns by id.
-	SavePatterns(ctx context.Context, tenantID string, ps []Pattern) error
+	SavePatterns(ctx context.Context, tenantID string, ps []synth.Pattern) error
 	// ListArtifacts returns the tenant's artifacts, newest first; of one
 	// pattern when patternID is not empty.
-	ListArtifacts(ctx context.Context, tenantID, patternID string) ([]Artifact, error)
-	Artifact(ctx context.Context, tenantID, id string) (Artifact, error)
+	ListArtifacts(ctx context.Context, tenantID, patternID string) ([]synth.Artifact, error)
+	Artifact(ctx context.Context, tenantID, id string) (synth.Artifact, error)
 	// InsertArtifact stores a with its evaluations.
-	InsertArtifact(ctx context.Context, a *Artifact, evals []Evaluation) error
+	InsertArtifact(ctx context.Context, a *synth.Artifact, evals []synth.Evaluation) error
 	// SetArtifactState changes an artifact's state. Returns errs.NotFound
 	// for an unknown artifact.
-	SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (Artifact, error)
+	SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, error)
 	// AddEvaluations stores evaluations of one artifact and adds their
 	// outcomes to its counters, in one transaction, and returns the
 	// artifact as it is after.
-	AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []Evaluation, at time.Time) (Artifact, error)
+	AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []synth.Evaluation, at time.Time) (synth.Artifact, error)
 	// Evaluations returns an artifact's newest evaluations.
-	Evaluations(ctx context.Context, tenantID, artifactID string, limit int) ([]Evaluation, error)
+	Evaluations(ctx context.Context, tenantID, artifactID string, limit int) ([]synth.Evaluation, error)
 	InsertReport(ctx context.Context, tenantID string, r *Report) error
 	// Reports returns the tenant's newest reports.
 	Reports(ctx context.Context, tenantID string, limit int) ([]Report, error)
@@ -107,8 +109,8 @@ type Store interface {
 
 // ServingRow is an artifact that answers requests, with its pattern.
 type ServingRow struct {
-	Artifact Artifact
-	Pattern  Pattern
+	Artifact synth.Artifact
+	Pattern  synth.Pattern
 }
 
 // Notifier sends a tenant's notable events to its webhook.
@@ -148,7 +150,7 @@ type Options struct {
 	Audit       *audit.Log
 	Notifier    Notifier // may be nil
 	Negative    Negative // may be nil
-	Thresholds  Thresholds
+	Thresholds  synth.Thresholds
 	AutoPromote bool
 	// CanaryShare is the share of matching optimize requests a promoted
 	// artifact serves when the tenant has canary_enabled.
@@ -181,8 +183,8 @@ func New(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	if o.Thresholds == (Thresholds{}) {
-		o.Thresholds = Defaults
+	if o.Thresholds == (synth.Thresholds{}) {
+		o.Thresholds = synth.Defaults
 	}
 	if o.CanaryShare == 0 {
 		o.CanaryShare = DefaultCanaryShare
@@ -191,7 +193,7 @@ func New(o Options) *Service {
 }
 
 // Thresholds returns the thresholds in force.
-func (s *Service) Thresholds() Thresholds { return s.o.Thresholds }
+func (s *Service) Thresholds() synth.Thresholds { return s.o.Thresholds }
 
 // Index is the serving index the gateway reads.
 func (s *Service) Index() *Index { return s.index }
@@ -226,9 +228,9 @@ func (s *Service) reload(ctx context.Context, tenantID string) {
 		return
 	}
 	var rows []ServingRow
-	patterns := map[string]Pattern{}
+	patterns := map[string]synth.Pattern{}
 	for _, a := range arts {
-		if a.State != ArtifactPromoted && a.State != ArtifactShadow {
+		if a.State != synth.ArtifactPromoted && a.State != synth.ArtifactShadow {
 			continue
 		}
 		p, ok := patterns[a.PatternID]
@@ -261,15 +263,15 @@ func (s *Service) CanaryShare() float64 { return s.o.CanaryShare }
 func (s *Service) now() time.Time { return s.o.Now().UTC().Truncate(time.Millisecond) }
 
 // Patterns lists the tenant's patterns, most optimizable first.
-func (s *Service) Patterns(ctx context.Context, tenantID string) ([]Pattern, error) {
+func (s *Service) Patterns(ctx context.Context, tenantID string) ([]synth.Pattern, error) {
 	return s.o.Store.ListPatterns(ctx, tenantID)
 }
 
 // PatternDetail is a pattern with its artifacts and example runs.
 type PatternDetail struct {
-	Pattern
-	Artifacts   []Artifact   `json:"artifacts"`
-	ExampleRuns []ledger.Run `json:"exampleRuns"`
+	synth.Pattern
+	Artifacts   []synth.Artifact `json:"artifacts"`
+	ExampleRuns []ledger.Run     `json:"exampleRuns"`
 }
 
 // PatternDetail returns one pattern with its artifacts and up to ten of
@@ -299,7 +301,7 @@ func (s *Service) PatternDetail(ctx context.Context, tenantID, id string) (Patte
 }
 
 // Artifacts lists the tenant's artifacts, newest first.
-func (s *Service) Artifacts(ctx context.Context, tenantID string) ([]Artifact, error) {
+func (s *Service) Artifacts(ctx context.Context, tenantID string) ([]synth.Artifact, error) {
 	if err := s.flushShadowFor(ctx, tenantID); err != nil {
 		return nil, err
 	}
@@ -308,9 +310,9 @@ func (s *Service) Artifacts(ctx context.Context, tenantID string) ([]Artifact, e
 
 // ArtifactDetail is an artifact with its evidence and its pattern.
 type ArtifactDetail struct {
-	Artifact    Artifact     `json:"artifact"`
-	Evaluations []Evaluation `json:"evaluations"`
-	Pattern     *Pattern     `json:"pattern"`
+	Artifact    synth.Artifact     `json:"artifact"`
+	Evaluations []synth.Evaluation `json:"evaluations"`
+	Pattern     *synth.Pattern     `json:"pattern"`
 }
 
 // ArtifactDetail returns one artifact with its newest 200 evaluations and
@@ -338,34 +340,34 @@ func (s *Service) ArtifactDetail(ctx context.Context, tenantID, id string) (Arti
 
 // Ignore marks a pattern negative and records that decision in the
 // negative cache tier; its artifacts are retired.
-func (s *Service) Ignore(ctx context.Context, tenantID, id, actor string) (Pattern, error) {
+func (s *Service) Ignore(ctx context.Context, tenantID, id, actor string) (synth.Pattern, error) {
 	// Not while a pass runs: it saves the patterns it read, and would turn
 	// this one back.
 	s.passMu.Lock()
 	defer s.passMu.Unlock()
 	p, err := s.o.Store.Pattern(ctx, tenantID, id)
 	if err != nil {
-		return Pattern{}, err
+		return synth.Pattern{}, err
 	}
 	from := p.State
 	p.Ignore()
 	p.UpdatedAt = s.now()
-	if err := s.o.Store.SavePatterns(ctx, tenantID, []Pattern{p}); err != nil {
-		return Pattern{}, err
+	if err := s.o.Store.SavePatterns(ctx, tenantID, []synth.Pattern{p}); err != nil {
+		return synth.Pattern{}, err
 	}
 	if s.o.Negative != nil {
 		if err := s.o.Negative.Ignore(ctx, tenantID, NegativeKey(p.Key), "pattern ignored by an operator"); err != nil {
-			return Pattern{}, err
+			return synth.Pattern{}, err
 		}
 	}
 	arts, err := s.o.Store.ListArtifacts(ctx, tenantID, id)
 	if err != nil {
-		return Pattern{}, err
+		return synth.Pattern{}, err
 	}
 	for _, a := range arts {
-		if a.State == ArtifactShadow || a.State == ArtifactPromoted {
-			if _, err := s.o.Store.SetArtifactState(ctx, tenantID, a.ID, ArtifactRetired, "its pattern was ignored", s.now()); err != nil {
-				return Pattern{}, err
+		if a.State == synth.ArtifactShadow || a.State == synth.ArtifactPromoted {
+			if _, err := s.o.Store.SetArtifactState(ctx, tenantID, a.ID, synth.ArtifactRetired, "its pattern was ignored", s.now()); err != nil {
+				return synth.Pattern{}, err
 			}
 		}
 	}
@@ -379,9 +381,9 @@ func NegativeKey(patternKey string) string { return "pattern:" + patternKey }
 
 // SynthesisResult is what an operator's synthesis made.
 type SynthesisResult struct {
-	Artifact *Artifact       `json:"artifact"`
-	Pattern  Pattern         `json:"pattern"`
-	Report   SynthesisReport `json:"synthesisReport"`
+	Artifact *synth.Artifact `json:"artifact"`
+	Pattern  synth.Pattern   `json:"pattern"`
+	Report   synth.Report    `json:"synthesisReport"`
 }
 
 // Synthesize tries to make an artifact of one pattern now, whatever its
@@ -396,7 +398,7 @@ func (s *Service) Synthesize(ctx context.Context, tenantID, id, actor string) (S
 	if err != nil {
 		return SynthesisResult{}, err
 	}
-	if p.State == PatternNegative {
+	if p.State == synth.PatternNegative {
 		return SynthesisResult{}, errs.E(errs.Conflict, "pattern_negative", "the pattern is ignored; nothing is learned from it")
 	}
 	fb, err := s.o.Store.Feedback(ctx, tenantID)
@@ -417,14 +419,14 @@ func (s *Service) Synthesize(ctx context.Context, tenantID, id, actor string) (S
 		if err != nil {
 			return SynthesisResult{}, err
 		}
-		if p.State == PatternRetired {
-			p.State = PatternCandidate // an operator's synthesis brings a retired pattern back
+		if p.State == synth.PatternRetired {
+			p.State = synth.PatternCandidate // an operator's synthesis brings a retired pattern back
 		}
 		p.Advance(s.o.Thresholds, arts)
 		s.audit(ctx, tenantID, actor, "artifact.synthesized", a.ID, map[string]any{"pattern": p.ID, "type": a.Type, "from": from, "to": p.State})
 	}
 	p.UpdatedAt = s.now()
-	if err := s.o.Store.SavePatterns(ctx, tenantID, []Pattern{p}); err != nil {
+	if err := s.o.Store.SavePatterns(ctx, tenantID, []synth.Pattern{p}); err != nil {
 		return SynthesisResult{}, err
 	}
 	s.reload(ctx, tenantID)
@@ -433,15 +435,15 @@ func (s *Service) Synthesize(ctx context.Context, tenantID, id, actor string) (S
 
 // synthesize runs synthesis on examples and stores the artifact made, in
 // shadow, with its replay evaluations.
-func (s *Service) synthesize(ctx context.Context, p *Pattern, examples []Example) (*Artifact, SynthesisReport, error) {
+func (s *Service) synthesize(ctx context.Context, p *synth.Pattern, examples []synth.Example) (*synth.Artifact, synth.Report, error) {
 	p.SynthesizedAt = max(1, p.RunCount)
-	cand, rep := Synthesize(examples, s.o.Thresholds)
+	cand, rep := synth.Fit(examples, s.o.Thresholds)
 	rep.PatternID = p.ID
 	if cand == nil {
 		return nil, rep, nil
 	}
 	now := s.now()
-	a := &Artifact{ID: ids.New("art"), TenantID: p.TenantID, PatternID: p.ID, State: ArtifactShadow,
+	a := &synth.Artifact{ID: ids.New("art"), TenantID: p.TenantID, PatternID: p.ID, State: synth.ArtifactShadow,
 		StateReason: "synthesized; the replay gate passed on holdout runs, shadow evidence is gathered on live traffic",
 		Type:        cand.Type, Representation: cand.Representation, Provenance: cand.Provenance,
 		SideEffects: len(p.Fingerprints.Tools) > 0, CreatedAt: now, UpdatedAt: now}
@@ -476,46 +478,46 @@ func (s *Service) artifactStates(ctx context.Context, tenantID, patternID string
 
 // Promote promotes an artifact that passes the gate. A side-effect-bearing
 // artifact needs confirm. Returns errs.Conflict with the gate's reasons.
-func (s *Service) Promote(ctx context.Context, tenantID, id string, confirm bool, actor string) (Artifact, error) {
+func (s *Service) Promote(ctx context.Context, tenantID, id string, confirm bool, actor string) (synth.Artifact, error) {
 	if err := s.flushShadowFor(ctx, tenantID); err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	a, err := s.o.Store.Artifact(ctx, tenantID, id)
 	if err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
-	if a.State == ArtifactPromoted {
+	if a.State == synth.ArtifactPromoted {
 		return a, nil
 	}
 	if err := s.o.Thresholds.Gate(&a); err != nil {
-		return Artifact{}, errs.E(errs.Conflict, "gate_failed", "%s", err.Error())
+		return synth.Artifact{}, errs.E(errs.Conflict, "gate_failed", "%s", err.Error())
 	}
 	if a.SideEffects && !confirm {
-		return Artifact{}, errs.E(errs.Conflict, "confirmation_required",
+		return synth.Artifact{}, errs.E(errs.Conflict, "confirmation_required",
 			"the artifact's pattern offers tools (side effects): promote it with {\"confirm\": true}")
 	}
 	return s.promote(ctx, a, actor, "promoted by "+actor)
 }
 
-func (s *Service) promote(ctx context.Context, a Artifact, actor, reason string) (Artifact, error) {
-	out, err := s.o.Store.SetArtifactState(ctx, a.TenantID, a.ID, ArtifactPromoted, reason, s.now())
+func (s *Service) promote(ctx context.Context, a synth.Artifact, actor, reason string) (synth.Artifact, error) {
+	out, err := s.o.Store.SetArtifactState(ctx, a.TenantID, a.ID, synth.ArtifactPromoted, reason, s.now())
 	if err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	// Another promoted artifact of the pattern steps back: one serves.
 	arts, err := s.o.Store.ListArtifacts(ctx, a.TenantID, a.PatternID)
 	if err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	for _, o := range arts {
-		if o.ID != a.ID && o.State == ArtifactPromoted {
-			if _, err := s.o.Store.SetArtifactState(ctx, a.TenantID, o.ID, ArtifactRetired, "replaced by "+a.ID, s.now()); err != nil {
-				return Artifact{}, err
+		if o.ID != a.ID && o.State == synth.ArtifactPromoted {
+			if _, err := s.o.Store.SetArtifactState(ctx, a.TenantID, o.ID, synth.ArtifactRetired, "replaced by "+a.ID, s.now()); err != nil {
+				return synth.Artifact{}, err
 			}
 		}
 	}
 	if err := s.advancePattern(ctx, a.TenantID, a.PatternID); err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	s.reload(ctx, a.TenantID)
 	s.audit(ctx, a.TenantID, actor, "artifact.promoted", a.ID, map[string]any{"pattern": a.PatternID,
@@ -537,32 +539,32 @@ func (s *Service) advancePattern(ctx context.Context, tenantID, patternID string
 	}
 	if p.Advance(s.o.Thresholds, states) {
 		p.UpdatedAt = s.now()
-		return s.o.Store.SavePatterns(ctx, tenantID, []Pattern{p})
+		return s.o.Store.SavePatterns(ctx, tenantID, []synth.Pattern{p})
 	}
 	return nil
 }
 
 // Rollback retires an artifact: it stops serving and is not scored again.
-func (s *Service) Rollback(ctx context.Context, tenantID, id, actor string) (Artifact, error) {
-	return s.retire(ctx, tenantID, id, ArtifactRetired, "rolled back by "+actor, actor, EventArtifactRetired)
+func (s *Service) Rollback(ctx context.Context, tenantID, id, actor string) (synth.Artifact, error) {
+	return s.retire(ctx, tenantID, id, synth.ArtifactRetired, "rolled back by "+actor, actor, EventArtifactRetired)
 }
 
 // Quarantine stops an artifact at once, keeping it for inspection.
-func (s *Service) Quarantine(ctx context.Context, tenantID, id, actor, reason string) (Artifact, error) {
+func (s *Service) Quarantine(ctx context.Context, tenantID, id, actor, reason string) (synth.Artifact, error) {
 	if reason == "" {
 		reason = "quarantined by " + actor
 	}
-	return s.retire(ctx, tenantID, id, ArtifactQuarantined, reason, actor, EventArtifactQuarantined)
+	return s.retire(ctx, tenantID, id, synth.ArtifactQuarantined, reason, actor, EventArtifactQuarantined)
 }
 
-func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor, event string) (Artifact, error) {
+func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor, event string) (synth.Artifact, error) {
 	a, err := s.o.Store.SetArtifactState(ctx, tenantID, id, state, reason, s.now())
 	if err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	s.index.drop(tenantID, id)
 	if err := s.advancePattern(ctx, tenantID, a.PatternID); err != nil {
-		return Artifact{}, err
+		return synth.Artifact{}, err
 	}
 	s.reload(ctx, tenantID)
 	s.audit(ctx, tenantID, actor, "artifact."+state, a.ID, map[string]any{"pattern": a.PatternID, "reason": reason,
@@ -573,11 +575,11 @@ func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor
 
 // ReplayResult is what a replay found.
 type ReplayResult struct {
-	Artifact    Artifact     `json:"artifact"`
-	Evaluations []Evaluation `json:"evaluations"`
-	Passed      int          `json:"passed"`
-	Failed      int          `json:"failed"`
-	Abstained   int          `json:"abstained"`
+	Artifact    synth.Artifact     `json:"artifact"`
+	Evaluations []synth.Evaluation `json:"evaluations"`
+	Passed      int                `json:"passed"`
+	Failed      int                `json:"failed"`
+	Abstained   int                `json:"abstained"`
 }
 
 // Replay re-runs the artifact against recorded runs (its holdout runs when
@@ -594,7 +596,7 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 	if len(runIDs) > 10000 {
 		return ReplayResult{}, errs.Invalidf("runIds", "at most 10000 runs are replayed at once")
 	}
-	ans, err := Compile(a.Type, a.Representation)
+	ans, err := synth.Compile(a.Type, a.Representation)
 	if err != nil {
 		return ReplayResult{}, errs.Wrap(err, errs.Internal, "internal", "the artifact cannot be read")
 	}
@@ -613,19 +615,19 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	res := ReplayResult{Evaluations: []Evaluation{}}
+	res := ReplayResult{Evaluations: []synth.Evaluation{}}
 	now := s.now()
 	for i := range runs {
 		e, ok := exampleOf(&runs[i], fb)
 		if !ok || e.Shape.Key != p.Key {
 			continue
 		}
-		ev := Evaluate(ans, EvalReplay, e)
+		ev := synth.Evaluate(ans, synth.EvalReplay, e)
 		ev.ID, ev.TenantID, ev.ArtifactID, ev.CreatedAt = ids.New("ev"), tenantID, a.ID, now
 		switch ev.Outcome {
-		case OutcomePass:
+		case synth.OutcomePass:
 			res.Passed++
-		case OutcomeFail:
+		case synth.OutcomeFail:
 			res.Failed++
 		default:
 			res.Abstained++
@@ -648,26 +650,26 @@ func (s *Service) Replay(ctx context.Context, tenantID, id string, runIDs []stri
 // exampleOf reads a live run as an example: its shape and the model's
 // answer. ok is false for runs the loop cannot learn from, among them a run
 // whose answer was corrected or rated down.
-func exampleOf(r *RunRecord, fb map[string]RunFeedback) (Example, bool) {
+func exampleOf(r *RunRecord, fb map[string]RunFeedback) (synth.Example, bool) {
 	if r.Route != ledger.RouteLive {
-		return Example{}, false
+		return synth.Example{}, false
 	}
-	sh, err := ParseShape(r.App, r.Request)
+	sh, err := shape.Parse(r.App, r.Request)
 	if err != nil {
-		return Example{}, false
+		return synth.Example{}, false
 	}
-	out, ok := ResponseText(r.Response)
+	out, ok := shape.ResponseText(r.Response)
 	if !ok {
-		return Example{}, false
+		return synth.Example{}, false
 	}
 	if f, rated := fb[r.ID]; rated && (f.Correction != "" || f.Rating < 0) {
 		// A corrected or rejected answer teaches nothing, and a correction
 		// is not taken as a label: any key of the tenant may send one, and
 		// it would decide what an artifact answers other people. It counts
 		// against the pattern's stability instead.
-		return Example{}, false
+		return synth.Example{}, false
 	}
-	return Example{RunID: r.ID, Shape: sh, Output: out}, true
+	return synth.Example{RunID: r.ID, Shape: sh, Output: out}, true
 }
 
 // Feedback turns a rating of a run into evidence: on an artifact-served run
@@ -690,19 +692,19 @@ func (s *Service) Feedback(ctx context.Context, tenantID string, run ledger.Run,
 	if err != nil {
 		return err
 	}
-	got, _ := ResponseText(run.Response)
-	ev := Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: a.ID, Kind: EvalLive, RunID: run.ID,
-		Got: clip(got), CreatedAt: s.now()}
+	got, _ := shape.ResponseText(run.Response)
+	ev := synth.Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: a.ID, Kind: synth.EvalLive, RunID: run.ID,
+		Got: synth.Clip(got), CreatedAt: s.now()}
 	switch {
-	case rating < 0 || correction != "" && !Agrees(got, correction):
-		ev.Outcome, ev.Expected, ev.Reason = OutcomeFail, clip(correction), "a person rated the answer down"
+	case rating < 0 || correction != "" && !synth.Agrees(got, correction):
+		ev.Outcome, ev.Expected, ev.Reason = synth.OutcomeFail, synth.Clip(correction), "a person rated the answer down"
 		if correction != "" {
 			ev.Reason = "a person corrected the answer"
 		}
 	default:
-		ev.Outcome, ev.Expected, ev.Reason = OutcomePass, clip(got), "a person rated the answer up"
+		ev.Outcome, ev.Expected, ev.Reason = synth.OutcomePass, synth.Clip(got), "a person rated the answer up"
 	}
-	a, err = s.o.Store.AddEvaluations(ctx, tenantID, a.ID, []Evaluation{ev}, ev.CreatedAt)
+	a, err = s.o.Store.AddEvaluations(ctx, tenantID, a.ID, []synth.Evaluation{ev}, ev.CreatedAt)
 	if err != nil {
 		return err
 	}
@@ -710,8 +712,8 @@ func (s *Service) Feedback(ctx context.Context, tenantID string, run ledger.Run,
 }
 
 // checkQuarantine quarantines a promoted artifact whose evidence turned.
-func (s *Service) checkQuarantine(ctx context.Context, a Artifact) error {
-	if a.State != ArtifactPromoted {
+func (s *Service) checkQuarantine(ctx context.Context, a synth.Artifact) error {
+	if a.State != synth.ArtifactPromoted {
 		return nil
 	}
 	reason := ""
@@ -719,7 +721,7 @@ func (s *Service) checkQuarantine(ctx context.Context, a Artifact) error {
 		reason = fmt.Sprintf("quarantined automatically: lower bound %.3f (alpha %.0f, beta %.0f) fell below %.2f",
 			a.LowerBound, a.Alpha, a.Beta, s.o.Thresholds.LowerBound)
 	} else {
-		recent, err := s.o.Store.Evaluations(ctx, a.TenantID, a.ID, 4*RecentWindow)
+		recent, err := s.o.Store.Evaluations(ctx, a.TenantID, a.ID, 4*synth.RecentWindow)
 		if err != nil {
 			return err
 		}
@@ -727,9 +729,9 @@ func (s *Service) checkQuarantine(ctx context.Context, a Artifact) error {
 			return nil
 		}
 		reason = fmt.Sprintf("quarantined automatically: its newest evidence turned (the upper bound of its last %d verdicts is below %.2f)",
-			RecentWindow, s.o.Thresholds.LowerBound)
+			synth.RecentWindow, s.o.Thresholds.LowerBound)
 	}
-	_, err := s.retire(ctx, a.TenantID, a.ID, ArtifactQuarantined, reason, "svc", EventArtifactQuarantined)
+	_, err := s.retire(ctx, a.TenantID, a.ID, synth.ArtifactQuarantined, reason, "svc", EventArtifactQuarantined)
 	return err
 }
 
@@ -781,7 +783,7 @@ func (s *Service) Reports(ctx context.Context, tenantID string) (LearningReports
 		return LearningReports{}, err
 	}
 	out := LearningReports{History: rs, Report: Report{PromotionsEligible: []string{}, AutoPromoted: []string{},
-		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{}}}
+		SynthesisReports: []synth.Report{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{}}}
 	if len(rs) > 0 {
 		out.Last = &rs[0]
 		out.Report = rs[0]
