@@ -14,6 +14,12 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
+// The triggers of a learning pass.
+const (
+	TriggerTick  = "tick"  // POST /api/v1/learning/tick
+	TriggerTimer = "timer" // SVC_LEARNING_INTERVAL, through the job queue
+)
+
 // minPatternRuns is how many runs of one shape make a pattern worth a
 // record.
 const minPatternRuns = 3
