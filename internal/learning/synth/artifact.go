@@ -153,8 +153,8 @@ type Evaluation struct {
 	CreatedAt  time.Time `json:"createdAt"`
 	// Suppressed are the side effects the evaluation would have caused
 	// again, stored with it on its run (a replay or shadow evaluation of a
-	// side-effect-bearing artifact; see suppressEffects). Read them in the
-	// run's detail.
+	// side-effect-bearing artifact; see the learning service's
+	// suppressEffects). Read them in the run's detail.
 	Suppressed []ledger.SideEffect `json:"-"`
 }
 
