@@ -8,6 +8,8 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/redact"
 )
@@ -60,11 +62,11 @@ func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 		c.reject(ledger.RouteArtifact, c.req.Unlearnable)
 		return
 	}
-	msgs := make([]learning.Message, len(c.req.Messages))
+	msgs := make([]shape.Message, len(c.req.Messages))
 	for i, m := range c.req.Messages {
-		msgs[i] = learning.Message{Role: m.Role, Content: m.Content}
+		msgs[i] = shape.Message{Role: m.Role, Content: m.Content}
 	}
-	sh, err := learning.ShapeOf(c.id.App, c.req.Model, msgs, c.req.ResponseFormat, c.req.Tools)
+	sh, err := shape.Of(c.id.App, c.req.Model, msgs, c.req.ResponseFormat, c.req.Tools)
 	if err != nil {
 		c.reject(ledger.RouteArtifact, "the request has no user message, so no pattern")
 		return
@@ -152,11 +154,11 @@ func (g *Gateway) shadowEvaluate(c *call, body []byte) {
 		return
 	}
 	lk := c.art
-	reply := learning.ReadReply(body)
+	reply := shape.ReadReply(body)
 	if !reply.HasText && !reply.ToolCall {
 		return
 	}
-	outcome, reason := learning.JudgeShadow(lk.shadowAnswer, lk.shadowAnswered, reply)
+	outcome, reason := synth.JudgeShadow(lk.shadowAnswer, lk.shadowAnswered, reply)
 	lk.detail.Shadow = outcome
 	answer, live := lk.shadowAnswer, reply.Text
 	if g.redaction != nil && g.redaction.Redaction(context.Background(), c.id.TenantID) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/shape"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/strictjson"
 )
@@ -31,7 +31,7 @@ type Request struct {
 	// ResponseFormat is response_format.type, empty when absent.
 	ResponseFormat string
 	// Unlearnable says why no learned artifact may answer the request, or
-	// is empty (see learning.Unlearnable).
+	// is empty (see shape.Unlearnable).
 	Unlearnable string
 }
 
@@ -186,7 +186,7 @@ func ParseRequest(body []byte) (*Request, error) {
 	if len(w.ToolChoice) > 0 && json.Unmarshal(w.ToolChoice, &choice) != nil {
 		choice = "forced" // an object naming a function
 	}
-	r.Unlearnable = learning.Unlearnable(nonText, len(w.Functions) > 0 && string(w.Functions) != "null", choice,
+	r.Unlearnable = shape.Unlearnable(nonText, len(w.Functions) > 0 && string(w.Functions) != "null", choice,
 		r.ResponseFormat, r.N, w.Logprobs != nil && *w.Logprobs)
 	return r, nil
 }

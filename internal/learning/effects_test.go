@@ -9,29 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
-
-func TestAnswerToolCalls(t *testing.T) {
-	completion := `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
-		{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"order\":7}"}},
-		{"id":"c2","type":"function","function":{"name":"notify","arguments":"{}"}}]}}]}`
-	assert.Equal(t, []ToolCall{{"refund", `{"order":7}`}, {"notify", "{}"}}, AnswerToolCalls([]byte(completion)))
-
-	legacy := `{"choices":[{"message":{"function_call":{"name":"refund","arguments":"{}"}}}]}`
-	assert.Equal(t, []ToolCall{{"refund", "{}"}}, AnswerToolCalls([]byte(legacy)))
-
-	// A stream: names in the first piece, arguments in every piece, calls
-	// told apart by index.
-	stream := `{"chunks":[
-		{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"refund","arguments":"{\"ord"}}]}}]},
-		{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"name":"notify","arguments":""}}]}}]},
-		{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"er\":7}"}}]}}]}]}`
-	assert.Equal(t, []ToolCall{{"refund", `{"order":7}`}, {"notify", ""}}, AnswerToolCalls([]byte(stream)))
-
-	assert.Empty(t, AnswerToolCalls([]byte(`{"choices":[{"message":{"content":"just text"}}]}`)))
-	assert.Empty(t, AnswerToolCalls([]byte(`not json`)))
-}
 
 // fakeEffects and fakeRuns answer from maps.
 type fakeEffects map[string][]ledger.SideEffect
@@ -59,11 +39,11 @@ func TestSuppressEffects(t *testing.T) {
 			"run_text":   {Response: json.RawMessage(`{"choices":[{"message":{"content":"fine"}}]}`)},
 		},
 	})
-	evals := []Evaluation{
-		{ID: "ev_1", Kind: EvalReplay, RunID: "run_traced", CreatedAt: at},
-		{ID: "ev_2", Kind: EvalShadow, RunID: "run_called", CreatedAt: at},
-		{ID: "ev_3", Kind: EvalShadow, RunID: "run_text", CreatedAt: at},
-		{ID: "ev_4", Kind: EvalLive, RunID: "run_called", CreatedAt: at},
+	evals := []synth.Evaluation{
+		{ID: "ev_1", Kind: synth.EvalReplay, RunID: "run_traced", CreatedAt: at},
+		{ID: "ev_2", Kind: synth.EvalShadow, RunID: "run_called", CreatedAt: at},
+		{ID: "ev_3", Kind: synth.EvalShadow, RunID: "run_text", CreatedAt: at},
+		{ID: "ev_4", Kind: synth.EvalLive, RunID: "run_called", CreatedAt: at},
 	}
 	s.suppressEffects(context.Background(), "t_1", evals)
 
@@ -88,7 +68,7 @@ func TestSuppressEffects(t *testing.T) {
 	assert.Empty(t, evals[2].Suppressed, "a text answer plans nothing")
 	assert.Empty(t, evals[3].Suppressed, "live feedback re-enacts nothing")
 
-	replayed := []Evaluation{{ID: "ev_5", Kind: EvalReplay, RunID: "run_called", CreatedAt: at}}
+	replayed := []synth.Evaluation{{ID: "ev_5", Kind: synth.EvalReplay, RunID: "run_called", CreatedAt: at}}
 	s.suppressEffects(context.Background(), "t_1", replayed)
 	assert.Empty(t, replayed[0].Suppressed, "a replay reads no answer: only text answers are replayed")
 

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/learning/synth"
 )
 
 // Served is an artifact ready in memory: compiled once when it entered the
@@ -15,7 +17,7 @@ type Served struct {
 	Type        string
 	State       string
 	SideEffects bool
-	Answerer    Answerer
+	Answerer    synth.Answerer
 	// The pattern's live averages: what an answer from the artifact saves.
 	AvgCostUSD   float64
 	AvgLatencyMS float64
@@ -74,7 +76,7 @@ func (ix *Index) set(tenantID string, rows []ServingRow, logger hclog.Logger) {
 	m := map[string]Entry{}
 	for _, r := range rows {
 		a := r.Artifact
-		ans, err := Compile(a.Type, a.Representation)
+		ans, err := synth.Compile(a.Type, a.Representation)
 		if err != nil {
 			logger.Error("an artifact cannot be compiled; it does not serve", "artifact", a.ID, "error", err)
 			continue
@@ -83,9 +85,9 @@ func (ix *Index) set(tenantID string, rows []ServingRow, logger hclog.Logger) {
 			Answerer: ans, AvgCostUSD: r.Pattern.AvgCostUSD, AvgLatencyMS: r.Pattern.AvgLatencyMS}
 		e := m[r.Pattern.Key]
 		switch a.State {
-		case ArtifactPromoted:
+		case synth.ArtifactPromoted:
 			e.Promoted = s
-		case ArtifactShadow:
+		case synth.ArtifactShadow:
 			if e.Shadow == nil || a.CreatedAt.After(createdOf(rows, e.Shadow.ArtifactID)) {
 				e.Shadow = s
 			}

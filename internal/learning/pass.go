@@ -9,7 +9,15 @@ import (
 
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+// The triggers of a learning pass.
+const (
+	TriggerTick  = "tick"  // POST /api/v1/learning/tick
+	TriggerTimer = "timer" // SVC_LEARNING_INTERVAL, through the job queue
 )
 
 // minPatternRuns is how many runs of one shape make a pattern worth a
@@ -21,11 +29,11 @@ const exampleRunsKept = 10
 
 // patternScan is one shape's runs during a pass.
 type patternScan struct {
-	stats Stats
+	stats synth.Stats
 	// toolCalls counts live answers that called a tool: such a pattern is
 	// not for an artifact, which would silently drop the calls.
 	toolCalls int
-	fp        Fingerprints
+	fp        shape.Fingerprints
 	examples  []string // newest run ids, a ring of exampleRunsKept
 	next      int
 }
@@ -38,10 +46,10 @@ type patternScan struct {
 //  2. update the patterns' scores and lifecycle (a shape seen three times
 //     gets a pattern record);
 //  3. for each candidate pattern that wants it, read its live runs again
-//     (bounded to Thresholds.MaxTrainingRuns, newest) and synthesize;
+//     (bounded to synth.Thresholds.MaxTrainingRuns, newest) and synthesize;
 //  4. quarantine promoted artifacts whose lower bound fell below the
 //     threshold, retire shadow artifacts that failed the shadow gate (see
-//     Thresholds.FailsShadow), list the shadow artifacts that pass the
+//     synth.Thresholds.FailsShadow), list the shadow artifacts that pass the
 //     promotion gate, and with SVC_AUTO_PROMOTE promote those without side
 //     effects;
 //  5. store the report.
@@ -52,7 +60,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 	defer s.passMu.Unlock()
 	start := time.Now()
 	rep := Report{ID: ids.New("lrn"), Trigger: trigger, PromotionsEligible: []string{}, AutoPromoted: []string{},
-		SynthesisReports: []SynthesisReport{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{},
+		SynthesisReports: []synth.Report{}, Quarantined: []string{}, Retired: []string{}, Transitions: []Transition{},
 		CreatedAt: s.now()}
 	if err := s.sync(ctx, tenantID); err != nil {
 		return Report{}, err
@@ -64,7 +72,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 	scans := map[string]*patternScan{}
 	err = s.o.Store.ScanRuns(ctx, tenantID, func(r *RunRecord) error {
 		rep.RunsScanned++
-		sh, err := ParseShape(r.App, r.Request)
+		sh, err := shape.Parse(r.App, r.Request)
 		if err != nil {
 			return nil
 		}
@@ -76,14 +84,14 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		live := r.Route == ledger.RouteLive
 		out := ""
 		if live {
-			reply := ReadReply(r.Response)
+			reply := shape.ReadReply(r.Response)
 			if reply.ToolCall {
 				ps.toolCalls++
 			}
 			out, live = reply.Text, reply.HasText && !reply.ToolCall
 		}
 		ps.stats.Add(sh, out, live, r.CostUSD, r.LatencyMS, r.CreatedAt)
-		if f, rated := fb[r.ID]; rated && (f.Rating < 0 || f.Correction != "" && !Agrees(out, f.Correction)) {
+		if f, rated := fb[r.ID]; rated && (f.Rating < 0 || f.Correction != "" && !synth.Agrees(out, f.Correction)) {
 			ps.stats.Corrections++
 		}
 		if len(ps.examples) < exampleRunsKept {
@@ -102,7 +110,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 	if err != nil {
 		return Report{}, err
 	}
-	byKey := make(map[string]*Pattern, len(existing))
+	byKey := make(map[string]*synth.Pattern, len(existing))
 	for i := range existing {
 		byKey[existing[i].Key] = &existing[i]
 	}
@@ -115,15 +123,15 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		states[a.PatternID] = append(states[a.PatternID], a.State)
 	}
 	now := s.now()
-	var changed []Pattern
-	var synth []*Pattern
+	var changed []synth.Pattern
+	var wanting []*synth.Pattern
 	for key, ps := range scans {
 		p := byKey[key]
 		if p == nil {
 			if ps.stats.Runs < minPatternRuns {
 				continue
 			}
-			p = &Pattern{ID: ids.New("pat"), TenantID: tenantID, Key: key, CreatedAt: now}
+			p = &synth.Pattern{ID: ids.New("pat"), TenantID: tenantID, Key: key, CreatedAt: now}
 			byKey[key] = p
 		}
 		p.Fingerprints = ps.fp
@@ -137,11 +145,11 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		changed = append(changed, *p)
 		if p.WantsSynthesis() {
 			if ps.toolCalls > 0 {
-				rep.SynthesisReports = append(rep.SynthesisReports, SynthesisReport{PatternID: p.ID, Attempts: []TypeAttempt{},
+				rep.SynthesisReports = append(rep.SynthesisReports, synth.Report{PatternID: p.ID, Attempts: []synth.TypeAttempt{},
 					Reason: fmt.Sprintf("%d live answers of this pattern called a tool; an artifact answers with text only", ps.toolCalls)})
 				continue
 			}
-			synth = append(synth, p)
+			wanting = append(wanting, p)
 		}
 	}
 	rep.Patterns = len(byKey)
@@ -149,17 +157,17 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		return Report{}, err
 	}
 
-	if len(synth) > 0 {
-		keys := make(map[string]bool, len(synth))
-		for _, p := range synth {
+	if len(wanting) > 0 {
+		keys := make(map[string]bool, len(wanting))
+		for _, p := range wanting {
 			keys[p.Key] = true
 		}
 		examples, err := s.examples(ctx, tenantID, keys, fb)
 		if err != nil {
 			return Report{}, err
 		}
-		sort.Slice(synth, func(i, j int) bool { return synth[i].OptimizableScore > synth[j].OptimizableScore })
-		for _, p := range synth {
+		sort.Slice(wanting, func(i, j int) bool { return wanting[i].OptimizableScore > wanting[j].OptimizableScore })
+		for _, p := range wanting {
 			a, sr, err := s.synthesize(ctx, p, examples[p.Key])
 			if err != nil {
 				return Report{}, err
@@ -172,7 +180,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 					rep.Transitions = append(rep.Transitions, Transition{PatternID: p.ID, From: from, To: p.State, Reason: p.StateReason})
 				}
 			}
-			if err := s.o.Store.SavePatterns(ctx, tenantID, []Pattern{*p}); err != nil {
+			if err := s.o.Store.SavePatterns(ctx, tenantID, []synth.Pattern{*p}); err != nil {
 				return Report{}, err
 			}
 		}
@@ -183,23 +191,23 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 		return Report{}, err
 	}
 	for _, a := range arts {
-		if a.State == ArtifactPromoted && s.o.Thresholds.ShouldQuarantine(&a) {
+		if a.State == synth.ArtifactPromoted && s.o.Thresholds.ShouldQuarantine(&a) {
 			if err := s.checkQuarantine(ctx, a); err != nil {
 				return Report{}, err
 			}
 			rep.Quarantined = append(rep.Quarantined, a.ID)
 			continue
 		}
-		if a.State == ArtifactShadow && s.o.Thresholds.FailsShadow(&a) {
+		if a.State == synth.ArtifactShadow && s.o.Thresholds.FailsShadow(&a) {
 			reason := fmt.Sprintf("retired: after %d shadow evaluations the lower bound %.3f is still below %.2f",
 				a.ShadowPass+a.ShadowFail, a.LowerBound, s.o.Thresholds.LowerBound)
-			if _, err := s.retire(ctx, tenantID, a.ID, ArtifactRetired, reason, "svc", EventArtifactRetired); err != nil {
+			if _, err := s.retire(ctx, tenantID, a.ID, synth.ArtifactRetired, reason, "svc", EventArtifactRetired); err != nil {
 				return Report{}, err
 			}
 			rep.Retired = append(rep.Retired, a.ID)
 			continue
 		}
-		if a.State != ArtifactShadow || s.o.Thresholds.Gate(&a) != nil {
+		if a.State != synth.ArtifactShadow || s.o.Thresholds.Gate(&a) != nil {
 			continue
 		}
 		rep.PromotionsEligible = append(rep.PromotionsEligible, a.ID)
@@ -220,14 +228,14 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 
 // examples reads the live runs of the patterns with keys as examples,
 // newest MaxTrainingRuns of each, oldest first.
-func (s *Service) examples(ctx context.Context, tenantID string, keys map[string]bool, fb map[string]RunFeedback) (map[string][]Example, error) {
+func (s *Service) examples(ctx context.Context, tenantID string, keys map[string]bool, fb map[string]RunFeedback) (map[string][]synth.Example, error) {
 	limit := s.o.Thresholds.MaxTrainingRuns
-	out := map[string][]Example{}
+	out := map[string][]synth.Example{}
 	err := s.o.Store.ScanRuns(ctx, tenantID, func(r *RunRecord) error {
 		if r.Route != ledger.RouteLive {
 			return nil
 		}
-		sh, err := ParseShape(r.App, r.Request)
+		sh, err := shape.Parse(r.App, r.Request)
 		if err != nil || !keys[sh.Key] {
 			return nil
 		}

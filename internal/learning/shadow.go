@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 )
 
 // maxPendingShadow bounds the shadow evaluations waiting to be stored; more
@@ -20,7 +21,7 @@ const maxPendingShadow = 10000
 // the evidence (a pass, a promotion, a replay, an artifact's detail).
 type shadowBuffer struct {
 	mu      sync.Mutex
-	pending []Evaluation
+	pending []synth.Evaluation
 	dropped int
 	// recheck are artifacts whose evidence was stored but whose
 	// quarantine check failed: the next flush makes it again.
@@ -29,29 +30,13 @@ type shadowBuffer struct {
 
 type shadowKey struct{ tenant, artifact string }
 
-// JudgeShadow decides an artifact's answer, computed beside a live call of
-// its pattern, against the live reply: it agreed, it did not (or the model
-// called a tool, which the artifact would have dropped), or it abstained.
-func JudgeShadow(artifactAnswer string, answered bool, live Reply) (outcome, reason string) {
-	switch {
-	case live.ToolCall && answered:
-		return OutcomeFail, "the model called a tool; the artifact would have answered with text"
-	case !answered:
-		return OutcomeAbstain, "the artifact abstained"
-	case Agrees(artifactAnswer, live.Text):
-		return OutcomePass, ""
-	default:
-		return OutcomeFail, "the live answer differs"
-	}
-}
-
-// RecordShadow records a shadow verdict made by JudgeShadow, with the two
+// RecordShadow records a shadow verdict made by synth.JudgeShadow, with the two
 // answers it compared. It never blocks on storage.
 func (s *Service) RecordShadow(tenantID, artifactID, runID, outcome, reason, artifactAnswer, liveAnswer string) {
-	ev := Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: artifactID, Kind: EvalShadow, RunID: runID,
-		Outcome: outcome, Reason: reason, Expected: clip(liveAnswer), CreatedAt: s.now()}
-	if outcome != OutcomeAbstain {
-		ev.Got = clip(artifactAnswer)
+	ev := synth.Evaluation{ID: ids.New("ev"), TenantID: tenantID, ArtifactID: artifactID, Kind: synth.EvalShadow, RunID: runID,
+		Outcome: outcome, Reason: reason, Expected: synth.Clip(liveAnswer), CreatedAt: s.now()}
+	if outcome != synth.OutcomeAbstain {
+		ev.Got = synth.Clip(artifactAnswer)
 	}
 	b := &s.shadow
 	b.mu.Lock()
@@ -99,7 +84,7 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 	if dropped > 0 {
 		s.o.Logger.Warn("shadow evaluations dropped: the buffer was full", "dropped", dropped)
 	}
-	groups := map[shadowKey][]Evaluation{}
+	groups := map[shadowKey][]synth.Evaluation{}
 	var order []shadowKey
 	for _, ev := range pending {
 		k := shadowKey{ev.TenantID, ev.ArtifactID}
@@ -115,7 +100,7 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 	}
 	failed := map[string][]error{}
 	for _, k := range order {
-		var a Artifact
+		var a synth.Artifact
 		var err error
 		evals := groups[k]
 		if len(evals) > 0 {
@@ -147,7 +132,7 @@ func (s *Service) flushShadow(ctx context.Context) map[string][]error {
 // keepShadow puts evaluations a flush could not store back in the buffer
 // (within its bound); with none, it marks artifact k for a new quarantine
 // check, which storing them would have made.
-func (s *Service) keepShadow(evals []Evaluation, k shadowKey) {
+func (s *Service) keepShadow(evals []synth.Evaluation, k shadowKey) {
 	b := &s.shadow
 	b.mu.Lock()
 	defer b.mu.Unlock()

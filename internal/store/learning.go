@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 )
 
 var _ learning.Store = (*Store)(nil)
@@ -92,14 +93,14 @@ func (s *Store) Feedback(ctx context.Context, tenantID string) (map[string]learn
 }
 
 // ListPatterns returns the tenant's patterns, most optimizable first.
-func (s *Store) ListPatterns(ctx context.Context, tenantID string) ([]learning.Pattern, error) {
+func (s *Store) ListPatterns(ctx context.Context, tenantID string) ([]synth.Pattern, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id, key, state, data, created_at, updated_at FROM patterns
 		WHERE tenant_id = ? ORDER BY optimizable DESC, id`, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []learning.Pattern{}
+	out := []synth.Pattern{}
 	for rows.Next() {
 		p, err := scanPattern(rows, tenantID)
 		if err != nil {
@@ -111,19 +112,19 @@ func (s *Store) ListPatterns(ctx context.Context, tenantID string) ([]learning.P
 }
 
 // Pattern returns one of the tenant's patterns.
-func (s *Store) Pattern(ctx context.Context, tenantID, id string) (learning.Pattern, error) {
+func (s *Store) Pattern(ctx context.Context, tenantID, id string) (synth.Pattern, error) {
 	row := s.read.QueryRowContext(ctx, `SELECT id, key, state, data, created_at, updated_at FROM patterns
 		WHERE tenant_id = ? AND id = ?`, tenantID, id)
 	p, err := scanPattern(row, tenantID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return learning.Pattern{}, errs.NotFoundf("pattern not found")
+		return synth.Pattern{}, errs.NotFoundf("pattern not found")
 	}
 	return p, err
 }
 
-func scanPattern(sc scanner, tenantID string) (learning.Pattern, error) {
+func scanPattern(sc scanner, tenantID string) (synth.Pattern, error) {
 	var (
-		p                learning.Pattern
+		p                synth.Pattern
 		id, key, state   string
 		data             string
 		created, updated int64
@@ -139,7 +140,7 @@ func scanPattern(sc scanner, tenantID string) (learning.Pattern, error) {
 }
 
 // SavePatterns inserts or updates the tenant's patterns by id.
-func (s *Store) SavePatterns(ctx context.Context, tenantID string, ps []learning.Pattern) error {
+func (s *Store) SavePatterns(ctx context.Context, tenantID string, ps []synth.Pattern) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -170,9 +171,9 @@ func (s *Store) SavePatterns(ctx context.Context, tenantID string, ps []learning
 const artifactColumns = `id, tenant_id, pattern_id, state, state_reason, type, representation, provenance, side_effects,
 	replay_pass, replay_fail, shadow_pass, shadow_fail, live_pass, live_fail, abstentions, created_at, updated_at, promoted_at`
 
-func scanArtifact(sc scanner) (learning.Artifact, error) {
+func scanArtifact(sc scanner) (synth.Artifact, error) {
 	var (
-		a                learning.Artifact
+		a                synth.Artifact
 		rep, prov        string
 		created, updated int64
 		promoted         sql.NullInt64
@@ -194,7 +195,7 @@ func scanArtifact(sc scanner) (learning.Artifact, error) {
 
 // ListArtifacts returns the tenant's artifacts, newest first; of one
 // pattern when patternID is not empty.
-func (s *Store) ListArtifacts(ctx context.Context, tenantID, patternID string) ([]learning.Artifact, error) {
+func (s *Store) ListArtifacts(ctx context.Context, tenantID, patternID string) ([]synth.Artifact, error) {
 	q := `SELECT ` + artifactColumns + ` FROM artifacts WHERE tenant_id = ?`
 	args := []any{tenantID}
 	if patternID != "" {
@@ -206,7 +207,7 @@ func (s *Store) ListArtifacts(ctx context.Context, tenantID, patternID string) (
 		return nil, err
 	}
 	defer rows.Close()
-	out := []learning.Artifact{}
+	out := []synth.Artifact{}
 	for rows.Next() {
 		a, err := scanArtifact(rows)
 		if err != nil {
@@ -218,7 +219,7 @@ func (s *Store) ListArtifacts(ctx context.Context, tenantID, patternID string) (
 }
 
 // Artifact returns one of the tenant's artifacts.
-func (s *Store) Artifact(ctx context.Context, tenantID, id string) (learning.Artifact, error) {
+func (s *Store) Artifact(ctx context.Context, tenantID, id string) (synth.Artifact, error) {
 	return artifactBy(ctx, s.read, tenantID, id)
 }
 
@@ -226,16 +227,16 @@ type queryRower interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func artifactBy(ctx context.Context, q queryRower, tenantID, id string) (learning.Artifact, error) {
+func artifactBy(ctx context.Context, q queryRower, tenantID, id string) (synth.Artifact, error) {
 	a, err := scanArtifact(q.QueryRowContext(ctx, `SELECT `+artifactColumns+` FROM artifacts WHERE tenant_id = ? AND id = ?`, tenantID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return learning.Artifact{}, errs.NotFoundf("artifact not found")
+		return synth.Artifact{}, errs.NotFoundf("artifact not found")
 	}
 	return a, err
 }
 
 // InsertArtifact stores a with its evaluations.
-func (s *Store) InsertArtifact(ctx context.Context, a *learning.Artifact, evals []learning.Evaluation) error {
+func (s *Store) InsertArtifact(ctx context.Context, a *synth.Artifact, evals []synth.Evaluation) error {
 	prov, err := json.Marshal(a.Provenance)
 	if err != nil {
 		return err
@@ -257,7 +258,7 @@ func (s *Store) InsertArtifact(ctx context.Context, a *learning.Artifact, evals 
 	})
 }
 
-func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals []learning.Evaluation) error {
+func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals []synth.Evaluation) error {
 	if len(evals) == 0 {
 		return nil
 	}
@@ -283,8 +284,8 @@ func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals [
 }
 
 // SetArtifactState changes an artifact's state.
-func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (learning.Artifact, error) {
-	var out learning.Artifact
+func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, error) {
+	var out synth.Artifact
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var current string
 		err := tx.QueryRowContext(ctx, `SELECT state FROM artifacts WHERE tenant_id = ? AND id = ?`, tenantID, id).Scan(&current)
@@ -296,8 +297,8 @@ func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reaso
 		// Retired is final, and nothing promotes an artifact that is not
 		// in shadow or quarantine: a pass that decided on what it read
 		// earlier cannot undo an operator's retirement in between.
-		if current == learning.ArtifactRetired && state != learning.ArtifactRetired ||
-			state == learning.ArtifactPromoted && current != learning.ArtifactShadow && current != learning.ArtifactQuarantined {
+		if current == synth.ArtifactRetired && state != synth.ArtifactRetired ||
+			state == synth.ArtifactPromoted && current != synth.ArtifactShadow && current != synth.ArtifactQuarantined {
 			return errs.E(errs.Conflict, "artifact_state", "the artifact is %s and cannot become %s", current, state)
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE artifacts SET state = ?, state_reason = ?, updated_at = ?,
@@ -317,16 +318,16 @@ func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reaso
 
 // AddEvaluations stores evaluations of one artifact and adds their
 // outcomes to its counters in one transaction.
-func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []learning.Evaluation, at time.Time) (learning.Artifact, error) {
-	var out learning.Artifact
+func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []synth.Evaluation, at time.Time) (synth.Artifact, error) {
+	var out synth.Artifact
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// A replay or live verdict on a run replaces the artifact's earlier
 		// one on the same run: replaying the holdout again, or rating one
 		// run a thousand times, adds no evidence.
-		var d, old learning.Artifact
+		var d, old synth.Artifact
 		for _, e := range evals {
 			d.Count(e.Kind, e.Outcome)
-			if e.Kind != learning.EvalReplay && e.Kind != learning.EvalLive {
+			if e.Kind != synth.EvalReplay && e.Kind != synth.EvalLive {
 				continue
 			}
 			rows, err := tx.QueryContext(ctx, `DELETE FROM artifact_evaluations
@@ -377,7 +378,7 @@ func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string,
 }
 
 // Evaluations returns an artifact's newest evaluations.
-func (s *Store) Evaluations(ctx context.Context, tenantID, artifactID string, limit int) ([]learning.Evaluation, error) {
+func (s *Store) Evaluations(ctx context.Context, tenantID, artifactID string, limit int) ([]synth.Evaluation, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id, artifact_id, kind, run_id, outcome, expected, got, reason, created_at
 		FROM artifact_evaluations WHERE tenant_id = ? AND artifact_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`,
 		tenantID, artifactID, limit)
@@ -385,9 +386,9 @@ func (s *Store) Evaluations(ctx context.Context, tenantID, artifactID string, li
 		return nil, err
 	}
 	defer rows.Close()
-	out := []learning.Evaluation{}
+	out := []synth.Evaluation{}
 	for rows.Next() {
-		e := learning.Evaluation{TenantID: tenantID}
+		e := synth.Evaluation{TenantID: tenantID}
 		var created int64
 		if err := rows.Scan(&e.ID, &e.ArtifactID, &e.Kind, &e.RunID, &e.Outcome, &e.Expected, &e.Got, &e.Reason, &created); err != nil {
 			return nil, err
@@ -441,7 +442,7 @@ func (s *Store) ServingArtifacts(ctx context.Context) ([]learning.ServingRow, er
 	if err != nil {
 		return nil, err
 	}
-	var arts []learning.Artifact
+	var arts []synth.Artifact
 	for rows.Next() {
 		a, err := scanArtifact(rows)
 		if err != nil {

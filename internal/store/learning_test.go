@@ -18,6 +18,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
@@ -90,21 +91,21 @@ func TestLearningStore(t *testing.T) {
 	ps, err := s.ListPatterns(ctx, tenant.DefaultID)
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
-	assert.Equal(t, learning.PatternShadow, ps[0].State, "the most optimizable first")
-	assert.Equal(t, learning.PatternObserved, ps[1].State, "free text that never repeats is not stable")
+	assert.Equal(t, synth.PatternShadow, ps[0].State, "the most optimizable first")
+	assert.Equal(t, synth.PatternObserved, ps[1].State, "free text that never repeats is not stable")
 	assert.InDelta(t, 0.5, ps[1].StabilityScore, 1e-9)
 	arts, err := s.ListArtifacts(ctx, tenant.DefaultID, "")
 	require.NoError(t, err)
 	require.Len(t, arts, 1)
 	a := arts[0]
-	assert.Equal(t, learning.TypeClassifier, a.Type)
+	assert.Equal(t, synth.TypeClassifier, a.Type)
 	evals, err := s.Evaluations(ctx, tenant.DefaultID, a.ID, 10000)
 	require.NoError(t, err)
 	assert.Len(t, evals, len(a.Provenance.HoldoutRunIDs))
 
 	// Counters move with evaluations, in one transaction.
-	after, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, []learning.Evaluation{
-		{ID: ids.New("ev"), ArtifactID: a.ID, Kind: learning.EvalShadow, RunID: "run_x", Outcome: learning.OutcomePass, CreatedAt: time.Now()},
+	after, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, []synth.Evaluation{
+		{ID: ids.New("ev"), ArtifactID: a.ID, Kind: synth.EvalShadow, RunID: "run_x", Outcome: synth.OutcomePass, CreatedAt: time.Now()},
 	}, time.Now())
 	require.NoError(t, err)
 	assert.Equal(t, a.ShadowPass+1, after.ShadowPass)
@@ -112,22 +113,22 @@ func TestLearningStore(t *testing.T) {
 
 	// A run's live verdict replaces its earlier one: rating one run many
 	// times counts once, and changing the rating moves the counters.
-	live := func(outcome string) learning.Artifact {
-		got, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, []learning.Evaluation{
-			{ID: ids.New("ev"), ArtifactID: a.ID, Kind: learning.EvalLive, RunID: "run_rated", Outcome: outcome, CreatedAt: time.Now()},
+	live := func(outcome string) synth.Artifact {
+		got, err := s.AddEvaluations(ctx, tenant.DefaultID, a.ID, []synth.Evaluation{
+			{ID: ids.New("ev"), ArtifactID: a.ID, Kind: synth.EvalLive, RunID: "run_rated", Outcome: outcome, CreatedAt: time.Now()},
 		}, time.Now())
 		require.NoError(t, err)
 		return got
 	}
 	for range 5 {
-		after = live(learning.OutcomePass)
+		after = live(synth.OutcomePass)
 	}
 	assert.Equal(t, 1, after.LivePass, "five ratings of one run are one verdict")
-	after = live(learning.OutcomeFail)
+	after = live(synth.OutcomeFail)
 	assert.Equal(t, 0, after.LivePass)
 	assert.Equal(t, 1, after.LiveFail)
 	// Replaying the holdout again replaces its verdicts rather than adding.
-	replayAgain := make([]learning.Evaluation, 0, len(evals))
+	replayAgain := make([]synth.Evaluation, 0, len(evals))
 	for _, e := range evals {
 		e.ID = ids.New("ev")
 		replayAgain = append(replayAgain, e)
@@ -144,16 +145,16 @@ func TestLearningStore(t *testing.T) {
 	assert.True(t, errs.Is(err, errs.NotFound))
 	_, err = s.Artifact(ctx, other.ID, a.ID)
 	assert.True(t, errs.Is(err, errs.NotFound))
-	_, err = s.SetArtifactState(ctx, other.ID, a.ID, learning.ArtifactRetired, "x", time.Now())
+	_, err = s.SetArtifactState(ctx, other.ID, a.ID, synth.ArtifactRetired, "x", time.Now())
 	assert.True(t, errs.Is(err, errs.NotFound))
 	_, err = s.AddEvaluations(ctx, other.ID, a.ID, nil, time.Now())
 	assert.True(t, errs.Is(err, errs.NotFound))
 	hijack := ps[0]
-	hijack.State = learning.PatternNegative
-	require.NoError(t, s.SavePatterns(ctx, other.ID, []learning.Pattern{hijack}))
+	hijack.State = synth.PatternNegative
+	require.NoError(t, s.SavePatterns(ctx, other.ID, []synth.Pattern{hijack}))
 	mine, err := s.Pattern(ctx, tenant.DefaultID, ps[0].ID)
 	require.NoError(t, err)
-	assert.Equal(t, learning.PatternShadow, mine.State, "a foreign tenant cannot overwrite a pattern")
+	assert.Equal(t, synth.PatternShadow, mine.State, "a foreign tenant cannot overwrite a pattern")
 	theirs, err := s.ListPatterns(ctx, other.ID)
 	require.NoError(t, err)
 	assert.Empty(t, theirs)

@@ -1,10 +1,8 @@
-// Package learning is the learning loop's domain: the shape fingerprint
-// that groups requests into patterns, the scores and lifecycle of a
-// pattern, artifacts (declarative answers svc interprets: classifier,
-// template, extractor, lookup), their synthesis from a pattern's runs with a
-// training / holdout split, evaluation, and the Beta-posterior gates that
-// decide promotion. It knows nothing of HTTP or SQL.
-package learning
+// Package shape reads chat requests and answers as the learning loop sees
+// them: a request's shape (the key of its pattern, the fixed parts a person
+// reads, the slots that vary), whether an artifact may answer it at all,
+// and an answer's text and tool calls. It is pure: no store, no clock.
+package shape
 
 import (
 	"crypto/sha256"
@@ -128,8 +126,8 @@ func Unlearnable(nonText bool, functions bool, toolChoice string, responseFormat
 // or one an artifact may not answer (see Unlearnable).
 var ErrNoShape = errors.New("learning: the request has no user message")
 
-// ParseShape fingerprints a chat-completions request body sent by app.
-func ParseShape(app string, body []byte) (Shape, error) {
+// Parse fingerprints a chat-completions request body sent by app.
+func Parse(app string, body []byte) (Shape, error) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
 		return Shape{}, err
@@ -161,7 +159,7 @@ func ParseShape(app string, body []byte) (Shape, error) {
 	for _, t := range w.Tools {
 		tools = append(tools, t.Function.Name)
 	}
-	return ShapeOf(app, w.Model, msgs, rf, tools)
+	return Of(app, w.Model, msgs, rf, tools)
 }
 
 // Message is one chat message flattened to text.
@@ -170,10 +168,10 @@ type Message struct {
 	Content string
 }
 
-// ShapeOf fingerprints a request already parsed. The last user message is
+// Of fingerprints a request already parsed. The last user message is
 // the one whose content varies; earlier user and assistant messages (a
 // few-shot prompt) are fixed parts.
-func ShapeOf(app, model string, msgs []Message, responseFormat string, tools []string) (Shape, error) {
+func Of(app, model string, msgs []Message, responseFormat string, tools []string) (Shape, error) {
 	last := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
@@ -216,7 +214,7 @@ func ShapeOf(app, model string, msgs []Message, responseFormat string, tools []s
 	}
 	sh := sha256.Sum256([]byte(system.String()))
 	fp.SystemHash = hex.EncodeToString(sh[:8])
-	fp.SystemPreview = preview(strings.ReplaceAll(system.String(), "\x00", " "), 120)
+	fp.SystemPreview = Preview(strings.ReplaceAll(system.String(), "\x00", " "), 120)
 	return Shape{Key: hex.EncodeToString(h.Sum(nil)), Fingerprints: fp, Slots: slots}, nil
 }
 
@@ -339,7 +337,9 @@ func contentText(raw json.RawMessage) (text string, plain bool) {
 	return "", len(raw) == 0 || string(raw) == "null"
 }
 
-func preview(s string, n int) string {
+// Preview is s with its white space folded, cut to at most n bytes (at a
+// character's start) and marked "…" when it was cut.
+func Preview(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
@@ -352,74 +352,3 @@ func preview(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// Reply is what a chat.completion body, or a stored stream
-// (`{"chunks": [...]}`) put back together, answered in choice 0.
-type Reply struct {
-	Text    string
-	HasText bool // a message with content, or a stream
-	// ToolCall says the model called a tool (or a legacy function): an
-	// artifact, which answers with text, must never stand in for that.
-	ToolCall bool
-}
-
-// ReadReply reads a stored or live answer once, for its text and whether
-// it called a tool.
-func ReadReply(body []byte) Reply {
-	type calls struct {
-		ToolCalls    json.RawMessage `json:"tool_calls"`
-		FunctionCall json.RawMessage `json:"function_call"`
-	}
-	var c struct {
-		Choices []struct {
-			Message struct {
-				Content *string `json:"content"`
-				calls
-			} `json:"message"`
-		} `json:"choices"`
-		Chunks []struct {
-			Choices []struct {
-				Index int `json:"index"`
-				Delta struct {
-					Content *string `json:"content"`
-					calls
-				} `json:"delta"`
-			} `json:"choices"`
-		} `json:"chunks"`
-	}
-	if json.Unmarshal(body, &c) != nil {
-		return Reply{}
-	}
-	called := func(k calls) bool {
-		set := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" && string(raw) != "[]" }
-		return set(k.ToolCalls) || set(k.FunctionCall)
-	}
-	var r Reply
-	if len(c.Chunks) > 0 {
-		var b strings.Builder
-		for _, ch := range c.Chunks {
-			for _, choice := range ch.Choices {
-				r.ToolCall = r.ToolCall || called(choice.Delta.calls)
-				if choice.Index == 0 && choice.Delta.Content != nil {
-					b.WriteString(*choice.Delta.Content)
-				}
-			}
-		}
-		r.Text, r.HasText = b.String(), true
-		return r
-	}
-	for _, ch := range c.Choices {
-		r.ToolCall = r.ToolCall || called(ch.Message.calls)
-	}
-	if len(c.Choices) > 0 && c.Choices[0].Message.Content != nil {
-		r.Text, r.HasText = *c.Choices[0].Message.Content, true
-	}
-	return r
-}
-
-// ResponseText is the text an answer gave, when it gave text and called no
-// tool: what the learning loop can learn from or compare with.
-func ResponseText(body []byte) (string, bool) {
-	r := ReadReply(body)
-	return r.Text, r.HasText && !r.ToolCall
-}

@@ -1,4 +1,4 @@
-package learning
+package synth
 
 import (
 	"encoding/json"
@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/svc-gateway/svc/internal/learning/beta"
+	"github.com/svc-gateway/svc/internal/learning/shape"
 )
 
 // The states of a pattern.
@@ -33,19 +36,19 @@ const (
 
 // Pattern is a kind of request an application keeps making.
 type Pattern struct {
-	ID               string       `json:"id"`
-	TenantID         string       `json:"-"`
-	Key              string       `json:"key"`
-	State            string       `json:"state"`
-	StateReason      string       `json:"stateReason"`
-	Fingerprints     Fingerprints `json:"fingerprints"`
-	RunCount         int          `json:"runCount"`
-	AvgCostUSD       float64      `json:"avgCostUsd"`
-	AvgLatencyMS     float64      `json:"avgLatencyMs"`
-	Corrections      int          `json:"corrections"` // negative ratings and corrections of its runs
-	Consistency      float64      `json:"consistency"` // output consistency, before corrections
-	StabilityScore   float64      `json:"stabilityScore"`
-	OptimizableScore float64      `json:"optimizableScore"`
+	ID               string             `json:"id"`
+	TenantID         string             `json:"-"`
+	Key              string             `json:"key"`
+	State            string             `json:"state"`
+	StateReason      string             `json:"stateReason"`
+	Fingerprints     shape.Fingerprints `json:"fingerprints"`
+	RunCount         int                `json:"runCount"`
+	AvgCostUSD       float64            `json:"avgCostUsd"`
+	AvgLatencyMS     float64            `json:"avgLatencyMs"`
+	Corrections      int                `json:"corrections"` // negative ratings and corrections of its runs
+	Consistency      float64            `json:"consistency"` // output consistency, before corrections
+	StabilityScore   float64            `json:"stabilityScore"`
+	OptimizableScore float64            `json:"optimizableScore"`
 	// ExampleRunIDs are the newest runs of the pattern, newest first.
 	ExampleRunIDs []string `json:"exampleRunIds"`
 	// SynthesizedAt is the runCount of the last synthesis attempt.
@@ -74,7 +77,7 @@ const maxTrackedInputs = 20000
 // Add counts one run. Only live runs (those the model answered) count
 // towards cost, latency and consistency: an artifact's own answers say
 // nothing about the model.
-func (s *Stats) Add(sh Shape, output string, live bool, costUSD, latencyMS float64, at time.Time) {
+func (s *Stats) Add(sh shape.Shape, output string, live bool, costUSD, latencyMS float64, at time.Time) {
 	s.Runs++
 	if at.After(s.LastRunAt) {
 		s.LastRunAt = at
@@ -184,8 +187,8 @@ func (p *Pattern) Apply(s *Stats) {
 
 // Advance applies the lifecycle's automatic transitions given the states
 // of the pattern's artifacts; it returns whether the state changed. The
-// transitions an operator makes (ignore, synthesize) are Ignore and
-// Synthesized.
+// transitions an operator makes (ignore, synthesize) are Ignore and the
+// learning service's Synthesize.
 func (p *Pattern) Advance(th Thresholds, artifactStates []string) bool {
 	has := func(state string) bool {
 		for _, s := range artifactStates {
@@ -241,7 +244,7 @@ func (th Thresholds) Gate(a *Artifact) error {
 	if n := a.ShadowPass + a.ShadowFail; n < th.MinShadow {
 		why = append(why, fmt.Sprintf("shadow evidence: %d answered shadow evaluations, %d needed", n, th.MinShadow))
 	}
-	c := Posterior(a.Passes(), a.Fails())
+	c := beta.Posterior(a.Passes(), a.Fails())
 	if c.Lower < th.LowerBound {
 		why = append(why, fmt.Sprintf("confidence: lower bound %.3f (alpha %.0f, beta %.0f) is below %.2f", c.Lower, c.Alpha, c.Beta, th.LowerBound))
 	}
@@ -264,7 +267,7 @@ func (e *GateError) Error() string {
 // ShouldQuarantine says whether a serving artifact's evidence turned: its
 // lower bound fell below the threshold.
 func (th Thresholds) ShouldQuarantine(a *Artifact) bool {
-	return a.State == ArtifactPromoted && Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
+	return a.State == ArtifactPromoted && beta.Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
 }
 
 // RecentWindow is how many of an artifact's newest live and shadow
@@ -297,7 +300,7 @@ func (th Thresholds) TurnedRecently(recent []Evaluation) bool {
 	if passes+fails < RecentMin {
 		return false
 	}
-	return BetaQuantile(1-LowerQuantile, 1+float64(passes), 1+float64(fails)) < th.LowerBound
+	return beta.Quantile(1-beta.LowerQuantile, 1+float64(passes), 1+float64(fails)) < th.LowerBound
 }
 
 // FailsShadow says whether a shadow artifact has had its chance: twice
@@ -306,7 +309,7 @@ func (th Thresholds) TurnedRecently(recent []Evaluation) bool {
 // operator may synthesize again.
 func (th Thresholds) FailsShadow(a *Artifact) bool {
 	return a.State == ArtifactShadow && a.ShadowPass+a.ShadowFail >= 2*th.MinShadow &&
-		Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
+		beta.Posterior(a.Passes(), a.Fails()).Lower < th.LowerBound
 }
 
 // outputKind classifies an answer for consistency.

@@ -1,4 +1,4 @@
-package learning
+package synth
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/svc-gateway/svc/internal/learning/shape"
 )
 
 // Classifier is a multinomial naive Bayes model over the set of tokens of
@@ -17,7 +19,7 @@ import (
 // Margin is calibrated at synthesis: the training runs are scored by
 // 4-fold cross-fitting, sorted by gap, and Margin is the smallest gap at
 // which the runs answered agree with the recorded answers at
-// Options.ClassifierPrecision (98%) or better.
+// Thresholds.ClassifierPrecision (98%) or better.
 type Classifier struct {
 	Model    string               `json:"model"` // "multinomial_nb"
 	Labels   []string             `json:"labels"`
@@ -54,7 +56,7 @@ func (c *Classifier) compile() (*Classifier, error) {
 }
 
 // Answer classifies the slot text.
-func (c *Classifier) Answer(sh Shape) (string, bool) {
+func (c *Classifier) Answer(sh shape.Shape) (string, bool) {
 	tokens := tokenize(sh.SlotText())
 	if c.MaxTokens > 0 && len(tokens) > c.MaxTokens {
 		return "", false

@@ -1,4 +1,7 @@
-package learning
+// Package beta is the Beta posterior the learning loop judges artifacts
+// by: a uniform prior updated with passes and fails, its mean, and its
+// quantiles through the regularized incomplete beta function.
+package beta
 
 import "math"
 
@@ -22,16 +25,16 @@ const LowerQuantile = 0.05
 // Posterior returns the Beta posterior of passes and fails.
 func Posterior(passes, fails int) Confidence {
 	a, b := 1+float64(passes), 1+float64(fails)
-	return Confidence{Alpha: a, Beta: b, Mean: a / (a + b), Lower: BetaQuantile(LowerQuantile, a, b)}
+	return Confidence{Alpha: a, Beta: b, Mean: a / (a + b), Lower: Quantile(LowerQuantile, a, b)}
 }
 
-// BetaQuantile returns x with I_x(a, b) = p, the p-quantile of Beta(a, b),
+// Quantile returns x with I_x(a, b) = p, the p-quantile of Beta(a, b),
 // by bisection on the regularized incomplete beta function to 1e-9.
-func BetaQuantile(p, a, b float64) float64 {
+func Quantile(p, a, b float64) float64 {
 	lo, hi := 0.0, 1.0
 	for range 60 {
 		mid := (lo + hi) / 2
-		if RegIncBeta(mid, a, b) < p {
+		if RegInc(mid, a, b) < p {
 			lo = mid
 		} else {
 			hi = mid
@@ -43,11 +46,11 @@ func BetaQuantile(p, a, b float64) float64 {
 	return (lo + hi) / 2
 }
 
-// RegIncBeta is the regularized incomplete beta function I_x(a, b),
+// RegInc is the regularized incomplete beta function I_x(a, b),
 // evaluated with its continued fraction (modified Lentz), using the
 // symmetry I_x(a, b) = 1 − I_{1−x}(b, a) where the fraction converges
 // slowly. Exact to about 1e-12 for the counts the gates see.
-func RegIncBeta(x, a, b float64) float64 {
+func RegInc(x, a, b float64) float64 {
 	switch {
 	case x <= 0:
 		return 0
@@ -59,12 +62,13 @@ func RegIncBeta(x, a, b float64) float64 {
 	lc, _ := math.Lgamma(b)
 	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
 	if x < (a+1)/(a+b+2) {
-		return front * betaCF(x, a, b) / a
+		return front * contFrac(x, a, b) / a
 	}
-	return 1 - front*betaCF(1-x, b, a)/b
+	return 1 - front*contFrac(1-x, b, a)/b
 }
 
-func betaCF(x, a, b float64) float64 {
+// contFrac evaluates the continued fraction of I_x(a, b) (modified Lentz).
+func contFrac(x, a, b float64) float64 {
 	const (
 		maxIter = 300
 		eps     = 1e-14

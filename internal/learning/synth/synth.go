@@ -1,4 +1,10 @@
-package learning
+// Package synth is the learning loop's rules as pure functions of their
+// data: a pattern's stats, scores and lifecycle; artifacts (declarative
+// answers svc interprets: classifier, template, extractor, lookup), their
+// Answerers and the evidence that scores them; synthesis from a pattern's
+// runs with a training / holdout split; and the gates that decide creation,
+// promotion and quarantine. No store, no clock, no jobs.
+package synth
 
 import (
 	"crypto/sha256"
@@ -7,13 +13,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/svc-gateway/svc/internal/learning/beta"
+	"github.com/svc-gateway/svc/internal/learning/shape"
 )
 
 // Example is one recorded run of a pattern, as synthesis and replay read
 // it.
 type Example struct {
 	RunID string
-	Shape Shape
+	Shape shape.Shape
 	// Output is the answer the run's model gave.
 	Output string
 }
@@ -58,9 +67,9 @@ type Candidate struct {
 	Replay []Evaluation
 }
 
-// SynthesisReport says what synthesis tried on a pattern and why each
+// Report says what synthesis tried on a pattern and why each
 // type of artifact was or was not made.
-type SynthesisReport struct {
+type Report struct {
 	PatternID string        `json:"patternId"`
 	Created   string        `json:"artifactId,omitempty"`
 	Type      string        `json:"type,omitempty"`
@@ -86,7 +95,7 @@ func Holdout(runID string, share float64) bool {
 	return float64(binary.BigEndian.Uint64(h[:8])>>11)/float64(1<<53) < share
 }
 
-// Synthesize tries each type of artifact on the examples of one pattern
+// Fit tries each type of artifact on the examples of one pattern
 // (newest last), training on the training split and replaying the holdout
 // split. Of those that pass the creation gate (at least MinReplay answered
 // holdout runs, a share served of MinServedShare or more, and a posterior
@@ -94,8 +103,8 @@ func Holdout(runID string, share float64) bool {
 // the most holdout runs; on a tie the first in the order extractor,
 // template, lookup, classifier. When none passes, the candidate is nil and
 // the report says why each failed.
-func Synthesize(examples []Example, th Thresholds) (*Candidate, SynthesisReport) {
-	rep := SynthesisReport{}
+func Fit(examples []Example, th Thresholds) (*Candidate, Report) {
+	rep := Report{}
 	if th.MaxTrainingRuns > 0 && len(examples) > th.MaxTrainingRuns {
 		examples = examples[len(examples)-th.MaxTrainingRuns:]
 	}
@@ -140,7 +149,7 @@ func Synthesize(examples []Example, th Thresholds) (*Candidate, SynthesisReport)
 				att.Abstained++
 			}
 		}
-		conf := Posterior(att.Agreed, att.Answered-att.Agreed)
+		conf := beta.Posterior(att.Agreed, att.Answered-att.Agreed)
 		att.Lower = conf.Lower
 		served := float64(att.Answered) / float64(len(hold))
 		switch {
@@ -190,24 +199,41 @@ func Synthesize(examples []Example, th Thresholds) (*Candidate, SynthesisReport)
 // Evaluate scores an artifact's answer to an example against the
 // example's recorded answer.
 func Evaluate(a Answerer, kind string, e Example) Evaluation {
-	ev := Evaluation{Kind: kind, RunID: e.RunID, Expected: clip(e.Output)}
+	ev := Evaluation{Kind: kind, RunID: e.RunID, Expected: Clip(e.Output)}
 	got, ok := a.Answer(e.Shape)
 	switch {
 	case !ok:
 		ev.Outcome, ev.Reason = OutcomeAbstain, "the artifact abstained"
 	case Agrees(got, e.Output):
-		ev.Outcome, ev.Got = OutcomePass, clip(got)
+		ev.Outcome, ev.Got = OutcomePass, Clip(got)
 	default:
-		ev.Outcome, ev.Got, ev.Reason = OutcomeFail, clip(got), "the answers differ"
+		ev.Outcome, ev.Got, ev.Reason = OutcomeFail, Clip(got), "the answers differ"
 	}
 	return ev
 }
 
-func clip(s string) string {
+// JudgeShadow decides an artifact's answer, computed beside a live call of
+// its pattern, against the live reply: it agreed, it did not (or the model
+// called a tool, which the artifact would have dropped), or it abstained.
+func JudgeShadow(artifactAnswer string, answered bool, live shape.Reply) (outcome, reason string) {
+	switch {
+	case live.ToolCall && answered:
+		return OutcomeFail, "the model called a tool; the artifact would have answered with text"
+	case !answered:
+		return OutcomeAbstain, "the artifact abstained"
+	case Agrees(artifactAnswer, live.Text):
+		return OutcomePass, ""
+	default:
+		return OutcomeFail, "the live answer differs"
+	}
+}
+
+// Clip cuts an answer to what an evaluation keeps of it: 200 bytes.
+func Clip(s string) string {
 	if len(s) <= 200 {
 		return s
 	}
-	return preview(s, 200)
+	return shape.Preview(s, 200)
 }
 
 // fitTemplate finds one text that, with slot values put back, gives every
@@ -235,7 +261,7 @@ func fitTemplate(train []Example, _ Thresholds) (Answerer, any, string) {
 // templatize replaces each slot value (of 3 characters or more) found in
 // the answer with its placeholder, longest values first.
 func templatize(e Example) (string, map[string]bool) {
-	slots := append([]Slot(nil), e.Shape.Slots...)
+	slots := append([]shape.Slot(nil), e.Shape.Slots...)
 	sort.SliceStable(slots, func(i, j int) bool { return len(slots[i].Value) > len(slots[j].Value) })
 	out := e.Output
 	used := map[string]bool{}

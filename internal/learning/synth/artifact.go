@@ -1,4 +1,4 @@
-package learning
+package synth
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/learning/beta"
+	"github.com/svc-gateway/svc/internal/learning/shape"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
@@ -133,7 +135,7 @@ func (a *Artifact) Count(kind, outcome string) {
 
 // Refresh recomputes the posterior from the counters.
 func (a *Artifact) Refresh() {
-	c := Posterior(a.Passes(), a.Fails())
+	c := beta.Posterior(a.Passes(), a.Fails())
 	a.Alpha, a.Beta, a.Confidence, a.LowerBound = c.Alpha, c.Beta, c.Mean, c.Lower
 }
 
@@ -151,8 +153,8 @@ type Evaluation struct {
 	CreatedAt  time.Time `json:"createdAt"`
 	// Suppressed are the side effects the evaluation would have caused
 	// again, stored with it on its run (a replay or shadow evaluation of a
-	// side-effect-bearing artifact; see suppressEffects). Read them in the
-	// run's detail.
+	// side-effect-bearing artifact; see the learning service's
+	// suppressEffects). Read them in the run's detail.
 	Suppressed []ledger.SideEffect `json:"-"`
 }
 
@@ -162,7 +164,7 @@ type Evaluation struct {
 type Answerer interface {
 	// Answer returns the artifact's answer to a request of the shape, or
 	// false when it abstains.
-	Answer(sh Shape) (string, bool)
+	Answer(sh shape.Shape) (string, bool)
 }
 
 // Compile builds the Answerer of a representation.
@@ -232,7 +234,7 @@ type Template struct {
 
 // Answer fills the placeholders; it abstains when the request lacks one of
 // the slots.
-func (t *Template) Answer(sh Shape) (string, bool) {
+func (t *Template) Answer(sh shape.Shape) (string, bool) {
 	out := t.Text
 	for _, name := range t.Slots {
 		v, ok := sh.Slot(name)
@@ -258,7 +260,7 @@ type ExtractField struct {
 }
 
 // Answer builds the object; it abstains when a slot is missing.
-func (e *Extractor) Answer(sh Shape) (string, bool) {
+func (e *Extractor) Answer(sh shape.Shape) (string, bool) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, f := range e.Fields {
@@ -289,13 +291,13 @@ type Lookup struct {
 }
 
 // Answer looks the normalised input up.
-func (l *Lookup) Answer(sh Shape) (string, bool) {
+func (l *Lookup) Answer(sh shape.Shape) (string, bool) {
 	a, ok := l.Entries[normInput(sh)]
 	return a, ok
 }
 
 // normInput is the slot values, lowercased, with white space folded.
-func normInput(sh Shape) string {
+func normInput(sh shape.Shape) string {
 	var b strings.Builder
 	for i, s := range sh.Slots {
 		if i > 0 {

@@ -1,4 +1,4 @@
-package learning
+package synth
 
 import (
 	"math/rand/v2"
@@ -7,15 +7,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/learning/shape"
 	"github.com/svc-gateway/svc/internal/shareddata"
 )
 
 // spamSystem is the prompt the traffic of the spam tests carries.
 const spamSystem = "Classify this email message as spam or ham. Reply with the label only."
 
-func spamShape(tb testing.TB, m shareddata.Message) Shape {
+func spamShape(tb testing.TB, m shareddata.Message) shape.Shape {
 	tb.Helper()
-	sh, err := ShapeOf("mail-filter", "gpt-4o-mini", []Message{
+	sh, err := shape.Of("mail-filter", "gpt-4o-mini", []shape.Message{
 		{Role: "system", Content: spamSystem},
 		{Role: "user", Content: "Subject: " + m.Subject + "\n\n" + m.Text},
 	}, "", nil)
@@ -59,7 +60,7 @@ func TestSpamShapesAreOnePattern(t *testing.T) {
 
 func TestSpamClassifierAgreesOrAbstains(t *testing.T) {
 	seen, unseen := spamTraffic(t, 0)
-	cand, rep := Synthesize(seen, Defaults)
+	cand, rep := Fit(seen, Defaults)
 	require.NotNil(t, cand, "synthesis: %s", rep.Reason)
 	assert.Equal(t, TypeClassifier, cand.Type)
 	assert.NotEmpty(t, cand.Provenance.SourceRunIDs)
@@ -100,7 +101,7 @@ func TestSpamClassifierAgreesOrAbstains(t *testing.T) {
 
 func TestNoisySpamFailsTheGates(t *testing.T) {
 	seen, unseen := spamTraffic(t, 0.2)
-	cand, rep := Synthesize(seen, Defaults)
+	cand, rep := Fit(seen, Defaults)
 	t.Logf("noisy upstream (20%% of labels flipped): %s", rep.Reason)
 	require.Nil(t, cand, "an upstream that answers at random a fifth of the time must not be learned")
 	assert.Contains(t, rep.Reason, "no artifact reaches the gates")
@@ -111,7 +112,7 @@ func TestNoisySpamFailsTheGates(t *testing.T) {
 	th := Defaults
 	th.ClassifierPrecision = 0.5
 	th.LowerBound = 0
-	forced, _ := Synthesize(seen, th)
+	forced, _ := Fit(seen, th)
 	require.NotNil(t, forced)
 	ans, err := Compile(forced.Type, forced.Representation)
 	require.NoError(t, err)
