@@ -19,6 +19,8 @@ import (
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
@@ -194,7 +196,7 @@ type fixture struct {
 type setup struct {
 	noCache  bool
 	governor gateway.Governor
-	artifact string // "", learning.ArtifactPromoted or learning.ArtifactShadow
+	artifact string // "", synth.ArtifactPromoted or synth.ArtifactShadow
 	share    float64
 	canary   bool
 }
@@ -229,14 +231,14 @@ func newFixture(t *testing.T, s setup) *fixture {
 // artifact, in state, for the shape of question().
 func loadedIndex(t *testing.T, state string) *learning.Service {
 	t.Helper()
-	sh, err := learning.ShapeOf("", model, []learning.Message{{Role: "user", Content: "What is the capital of France?"}}, "", nil)
+	sh, err := shape.Of("", model, []shape.Message{{Role: "user", Content: "What is the capital of France?"}}, "", nil)
 	require.NoError(t, err)
-	rep, err := json.Marshal(learning.Template{Text: "Paris"})
+	rep, err := json.Marshal(synth.Template{Text: "Paris"})
 	require.NoError(t, err)
 	row := learning.ServingRow{
-		Artifact: learning.Artifact{ID: "art_1", TenantID: tenantID, PatternID: "pat_1", State: state,
-			Type: learning.TypeTemplate, Representation: rep},
-		Pattern: learning.Pattern{ID: "pat_1", TenantID: tenantID, Key: sh.Key, AvgCostUSD: 0.5, AvgLatencyMS: 800},
+		Artifact: synth.Artifact{ID: "art_1", TenantID: tenantID, PatternID: "pat_1", State: state,
+			Type: synth.TypeTemplate, Representation: rep},
+		Pattern: synth.Pattern{ID: "pat_1", TenantID: tenantID, Key: sh.Key, AvgCostUSD: 0.5, AvgLatencyMS: 800},
 	}
 	svc := learning.New(learning.Options{Store: servingStore{rows: []learning.ServingRow{row}}})
 	require.NoError(t, svc.Load(context.Background()))
@@ -476,7 +478,7 @@ func TestUndecidedCallIsNeverLetThrough(t *testing.T) {
 
 func TestArtifactRouting(t *testing.T) {
 	t.Run("promoted serves an optimize call", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactPromoted})
+		f := newFixture(t, setup{artifact: synth.ArtifactPromoted})
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteArtifact, res.Route)
@@ -488,7 +490,7 @@ func TestArtifactRouting(t *testing.T) {
 		assert.Equal(t, "art_1", event(t, rec, "artifact.served")["artifactId"])
 	})
 	t.Run("observe goes live with ghost savings and shadow evidence", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactPromoted})
+		f := newFixture(t, setup{artifact: synth.ArtifactPromoted})
 		res, err := f.complete(t, auth.Observe, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteLive, res.Route)
@@ -497,18 +499,18 @@ func TestArtifactRouting(t *testing.T) {
 		assert.Len(t, f.learner.shadows, 1)
 	})
 	t.Run("shadow goes live and compares", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactShadow})
+		f := newFixture(t, setup{artifact: synth.ArtifactShadow})
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteLive, res.Route)
 		require.Len(t, f.learner.shadows, 1)
-		assert.Equal(t, learning.OutcomePass, f.learner.shadows[0], "the artifact said Paris, as the live answer did")
+		assert.Equal(t, synth.OutcomePass, f.learner.shadows[0], "the artifact said Paris, as the live answer did")
 		d, ok := f.recorder.last(t).Run.Explanation.Artifact.(*learning.ArtifactDetailOfRun)
 		require.True(t, ok)
 		assert.False(t, d.Served)
 	})
 	t.Run("canary sends all but its share live", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactPromoted, canary: true, share: 0})
+		f := newFixture(t, setup{artifact: synth.ArtifactPromoted, canary: true, share: 0})
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteLive, res.Route)
@@ -517,14 +519,14 @@ func TestArtifactRouting(t *testing.T) {
 		assert.Len(t, f.learner.shadows, 1)
 	})
 	t.Run("canary serves its share", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactPromoted, canary: true, share: 1})
+		f := newFixture(t, setup{artifact: synth.ArtifactPromoted, canary: true, share: 1})
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteArtifact, res.Route)
 		assert.True(t, f.recorder.last(t).Run.Explanation.Artifact.(*learning.ArtifactDetailOfRun).Canary)
 	})
 	t.Run("a request an artifact may not answer goes live", func(t *testing.T) {
-		f := newFixture(t, setup{artifact: learning.ArtifactPromoted})
+		f := newFixture(t, setup{artifact: synth.ArtifactPromoted})
 		res, err := f.complete(t, auth.Optimize, `"n":2,`)
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteLive, res.Route)

@@ -4,26 +4,27 @@ import (
 	"net/http"
 
 	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 )
 
 // patternList answers GET /api/v1/patterns.
 type patternList struct {
-	Patterns []learning.Pattern `json:"patterns"`
+	Patterns []synth.Pattern `json:"patterns"`
 }
 
 // patternAnswer answers an operator's action on one pattern.
 type patternAnswer struct {
-	Pattern learning.Pattern `json:"pattern"`
+	Pattern synth.Pattern `json:"pattern"`
 }
 
 // artifactList answers GET /api/v1/artifacts.
 type artifactList struct {
-	Artifacts []learning.Artifact `json:"artifacts"`
+	Artifacts []synth.Artifact `json:"artifacts"`
 }
 
 // artifactAnswer answers an operator's action on one artifact.
 type artifactAnswer struct {
-	Artifact learning.Artifact `json:"artifact"`
+	Artifact synth.Artifact `json:"artifact"`
 }
 
 // listPatterns is GET /api/v1/patterns: the tenant's patterns, most
