@@ -138,11 +138,12 @@ func (a *App) pushFunc(name string, f func()) {
 	a.push(name, func() error { f(); return nil })
 }
 
-// New opens the database and builds every component, serving nothing and
-// running nothing in the background but the run recorder's writer (and the
-// mailer and the plugins, which wait for calls). Its Handler serves
-// requests at once; Start runs the rest. On an error New stops what it had
-// started.
+// New opens the database and builds every component. Its Handler serves
+// requests at once, but nothing runs in the background except what waits
+// for calls (the recorder's writer, the web sessions' idle sweep, the
+// mailer, the plugins): Start runs the rest, and tests that drive the job
+// queue and the checkpoints themselves leave it out. On an error New stops
+// what it had started.
 func New(ctx context.Context, o Options) (_ *App, err error) {
 	cfg := *o.Config // DataDir changes the copy, never the caller's
 	if o.DataDir != "" {
