@@ -19,8 +19,11 @@ import (
 	"github.com/svc-gateway/svc/internal/app"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/email"
+	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/tenant"
 	"github.com/svc-gateway/svc/internal/testbin"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -187,4 +190,29 @@ func TestNewStopsWhatStartedOnError(t *testing.T) {
 	a, err := app.New(context.Background(), app.Options{Config: configFor(t, nil), DataDir: dir})
 	require.NoError(t, err, "the journal's lock and the database were released")
 	assert.NoError(t, a.Close())
+}
+
+// A learning pass a previous process left queued runs on its first attempt
+// once the workers start: they start after the learning loop it needs.
+func TestQueuedLearningPassRunsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	opts := app.Options{Config: configFor(t, nil), DataDir: dir, Provider: &heldProvider{}, Mailer: noMail{}}
+	before, err := app.New(context.Background(), opts)
+	require.NoError(t, err)
+	queued, err := before.Jobs.Enqueue(context.Background(), tenant.DefaultID, learning.JobType,
+		learning.JobPayload{Trigger: learning.TriggerTimer})
+	require.NoError(t, err)
+	require.NoError(t, before.Close())
+
+	a, err := app.New(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	require.NoError(t, a.Start(context.Background()))
+	var j jobs.Job
+	require.Eventually(t, func() bool {
+		j, err = a.Jobs.Get(context.Background(), tenant.DefaultID, queued.ID)
+		return err == nil && j.Status != jobs.Queued && j.Status != jobs.Running
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, jobs.Succeeded, j.Status, j.LastError)
+	assert.Equal(t, 1, j.Attempts)
 }
