@@ -55,12 +55,28 @@ func configFor(t *testing.T, env map[string]string) *config.Config {
 // header and the body.
 func post(t *testing.T, a *app.App, path, body string) (int, string, string) {
 	t.Helper()
-	res, err := http.Post("http://"+a.Addr()+path, "application/json", strings.NewReader(body))
-	require.NoError(t, err)
+	res := send(a.Addr(), path, body)
+	require.NoError(t, res.err)
+	return res.status, res.runID, res.body
+}
+
+// answer is what send got back.
+type answer struct {
+	status int
+	runID  string
+	body   string
+	err    error
+}
+
+// send posts body to path at addr; it may run outside the test's goroutine.
+func send(addr, path, body string) answer {
+	res, err := http.Post("http://"+addr+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return answer{err: err}
+	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, res.Header.Get("x-svc-run-id"), string(b)
+	return answer{status: res.StatusCode, runID: res.Header.Get("x-svc-run-id"), body: string(b), err: err}
 }
 
 // verifyStored opens the database a closed app left in dir and checks that
@@ -149,18 +165,13 @@ func TestCloseFinishesTheCallsInFlight(t *testing.T) {
 	require.NoError(t, a.Start(context.Background()))
 	key, addr := a.Checkpoints.Key().Public, a.Addr()
 
-	type answer struct {
-		status int
-		runID  string
-		body   string
-	}
 	answered := make(chan answer, 1)
-	go func() {
-		var res answer
-		res.status, res.runID, res.body = post(t, a, "/v1/chat/completions", chatBody)
-		answered <- res
-	}()
-	<-provider.called
+	go func() { answered <- send(addr, "/v1/chat/completions", chatBody) }()
+	select {
+	case <-provider.called:
+	case res := <-answered:
+		t.Fatalf("answered before the provider was called: %+v", res)
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- a.Close() }()
 	require.Eventually(t, func() bool {
@@ -173,6 +184,7 @@ func TestCloseFinishesTheCallsInFlight(t *testing.T) {
 	close(provider.release)
 
 	res := <-answered
+	require.NoError(t, res.err)
 	assert.Equal(t, http.StatusOK, res.status, res.body)
 	assert.NotEmpty(t, res.runID)
 	require.NoError(t, <-closed)
@@ -196,7 +208,7 @@ func TestNewStopsWhatStartedOnError(t *testing.T) {
 // once the workers start: they start after the learning loop it needs.
 func TestQueuedLearningPassRunsAtStart(t *testing.T) {
 	dir := t.TempDir()
-	opts := app.Options{Config: configFor(t, nil), DataDir: dir, Provider: &heldProvider{}, Mailer: noMail{}}
+	opts := app.Options{Config: configFor(t, nil), DataDir: dir, Provider: &heldProvider{}, Mailer: noMail{}} // no chat call
 	before, err := app.New(context.Background(), opts)
 	require.NoError(t, err)
 	queued, err := before.Jobs.Enqueue(context.Background(), tenant.DefaultID, learning.JobType,
