@@ -47,8 +47,7 @@ type testServer struct {
 	sessions *auth.SessionManager
 	learning *learning.Service
 	// webDNS is the DNS of every address check: it records each name and
-	// resolves only webhookHosts, so no test sends a
-	// query.
+	// resolves only webhookHosts, so no test sends a query.
 	webDNS *recordingDNS
 	// checkpoints signs the ledger's checkpoints when a test seals them.
 	checkpoints *ledger.Checkpointer
@@ -56,8 +55,7 @@ type testServer struct {
 }
 
 // recordingDNS records the names looked up and answers those of
-// webhookHosts;
-// any other is "no such host".
+// webhookHosts; any other is "no such host".
 type recordingDNS struct {
 	mu    sync.Mutex
 	names []string
