@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,70 +17,45 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/accounts"
-	"github.com/svc-gateway/svc/internal/approval"
-	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/app"
 	"github.com/svc-gateway/svc/internal/auth"
-	"github.com/svc-gateway/svc/internal/browse"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/email"
-	"github.com/svc-gateway/svc/internal/fetch"
-	"github.com/svc-gateway/svc/internal/gateway"
-	"github.com/svc-gateway/svc/internal/governance"
-	"github.com/svc-gateway/svc/internal/httpapi"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
-	"github.com/svc-gateway/svc/internal/policy"
-	"github.com/svc-gateway/svc/internal/pricing"
-	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
-	"github.com/svc-gateway/svc/internal/store/storetest"
-	"github.com/svc-gateway/svc/internal/workflows"
-	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 const bootstrap = "bootstrap-token-0123456789"
-
-type stubDNS map[string]string
-
-func (s stubDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := s[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-	return nil, errors.New("no such host")
-}
 
 type testServer struct {
 	*httptest.Server
 	store    *store.Store
 	keys     *auth.Keys
 	jobs     *jobs.Queue
-	policies *policy.Engine
 	cache    *cache.Cache
 	notified *notifications
 	mail     *mailbox
 	accounts *accounts.Service
 	sessions *auth.SessionManager
-	// webSessions keeps agents' browsing sessions.
-	webSessions *browse.Sessions
-	learning    *learning.Service
-	// webDNS is the page fetchers' DNS: it records each name and resolves
-	// none, so no test sends a query.
+	learning *learning.Service
+	// webDNS is the DNS of every address check: it records each name and
+	// resolves only webhookHosts, so no test sends a query.
 	webDNS *recordingDNS
 	// checkpoints signs the ledger's checkpoints when a test seals them.
 	checkpoints *ledger.Checkpointer
 	now         time.Time
 }
 
-// recordingDNS records the names looked up and answers each with "no such
-// host".
+// recordingDNS records the names looked up and answers those of
+// webhookHosts; any other is "no such host".
 type recordingDNS struct {
 	mu    sync.Mutex
 	names []string
@@ -91,8 +65,15 @@ func (d *recordingDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.names = append(d.names, host)
+	if a, ok := webhookHosts[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
+
+// webhookHosts are the webhook hosts the settings tests save: one public,
+// one inside.
+var webhookHosts = map[string]string{"hooks.example.com": "93.184.216.34", "inside.example.com": "10.0.0.7"}
 
 func (d *recordingDNS) lookups() []string {
 	d.mu.Lock()
@@ -155,13 +136,14 @@ func (n *notifications) list() []string {
 	return slices.Clone(n.events)
 }
 
-// newServer starts svc's handler on a real listener with a temp database
-// and the real mock provider plugin. apiKey "" is open dev mode. env adjusts
-// the configuration.
 // testArgon2 keeps the HTTP tests quick; the production parameters are
 // tested in package auth.
 var testArgon2 = auth.Argon2Params{MemoryKiB: 64, Time: 1, Threads: 1}
 
+// newServer serves svc, as package app builds it, on a real listener with a
+// temp data folder and the real mock provider plugin. apiKey "" is open dev
+// mode. env adjusts the configuration. Nothing runs in the background: tests
+// drive the job queue with RunDue and seal checkpoints with Seal.
 func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
 	t.Helper()
 	return newServerWith(t, apiKey, env, mockProvider(t))
@@ -177,106 +159,43 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		return env[k]
 	})
 	require.NoError(t, err)
-	s := storetest.Open(t)
-	ts := &testServer{store: s, now: time.Unix(1_800_000_000, 0)}
-	keys := auth.NewKeys(s, nil)
-	logger := hclog.NewNullLogger()
-	recorder, err := ledger.NewRecorder(context.Background(), s, t.TempDir(), logger)
+	ts := &testServer{now: time.Unix(1_800_000_000, 0), notified: &notifications{}, mail: &mailbox{}, webDNS: &recordingDNS{}}
+	a, err := app.New(context.Background(), app.Options{
+		Config:          cfg,
+		DataDir:         t.TempDir(),
+		Now:             func() time.Time { return ts.now },
+		Provider:        provider,
+		ProviderSecrets: []string{testProviderSecret},
+		Mailer:          ts.mail,
+		Resolver:        ts.webDNS,
+		Notifier:        ts.notified,
+		Argon2:          testArgon2,
+		Files:           fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+	})
 	require.NoError(t, err)
-	t.Cleanup(recorder.Close)
-	prices, err := pricing.Load("")
-	require.NoError(t, err)
-	ts.jobs = jobs.New(s, jobs.Options{Now: func() time.Time { return ts.now }, Logger: logger})
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	ts.store, ts.keys, ts.jobs, ts.cache = a.Store, a.Keys, a.Jobs, a.Cache
+	ts.accounts, ts.sessions, ts.learning, ts.checkpoints = a.Accounts, a.Sessions, a.Learning, a.Checkpoints
 	ts.jobs.Register("test.ok", func(context.Context, jobs.Job) error { return nil })
 	ts.jobs.Register("test.bad", func(context.Context, jobs.Job) error { return jobs.Permanent(errors.New("refused by the test")) })
-	t.Cleanup(ts.jobs.Close)
-	settingsService := settings.NewService(s, &netguard.Guard{Resolver: stubDNS{"hooks.example.com": "93.184.216.34", "inside.example.com": "10.0.0.7"}}, nil)
-	auditLog := audit.NewLog(s, logger, nil)
-	ts.policies, err = policy.NewEngine(cfg.PolicyDir)
-	require.NoError(t, err)
-	ts.notified = &notifications{}
-	approvals := approval.NewService(s, settingsService, func() time.Time { return ts.now })
-	governor := governance.New(governance.Options{Policies: ts.policies, Approvals: approvals, Audit: auditLog,
-		Notifier: ts.notified, Agents: s, Logger: logger})
-	runs := ledger.NewService(s, recorder, nil)
-	clock := func() time.Time { return ts.now }
-	ledgerKey, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
-	require.NoError(t, err)
-	ts.checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: ledgerKey, Entries: 1000,
-		Interval: time.Hour, Notifier: ts.notified, Now: clock})
 	// Whatever a test did through the API, every run it left matches the
 	// signed ledger: its fields were final when it was recorded, and every
 	// change to it went through the ledger.
 	t.Cleanup(func() {
 		ctx := context.Background()
-		if recorder.Sync(ctx) != nil || s.Ping(ctx) != nil {
-			return // the test closed the recorder or the database
+		if a.Recorder.Sync(ctx) != nil || a.Store.Ping(ctx) != nil {
+			return // the test closed the database
 		}
 		_, err := ts.checkpoints.Seal(ctx)
 		require.NoError(t, err)
-		sn, err := s.LedgerSnapshot(ctx)
+		sn, err := a.Store.LedgerSnapshot(ctx)
 		require.NoError(t, err)
 		defer sn.Close()
-		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{ledgerKey.Public}, nil)
+		r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{ts.checkpoints.Key().Public}, nil)
 		require.NoError(t, err)
 		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
 	})
-	sessions, err := auth.NewSessionManager(context.Background(), s, false, cfg.RequireLogin, clock)
-	require.NoError(t, err)
-	ts.mail = &mailbox{}
-	ts.sessions = sessions
-	ts.accounts = accounts.NewService(accounts.Options{
-		Store: s, Sessions: sessions, Hasher: auth.NewHasher(testArgon2), Mailer: ts.mail, Audit: auditLog,
-		BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: clock,
-	})
-	if cfg.AdminEmail != "" {
-		require.NoError(t, ts.accounts.Bootstrap(context.Background(), cfg.AdminEmail, cfg.AdminPassword))
-	}
-	ts.cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: s, Now: func() time.Time { return ts.now }})
-	ts.webDNS = &recordingDNS{}
-	pages := browse.NewService(browse.ServiceOptions{
-		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
-		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Timeout: 5 * time.Second, Resolver: ts.webDNS}),
-		Cache:       ts.cache, Store: s, Logger: logger, Now: clock,
-	})
-	ts.webSessions = browse.NewSessions(pages, governor, auditLog)
-	t.Cleanup(ts.webSessions.Close)
-	ts.learning = learning.New(learning.Options{Store: s, Runs: runs, Effects: s, Syncer: recorder, Audit: auditLog,
-		Notifier: ts.notified, Negative: ts.cache, AutoPromote: cfg.AutoPromote, Logger: logger, Now: clock})
-	require.NoError(t, ts.learning.Load(context.Background()))
-	ts.jobs.Register(learning.JobType, ts.learning.RunJob)
-	api := httpapi.New(httpapi.Deps{
-		Config:   cfg,
-		Logger:   logger,
-		Store:    s,
-		Auth:     auth.NewAuthenticator(cfg.APIKey, keys, sessions),
-		Keys:     keys,
-		Accounts: ts.accounts,
-		Sessions: sessions,
-		Devices:  auth.NewDevices(s, false, clock),
-		Settings: settingsService,
-		Audit:    auditLog,
-		Gateway: gateway.New(gateway.Options{
-			Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder, Prices: prices,
-			Governor: governor, Cache: ts.cache, Redaction: settingsService, Secrets: []string{testProviderSecret},
-			Learner: ts.learning, Canary: settingsService,
-		}),
-		Runs:        runs,
-		Ledger:      ts.checkpoints,
-		Governor:    governor,
-		Tracer:      governance.NewTracer(runs, s, governor),
-		Approvals:   approvals,
-		Cache:       ts.cache,
-		Jobs:        ts.jobs,
-		Workflows:   workflows.NewService(s, recorder, func() time.Time { return ts.now }),
-		Learning:    ts.learning,
-		SemanticWeb: pages,
-		WebSessions: ts.webSessions,
-		Web:         fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
-		Now:         func() time.Time { return ts.now },
-	})
-	ts.Server = httptest.NewServer(api.Handler())
-	ts.keys = keys
+	ts.Server = httptest.NewServer(a.Handler())
 	t.Cleanup(ts.Close)
 	return ts
 }

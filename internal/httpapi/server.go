@@ -26,7 +26,6 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
-	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
@@ -66,9 +65,6 @@ type Deps struct {
 	Learning *learning.Service
 	// Workflows answers the workflows list, onboarding and seed-demo.
 	Workflows *workflows.Service
-	// Webhooks queues deliveries of notable events for handlers that
-	// report them; nil drops them.
-	Webhooks *webhook.Notifier
 	// SemanticWeb fetches and compiles pages; WebSessions keeps agents'
 	// browsing sessions.
 	SemanticWeb *browse.Service

@@ -1,0 +1,431 @@
+// Package app is svc's composition root: it builds every component from the
+// configuration, starts them as a stack and stops them in reverse order.
+// cmd/svc runs it, and tests that need a whole service in process build it
+// here too, with seams for what they stand in for.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/accounts"
+	"github.com/svc-gateway/svc/internal/approval"
+	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/browse"
+	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/email"
+	"github.com/svc-gateway/svc/internal/fetch"
+	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/learning"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/plugins"
+	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/version"
+	"github.com/svc-gateway/svc/internal/webhook"
+	"github.com/svc-gateway/svc/internal/workflows"
+	"github.com/svc-gateway/svc/pkg/netguard"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+	webfiles "github.com/svc-gateway/svc/web"
+)
+
+// Notifier receives a tenant's notable events (policy.blocked,
+// ledger.checkpoint, …); *webhook.Notifier delivers them to its webhook.
+type Notifier interface {
+	Notify(ctx context.Context, tenantID, eventType string, data any)
+}
+
+// Options configure an App. Config is required; the other fields are seams
+// for tests, and their zero values are what svc runs with.
+type Options struct {
+	Config *config.Config
+	// Logger receives svc's log; nil discards it.
+	Logger hclog.Logger
+
+	// Now is the clock of what waits, expires or is limited: sessions,
+	// invitations, approvals, the cache, the job queue, rate limits,
+	// checkpoints, learning. Runs, audit events and keys are stamped with
+	// the real time, so that their time-ordered ids keep the order they
+	// were made in. Nil is time.Now.
+	Now func() time.Time
+	// Provider stands in for the plugin host: no plugin process starts,
+	// the gateway calls Provider, and no external page compiler is
+	// installed. Mailer is then required, the email slot being the host's.
+	Provider pluginapi.Provider
+	// ProviderSecrets are strings the gateway never shows, beside
+	// PROVIDER_API_KEY: a stand-in provider's key.
+	ProviderSecrets []string
+	// Mailer sends the accounts' emails; nil sends through the plugin
+	// host's email slot.
+	Mailer accounts.Mailer
+	// DataDir, when set, holds the database (svc.db), its run journal and
+	// the ledger key, in place of SVC_DB and SVC_LEDGER_KEY_FILE.
+	DataDir string
+	// Resolver answers the DNS queries of every address check (webhook
+	// URLs and their deliveries, page fetches); nil is the system's.
+	Resolver netguard.Resolver
+	// Notifier receives the notable events in place of webhook deliveries.
+	Notifier Notifier
+	// Argon2 is the cost of password hashing; zero is auth.DefaultArgon2.
+	Argon2 auth.Argon2Params
+	// Files are the dashboard's files; nil is the embedded ones.
+	Files fs.FS
+}
+
+// App is one svc: New builds it, Start runs it, Close stops it. Its
+// exported fields are the components tests reach for.
+type App struct {
+	Config   *config.Config
+	Logger   hclog.Logger
+	Store    *store.Store
+	Policies *policy.Engine
+	Accounts *accounts.Service
+	Sessions *auth.SessionManager
+	Keys     *auth.Keys
+	Cache    *cache.Cache
+	// Jobs is the persistent job queue; its workers run from Start to
+	// Close, and tests drive it with RunDue instead.
+	Jobs *jobs.Queue
+	// Learning runs the learning loop: passes, gates, the serving index.
+	Learning *learning.Service
+	// Recorder journals each run before its answer leaves and stores it
+	// in the background; Sync waits until it has.
+	Recorder *ledger.Recorder
+	// Checkpoints signs the ledger's checkpoints, in the background from
+	// Start; tests seal them with Seal.
+	Checkpoints *ledger.Checkpointer
+
+	devices  *auth.Devices
+	handler  http.Handler
+	listener net.Listener
+	failed   chan error
+
+	mu    sync.Mutex
+	stack []closer // what Close stops, in reverse order
+}
+
+// closer stops one component; name says which in Close's errors.
+type closer struct {
+	name  string
+	close func() error
+}
+
+// push puts a component's stop on the stack Close unwinds.
+func (a *App) push(name string, f func() error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stack = append(a.stack, closer{name, f})
+}
+
+// pushFunc is push for a stop that cannot fail.
+func (a *App) pushFunc(name string, f func()) {
+	a.push(name, func() error { f(); return nil })
+}
+
+// New opens the database and builds every component. Its Handler serves
+// requests at once, but nothing runs in the background except what waits
+// for calls (the recorder's writer, the web sessions' idle sweep, the
+// mailer, the plugins): Start runs the rest, and tests that drive the job
+// queue and the checkpoints themselves leave it out. On an error New stops
+// what it had started.
+func New(ctx context.Context, o Options) (_ *App, err error) {
+	cfg := *o.Config // DataDir changes the copy, never the caller's
+	if o.DataDir != "" {
+		cfg.DBPath = filepath.Join(o.DataDir, "svc.db")
+		cfg.LedgerKeyFile = filepath.Join(o.DataDir, "ledger.key")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Argon2 == (auth.Argon2Params{}) {
+		o.Argon2 = auth.DefaultArgon2
+	}
+	if o.Files == nil {
+		o.Files = webfiles.FS
+	}
+	if o.Provider != nil && o.Mailer == nil {
+		return nil, errors.New("app: a stand-in Provider needs a stand-in Mailer")
+	}
+	a := &App{Config: &cfg, Logger: o.Logger, failed: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = a.Close()
+		}
+	}()
+	log, now := o.Logger, o.Now
+
+	a.Store, err = store.Open(ctx, cfg.DBPath)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", cfg.DBPath, err)
+	}
+	a.push("database", a.Store.Close)
+	ledgerKey, created, err := ledger.LoadOrCreateKey(cfg.LedgerKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("ledger key (SVC_LEDGER_KEY_FILE): %w", err)
+	}
+	if created {
+		log.Info("ledger signing key created: keep a copy of its public key (GET /api/v1/ledger/key) apart from svc",
+			"path", cfg.LedgerKeyFile, "keyId", ledgerKey.ID)
+	}
+
+	guard := &netguard.Guard{Allow: cfg.WebAllowPrivate, Resolver: o.Resolver}
+	settingsService := settings.NewService(a.Store, guard, nil)
+	// The queue takes jobs from here on; its workers start last, once
+	// everything their handlers use runs.
+	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs")})
+	a.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
+		Settings: settingsService, Guard: guard, Logger: log.Named("webhook"),
+	}).Deliver)
+	notifier := o.Notifier
+	if notifier == nil {
+		notifier = webhook.NewNotifier(a.Jobs, settingsService, log.Named("webhook"))
+	}
+	retention := ledger.NewRetention(a.Store, settingsService, nil)
+	a.Jobs.Register(ledger.RetentionJob, func(ctx context.Context, j jobs.Job) error {
+		n, err := retention.Sweep(ctx, j.TenantID)
+		if n > 0 {
+			log.Info("retention: runs deleted", "tenant", j.TenantID, "runs", n)
+		}
+		return err
+	})
+
+	prices, err := pricing.Load(cfg.PriceFile)
+	if err != nil {
+		return nil, fmt.Errorf("prices (SVC_PRICE_FILE): %w", err)
+	}
+	provider, mailer := o.Provider, o.Mailer
+	var compiler pluginapi.PageCompiler
+	external := false
+	if provider == nil {
+		host, err := plugins.Start(&cfg, log.Named("plugin"))
+		if err != nil {
+			return nil, err
+		}
+		a.pushFunc("plugins", host.Close)
+		provider, compiler, external = host.Provider(), host.Compiler(), host.External()
+		if mailer == nil {
+			m := email.NewMailer(host.Email(), cfg.EmailFrom, log.Named("email"))
+			a.pushFunc("mailer", m.Close)
+			mailer = m
+		}
+	}
+	// Signs checkpoints of the ledger's entries as runs are stored; it
+	// stops after the recorder, so that its last checkpoint covers the
+	// recorder's last runs.
+	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
+		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
+		Notifier: notifier, Logger: log.Named("ledger"), Now: now,
+	})
+	a.pushFunc("checkpoints", a.Checkpoints.Close)
+	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.DBPath+".runlog", log.Named("ledger"))
+	if err != nil {
+		return nil, err
+	}
+	a.pushFunc("recorder", a.Recorder.Close)
+	recorder := a.Recorder
+	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
+	if err != nil {
+		return nil, fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
+	}
+	auditLog := audit.NewLog(a.Store, log.Named("audit"), nil)
+	approvals := approval.NewService(a.Store, settingsService, now)
+	governor := governance.New(governance.Options{
+		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
+		Logger: log.Named("policy"),
+	})
+	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now})
+	runs := ledger.NewService(a.Store, recorder, nil)
+	a.Learning = learning.New(learning.Options{Store: a.Store, Runs: runs, Effects: a.Store, Syncer: recorder, Audit: auditLog,
+		Notifier: notifier, Negative: a.Cache, AutoPromote: cfg.AutoPromote, Logger: log.Named("learning"), Now: now})
+	if err := a.Learning.Load(ctx); err != nil {
+		return nil, fmt.Errorf("loading the promoted artifacts: %w", err)
+	}
+	a.Jobs.Register(learning.JobType, a.Learning.RunJob)
+	gw := gateway.New(gateway.Options{
+		Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder,
+		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
+		Secrets: append([]string{cfg.ProviderAPIKey}, o.ProviderSecrets...),
+		Learner: a.Learning, Canary: settingsService,
+	})
+
+	a.Keys = auth.NewKeys(a.Store, nil)
+	secureCookies := strings.HasPrefix(cfg.AppBaseURL, "https://")
+	a.Sessions, err = auth.NewSessionManager(ctx, a.Store, secureCookies, cfg.RequireLogin, now)
+	if err != nil {
+		return nil, err
+	}
+	// Invitations, verifications and password resets send through the
+	// mailer.
+	a.Accounts = accounts.NewService(accounts.Options{
+		Store: a.Store, Sessions: a.Sessions, Hasher: auth.NewHasher(o.Argon2), Mailer: mailer,
+		Audit: auditLog, Logger: log.Named("accounts"), BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: now,
+	})
+	if cfg.AdminEmail != "" {
+		if err := a.Accounts.Bootstrap(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+			return nil, fmt.Errorf("bootstrap admin (SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD): %w", err)
+		}
+	}
+	pages := browse.NewService(browse.ServiceOptions{
+		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate, Resolver: o.Resolver}),
+		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Resolver: o.Resolver}),
+		External:    compiler, Cache: a.Cache, Store: a.Store, Logger: log.Named("web"), Now: now,
+	})
+	webSessions := browse.NewSessions(pages, governor, auditLog)
+	a.pushFunc("web sessions", webSessions.Close)
+	a.devices = auth.NewDevices(a.Store, secureCookies, now)
+
+	a.handler = httpapi.New(httpapi.Deps{
+		Config:      &cfg,
+		Logger:      log.Named("http"),
+		Store:       a.Store,
+		Auth:        auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions),
+		Keys:        a.Keys,
+		Accounts:    a.Accounts,
+		Sessions:    a.Sessions,
+		Devices:     a.devices,
+		Settings:    settingsService,
+		Audit:       auditLog,
+		Gateway:     gw,
+		Runs:        runs,
+		Ledger:      a.Checkpoints,
+		Governor:    governor,
+		Tracer:      governance.NewTracer(runs, a.Store, governor),
+		Approvals:   approvals,
+		Cache:       a.Cache,
+		Jobs:        a.Jobs,
+		Workflows:   workflows.NewService(a.Store, recorder, now),
+		Learning:    a.Learning,
+		SemanticWeb: pages,
+		WebSessions: webSessions,
+		Web:         o.Files,
+		External:    external,
+		Now:         now,
+	}).Handler()
+	return a, nil
+}
+
+// Handler is svc's HTTP handler, every middleware applied. It serves as
+// soon as New returns.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Start runs what works in the background: the ledger checkpoints, the
+// learning flusher, then the job workers, last, since their handlers use
+// everything else; then it opens the listener (SVC_ADDR), the daily sweeps
+// and timed learning passes, and the profiler when SVC_PPROF_ADDR asks for
+// it. It returns once the listener is open. On an error, Close stops what
+// started.
+func (a *App) Start(ctx context.Context) error {
+	cfg := a.Config
+	a.Checkpoints.Start()
+	a.Learning.Start()
+	a.pushFunc("learning", a.Learning.Close) // stores the shadow evidence still pending
+	// Start requeues the jobs a previous process left running before any
+	// worker runs.
+	if err := a.Jobs.Start(ctx); err != nil {
+		return err
+	}
+	a.pushFunc("jobs", a.Jobs.Close)
+
+	var err error
+	a.listener, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SVC_ADDR): %w", cfg.Addr, err)
+	}
+	server := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// No WriteTimeout: it would cut streamed completions. Handlers
+		// bound their own work.
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       a.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	go func() {
+		if err := server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
+			a.failed <- err
+		}
+	}()
+	// In-flight requests finish, up to SVC_SHUTDOWN_TIMEOUT.
+	a.push("http", func() error {
+		a.Logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		return server.Shutdown(ctx)
+	})
+
+	a.startTimers()
+	if cfg.PprofAddr != "" {
+		a.servePprof(cfg.PprofAddr)
+	}
+	mode := "bearer"
+	if cfg.OpenDevMode() {
+		mode = "open dev mode: headerless requests are admin of the default tenant"
+	}
+	a.Logger.Info("listening", "addr", a.listener.Addr().String(), "version", version.Version,
+		"provider", cfg.ProviderName(), "auth", mode, "db", cfg.DBPath)
+	return nil
+}
+
+// ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
+// leaves the rules in force, and the log says why.
+func (a *App) ReloadPolicies() {
+	if err := a.Policies.Reload(); err != nil {
+		a.Logger.Error("policy reload refused; the previous rules stay in force", "error", err)
+		return
+	}
+	a.Logger.Info("policies reloaded", "rules", len(a.Policies.Set().Rules()))
+}
+
+// Failed delivers an error when the server stops on its own.
+func (a *App) Failed() <-chan error { return a.failed }
+
+// Addr is the address the server listens on, once started.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Close stops in reverse order of start: the timers, the HTTP server (which
+// lets in-flight requests finish), the job workers (which finish the
+// attempts they run; queued jobs wait for the next start), the learning
+// flusher (which stores the pending shadow evidence), the web sessions, the
+// recorder (which stores what is journaled), the checkpointer (whose last
+// checkpoint covers it), the mailer, the plugins, then the database. A
+// second Close does nothing.
+func (a *App) Close() error {
+	a.mu.Lock()
+	stack := a.stack
+	a.stack = nil
+	a.mu.Unlock()
+	var errList []error
+	served := false
+	for i := len(stack) - 1; i >= 0; i-- {
+		c := stack[i]
+		served = served || c.name == "http"
+		if err := c.close(); err != nil {
+			errList = append(errList, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	if served {
+		a.Logger.Info("stopped")
+	}
+	return errors.Join(errList...)
+}
