@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -29,18 +30,14 @@ func (f fixedSettings) PendingApprovalLimit(context.Context, string) (int, error
 	return f.pending, nil
 }
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
-func setup(t *testing.T) (*approval.Service, *clock, string) {
+func setup(t *testing.T) (*approval.Service, *fakeclock.Clock, string) {
 	t.Helper()
 	s := storetest.Open(t)
 	other := "t_other"
 	_, err := s.DB().Exec(`INSERT INTO tenants (id, name, created_at) VALUES (?, 'Other', 0)`, other)
 	require.NoError(t, err)
-	c := &clock{t: time.UnixMilli(1_800_000_000_000).UTC()}
-	return approval.NewService(s, fixedSettings{ttl: 2 * time.Hour, pending: 3}, c.now), c, other
+	c := fakeclock.New(time.UnixMilli(1_800_000_000_000).UTC())
+	return approval.NewService(s, fixedSettings{ttl: 2 * time.Hour, pending: 3}, c.Now), c, other
 }
 
 func request(tenantID, fingerprint string) approval.Request {
@@ -96,7 +93,7 @@ func TestDecisions(t *testing.T) {
 	assert.Equal(t, "key:admin", decided.DecidedBy)
 	assert.Equal(t, "the customer confirmed by phone", decided.Reason)
 	require.NotNil(t, decided.ExpiresAt)
-	assert.Equal(t, c.t.Add(2*time.Hour), *decided.ExpiresAt)
+	assert.Equal(t, c.Now().Add(2*time.Hour), *decided.ExpiresAt)
 
 	_, err = svc.Decide(ctx, tenant.DefaultID, a.ID, false, "changed my mind", "key:admin")
 	assert.True(t, errs.Is(err, errs.Conflict), "deciding twice is a conflict")
@@ -135,11 +132,11 @@ func TestAnExceptionLastsItsTTLAndNoLonger(t *testing.T) {
 		assert.Nil(t, got, "another request, or another tenant, has no exception")
 	}
 
-	c.t = c.t.Add(2*time.Hour - time.Millisecond)
+	c.Advance(2*time.Hour - time.Millisecond)
 	got, err = svc.Exception(ctx, tenant.DefaultID, "fp1")
 	require.NoError(t, err)
 	assert.NotNil(t, got, "still inside the TTL")
-	c.t = c.t.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	got, err = svc.Exception(ctx, tenant.DefaultID, "fp1")
 	require.NoError(t, err)
 	assert.Nil(t, got, "the exception has expired")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 )
 
 // memSessions is a SessionStore in memory that counts lookups, so tests see
@@ -83,10 +84,6 @@ func (m *memSessions) DeleteUserSessions(_ context.Context, userID string) error
 
 func (m *memSessions) HasUsers(context.Context) (bool, error) { return len(m.members) > 0, nil }
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
 // signIn starts a session and returns a request carrying its cookie.
 func signIn(t testing.TB, m *auth.SessionManager, userID, tenantID string) *http.Request {
 	t.Helper()
@@ -99,8 +96,8 @@ func signIn(t testing.TB, m *auth.SessionManager, userID, tenantID string) *http
 	return req
 }
 
-func newManager(t testing.TB, store *memSessions, c *clock) *auth.SessionManager {
-	m, err := auth.NewSessionManager(context.Background(), store, false, false, c.now)
+func newManager(t testing.TB, store *memSessions, c *fakeclock.Clock) *auth.SessionManager {
+	m, err := auth.NewSessionManager(context.Background(), store, false, false, c.Now)
 	require.NoError(t, err)
 	return m
 }
@@ -108,7 +105,7 @@ func newManager(t testing.TB, store *memSessions, c *clock) *auth.SessionManager
 func TestSessionIdentityIsCachedAndInvalidated(t *testing.T) {
 	store := newMemSessions()
 	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleMember}}
-	c := &clock{time.Unix(1_800_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_800_000_000, 0))
 	m := newManager(t, store, c)
 	req := signIn(t, m, "u1", "t1")
 
@@ -126,7 +123,7 @@ func TestSessionIdentityIsCachedAndInvalidated(t *testing.T) {
 	id, _ = m.FromRequest(req)
 	assert.True(t, id.Admin, "a change is seen after Invalidate")
 
-	c.t = c.t.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	_, _ = m.FromRequest(req)
 	assert.EqualValues(t, 3, store.lookups.Load(), "the cache re-reads the store at least once a minute")
 
@@ -139,22 +136,22 @@ func TestSessionIdentityIsCachedAndInvalidated(t *testing.T) {
 func TestSessionLifetimes(t *testing.T) {
 	store := newMemSessions()
 	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
-	c := &clock{time.Unix(1_800_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_800_000_000, 0))
 	m := newManager(t, store, c)
 
 	idle := signIn(t, m, "u1", "t1")
-	c.t = c.t.Add(auth.IdleLifetime + time.Second)
+	c.Advance(auth.IdleLifetime + time.Second)
 	id, _ := m.FromRequest(idle)
 	assert.Nil(t, id, "a week without use ends a session")
 
 	busy := signIn(t, m, "u1", "t1")
-	start := c.t
-	for c.t.Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour {
-		c.t = c.t.Add(3 * 24 * time.Hour)
+	start := c.Now()
+	for c.Now().Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour {
+		c.Advance(3 * 24 * time.Hour)
 		id, _ := m.FromRequest(busy)
 		require.NotNil(t, id, "a session in use lives on")
 	}
-	c.t = start.Add(auth.AbsoluteLifetime)
+	c.Set(start.Add(auth.AbsoluteLifetime))
 	id, _ = m.FromRequest(busy)
 	assert.Nil(t, id, "no session outlives the absolute lifetime however busy")
 }
@@ -175,12 +172,12 @@ func switchTo(t *testing.T, m *auth.SessionManager, req *http.Request, userID, t
 func TestSwitchKeepsTheAbsoluteLifetime(t *testing.T) {
 	store := newMemSessions()
 	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}, {TenantID: "t2", Role: auth.RoleMember}}
-	c := &clock{time.Unix(1_800_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_800_000_000, 0))
 	m := newManager(t, store, c)
-	start := c.t
+	start := c.Now()
 	req := signIn(t, m, "u1", "t1")
 
-	c.t = c.t.Add(5 * 24 * time.Hour)
+	c.Advance(5 * 24 * time.Hour)
 	require.NotNil(t, resolve(t, m, req))
 	next, cookie := switchTo(t, m, req, "u1", "t2")
 	assert.Nil(t, resolve(t, m, req), "the session before the switch ended")
@@ -192,21 +189,21 @@ func TestSwitchKeepsTheAbsoluteLifetime(t *testing.T) {
 
 	// Switching back and forth, in use every few days, up to the deadline.
 	tenants := []string{"t1", "t2"}
-	for i := 0; c.t.Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour; i++ {
-		c.t = c.t.Add(3 * 24 * time.Hour)
+	for i := 0; c.Now().Sub(start) < auth.AbsoluteLifetime-3*24*time.Hour; i++ {
+		c.Advance(3 * 24 * time.Hour)
 		next, _ = switchTo(t, m, next, "u1", tenants[i%2])
 		require.NotNil(t, resolve(t, m, next), "a switched session lives on")
 	}
-	c.t = start.Add(auth.AbsoluteLifetime - time.Second)
+	c.Set(start.Add(auth.AbsoluteLifetime - time.Second))
 	require.NotNil(t, resolve(t, m, next))
-	c.t = start.Add(auth.AbsoluteLifetime)
+	c.Set(start.Add(auth.AbsoluteLifetime))
 	assert.Nil(t, resolve(t, m, next), "switching never outlives the first sign-in's absolute lifetime")
 }
 
 func TestFailedSwitchKeepsTheSession(t *testing.T) {
 	store := newMemSessions()
 	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}, {TenantID: "t2", Role: auth.RoleMember}}
-	m := newManager(t, store, &clock{time.Unix(1_800_000_000, 0)})
+	m := newManager(t, store, fakeclock.New(time.Unix(1_800_000_000, 0)))
 	req := signIn(t, m, "u1", "t1")
 
 	store.failWrites = errors.New("disk full")
@@ -223,7 +220,7 @@ func TestSwitchNeedsASessionOfTheUser(t *testing.T) {
 	store := newMemSessions()
 	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
 	store.members["u2"] = []auth.Membership{{TenantID: "t2", Role: auth.RoleOwner}}
-	m := newManager(t, store, &clock{time.Unix(1_800_000_000, 0)})
+	m := newManager(t, store, fakeclock.New(time.Unix(1_800_000_000, 0)))
 	req := signIn(t, m, "u1", "t1")
 
 	for _, r := range []*http.Request{httptest.NewRequest("POST", "/", nil), req} {
@@ -268,7 +265,7 @@ func TestResolveHealsAStaleActiveOrg(t *testing.T) {
 }
 
 func TestForgedOrOversizedCookiesAreNoSession(t *testing.T) {
-	m := newManager(t, newMemSessions(), &clock{time.Now()})
+	m := newManager(t, newMemSessions(), fakeclock.New(time.Now()))
 	for _, v := range []string{"forged", string(make([]byte, 500))} {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: v})
@@ -349,8 +346,7 @@ func TestLogoutWinsOverARequestInFlight(t *testing.T) {
 	st.mu.Unlock()
 	require.NoError(t, m.End(ctx, httptest.NewRecorder(), req())) // logout
 	close(st.release)
-	<-done
-	time.Sleep(10 * time.Millisecond)
+	<-done // the request in flight has returned: whatever it cached is in the cache
 	id, err := m.FromRequest(req())
 	require.NoError(t, err)
 	require.Nil(t, id, "the logged-out session still resolves from the cache")

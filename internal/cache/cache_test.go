@@ -13,18 +13,15 @@ import (
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
-func newCache(t *testing.T, maxBytes int64) (*cache.Cache, *clock) {
+func newCache(t *testing.T, maxBytes int64) (*cache.Cache, *fakeclock.Clock) {
 	t.Helper()
-	c := &clock{t: time.UnixMilli(1_800_000_000_000)}
-	return cache.New(cache.Options{MaxBytes: maxBytes, TTL: time.Hour, Negative: storetest.Open(t), Now: c.now}), c
+	c := fakeclock.New(time.UnixMilli(1_800_000_000_000))
+	return cache.New(cache.Options{MaxBytes: maxBytes, TTL: time.Hour, Negative: storetest.Open(t), Now: c.Now}), c
 }
 
 func TestCanonicalIgnoresKeyOrderAndSpacing(t *testing.T) {
@@ -81,16 +78,16 @@ func TestFreshStaleAndMiss(t *testing.T) {
 	_, f = c.Lookup(tenant.DefaultID, cache.ToolResult, "k")
 	assert.Equal(t, cache.Miss, f, "nor across tiers")
 
-	clk.t = clk.t.Add(time.Hour - time.Millisecond)
+	clk.Advance(time.Hour - time.Millisecond)
 	_, f = c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
 	assert.Equal(t, cache.Fresh, f)
-	clk.t = clk.t.Add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	_, f = c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
 	assert.Equal(t, cache.Stale, f, "past its TTL an entry is kept for fallbacks only")
 
 	_, ok = c.Store(tenant.DefaultID, cache.ToolResult, "t", []byte("{}"), cache.Meta{}, 10*time.Second)
 	require.True(t, ok)
-	clk.t = clk.t.Add(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	_, f = c.Lookup(tenant.DefaultID, cache.ToolResult, "t")
 	assert.Equal(t, cache.Stale, f, "an entry's own TTL wins over the cache's")
 }
@@ -182,7 +179,7 @@ func TestSOMTier(t *testing.T) {
 	assert.JSONEq(t, `{"regions":[]}`, string(som))
 	_, ok = c.LookupSOM("t_other", "https://example.com/")
 	assert.False(t, ok, "never across tenants")
-	clk.t = clk.t.Add(time.Minute)
+	clk.Advance(time.Minute)
 	_, ok = c.LookupSOM(tenant.DefaultID, "https://example.com/")
 	assert.False(t, ok, "expired")
 	stats, err := c.Stats(context.Background(), tenant.DefaultID)

@@ -14,33 +14,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
-// clock is a settable time source, so that no test waits for a backoff.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// newClock returns the clock a test moves, so that no test waits for a backoff.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
-func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func newQueue(t *testing.T, s jobs.Store, c *clock, opts jobs.Options) *jobs.Queue {
+func newQueue(t *testing.T, s jobs.Store, c *fakeclock.Clock, opts jobs.Options) *jobs.Queue {
 	t.Helper()
 	opts.Now = c.Now
 	q := jobs.New(s, opts)

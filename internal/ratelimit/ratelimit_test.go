@@ -12,41 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 )
 
 // t0 is an arbitrary fixed instant; every test drives time from here
 // explicitly, in the style of golang.org/x/time/rate's own tests.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// fakeClock is an injectable clock. It is locked so that tests which read it
-// from many goroutines stay clean under -race.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns a clock at t0; it is safe for the tests that read it
+// from many goroutines under -race.
+func newClock() *fakeclock.Clock { return fakeclock.New(t0) }
 
 // newTest returns the spec's 10-per-minute limiter on a fake clock.
-func newTest(maxKeys int) (*Limiter, *fakeClock) {
+func newTest(maxKeys int) (*Limiter, *fakeclock.Clock) {
 	c := newClock()
 	l := New(6*time.Second, 10, maxKeys)
 	l.Now = c.Now
@@ -62,7 +40,7 @@ type allow struct {
 	retry time.Duration
 }
 
-func run(t *testing.T, l *Limiter, c *fakeClock, rows []allow) {
+func run(t *testing.T, l *Limiter, c *fakeclock.Clock, rows []allow) {
 	t.Helper()
 	for i, r := range rows {
 		c.Set(r.t)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
@@ -25,25 +26,6 @@ import (
 )
 
 const secret = "whsec-test-0123456789"
-
-// clock is a settable time source shared by the queue, the deliverer and
-// the receiver, so that retries need no waiting.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // delivery is one request a receiver got.
 type delivery struct {
@@ -107,7 +89,7 @@ type env struct {
 	settings *settings.Service
 	queue    *jobs.Queue
 	notifier *webhook.Notifier
-	clock    *clock
+	clock    *fakeclock.Clock
 }
 
 // newEnv guards deliveries with the allowlist allow (the syntax of
@@ -118,7 +100,7 @@ func newEnv(t *testing.T, allow string) *env {
 	require.NoError(t, err)
 	guard := &netguard.Guard{Allow: list}
 	s := storetest.Open(t)
-	c := &clock{now: time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)) // retries need no waiting
 	set := settings.NewService(s, guard, c.Now)
 	q := jobs.New(s, jobs.Options{Now: c.Now})
 	t.Cleanup(q.Close)
