@@ -15,6 +15,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpstatus"
@@ -167,29 +168,11 @@ type canary bool
 
 func (c canary) Canary(context.Context, string) bool { return bool(c) }
 
-// clock is a time that tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type fixture struct {
 	gw       *gateway.Gateway
 	provider *provider
 	recorder *recorder
-	clock    *clock
+	clock    *fakeclock.Clock
 	learner  *learner
 }
 
@@ -210,13 +193,13 @@ func newFixture(t *testing.T, s setup) *fixture {
 	f := &fixture{
 		provider: &provider{body: answer, usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
 		recorder: &recorder{},
-		clock:    &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		clock:    fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 	}
-	o := gateway.Options{Provider: f.provider, ProviderName: "fake", Recorder: f.recorder, Now: f.clock.now,
+	o := gateway.Options{Provider: f.provider, ProviderName: "fake", Recorder: f.recorder, Now: f.clock.Now,
 		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}), Governor: s.governor,
 		Secrets: []string{"sk-secret"}}
 	if !s.noCache {
-		o.Cache = cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute, Now: f.clock.now})
+		o.Cache = cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute, Now: f.clock.Now})
 	}
 	if s.artifact != "" {
 		f.learner = &learner{svc: loadedIndex(t, s.artifact), share: s.share}
@@ -338,7 +321,7 @@ func TestExactCacheByMode(t *testing.T) {
 		f := newFixture(t, setup{})
 		_, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
-		f.clock.advance(2 * time.Minute)
+		f.clock.Advance(2 * time.Minute)
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
 		assert.Equal(t, ledger.RouteLive, res.Route)
@@ -360,7 +343,7 @@ func TestProviderFailureFallsBackToACachedAnswer(t *testing.T) {
 		f := newFixture(t, setup{})
 		_, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
-		f.clock.advance(2 * time.Minute) // stale, still kept for fallbacks
+		f.clock.Advance(2 * time.Minute) // stale, still kept for fallbacks
 		f.provider.err = down
 		res, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
@@ -391,7 +374,7 @@ func TestProviderFailureFallsBackToACachedAnswer(t *testing.T) {
 		f := newFixture(t, setup{})
 		_, err := f.complete(t, auth.Optimize, "")
 		require.NoError(t, err)
-		f.clock.advance(2 * time.Minute)
+		f.clock.Advance(2 * time.Minute)
 		f.provider.err = &pluginapi.ProviderError{Status: 400, Type: "invalid_request_error", Message: "bad"}
 		_, err = f.complete(t, auth.Optimize, "")
 		require.Error(t, err)

@@ -224,7 +224,7 @@ func TestPasswordReset(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.do(t, "POST", "/api/v1/auth/password-reset", `{"email":"`+adminEmail+`"}`).status)
 	second := tokenOf(t, ts.mail.last(t, adminEmail).Text)
 	assert.Equal(t, http.StatusNotFound, b.do(t, "POST", "/api/v1/auth/password-reset/"+first, `{"password":"another one 456"}`).status)
-	ts.now = ts.now.Add(time.Hour + time.Second)
+	ts.clock.Advance(time.Hour + time.Second)
 	assert.Equal(t, http.StatusNotFound, b.do(t, "POST", "/api/v1/auth/password-reset/"+second, `{"password":"another one 456"}`).status)
 }
 
@@ -242,8 +242,8 @@ func TestOrganizations(t *testing.T) {
 	delete(def, "createdAt")
 	assert.Equal(t, map[string]any{"tenantId": "default", "name": "Default", "role": "owner", "active": true}, def)
 
-	ts.now = ts.now.Add(90*time.Minute + 123*time.Millisecond)
-	acmeCreated := ts.now.UTC().Format(time.RFC3339Nano)
+	ts.clock.Advance(90*time.Minute + 123*time.Millisecond)
+	acmeCreated := ts.clock.Now().UTC().Format(time.RFC3339Nano)
 	created := b.do(t, "POST", "/api/v1/orgs", `{"name":"Acme"}`)
 	require.Equal(t, http.StatusCreated, created.status, created.body)
 	acme := field(t, created, "org", "tenantId").(string)
@@ -251,7 +251,7 @@ func TestOrganizations(t *testing.T) {
 	assert.Equal(t, acmeCreated, field(t, created, "org", "createdAt"))
 	assert.Equal(t, acme, field(t, b.do(t, "GET", "/api/v1/auth/me", ""), "activeTenantId"), "the new org is active")
 
-	ts.now = ts.now.Add(time.Hour) // when an org was made, not when it is read
+	ts.clock.Advance(time.Hour) // when an org was made, not when it is read
 	active := b.do(t, "GET", "/api/v1/orgs/active", "")
 	require.Equal(t, http.StatusOK, active.status)
 	assert.Equal(t, "Acme", active.json["name"])
@@ -418,7 +418,7 @@ func TestInviteExpiryRevocationAndRules(t *testing.T) {
 	}
 
 	expiring, _ := invite(t, admin, "late@example.com", "member")
-	ts.now = ts.now.Add(7*24*time.Hour + time.Millisecond)
+	ts.clock.Advance(7*24*time.Hour + time.Millisecond)
 	info := guest.do(t, "GET", "/api/v1/invites/"+expiring, "")
 	assert.Equal(t, false, info.json["valid"])
 	assert.Equal(t, "expired", info.json["status"])
@@ -429,7 +429,7 @@ func TestInviteExpiryRevocationAndRules(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, admin.do(t, "GET", "/api/v1/auth/me", "").status, "a week idle ends a session")
 	admin = ts.signedIn(t, adminEmail, adminPassword)
 	invite(t, admin, "unread@example.com", "member")
-	ts.now = ts.now.Add(8 * 24 * time.Hour)
+	ts.clock.Advance(8 * 24 * time.Hour)
 	n, err := ts.accounts.ExpireInvites(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "the sweep marks the invite no one opened")
@@ -528,7 +528,7 @@ func TestAccountEndpointsShareAPerAddressBucket(t *testing.T) {
 	res := guest.do(t, "POST", "/api/v1/invites/nope/accept", `{"name":"X","password":"password 123"}`)
 	assert.Equal(t, http.StatusTooManyRequests, res.status, "signup, invite-create and invite-accept share one bucket of 10 a minute")
 	assert.NotEmpty(t, res.header.Get("Retry-After"))
-	ts.now = ts.now.Add(7 * time.Second)
+	ts.clock.Advance(7 * time.Second)
 	assert.Equal(t, http.StatusNotFound, guest.do(t, "POST", "/api/v1/invites/nope/accept", `{"name":"X","password":"password 123"}`).status,
 		"the bucket refills")
 }
@@ -666,7 +666,7 @@ func TestSignInAttemptsAreLimitedPerAccount(t *testing.T) {
 		"the right password waits too, under any spelling of the address")
 	assert.Equal(t, http.StatusUnauthorized, login("198.51.100.2", "other@example.com", "wrong").status, "other accounts are not slowed")
 
-	ts.now = ts.now.Add(31 * time.Second)
+	ts.clock.Advance(31 * time.Second)
 	assert.Equal(t, http.StatusOK, login("198.51.100.3", adminEmail, adminPassword).status, "one attempt back after 30 seconds")
 }
 
@@ -695,7 +695,7 @@ func TestSignInChargesOnlyFailedAttemptsToTheAccount(t *testing.T) {
 	assert.Equal(t, wrong.body, right.body, "a refusal says nothing about the password")
 	assert.Equal(t, wrong.header.Get("Retry-After"), right.header.Get("Retry-After"))
 
-	ts.now = ts.now.Add(31 * time.Second)
+	ts.clock.Advance(31 * time.Second)
 	for i := range 3 {
 		assert.Equal(t, http.StatusOK, login("192.0.2."+strconv.Itoa(10+i), adminPassword).status,
 			"sign-in %d: one refilled token serves any number of correct sign-ins", i)
@@ -762,11 +762,11 @@ func TestAKnownDeviceSignsInWhileTheAccountIsUnderAttack(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, res.status, "typo %d", i)
 	}
 	assert.Equal(t, http.StatusTooManyRequests, login(owner, "192.0.2.30", adminEmail, adminPassword).status)
-	ts.now = ts.now.Add(31 * time.Second)
+	ts.clock.Advance(31 * time.Second)
 	assert.Equal(t, http.StatusOK, login(owner, "192.0.2.31", adminEmail, adminPassword).status)
 
 	// A device unused for its lifetime is forgotten.
-	ts.now = ts.now.Add(auth.DeviceLifetime + time.Minute)
+	ts.clock.Advance(auth.DeviceLifetime + time.Minute)
 	for i := range 10 {
 		require.Equal(t, http.StatusUnauthorized, login(ts.browser(t), "203.0.113."+strconv.Itoa(i), adminEmail, "later guess").status)
 	}

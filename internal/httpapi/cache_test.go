@@ -134,7 +134,7 @@ func TestExactCacheRules(t *testing.T) {
 	assert.Equal(t, "live", res.header.Get("x-svc-route"), "another tenant never gets this tenant's answer")
 
 	// Expiry (SVC_CACHE_TTL, an hour by default), with time injected.
-	ts.now = ts.now.Add(time.Hour)
+	ts.clock.Advance(time.Hour)
 	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
 	assert.Equal(t, "live", res.header.Get("x-svc-route"))
 	assert.Contains(t, rejectedReason(explanation(runOf(t, ts, res)), "exact_cache"), "expired")
@@ -192,7 +192,7 @@ func TestAFailingProviderFallsBackToACachedAnswer(t *testing.T) {
 	ts, p := cachingServer(t)
 	first := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
 	require.Equal(t, http.StatusOK, first.status)
-	ts.now = ts.now.Add(2 * time.Hour) // expired
+	ts.clock.Advance(2 * time.Hour) // expired
 	p.down.Store(true)
 
 	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
@@ -279,7 +279,7 @@ func TestToolCache(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"hit": false}, check(theirs, call), "never across tenants")
 
-	ts.now = ts.now.Add(60 * time.Second)
+	ts.clock.Advance(60 * time.Second)
 	assert.Equal(t, map[string]any{"hit": false}, check(bootstrap, call), "an expired result is never served")
 
 	for _, body := range []string{

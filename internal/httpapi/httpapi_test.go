@@ -26,6 +26,7 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/email"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -51,7 +52,7 @@ type testServer struct {
 	webDNS *recordingDNS
 	// checkpoints signs the ledger's checkpoints when a test seals them.
 	checkpoints *ledger.Checkpointer
-	now         time.Time
+	clock       *fakeclock.Clock
 }
 
 // recordingDNS records the names looked up and answers those of
@@ -159,11 +160,11 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		return env[k]
 	})
 	require.NoError(t, err)
-	ts := &testServer{now: time.Unix(1_800_000_000, 0), notified: &notifications{}, mail: &mailbox{}, webDNS: &recordingDNS{}}
+	ts := &testServer{clock: fakeclock.New(time.Unix(1_800_000_000, 0)), notified: &notifications{}, mail: &mailbox{}, webDNS: &recordingDNS{}}
 	a, err := app.New(context.Background(), app.Options{
 		Config:          cfg,
 		DataDir:         t.TempDir(),
-		Now:             func() time.Time { return ts.now },
+		Now:             ts.clock.Now,
 		Provider:        provider,
 		ProviderSecrets: []string{testProviderSecret},
 		Mailer:          ts.mail,
@@ -544,7 +545,7 @@ func TestRateLimit(t *testing.T) {
 	assert.Equal(t, http.StatusOK, ts.call(t, "GET", "/api/v1/settings", token, "").status)
 	assert.Equal(t, http.StatusOK, ts.call(t, "GET", "/health", "", "").status)
 
-	ts.now = ts.now.Add(time.Second)
+	ts.clock.Advance(time.Second)
 	assert.Equal(t, http.StatusOK, ts.call(t, "GET", "/api/v1/settings", bootstrap, "").status, "a token is back after a second")
 }
 

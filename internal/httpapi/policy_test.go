@@ -207,7 +207,7 @@ func TestApprovalGrantsATimedException(t *testing.T) {
 	other := ts.call(t, "POST", "/v1/chat/completions", bootstrap, wire("$90,000"))
 	assert.Equal(t, http.StatusForbidden, other.status, "the exception covers the identical request only")
 
-	ts.now = ts.now.Add(24*time.Hour + time.Second) // the default TTL is 24 hours
+	ts.clock.Advance(24*time.Hour + time.Second) // the default TTL is 24 hours
 	expired := ts.call(t, "POST", "/v1/chat/completions", bootstrap, wire("$9,000"))
 	require.Equal(t, http.StatusForbidden, expired.status)
 	assert.NotEqual(t, approvalID, expired.json["verdict"].(map[string]any)["approvalId"], "after the TTL a new approval is needed")

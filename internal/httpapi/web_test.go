@@ -275,7 +275,7 @@ func TestWebSessionActs(t *testing.T) {
 	assert.Equal(t, true, closed.json["ok"])
 	assert.Equal(t, http.StatusNotFound, act("type", qty, "1").status)
 
-	ts.now = ts.now.Add(5 * time.Minute)
+	ts.clock.Advance(5 * time.Minute)
 	assert.Empty(t, ts.call(t, "GET", "/api/v1/web/sessions", "", "").json["sessions"], "idle sessions close after 5 minutes")
 }
 

@@ -106,8 +106,8 @@ func TestSeedDemoSkipsNamesInUse(t *testing.T) {
 	ts.chatRun(t, bootstrap, triage, "X-Svc-Agent", workflows.DemoAgent)
 	_, err := ts.store.SeedTenant(ctx, tenant.DefaultID, []workflows.Workflow{{
 		ID: "wf_aaaaaaaaaaaaaaaaaaaa", Name: "Support triage", Description: "ours",
-		Definition: json.RawMessage(`{"steps":[]}`), CreatedAt: ts.now,
-	}}, nil, ts.now)
+		Definition: json.RawMessage(`{"steps":[]}`), CreatedAt: ts.clock.Now(),
+	}}, nil, ts.clock.Now())
 	require.NoError(t, err)
 
 	res := ts.call(t, "POST", "/api/v1/orgs/active/seed-demo", bootstrap, "")

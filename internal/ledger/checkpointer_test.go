@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
@@ -42,14 +43,14 @@ func (n *notified) Notify(_ context.Context, tenantID, eventType string, data an
 type ledgerWorld struct {
 	store *store.Store
 	key   *ledger.Key
-	now   time.Time
+	clock *fakeclock.Clock
 	sent  *notified
 }
 
 func newLedgerWorld(t *testing.T) *ledgerWorld {
 	t.Helper()
-	w := &ledgerWorld{store: storetest.Open(t), now: time.UnixMilli(1_800_000_000_000).UTC(), sent: &notified{}}
-	w.store.Now = func() time.Time { return w.now }
+	w := &ledgerWorld{store: storetest.Open(t), clock: fakeclock.New(time.UnixMilli(1_800_000_000_000).UTC()), sent: &notified{}}
+	w.store.Now = w.clock.Now
 	var err error
 	w.key, _, err = ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
 	require.NoError(t, err)
@@ -58,13 +59,13 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 
 func (w *ledgerWorld) checkpointer(entries int, interval time.Duration) *ledger.Checkpointer {
 	return ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: w.store, Key: w.key, Entries: entries,
-		Interval: interval, Notifier: w.sent, Now: func() time.Time { return w.now }})
+		Interval: interval, Notifier: w.sent, Now: w.clock.Now})
 }
 
 // record stores a run of the tenant as the recorder would, and returns it.
 func (w *ledgerWorld) record(t *testing.T, tenantID string) *ledger.Record {
 	t.Helper()
-	at := w.now
+	at := w.clock.Now()
 	run := &ledger.Run{ID: ids.Ordered("run", at), TenantID: tenantID, CreatedAt: at, Route: ledger.RouteLive,
 		Status: ledger.StatusOK, HTTPStatus: 200, Model: "gpt-4o-mini", Mode: "optimize", Provider: "mock",
 		PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, CostUSD: 0.0001, LatencyMS: 1.5,
@@ -101,7 +102,7 @@ func TestCheckpointerSealsByCountOrAge(t *testing.T) {
 	assert.Empty(t, w.checkpoints(t, tenant.DefaultID), "nothing recorded, nothing signed")
 	w.record(t, tenant.DefaultID)
 	w.record(t, tenant.DefaultID)
-	w.now = w.now.Add(59 * time.Second)
+	w.clock.Advance(59 * time.Second)
 	require.NoError(t, c.Tick(ctx))
 	assert.Empty(t, w.checkpoints(t, tenant.DefaultID), "2 entries of 3, 59s of a minute")
 	w.record(t, tenant.DefaultID)
@@ -114,17 +115,17 @@ func TestCheckpointerSealsByCountOrAge(t *testing.T) {
 	require.Len(t, entries, 3)
 	leaves := []ledger.Hash{entries[0].LeafHash(), entries[1].LeafHash(), entries[2].LeafHash()}
 	assert.Equal(t, ledger.Checkpoint{TenantID: tenant.DefaultID, Number: 1, FirstSeq: entries[0].Seq, LastSeq: entries[2].Seq,
-		Entries: 3, Root: ledger.MerkleRoot(leaves), CreatedAt: w.now, KeyID: w.key.ID, Signature: first.Signature,
+		Entries: 3, Root: ledger.MerkleRoot(leaves), CreatedAt: w.clock.Now(), KeyID: w.key.ID, Signature: first.Signature,
 		Hash: first.ComputeHash()}, first)
 	require.NoError(t, first.CheckSignature(keys))
 
 	require.NoError(t, c.Tick(ctx))
 	assert.Len(t, w.checkpoints(t, tenant.DefaultID), 1, "no new entry")
 	w.record(t, tenant.DefaultID)
-	w.now = w.now.Add(59 * time.Second)
+	w.clock.Advance(59 * time.Second)
 	require.NoError(t, c.Tick(ctx))
 	assert.Len(t, w.checkpoints(t, tenant.DefaultID), 1, "1 entry, 59s old")
-	w.now = w.now.Add(time.Second)
+	w.clock.Advance(time.Second)
 	require.NoError(t, c.Tick(ctx))
 	cps = w.checkpoints(t, tenant.DefaultID)
 	require.Len(t, cps, 2, "the entry waited a minute")
@@ -239,7 +240,7 @@ func TestCheckpointRoundIsWholeOrNothing(t *testing.T) {
 	w.record(t, tenant.DefaultID)
 	w.record(t, other.ID)
 	failing := ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: failingEntries{w.store, other.ID}, Key: w.key,
-		Notifier: w.sent, Now: func() time.Time { return w.now }})
+		Notifier: w.sent, Now: w.clock.Now})
 	_, err = failing.Seal(ctx)
 	require.Error(t, err)
 	assert.Empty(t, w.checkpoints(t, tenant.DefaultID), "the tenant sealed before the failure is not stored either")

@@ -38,16 +38,16 @@ func newSignedLedger(t *testing.T) *signedLedger {
 	w.other = other.ID
 	for range 3 {
 		w.runs = append(w.runs, w.record(t, tenant.DefaultID))
-		w.now = w.now.Add(time.Second)
+		w.clock.Advance(time.Second)
 	}
 	w.traced = w.runs[1]
-	_, err = w.store.AppendEvent(ctx, tenant.DefaultID, w.traced.Run.ID, "tool.called", w.now, json.RawMessage(`{"name":"lookup"}`))
+	_, err = w.store.AppendEvent(ctx, tenant.DefaultID, w.traced.Run.ID, "tool.called", w.clock.Now(), json.RawMessage(`{"name":"lookup"}`))
 	require.NoError(t, err)
 	w.theirs = w.record(t, w.other)
 	w.sealed, err = w.checkpointer(1000, time.Minute).Seal(ctx)
 	require.NoError(t, err)
 	require.Len(t, w.sealed, 2)
-	w.now = w.now.Add(time.Second)
+	w.clock.Advance(time.Second)
 	w.latest = w.record(t, tenant.DefaultID)
 	return w
 }
@@ -178,7 +178,7 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 		}, ledger.ProblemChainRewritten, 1},
 		{"inserted event, linked, count and head fixed", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[2].Run.ID
-			e := ledger.Event{Seq: 3, Type: "tool.called", At: w.now, Payload: json.RawMessage(`{}`), PrevHash: w.runs[2].Head.Hash}
+			e := ledger.Event{Seq: 3, Type: "tool.called", At: w.clock.Now(), Payload: json.RawMessage(`{}`), PrevHash: w.runs[2].Head.Hash}
 			e.Hash = ledger.Link(e.PrevHash, &e)
 			w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES (?, 3, ?, ?, ?, ?, ?, ?)`,
 				id, tenant.DefaultID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
@@ -299,8 +299,8 @@ func TestVerifyLedgerFindsADeletedCheckpoint(t *testing.T) {
 func TestVerifyLedgerTellsPrunedFromDeleted(t *testing.T) {
 	ctx := context.Background()
 	w := newSignedLedger(t)
-	w.now = w.now.Add(31 * 24 * time.Hour)
-	n, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.now }).Sweep(ctx, tenant.DefaultID)
+	w.clock.Advance(31 * 24 * time.Hour)
+	n, err := ledger.NewRetention(w.store, retention(30), w.clock.Now).Sweep(ctx, tenant.DefaultID)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	r := w.verify(t)
@@ -321,7 +321,7 @@ func TestVerifyLedgerTellsPrunedFromDeleted(t *testing.T) {
 func TestVerifyLedgerSweepExcusesOnlyItsCutoff(t *testing.T) {
 	ctx := context.Background()
 	w := newSignedLedger(t)
-	_, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.now.Add(31 * 24 * time.Hour) }).
+	_, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.clock.Now().Add(31 * 24 * time.Hour) }).
 		Sweep(ctx, w.other)
 	require.NoError(t, err)
 	w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[0].Run.ID)
@@ -366,7 +366,7 @@ func TestVerifyLedgerAcceptsRoundsThatSkipATenant(t *testing.T) {
 	ctx := context.Background()
 	w := newSignedLedger(t)
 	for range 3 {
-		w.now = w.now.Add(time.Second)
+		w.clock.Advance(time.Second)
 		w.record(t, w.other)
 		cps, err := w.checkpointer(1000, time.Minute).Seal(ctx)
 		require.NoError(t, err)

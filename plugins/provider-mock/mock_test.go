@@ -283,7 +283,7 @@ func TestLatency(t *testing.T) {
 	// A long latency is cut short by cancellation.
 	slow := &Mock{Latency: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	time.AfterFunc(10*time.Millisecond, cancel)
 	_, err = slow.Chat(ctx, pluginapi.ChatRequest{Body: b})
 	assert.ErrorIs(t, err, context.Canceled)
 
