@@ -229,7 +229,7 @@ func (s *Service) recordFetch(ctx context.Context, tenantID string, r FetchResul
 func (s *Service) compile(ctx context.Context, page *fetch.Result, prev *som.Snapshot) (*som.Snapshot, string, error) {
 	snap, _, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String(), Previous: prev})
 	if err != nil {
-		return nil, "", err
+		return nil, "", somError(err)
 	}
 	if s.o.External == nil || !ScriptDrawn(snap, page.Body) {
 		return snap, SourceBuiltin, nil

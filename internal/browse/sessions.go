@@ -209,7 +209,7 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	}
 	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String()})
 	if err != nil {
-		return Opened{}, err
+		return Opened{}, somError(err)
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	ss := &session{tenantID: id.TenantID, id: ids.New("ws"), fetcher: fetcher, url: page.URL.String(), jar: jar, doc: doc, state: newFormState()}
@@ -526,7 +526,7 @@ func (ss *session) load(page *fetch.Result) error {
 	}
 	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String(), Previous: prev})
 	if err != nil {
-		return err
+		return somError(err)
 	}
 	ss.doc, ss.state, ss.url = doc, newFormState(), page.URL.String()
 	ss.infoMu.Lock()
@@ -560,6 +560,7 @@ func resolveAction(doc *som.Document, a Action) (plan, error) {
 		return plan{}, errs.Invalidf("target", "target must be an element id (e_...) or, to submit, a form id (r_form...)")
 	}
 	n, e, err := doc.Resolve(a.Target, doc.Snapshot())
+	err = somError(err)
 	if errs.Is(err, errs.NotFound) {
 		return plan{}, errs.E(errs.Conflict, "unknown_target", "no element %s on the session's current page; read the page again", a.Target)
 	} else if err != nil {

@@ -20,13 +20,12 @@ import (
 // checkpoints covering all of it but one run recorded after them.
 type signedLedger struct {
 	*ledgerWorld
-	other    string
-	runs     []*ledger.Record // the default tenant's, covered
-	traced   *ledger.Record   // covered, with an event appended after it was stored
-	theirs   *ledger.Record
-	latest   *ledger.Record // recorded after the checkpoints
-	sealed   []ledger.Checkpoint
-	verifier *ledger.Checkpointer
+	other  string
+	runs   []*ledger.Record // the default tenant's, covered
+	traced *ledger.Record   // covered, with an event appended after it was stored
+	theirs *ledger.Record
+	latest *ledger.Record // recorded after the checkpoints
+	sealed []ledger.Checkpoint
 }
 
 func newSignedLedger(t *testing.T) *signedLedger {

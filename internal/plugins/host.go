@@ -223,7 +223,6 @@ func (p *provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	return models, err
 }
 
-// email calls the plugin in the email slot, restarting it like provider.
 // Compiler returns the external page compiler, or nil when none is
 // installed (or no browser is there for it).
 func (h *Host) Compiler() pluginapi.PageCompiler {
@@ -233,6 +232,8 @@ func (h *Host) Compiler() pluginapi.PageCompiler {
 	return &compiler{slot: h.som}
 }
 
+// compiler calls the plugin in the page-compiler slot, restarting it like
+// provider.
 type compiler struct{ slot dispenser }
 
 func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, error) {
@@ -245,6 +246,7 @@ func (c *compiler) Compile(ctx context.Context, page pluginapi.Page) ([]byte, er
 	return out, err
 }
 
+// email calls the plugin in the email slot, restarting it like provider.
 type email struct{ slot dispenser }
 
 func (e *email) Send(ctx context.Context, msg pluginapi.EmailMessage) (string, error) {

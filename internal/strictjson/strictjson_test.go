@@ -32,7 +32,10 @@ type chat struct {
 	Payload  json.RawMessage    `json:"payload"`
 	Extra    any                `json:"extra"`
 	Secret   string             `json:"-"`
-	hidden   string
+	// hidden is never read: it is here so that a key of its name is shown
+	// to be unknown, as encoding/json ignores unexported fields.
+	//lint:ignore U1000 present to be refused as a key, never used
+	hidden string
 }
 
 type inner struct {

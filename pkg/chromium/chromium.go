@@ -1,5 +1,19 @@
-// Package chromium finds a headless Chromium and the flags svc starts it
-// with, for the external page compiler and the browser tests alike.
+// Package chromium finds a Chromium to run headless and gives the
+// chromedp allocator options to start it with: hardened, with a profile of
+// the caller's, and without the background traffic (updates, sync, QUIC,
+// first-run checks) that a closed network refuses. svc's external page
+// compiler and its browser tests start the browser this way; so can a
+// plugin of another author:
+//
+//	path, err := chromium.Find() // $SVC_CHROMIUM, else chromium, chromium-browser or google-chrome
+//	if errors.Is(err, chromium.ErrNoBrowser) { ... }
+//	alloc, cancel := chromedp.NewExecAllocator(ctx, chromium.Options(path, profileDir,
+//		chromedp.ProxyServer("http://"+proxyAddr))...)
+//
+// The package starts nothing itself. What the browser may reach is the
+// caller's to decide: give it a proxy that dials through
+// github.com/svc-gateway/svc/pkg/netguard, as the external compiler does,
+// before pointing it at pages a user named.
 package chromium
 
 import (

@@ -1,15 +1,3 @@
-// Package netguard decides whether a network destination is public, so that
-// server-side requests made on a user's behalf cannot reach internal
-// addresses.
-//
-// Two checks are offered, and a fetcher needs both. CheckURL validates a URL
-// before it is stored or requested: it rejects bad schemes and credentials,
-// decodes every numeric host encoding, and resolves names so that every
-// answer can be judged. Control runs inside net.Dialer on the address that is
-// actually being dialed, which is the only place a DNS rebinding answer or a
-// host that net/http maps differently can be caught. A transport using it
-// must not use a proxy (Proxy: nil), or the dial goes to the proxy and the
-// guard never sees the target.
 package netguard
 
 import (

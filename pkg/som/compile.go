@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
-
-	"github.com/svc-gateway/svc/internal/errs"
 )
 
 // Input is a page to compile.
@@ -52,17 +50,18 @@ func (l Limits) withDefaults() Limits {
 
 // Compile turns a page into a Snapshot and the parsed Document the
 // snapshot's ids point into. It fails only on a URL that is not absolute
-// http(s) (errs.Invalid); any HTML, however broken or hostile, compiles.
+// http(s) (ErrInvalidURL); any HTML, however broken or hostile, compiles.
+// A bug fails with a *CompileError rather than a panic.
 func Compile(in Input) (snap *Snapshot, doc *Document, err error) {
 	page, err := url.Parse(strings.TrimSpace(in.URL))
 	if err != nil || (page.Scheme != "http" && page.Scheme != "https") || page.Host == "" {
-		return nil, nil, errs.Invalidf("url", "page URL must be an absolute http or https URL")
+		return nil, nil, fmt.Errorf("%w: %q", ErrInvalidURL, in.URL)
 	}
 	defer func() {
 		// A bug must not take the gateway down with it: report it instead.
 		if r := recover(); r != nil {
 			snap, doc = nil, nil
-			err = errs.Wrap(fmt.Errorf("panic: %v", r), errs.Internal, "som_compile", "page could not be compiled")
+			err = &CompileError{Op: "compile", Err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
 	lim := in.Limits.withDefaults()
@@ -79,7 +78,7 @@ func Compile(in Input) (snap *Snapshot, doc *Document, err error) {
 	root, err := html.ParseWithOptions(bytes.NewReader(text), html.ParseOptionEnableScripting(true))
 	if err != nil {
 		// The parser fails only when its reader does; ours cannot.
-		return nil, nil, errs.Wrap(err, errs.Internal, "som_parse", "page could not be parsed")
+		return nil, nil, &CompileError{Op: "parse", Err: err}
 	}
 	c.scan(root)
 	c.walkRoot(root)

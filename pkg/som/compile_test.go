@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/svc-gateway/svc/internal/errs"
 )
 
 func compileString(t *testing.T, page string) (*Snapshot, *Document) {
@@ -79,7 +77,8 @@ func TestFormModel(t *testing.T) {
 	_, _, err = d.Resolve(form.ID, s)
 	require.NoError(t, err)
 	_, _, err = d.Resolve("e_unknown0", s)
-	assert.True(t, errs.Is(err, errs.NotFound))
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.NotErrorIs(t, err, ErrStale)
 }
 
 func TestResolveRefusesStale(t *testing.T) {
@@ -88,9 +87,36 @@ func TestResolveRefusesStale(t *testing.T) {
 	q := find(a, KindInput, "q")
 	require.NotNil(t, q)
 	_, _, err := d.Resolve(q.ID, a)
-	require.Error(t, err)
-	assert.True(t, errs.Is(err, errs.Conflict))
-	assert.Equal(t, "stale_element", errs.Code(err))
+	require.ErrorIs(t, err, ErrStale)
+	var stale *StaleError
+	require.ErrorAs(t, err, &stale)
+	assert.Equal(t, &StaleError{ID: q.ID}, stale)
+	assert.EqualError(t, err, "element "+q.ID+" changed since the snapshot; read the page again")
+
+	var form Region
+	for _, r := range a.Regions {
+		if r.Form != nil {
+			form = r
+		}
+	}
+	require.NotNil(t, form.Form)
+	_, _, err = d.Resolve(form.ID, a)
+	require.ErrorAs(t, err, &stale)
+	assert.Equal(t, &StaleError{ID: form.ID, Form: true}, stale)
+	assert.EqualError(t, err, "form "+form.ID+" changed since the snapshot; read the page again")
+	assert.NotErrorIs(t, err, ErrNotFound)
+}
+
+func TestResolveRefusesAnElementWithoutANode(t *testing.T) {
+	s, d := compileString(t, `<script type="application/ld+json">{"@type":"Product","name":"Kettle","offers":{"@type":"Offer","price":"48.99","priceCurrency":"GBP"}}</script><h1>Kettle</h1>`)
+	price := s.Elements[0]
+	require.Equal(t, "jsonld", price.Source)
+	_, _, err := d.Resolve(price.ID, s)
+	var stale *StaleError
+	require.ErrorAs(t, err, &stale)
+	assert.Equal(t, &StaleError{ID: price.ID, Detached: true}, stale)
+	assert.EqualError(t, err, "element "+price.ID+" cannot be acted on")
+	assert.ErrorIs(t, err, ErrStale)
 }
 
 func TestFenceCannotBeForged(t *testing.T) {
@@ -118,8 +144,10 @@ func TestGuardsTruncate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"input"}, s.Meta.Truncated.Reasons)
 	assert.Equal(t, 11000, s.Meta.HTMLBytes)
-	_, _, err = Compile(Input{HTML: []byte("<p>x</p>"), URL: "file:///etc/passwd"})
-	assert.True(t, errs.Is(err, errs.Invalid))
+	for _, u := range []string{"file:///etc/passwd", "/relative", "https://", "%zz"} {
+		_, _, err = Compile(Input{HTML: []byte("<p>x</p>"), URL: u})
+		assert.ErrorIs(t, err, ErrInvalidURL, u)
+	}
 }
 
 func TestCharset(t *testing.T) {

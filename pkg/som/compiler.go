@@ -49,7 +49,6 @@ type elem struct {
 	segs     []seg  // text and heading: their content with inline references
 	inText   int    // index of the text element that renders this one inline, or -1
 	key      string
-	hintName string // structured price's anchor
 }
 
 // seg is a piece of a text run: plain text, or a reference to an inline

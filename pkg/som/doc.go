@@ -1,6 +1,40 @@
-// Package som compiles a web page into svc's Semantic Object Model: a
+// Package som compiles a web page into a Semantic Object Model (SOM): a
 // compact, stable description of what a page says and what can be done on
-// it, for models to read and for web sessions to act on.
+// it, for models to read and for programs to act on. svc uses it for its
+// web fetches and sessions; it does no network or file access and keeps no
+// mutable global state, so it is usable on its own.
+//
+// # Use
+//
+// Give Compile the bytes of a page, its Content-Type and the URL it was
+// finally served from. It returns a Snapshot (JSON-ready; Snapshot.Context
+// is the text to put in a prompt) and the Document its ids point into. Keep
+// the Snapshot: passed as Input.Previous when the same URL is compiled
+// again, it lets unchanged elements keep their ids, and Diff tells what
+// changed between the two and how much it matters. Fetching the page, and
+// deciding whether its URL may be fetched at all (see package
+// github.com/svc-gateway/svc/pkg/netguard), is the caller's job. Compile may
+// be called from many goroutines at once, and the package never changes
+// what it returned.
+//
+// To act on an element a model chose from a snapshot, Resolve its id in
+// the Document of the page as it is now, against the snapshot the model
+// saw: the node comes back only if the element still is what it was.
+//
+// # Errors
+//
+// Each failure matches one value with errors.Is:
+//
+//	ErrInvalidURL  Compile: the page URL is not an absolute http or https URL
+//	ErrNotFound    Resolve: no element or form has the id on this page
+//	ErrStale       Resolve: the element changed or cannot be acted on; errors.As
+//	               gives the *StaleError; read the page again
+//
+// and a *CompileError is a bug Compile recovered from (a panic, or a parser
+// failure), never the page's fault: any HTML compiles.
+//
+// The snapshot format is named by Version and the id algorithm by
+// IDScheme; a previous snapshot of another IDScheme is not reconciled.
 //
 // # Compile
 //

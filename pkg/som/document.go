@@ -1,12 +1,11 @@
 package som
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
 	"golang.org/x/net/html"
-
-	"github.com/svc-gateway/svc/internal/errs"
 )
 
 // Document is the parsed page a Snapshot was compiled from. A session acts
@@ -74,10 +73,11 @@ func (d *Document) Region(id string) (Region, bool) {
 
 // Resolve finds, in this document, the element that id named in seen (the
 // snapshot the caller chose the id from) and returns its node. It fails
-// with errs.NotFound when id is unknown here, and with errs.Conflict (code
-// "stale_element") when the element here differs from the one in seen in
-// what it is or does: kind, name, target, field, form action, region. A
-// session must re-read the page rather than act on the wrong thing.
+// with ErrNotFound when id is unknown here, and with a *StaleError
+// (ErrStale) when the element here differs from the one in seen in what it
+// is or does: kind, name, target, field, form action, region, or has no
+// node to act on. A session must re-read the page rather than act on the
+// wrong thing.
 func (d *Document) Resolve(id string, seen *Snapshot) (*html.Node, Element, error) {
 	e, ok := d.Element(id)
 	if !ok {
@@ -85,11 +85,11 @@ func (d *Document) Resolve(id string, seen *Snapshot) (*html.Node, Element, erro
 			n := d.nodes[id]
 			return n, Element{ID: id, Region: id}, d.checkRegion(r, seen)
 		}
-		return nil, Element{}, errs.NotFoundf("no element %s on this page", id)
+		return nil, Element{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	n, ok := d.nodes[id]
 	if !ok {
-		return nil, Element{}, errs.E(errs.Conflict, "stale_element", "element %s cannot be acted on", id)
+		return nil, Element{}, &StaleError{ID: id, Detached: true}
 	}
 	if seen != nil && seen != d.snap {
 		var was *Element
@@ -100,7 +100,7 @@ func (d *Document) Resolve(id string, seen *Snapshot) (*html.Node, Element, erro
 			}
 		}
 		if was == nil || Fingerprint(seen, *was) != Fingerprint(d.snap, e) {
-			return nil, Element{}, errs.E(errs.Conflict, "stale_element", "element %s changed since the snapshot; read the page again", id)
+			return nil, Element{}, &StaleError{ID: id}
 		}
 	}
 	return n, e, nil
@@ -118,7 +118,7 @@ func (d *Document) checkRegion(r Region, seen *Snapshot) error {
 			return nil
 		}
 	}
-	return errs.E(errs.Conflict, "stale_element", "form %s changed since the snapshot; read the page again", r.ID)
+	return &StaleError{ID: r.ID, Form: true}
 }
 
 // Fingerprint is what an element must keep for an action on its id to mean

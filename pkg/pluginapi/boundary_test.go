@@ -1,0 +1,92 @@
+package pluginapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// listed is what `go list -json` says of one package.
+type listed struct {
+	ImportPath string
+	Deps       []string
+}
+
+// outsidePkg lists each package of module under pkg/ or plugins/ that
+// depends on a package of the module outside pkg/ (internal/, cmd/,
+// another plugin), as "importer → dependency". Plugins are built against
+// pkg/ alone so that a third party could write any of them; pkg/ keeps
+// off internal/ so that it can be imported at all. The standard library
+// and other modules are not svc's to fence.
+func outsidePkg(module string, pkgs []listed) []string {
+	var bad []string
+	public := module + "/pkg/"
+	for _, p := range pkgs {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, module+"/") && !strings.HasPrefix(d, public) {
+				bad = append(bad, p.ImportPath+" → "+d)
+			}
+		}
+	}
+	return bad
+}
+
+// Only go list knows what a build of these packages pulls in (build tags,
+// platforms, transitive imports); test files may use the module's test
+// helpers and are not part of what a third party builds.
+func TestPluginsAndPkgImportOnlyPkg(t *testing.T) {
+	module := goList(t, "list", "-m")
+	out := goList(t, "list", "-json=ImportPath,Deps", module+"/pkg/...", module+"/plugins/...")
+	var pkgs []listed
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var p listed
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		pkgs = append(pkgs, p)
+	}
+	var plugins int
+	for _, p := range pkgs {
+		if strings.HasPrefix(p.ImportPath, module+"/plugins/") {
+			plugins++
+		}
+	}
+	require.GreaterOrEqual(t, plugins, 6, "go list found the plugins")
+	assert.Empty(t, outsidePkg(module, pkgs), "packages under plugins/ and pkg/ import only pkg/ of this module")
+}
+
+func TestOutsidePkgNamesEachCrossing(t *testing.T) {
+	const m = "example.com/svc"
+	got := outsidePkg(m, []listed{
+		{ImportPath: m + "/plugins/a", Deps: []string{"context", m + "/pkg/som", "golang.org/x/net/html", m + "/internal/errs"}},
+		{ImportPath: m + "/pkg/som", Deps: []string{m + "/internal/errs", m + "/pkg/netguard", m + "/pkgx"}},
+		{ImportPath: m + "/plugins/b", Deps: []string{m + "/plugins/a", m + "/cmd/svc", "example.com/svcother/internal/x"}},
+	})
+	assert.Equal(t, []string{
+		m + "/plugins/a → " + m + "/internal/errs",
+		m + "/pkg/som → " + m + "/internal/errs",
+		m + "/pkg/som → " + m + "/pkgx",
+		m + "/plugins/b → " + m + "/plugins/a",
+		m + "/plugins/b → " + m + "/cmd/svc",
+	}, got)
+}
+
+func goList(t *testing.T, args ...string) string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command("go", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go %s: %s", strings.Join(args, " "), stderr.String())
+	return strings.TrimSpace(string(out))
+}
