@@ -1,7 +1,7 @@
 // @ts-check
 // Integration tests of svc-client against the real svc: bin/svc with the
-// mock provider, a temporary database and a bearer token. Endpoints svc
-// does not serve yet are reported as skipped, naming the endpoint.
+// mock provider, a temporary database and a bearer token. Every endpoint
+// the client calls must answer: a missing route fails its test.
 
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -15,18 +15,21 @@ const TOKEN = 'ts-client-integration-bootstrap-token';
 const MODEL = 'gpt-4o-mini';
 
 /**
- * waitingFor reports whether err says svc has no such route yet (404 "no
- * route", or 405 when the path exists with other methods), and if so skips
- * the test naming the endpoint it waits for.
- * @param {import('node:test').TestContext} t
- * @param {unknown} err
- * @param {string} endpoint
+ * notFound checks that err is svc's 404 for a record it does not have, whose
+ * message starts with what: a route svc does not serve is a 404 too, but
+ * one that says "no route", and must fail the test.
+ * @param {string} what
+ * @returns {(err: unknown) => true}
  */
-function waitingFor(t, err, endpoint) {
-  if (!(err instanceof SvcApiError)) return false;
-  const missing = (err.status === 404 && err.body.includes('no route')) || err.status === 405;
-  if (missing) t.skip(`waiting for ${endpoint}`);
-  return missing;
+function notFound(what) {
+  return (err) => {
+    assert.ok(err instanceof SvcApiError, String(err));
+    assert.equal(err.status, 404, err.message);
+    const body = JSON.parse(err.body);
+    assert.equal(body.error.code, 'not_found', err.message);
+    assert.ok(body.error.message.startsWith(`${what} not found`), err.message);
+    return true;
+  };
 }
 
 /**
@@ -150,7 +153,7 @@ describe('svc-client against bin/svc', () => {
     assert.equal(last.type, 'agent.note');
     assert.deepEqual(last.payload, { step: 1 });
     assert.equal(last.hash, res.event.hash);
-    await assert.rejects(client.trace('run_missing', 'agent.note', {}), (err) => err instanceof SvcApiError && err.status === 404);
+    await assert.rejects(client.trace('run_missing', 'agent.note', {}), notFound('run'));
   });
 
   test('traceTool: a read-only tool is served from the tool-result cache the second time, without executing', async () => {
@@ -237,15 +240,9 @@ describe('svc-client against bin/svc', () => {
     assert.ok(exact && exact.entries > 0 && exact.hits > 0);
   });
 
-  test('fetchSom: a page compiled, then served from the SOM cache, then compiled afresh on request', async (t) => {
+  test('fetchSom: a page compiled, then served from the SOM cache, then compiled afresh on request', async () => {
     const url = `${pagesUrl}/shop.html`;
-    let first;
-    try {
-      first = await client.fetchSom(url);
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/fetch')) return;
-      throw err;
-    }
+    const first = await client.fetchSom(url);
     assert.ok(['builtin', 'external'].includes(first.source), first.source);
     assert.equal(first.cached, false);
     assert.ok(first.htmlBytes > 0 && first.somBytes > 0);
@@ -265,38 +262,20 @@ describe('svc-client against bin/svc', () => {
     assert.ok(fresh.diff.driftScore >= 0 && fresh.diff.driftScore <= 0.1, `an unchanged page drifts little: ${fresh.diff.driftScore}`);
   });
 
-  test('web session: open, list, click a link, type, close; the closed session is gone', async (t) => {
-    let opened;
-    try {
-      opened = await client.web.openSession(`${pagesUrl}/shop.html`);
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/sessions')) return;
-      throw err;
-    }
+  test('web session: open, list, click a link, type, close; the closed session is gone', async () => {
+    const opened = await client.web.openSession(`${pagesUrl}/shop.html`);
     const id = opened.session.id;
     assert.ok(id);
     assert.ok(opened.session.url.startsWith(pagesUrl), opened.session.url);
 
-    let list;
-    try {
-      list = await client.web.listSessions();
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/web/sessions')) return;
-      throw err;
-    }
+    const list = await client.web.listSessions();
     assert.ok(list.sessions.some((s) => s.id === id));
 
     const search = elementId(opened.som, opened.context, 'Find boots');
     const link = elementId(opened.som, opened.context, 'Next page');
     assert.ok(search && link, `element ids of the search box and the link in:\n${opened.context}`);
 
-    let typed;
-    try {
-      typed = await client.web.act(id, { action: 'type', target: search, value: 'boots' });
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/sessions/:id/act')) return;
-      throw err;
-    }
+    const typed = await client.web.act(id, { action: 'type', target: search, value: 'boots' });
     assert.equal(typed.result.ok, true);
     assert.equal(typed.result.action, 'type');
     assert.equal(typed.result.target, search);
@@ -307,54 +286,26 @@ describe('svc-client against bin/svc', () => {
     assert.equal(clicked.result.url, `${pagesUrl}/next.html`);
     assert.ok(clicked.context.includes('Second page'));
 
-    let closed;
-    try {
-      closed = await client.web.closeSession(id);
-    } catch (err) {
-      if (waitingFor(t, err, 'DELETE /api/v1/web/sessions/:id')) return;
-      throw err;
-    }
+    const closed = await client.web.closeSession(id);
     assert.deepEqual(closed, { ok: true });
-    await assert.rejects(client.web.act(id, { action: 'click', target: link }), (err) => err instanceof SvcApiError && err.status === 404);
+    await assert.rejects(client.web.act(id, { action: 'click', target: link }), notFound('web session'));
   });
 
-  test('patterns: a list', async (t) => {
-    try {
-      assert.ok(Array.isArray(await client.patterns()));
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/patterns')) return;
-      throw err;
-    }
+  test('patterns: a list', async () => {
+    assert.ok(Array.isArray(await client.patterns()));
   });
 
-  test('artifacts: a list; an unknown artifact is a 404 error', async (t) => {
-    try {
-      assert.ok(Array.isArray(await client.artifacts()));
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/artifacts')) return;
-      throw err;
-    }
-    await assert.rejects(client.artifactDetail('art_missing'), (err) => {
-      if (waitingFor(t, err, 'GET /api/v1/artifacts/:id')) return true;
-      return err instanceof SvcApiError && err.status === 404;
-    });
+  test('artifacts: a list; an unknown artifact is a 404 error', async () => {
+    assert.ok(Array.isArray(await client.artifacts()));
+    await assert.rejects(client.artifactDetail('art_missing'), notFound('artifact'));
   });
 
-  test('promoteArtifact: an unknown artifact is a 404 error', async (t) => {
-    await assert.rejects(client.promoteArtifact('art_missing'), (err) => {
-      if (waitingFor(t, err, 'POST /api/v1/artifacts/:id/promote')) return true;
-      return err instanceof SvcApiError && err.status === 404;
-    });
+  test('promoteArtifact: an unknown artifact is a 404 error', async () => {
+    await assert.rejects(client.promoteArtifact('art_missing'), notFound('artifact'));
   });
 
-  test('learningTick: one pass, and its report', async (t) => {
-    let report;
-    try {
-      report = await client.learningTick();
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/learning/tick')) return;
-      throw err;
-    }
+  test('learningTick: one pass, and its report', async () => {
+    const report = await client.learningTick();
     assert.equal(typeof report.artifactsSynthesized, 'number');
     assert.ok(Array.isArray(report.promotionsEligible));
     assert.ok(Array.isArray(report.autoPromoted));
