@@ -115,6 +115,154 @@ describe('svc-client against bin/svc', () => {
     assert.deepEqual(detail.sideEffects, []);
   });
 
+  /** @type {import('svc-client').ChatTool} */
+  const weather = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+        required: ['city'],
+      },
+    },
+  };
+
+  /**
+   * read reads a stream to its end and adds its chunks up: the text, the
+   * tool calls, the finish reason and the usage.
+   * @param {import('svc-client').ChatStream} stream
+   */
+  async function read(stream) {
+    /** @type {import('svc-client').ChatCompletionChunk[]} */
+    const chunks = [];
+    let text = '';
+    /** @type {import('svc-client').ToolCall[]} */
+    const toolCalls = [];
+    /** @type {string | null} */
+    let finish = null;
+    for await (const chunk of stream) {
+      chunks.push(chunk);
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      text += choice.delta.content ?? '';
+      for (const d of choice.delta.tool_calls ?? []) {
+        toolCalls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+        const call = toolCalls[d.index];
+        if (d.id) call.id = d.id;
+        if (d.function?.name) call.function.name = d.function.name;
+        call.function.arguments += d.function?.arguments ?? '';
+      }
+      finish = choice.finish_reason ?? finish;
+    }
+    return { chunks, text, toolCalls, finish, usage: chunks[chunks.length - 1]?.usage };
+  }
+
+  test('chat with tools: the model calls the tool it is told to, then answers from its result', async () => {
+    /** @type {import('svc-client').ChatMessage[]} */
+    const messages = [{ role: 'user', content: 'Use get_weather for Oslo, please.' }];
+    const called = await client.chat({ model: MODEL, messages, tools: [weather] });
+    assert.equal(called.route, 'live');
+    assert.match(called.runId, /^run_/);
+    assert.equal(called.content, '');
+    assert.equal(called.raw.choices?.[0].finish_reason, 'tool_calls');
+    assert.equal(called.toolCalls.length, 1);
+    const [call] = called.toolCalls;
+    assert.match(call.id, /^call_/);
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Oslo' });
+
+    const answered = await client.chat({
+      model: MODEL,
+      tools: [weather],
+      messages: [
+        ...messages,
+        { role: 'assistant', content: null, tool_calls: called.toolCalls },
+        { role: 'tool', tool_call_id: call.id, content: '{"tempC":21}' },
+      ],
+    });
+    assert.deepEqual(answered.toolCalls, []);
+    assert.equal(answered.content, 'Mock answer: get_weather returned {"tempC":21}.');
+
+    const declined = await client.chat({ model: MODEL, messages, tools: [weather], tool_choice: 'none' });
+    assert.deepEqual(declined.toolCalls, []);
+    assert.ok(declined.content.length > 0);
+
+    for (const tool_choice of /** @type {import('svc-client').ToolChoice[]} */ (['required', { type: 'function', function: { name: 'get_weather' } }])) {
+      const forced = await client.chat({ model: MODEL, messages: [{ role: 'user', content: 'What should I wear in Bergen?' }], tools: [weather], tool_choice });
+      assert.deepEqual(forced.toolCalls.map((c) => c.function.name), ['get_weather'], JSON.stringify(tool_choice));
+    }
+  });
+
+  test('chatStream: the run and route before the chunks, and the text chat then answers from the cache', async () => {
+    const request = { model: MODEL, messages: [{ role: 'user', content: 'Describe a quiet harbour town at dawn.' }] };
+    const stream = await client.chatStream(request);
+    assert.match(stream.runId, /^run_/);
+    assert.equal(stream.route, 'live');
+    const { chunks, text, finish } = await read(stream);
+    assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+    assert.ok(chunks.filter((c) => c.choices[0]?.delta.content).length > 1, 'the text came in pieces');
+    assert.equal(finish, 'stop');
+    assert.ok(text.length > 0);
+
+    const cached = await client.chat(request);
+    assert.equal(cached.route, 'exact_cache');
+    assert.equal(cached.content, text);
+
+    const again = await client.chatStream(request);
+    assert.equal(again.route, 'exact_cache');
+    assert.notEqual(again.runId, stream.runId);
+    assert.equal((await read(again)).text, text);
+
+    const detail = await client.runDetail(stream.runId);
+    assert.equal(detail.run.stream, true);
+    assert.equal(detail.run.route, 'live');
+    assert.equal(detail.run.app, 'ts-it');
+  });
+
+  test('chatStream with tools: the tool-call deltas add up to the call chat makes, and usage comes last when asked', async () => {
+    const request = {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Use get_weather for Trondheim in celsius.' }],
+      tools: [weather],
+    };
+    const stream = await client.chatStream({ ...request, stream_options: { include_usage: true } });
+    assert.equal(stream.route, 'live');
+    const { chunks, text, toolCalls, finish, usage } = await read(stream);
+    assert.equal(text, '');
+    assert.equal(finish, 'tool_calls');
+    const pieces = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).filter((d) => d.function?.arguments);
+    assert.ok(pieces.length > 1, 'the arguments came in pieces');
+    assert.equal(toolCalls.length, 1);
+    assert.equal(toolCalls[0].function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(toolCalls[0].function.arguments), { city: 'Trondheim', unit: 'celsius' });
+    assert.deepEqual(chunks[chunks.length - 1].choices, []);
+    assert.ok(usage && typeof usage.total_tokens === 'number' && usage.total_tokens > 0);
+
+    // The same request unstreamed calls the same function with the same
+    // arguments (the call's id is another: svc does not cache a streamed
+    // answer with tool calls, and the mock derives the id from the body).
+    const whole = await client.chat(request);
+    assert.deepEqual(whole.toolCalls.map((c) => c.function), toolCalls.map((c) => c.function));
+  });
+
+  test('chatStream: a refused request is an SvcApiError before any chunk', async () => {
+    await assert.rejects(new SvcClient({ baseUrl: svc.url }).chatStream({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 401);
+      assert.match(err.message, /^Svc-API POST \/v1\/chat\/completions failed: 401 Unauthorized — \{"error":/);
+      return true;
+    });
+    await assert.rejects(client.chatStream({ model: MODEL, messages: [] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 400);
+      assert.equal(JSON.parse(err.body).error.param, 'messages');
+      return true;
+    });
+  });
+
   test('a client without the key, or with a wrong one, gets the 401 as an error in the exact form', async () => {
     const wrong = 'svc_wrong-key-0123456789abcdef';
     for (const c of [new SvcClient({ baseUrl: svc.url }), new SvcClient({ baseUrl: svc.url, apiKey: wrong })]) {
