@@ -237,7 +237,8 @@ export interface ChatCompletionChunk {
 /**
  * What {@link SvcClient.chatStream} returns once svc has answered: the run
  * and route from the headers, and the chunks to iterate once with
- * `for await`. Leaving the loop early closes the connection.
+ * `for await`. Leaving the loop early closes the connection; a stream
+ * that is not read keeps it open until `close()`.
  */
 export interface ChatStream extends AsyncIterable<ChatCompletionChunk> {
   /** The `x-svc-run-id` header, or `''`. */
