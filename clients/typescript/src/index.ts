@@ -2,17 +2,24 @@
 // It holds no state between calls, has no dependencies, and uses the
 // global fetch of Node 18+ or Bun.
 
+import { type SseEvent, SseParser } from './sse.js';
 import type {
   Artifact,
   ArtifactDetail,
   CacheStats,
+  CallOptions,
   ChatCompletion,
+  ChatCompletionChunk,
   ChatRequest,
   ChatResult,
+  ChatStream,
+  ChatStreamRequest,
   FeedbackResult,
   FetchSomOptions,
   LearningReport,
+  Open,
   Pattern,
+  Route,
   RunDetail,
   SavingsSummary,
   SomFetchResult,
@@ -20,6 +27,7 @@ import type {
   ToolCacheCheckResult,
   ToolContext,
   ToolDefinition,
+  TraceEventType,
   TraceResult,
   TracedTool,
   WebActResponse,
@@ -70,6 +78,9 @@ export class SvcApiError extends Error {
     this.body = body;
   }
 }
+
+/** The chat-completions path. */
+const CHAT_PATH = '/v1/chat/completions';
 
 /** The first ERROR_BODY_LIMIT characters of s (code points, never half a surrogate pair). */
 function excerpt(s: string): string {
@@ -145,25 +156,51 @@ export class SvcClient {
   /**
    * chat sends a chat-completions request (never streamed) with the
    * client's app, agent and subject headers, and returns the answer's text,
-   * the run svc recorded and the route it took.
+   * the tools it called, the run svc recorded and the route it took.
    */
-  async chat(request: ChatRequest): Promise<ChatResult> {
-    const headers: Record<string, string> = { 'X-Svc-App': this.app };
-    if (this.agent) headers['X-Svc-Agent'] = this.agent;
-    if (this.subject) headers['X-Svc-Subject'] = this.subject;
-    const { data, headers: got } = await this.#request<ChatCompletion>(
+  async chat(request: ChatRequest, options: CallOptions = {}): Promise<ChatResult> {
+    const { data, headers } = await this.#request<ChatCompletion>(
       'POST',
-      '/v1/chat/completions',
+      CHAT_PATH,
       { ...request, stream: false },
-      headers,
+      this.#identity(),
+      options.signal,
     );
-    const content = data?.choices?.[0]?.message?.content;
+    const message = data?.choices?.[0]?.message;
+    const content = message?.content;
+    const toolCalls = message?.tool_calls;
     return {
       content: typeof content === 'string' ? content : '',
-      runId: got.get('x-svc-run-id') || '',
-      route: got.get('x-svc-route') || 'live',
+      toolCalls: Array.isArray(toolCalls) ? toolCalls : [],
+      runId: headers.get('x-svc-run-id') || '',
+      route: headers.get('x-svc-route') || 'live',
       raw: data,
     };
+  }
+
+  /**
+   * chatStream sends a streamed chat-completions request with the client's
+   * app, agent and subject headers. It resolves once svc has answered, with
+   * the run and route from the headers, and the chunks to read with
+   * `for await`. A status outside 2xx, or an error event in the stream,
+   * throws an SvcApiError; leaving the loop early, `close()`, or aborting
+   * `options.signal` closes the connection.
+   *
+   * ```ts
+   * const stream = await svc.chatStream({ model, messages });
+   * console.log(stream.runId, stream.route);
+   * for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta.content ?? '');
+   * ```
+   */
+  async chatStream(request: ChatStreamRequest, options: CallOptions = {}): Promise<ChatStream> {
+    const headers = { ...this.#identity(), Accept: 'text/event-stream' };
+    const res = await this.#send('POST', CHAT_PATH, { ...request, stream: true }, headers, options.signal);
+    const type = res.headers.get('content-type') ?? '';
+    if (!/^text\/event-stream\b/i.test(type) || !res.body) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(`Svc-API POST ${CHAT_PATH} answered ${res.status} with ${type || 'no content type'}, not an event stream`);
+    }
+    return new EventChunks(res, res.body.getReader(), (text) => this.#mask(text));
   }
 
   /**
@@ -206,7 +243,7 @@ export class SvcClient {
   }
 
   /** trace appends an event to a run's trace (`POST /api/v1/trace`). */
-  async trace(runId: string, type: string, payload: Record<string, unknown>): Promise<TraceResult> {
+  async trace(runId: string, type: Open<TraceEventType>, payload: Record<string, unknown>): Promise<TraceResult> {
     return (await this.#request<TraceResult>('POST', '/api/v1/trace', { runId, type, payload })).data;
   }
 
@@ -318,11 +355,20 @@ export class SvcClient {
     }
   }
 
+  /** #identity is the headers that name the caller on chat. */
+  #identity(): Record<string, string> {
+    const headers: Record<string, string> = { 'X-Svc-App': this.app };
+    if (this.agent) headers['X-Svc-Agent'] = this.agent;
+    if (this.subject) headers['X-Svc-Subject'] = this.subject;
+    return headers;
+  }
+
   /**
-   * #request sends one request and reads its JSON answer. A status outside
-   * 2xx throws an SvcApiError; a network failure throws fetch's own error.
+   * #send sends one request and returns svc's answer with its body unread.
+   * A status outside 2xx throws an SvcApiError; a network failure throws
+   * fetch's own error.
    */
-  async #request<T>(method: Method, path: string, body?: unknown, extra?: Record<string, string>): Promise<Answer<T>> {
+  async #send(method: Method, path: string, body?: unknown, extra?: Record<string, string>, signal?: AbortSignal): Promise<Response> {
     const headers: Record<string, string> = { Accept: 'application/json', ...extra };
     if (this.#apiKey) headers['Authorization'] = `Bearer ${this.#apiKey}`;
     const init: RequestInit = { method, headers };
@@ -330,17 +376,30 @@ export class SvcClient {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
     }
+    if (signal) init.signal = signal;
     const res = await fetch(this.baseUrl + path, init);
-    let text: string;
-    try {
-      text = await res.text();
-    } catch (err) {
-      if (res.ok) throw err;
-      text = ''; // the status says enough
-    }
     if (!res.ok) {
+      let text: string;
+      try {
+        text = await res.text();
+      } catch {
+        text = ''; // the status says enough
+      }
       throw new SvcApiError(method, path, res.status, res.statusText, this.#mask(text));
     }
+    return res;
+  }
+
+  /** #request sends one request and reads its JSON answer (see #send). */
+  async #request<T>(
+    method: Method,
+    path: string,
+    body?: unknown,
+    extra?: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Answer<T>> {
+    const res = await this.#send(method, path, body, extra, signal);
+    const text = await res.text();
     if (text === '') return { data: undefined as T, headers: res.headers };
     let data: T;
     try {
@@ -360,4 +419,83 @@ export class SvcClient {
 /** seg escapes one path segment. */
 function seg(s: string): string {
   return encodeURIComponent(s);
+}
+
+/**
+ * EventChunks is a ChatStream: the chunks of an event stream, read once.
+ * Its reader is cancelled when the stream ends, fails, or is left early.
+ */
+class EventChunks implements ChatStream {
+  readonly runId: string;
+  readonly route: Open<Route>;
+  readonly #res: Response;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #mask: (text: string) => string;
+  #iterated = false;
+  #closed = false;
+
+  constructor(res: Response, reader: ReadableStreamDefaultReader<Uint8Array>, mask: (text: string) => string) {
+    this.runId = res.headers.get('x-svc-run-id') || '';
+    this.route = res.headers.get('x-svc-route') || 'live';
+    this.#res = res;
+    this.#reader = reader;
+    this.#mask = mask;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ChatCompletionChunk> {
+    if (this.#iterated) throw new Error('svc-client: a chat stream can be read once');
+    this.#iterated = true;
+    return this.#chunks();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#reader.cancel().catch(() => {});
+  }
+
+  async *#chunks(): AsyncGenerator<ChatCompletionChunk, void, undefined> {
+    const parser = new SseParser();
+    const events: SseEvent[] = [];
+    try {
+      for (;;) {
+        const { done, value } = await this.#reader.read();
+        if (this.#closed) return;
+        if (done) parser.end(events);
+        else parser.push(value, events);
+        for (const e of events) {
+          if (this.#closed) return; // closed between two chunks of one read
+          if (e.event === 'error') throw this.#failed(e.data);
+          if (e.event !== 'message' || e.data === '') continue;
+          if (e.data === '[DONE]') return;
+          yield this.#chunk(e.data);
+        }
+        events.length = 0;
+        if (done) throw new Error(`Svc-API POST ${CHAT_PATH}: the event stream ended before data: [DONE]`);
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** #chunk parses an event's data: a chunk, or an error object to throw. */
+  #chunk(data: string): ChatCompletionChunk {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      throw new Error(`Svc-API POST ${CHAT_PATH} sent an event that is not JSON: ${excerpt(this.#mask(data))}`);
+    }
+    if (typeof chunk !== 'object' || chunk === null || 'error' in chunk) throw this.#failed(data);
+    return chunk as ChatCompletionChunk;
+  }
+
+  /**
+   * #failed is the error an event reports (an `error` event, or data that
+   * is an error object, as svc writes a failure that comes after the
+   * status): the stream's status, with the event's data as the body.
+   */
+  #failed(data: string): SvcApiError {
+    return new SvcApiError('POST', CHAT_PATH, this.#res.status, this.#res.statusText, this.#mask(data));
+  }
 }

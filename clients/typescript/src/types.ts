@@ -2,6 +2,13 @@
 // field names, nesting and optionality follow the Go handlers and the
 // service specification. Timestamps are RFC 3339 strings; money is USD.
 
+/**
+ * One of the values T svc sends today, or one a newer svc may add. A plain
+ * `T | string` is just `string` to the compiler, and editors stop
+ * suggesting T; `string & {}` accepts every string and keeps T in sight.
+ */
+export type Open<T extends string> = T | (string & {});
+
 // ---------------------------------------------------------------- client
 
 /** Options of a {@link SvcClient}. Every option is optional. */
@@ -44,22 +51,118 @@ export type TracedTool<A = unknown, R = unknown> = (args: A, ctx?: ToolContext) 
 
 // ------------------------------------------------------------------ chat
 
-/** One chat message. */
-export interface ChatMessage {
-  role: string;
-  content: string;
+/** Who speaks in a chat message. */
+export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+/** A text part of a message's content. */
+export interface ChatTextPart {
+  type: 'text';
+  text: string;
 }
 
-/** A chat-completions request. `stream` is always sent as false. */
+/** An image part of a user message's content. */
+export interface ChatImagePart {
+  type: 'image_url';
+  image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+}
+
+/** A part of a message's content. */
+export type ChatContentPart = ChatTextPart | ChatImagePart;
+
+/**
+ * One chat message. An assistant message that called tools carries its
+ * `tool_calls` (its content may be null); each answer goes back as a `tool`
+ * message naming the call in `tool_call_id`.
+ */
+export interface ChatMessage {
+  role: Open<ChatRole>;
+  content: string | ChatContentPart[] | null;
+  /** A name that tells participants of the same role apart. */
+  name?: string;
+  /** On an assistant message: the calls it made. */
+  tool_calls?: ToolCall[];
+  /** On a tool message: the id of the call it answers. */
+  tool_call_id?: string;
+}
+
+/** A JSON Schema object, as a function's parameters are described. */
+export type JsonSchema = { [key: string]: unknown };
+
+/** A function the model may call. */
+export interface FunctionDefinition {
+  name: string;
+  description?: string;
+  /** The function's arguments, as a JSON Schema object. */
+  parameters?: JsonSchema;
+  strict?: boolean | null;
+}
+
+/** A tool offered to the model: a function. */
+export interface ChatTool {
+  type: 'function';
+  function: FunctionDefinition;
+}
+
+/**
+ * Whether the model calls a tool: `auto` (it decides), `none`, `required`
+ * (some tool), or the named function.
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A call the model made. `arguments` is JSON text, as the model wrote it: parse it with care. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A chat-completions request. {@link SvcClient.chat} always sends `stream` as false. */
 export interface ChatRequest {
   model: string;
   messages: ChatMessage[];
   temperature?: number;
   response_format?: unknown;
+  /** Functions the model may call. */
+  tools?: ChatTool[];
+  /** Whether, and which, tool the model calls. */
+  tool_choice?: ToolChoice;
+}
+
+/** A streamed chat-completions request. {@link SvcClient.chatStream} always sends `stream` as true. */
+export interface ChatStreamRequest extends ChatRequest {
+  /** `include_usage` adds a last chunk with the usage and no choices. */
+  stream_options?: { include_usage?: boolean };
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Aborts the request; a stream being read stops and its connection closes. */
+  signal?: AbortSignal;
 }
 
 /** The route a run took. */
 export type Route = 'live' | 'exact_cache' | 'artifact' | 'blocked';
+
+/** Why the model stopped. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
+
+/** Token counts of an answer. */
+export interface ChatUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  [key: string]: unknown;
+}
+
+/** The message of a chat completion's choice. */
+export interface ChatCompletionMessage {
+  role: Open<'assistant'>;
+  /** The text; null when the model only called tools. */
+  content: string | null;
+  refusal?: string | null;
+  tool_calls?: ToolCall[];
+  [key: string]: unknown;
+}
 
 /** The chat-completions body as the provider (or svc for it) answered. */
 export interface ChatCompletion {
@@ -69,11 +172,11 @@ export interface ChatCompletion {
   model?: string;
   choices?: Array<{
     index?: number;
-    message?: { role?: string; content?: string | null; [key: string]: unknown };
-    finish_reason?: string | null;
+    message?: ChatCompletionMessage;
+    finish_reason?: Open<FinishReason> | null;
     [key: string]: unknown;
   }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number; [key: string]: unknown };
+  usage?: ChatUsage;
   [key: string]: unknown;
 }
 
@@ -81,20 +184,80 @@ export interface ChatCompletion {
 export interface ChatResult {
   /** `choices[0].message.content`, or `''`. */
   content: string;
+  /** `choices[0].message.tool_calls`, or `[]`. */
+  toolCalls: ToolCall[];
   /** The `x-svc-run-id` header, or `''`. */
   runId: string;
   /** The `x-svc-route` header, or `'live'`. */
-  route: Route | string;
+  route: Open<Route>;
   /** The whole response body. */
   raw: ChatCompletion;
 }
 
+/**
+ * A piece of a streamed tool call. The first piece of a call has its `id`,
+ * `type` and `function.name`; the pieces after it add to
+ * `function.arguments`. `index` tells the calls of one answer apart.
+ */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+/** What one chunk adds to the answer's message. */
+export interface ChatCompletionDelta {
+  role?: Open<'assistant'>;
+  content?: string | null;
+  refusal?: string | null;
+  tool_calls?: ToolCallDelta[];
+  [key: string]: unknown;
+}
+
+/** One chunk of a streamed answer (`chat.completion.chunk`). */
+export interface ChatCompletionChunk {
+  id: string;
+  object: Open<'chat.completion.chunk'>;
+  created: number;
+  model: string;
+  system_fingerprint?: string | null;
+  /** Empty on the usage chunk that `stream_options.include_usage` asks for. */
+  choices: Array<{
+    index: number;
+    delta: ChatCompletionDelta;
+    finish_reason: Open<FinishReason> | null;
+    logprobs?: unknown;
+    [key: string]: unknown;
+  }>;
+  usage?: ChatUsage | null;
+  [key: string]: unknown;
+}
+
+/**
+ * What {@link SvcClient.chatStream} returns once svc has answered: the run
+ * and route from the headers, and the chunks to iterate once with
+ * `for await`. Leaving the loop early closes the connection; a stream
+ * that is not read keeps it open until `close()`.
+ */
+export interface ChatStream extends AsyncIterable<ChatCompletionChunk> {
+  /** The `x-svc-run-id` header, or `''`. */
+  readonly runId: string;
+  /** The `x-svc-route` header, or `'live'`. */
+  readonly route: Open<Route>;
+  /** Stops reading and closes the connection; a loop over the chunks then ends. */
+  close(): Promise<void>;
+}
+
 // ------------------------------------------------------------------ runs
+
+/** What a policy rule decides. */
+export type PolicyEffect = 'allow' | 'deny' | 'require_approval';
 
 /** A policy rule that matched. */
 export interface RuleResult {
   id: string;
-  effect: 'allow' | 'deny' | 'require_approval' | string;
+  effect: Open<PolicyEffect>;
   reason: string;
   /** Set when the rule's condition failed (a failing deny or require_approval rule counts as matched). */
   error?: string;
@@ -102,7 +265,7 @@ export interface RuleResult {
 
 /** A policy decision. */
 export interface Verdict {
-  decision: 'allow' | 'deny' | 'require_approval' | string;
+  decision: Open<PolicyEffect>;
   rules: RuleResult[];
   /** Whether the decision stopped the call (false in observe mode). */
   enforced: boolean;
@@ -112,7 +275,7 @@ export interface Verdict {
 
 /** A route a run did not take, and why. */
 export interface RouteAlternative {
-  route: Route | string;
+  route: Open<Route>;
   reason: string;
 }
 
@@ -120,7 +283,7 @@ export interface RouteAlternative {
 export interface RouteCacheDetail {
   tier: string;
   cacheable: boolean;
-  lookup: 'miss' | 'fresh' | 'stale' | 'skipped' | string;
+  lookup: Open<'miss' | 'fresh' | 'stale' | 'skipped'>;
   served: boolean;
   sourceRunId?: string;
   storedAt?: string;
@@ -138,7 +301,7 @@ export interface RouteFallbackDetail {
 
 /** Why a run took its route and what it passed over. */
 export interface RouteExplanation {
-  route: Route | string;
+  route: Open<Route>;
   reason: string;
   rejected: RouteAlternative[] | null;
   policy: Verdict;
@@ -152,14 +315,14 @@ export interface RouteExplanation {
 export interface Run {
   id: string;
   createdAt: string;
-  route: Route | string;
-  status: 'ok' | 'error' | 'blocked' | string;
+  route: Open<Route>;
+  status: Open<'ok' | 'error' | 'blocked'>;
   httpStatus: number;
   model: string;
   app: string;
   agent: string;
   subject: string;
-  mode: 'observe' | 'optimize' | string;
+  mode: Open<'observe' | 'optimize'>;
   keyId?: string;
   provider: string;
   stream: boolean;
@@ -182,10 +345,13 @@ export interface Run {
   response?: unknown;
 }
 
+/** The trace events an agent appends through {@link SvcClient.trace}; svc records others of its own. */
+export type TraceEventType = 'tool.called' | 'tool.completed' | 'side_effect.planned';
+
 /** One entry of a run's hash-chained trace. */
 export interface RunEvent {
   seq: number;
-  type: string;
+  type: Open<TraceEventType>;
   at: string;
   payload: unknown;
   prevHash: string;
@@ -199,7 +365,7 @@ export interface SideEffect {
   toolName: string;
   level: number;
   payload: unknown;
-  state: 'planned' | 'executed' | 'suppressed' | 'blocked' | string;
+  state: Open<'planned' | 'executed' | 'suppressed' | 'blocked'>;
   ruleId?: string;
   reason?: string;
   approvalId?: string;
@@ -217,7 +383,7 @@ export interface RunDetail {
 
 /** `POST /api/v1/trace`. */
 export interface TraceResult {
-  event: { seq: number; type: string; hash: string };
+  event: { seq: number; type: Open<TraceEventType>; hash: string };
   /** The tool policies' verdict on a `tool.called` or `side_effect.planned` event. */
   verdict?: Verdict;
   /** The record a `side_effect.planned` event created. */
@@ -228,7 +394,7 @@ export interface TraceResult {
 export interface Feedback {
   id: string;
   runId: string;
-  rating: 1 | -1 | number;
+  rating: 1 | -1;
   correction?: string;
   createdAt: string;
 }
@@ -277,7 +443,7 @@ export type CacheType = 'exact_response' | 'tool_result' | 'som' | 'negative';
 
 /** One tier's figures for the tenant. */
 export interface CacheStat {
-  cacheType: CacheType | string;
+  cacheType: Open<CacheType>;
   entries: number;
   /** Hits since the service started. */
   hits: number;
@@ -297,15 +463,15 @@ export interface ToolCacheCheckResult<R = unknown> {
 // ------------------------------------------------------ learning loop
 
 /** A pattern's lifecycle state. */
-export type PatternState = 'observed' | 'candidate' | 'shadow' | 'promoted' | 'negative' | 'retired' | string;
+export type PatternState = 'observed' | 'candidate' | 'shadow' | 'promoted' | 'negative' | 'retired';
 
 /** An artifact's state: only a promoted artifact serves. */
-export type ArtifactState = 'shadow' | 'promoted' | 'quarantined' | 'retired' | string;
+export type ArtifactState = 'shadow' | 'promoted' | 'quarantined' | 'retired';
 
 /** A kind of request svc keeps seeing. */
 export interface Pattern {
   id: string;
-  state: PatternState;
+  state: Open<PatternState>;
   fingerprints: unknown;
   runCount: number;
   avgCostUsd: number;
@@ -338,11 +504,10 @@ export interface ArtifactProvenance {
 export interface Artifact {
   id: string;
   patternId?: string;
-  state: ArtifactState;
+  state: Open<ArtifactState>;
   /** Why the artifact is in its state. */
   stateReason?: string;
-  /** `classifier`, `template`, `extractor` or `lookup`. */
-  type: string;
+  type: Open<'classifier' | 'template' | 'extractor' | 'lookup'>;
   /** The declarative representation svc interprets (never code). */
   representation: unknown;
   provenance: ArtifactProvenance;
@@ -370,9 +535,9 @@ export interface Artifact {
 export interface ArtifactEvaluation {
   id: string;
   artifactId: string;
-  kind: 'replay' | 'shadow' | 'live' | string;
+  kind: Open<'replay' | 'shadow' | 'live'>;
   runId: string;
-  outcome: 'pass' | 'fail' | 'abstain' | string;
+  outcome: Open<'pass' | 'fail' | 'abstain'>;
   expected: string;
   got: string;
   reason?: string;
@@ -441,7 +606,7 @@ export interface SomDiff {
 /** `POST /api/v1/web/fetch`. */
 export interface SomFetchResult {
   som: SomSnapshot;
-  source: 'external' | 'builtin' | 'cache' | string;
+  source: Open<'external' | 'builtin' | 'cache'>;
   cached: boolean;
   htmlBytes: number;
   somBytes: number;
@@ -486,7 +651,7 @@ export interface WebIntent {
 /** What an action did. */
 export interface WebActionResult {
   ok: boolean;
-  action: string;
+  action: Open<WebIntent['action']>;
   target: string;
   resolved?: unknown;
   navigated?: boolean;

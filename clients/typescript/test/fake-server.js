@@ -20,6 +20,7 @@ import http from 'node:http';
  * @property {Record<string, string>} [headers]
  * @property {unknown} [body] JSON-encoded unless a string; default {}
  * @property {boolean} [destroy] drop the connection instead of answering
+ * @property {(res: http.ServerResponse) => void} [stream] take the response over (see eventStream)
  */
 
 /** @typedef {(req: Recorded) => Reply | undefined | Promise<Reply | undefined>} Handler */
@@ -59,6 +60,10 @@ export async function startFake(t, handle = () => undefined) {
       req.socket.destroy();
       return;
     }
+    if (reply.stream) {
+      reply.stream(res);
+      return;
+    }
     const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {});
     res.writeHead(reply.status ?? 200, reply.statusText, { 'content-type': 'application/json', ...reply.headers });
     res.end(text);
@@ -92,4 +97,55 @@ export async function closedPort() {
   const addr = /** @type {import('node:net').AddressInfo} */ (server.address());
   await new Promise((resolve) => server.close(() => resolve(undefined)));
   return `http://127.0.0.1:${addr.port}`;
+}
+
+/**
+ * @typedef {object} EventStream
+ * @property {Reply} reply the fake's answer: status 200, text/event-stream and the headers given, sent at once
+ * @property {(bytes: string | Uint8Array) => Promise<void>} write sends bytes once the answer has begun
+ * @property {() => Promise<void>} end ends the answer
+ * @property {Promise<{ended: boolean}>} closed settles when the connection is done with: ended is
+ *   false when the client closed it before the answer ended
+ */
+
+/**
+ * eventStream is an answer a test writes piece by piece, in step with what
+ * the client has read.
+ * @param {Record<string, string>} [headers]
+ * @returns {EventStream}
+ */
+export function eventStream(headers = {}) {
+  /** @type {(res: http.ServerResponse) => void} */
+  let begun = () => {};
+  /** @type {Promise<http.ServerResponse>} */
+  const response = new Promise((resolve) => (begun = resolve));
+  /** @type {(v: {ended: boolean}) => void} */
+  let settle = () => {};
+  /** @type {Promise<{ended: boolean}>} */
+  const closed = new Promise((resolve) => (settle = resolve));
+  return {
+    reply: {
+      stream: (res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+        res.flushHeaders();
+        res.on('close', () => settle({ ended: res.writableEnded }));
+        begun(res);
+      },
+    },
+    write: async (bytes) => {
+      (await response).write(bytes);
+    },
+    end: async () => {
+      (await response).end();
+    },
+    closed,
+  };
+}
+
+/**
+ * sse writes each value as one event: objects as JSON, strings as they are.
+ * @param {...unknown} values
+ */
+export function sse(...values) {
+  return values.map((v) => `data: ${typeof v === 'string' ? v : JSON.stringify(v)}\n\n`).join('');
 }

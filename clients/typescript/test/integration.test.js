@@ -1,7 +1,7 @@
 // @ts-check
 // Integration tests of svc-client against the real svc: bin/svc with the
-// mock provider, a temporary database and a bearer token. Endpoints svc
-// does not serve yet are reported as skipped, naming the endpoint.
+// mock provider, a temporary database and a bearer token. Every endpoint
+// the client calls must answer: a missing route fails its test.
 
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -15,18 +15,21 @@ const TOKEN = 'ts-client-integration-bootstrap-token';
 const MODEL = 'gpt-4o-mini';
 
 /**
- * waitingFor reports whether err says svc has no such route yet (404 "no
- * route", or 405 when the path exists with other methods), and if so skips
- * the test naming the endpoint it waits for.
- * @param {import('node:test').TestContext} t
- * @param {unknown} err
- * @param {string} endpoint
+ * notFound checks that err is svc's 404 for a record it does not have, whose
+ * message starts with what: a route svc does not serve is a 404 too, but
+ * one that says "no route", and must fail the test.
+ * @param {string} what
+ * @returns {(err: unknown) => true}
  */
-function waitingFor(t, err, endpoint) {
-  if (!(err instanceof SvcApiError)) return false;
-  const missing = (err.status === 404 && err.body.includes('no route')) || err.status === 405;
-  if (missing) t.skip(`waiting for ${endpoint}`);
-  return missing;
+function notFound(what) {
+  return (err) => {
+    assert.ok(err instanceof SvcApiError, String(err));
+    assert.equal(err.status, 404, err.message);
+    const body = JSON.parse(err.body);
+    assert.equal(body.error.code, 'not_found', err.message);
+    assert.ok(body.error.message.startsWith(`${what} not found`), err.message);
+    return true;
+  };
 }
 
 /**
@@ -112,6 +115,154 @@ describe('svc-client against bin/svc', () => {
     assert.deepEqual(detail.sideEffects, []);
   });
 
+  /** @type {import('svc-client').ChatTool} */
+  const weather = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city.',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+        required: ['city'],
+      },
+    },
+  };
+
+  /**
+   * read reads a stream to its end and adds its chunks up: the text, the
+   * tool calls, the finish reason and the usage.
+   * @param {import('svc-client').ChatStream} stream
+   */
+  async function read(stream) {
+    /** @type {import('svc-client').ChatCompletionChunk[]} */
+    const chunks = [];
+    let text = '';
+    /** @type {import('svc-client').ToolCall[]} */
+    const toolCalls = [];
+    /** @type {string | null} */
+    let finish = null;
+    for await (const chunk of stream) {
+      chunks.push(chunk);
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      text += choice.delta.content ?? '';
+      for (const d of choice.delta.tool_calls ?? []) {
+        toolCalls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+        const call = toolCalls[d.index];
+        if (d.id) call.id = d.id;
+        if (d.function?.name) call.function.name = d.function.name;
+        call.function.arguments += d.function?.arguments ?? '';
+      }
+      finish = choice.finish_reason ?? finish;
+    }
+    return { chunks, text, toolCalls, finish, usage: chunks[chunks.length - 1]?.usage };
+  }
+
+  test('chat with tools: the model calls the tool it is told to, then answers from its result', async () => {
+    /** @type {import('svc-client').ChatMessage[]} */
+    const messages = [{ role: 'user', content: 'Use get_weather for Oslo, please.' }];
+    const called = await client.chat({ model: MODEL, messages, tools: [weather] });
+    assert.equal(called.route, 'live');
+    assert.match(called.runId, /^run_/);
+    assert.equal(called.content, '');
+    assert.equal(called.raw.choices?.[0].finish_reason, 'tool_calls');
+    assert.equal(called.toolCalls.length, 1);
+    const [call] = called.toolCalls;
+    assert.match(call.id, /^call_/);
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Oslo' });
+
+    const answered = await client.chat({
+      model: MODEL,
+      tools: [weather],
+      messages: [
+        ...messages,
+        { role: 'assistant', content: null, tool_calls: called.toolCalls },
+        { role: 'tool', tool_call_id: call.id, content: '{"tempC":21}' },
+      ],
+    });
+    assert.deepEqual(answered.toolCalls, []);
+    assert.equal(answered.content, 'Mock answer: get_weather returned {"tempC":21}.');
+
+    const declined = await client.chat({ model: MODEL, messages, tools: [weather], tool_choice: 'none' });
+    assert.deepEqual(declined.toolCalls, []);
+    assert.ok(declined.content.length > 0);
+
+    for (const tool_choice of /** @type {import('svc-client').ToolChoice[]} */ (['required', { type: 'function', function: { name: 'get_weather' } }])) {
+      const forced = await client.chat({ model: MODEL, messages: [{ role: 'user', content: 'What should I wear in Bergen?' }], tools: [weather], tool_choice });
+      assert.deepEqual(forced.toolCalls.map((c) => c.function.name), ['get_weather'], JSON.stringify(tool_choice));
+    }
+  });
+
+  test('chatStream: the run and route before the chunks, and the text chat then answers from the cache', async () => {
+    const request = { model: MODEL, messages: [{ role: 'user', content: 'Describe a quiet harbour town at dawn.' }] };
+    const stream = await client.chatStream(request);
+    assert.match(stream.runId, /^run_/);
+    assert.equal(stream.route, 'live');
+    const { chunks, text, finish } = await read(stream);
+    assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+    assert.ok(chunks.filter((c) => c.choices[0]?.delta.content).length > 1, 'the text came in pieces');
+    assert.equal(finish, 'stop');
+    assert.ok(text.length > 0);
+
+    const cached = await client.chat(request);
+    assert.equal(cached.route, 'exact_cache');
+    assert.equal(cached.content, text);
+
+    const again = await client.chatStream(request);
+    assert.equal(again.route, 'exact_cache');
+    assert.notEqual(again.runId, stream.runId);
+    assert.equal((await read(again)).text, text);
+
+    const detail = await client.runDetail(stream.runId);
+    assert.equal(detail.run.stream, true);
+    assert.equal(detail.run.route, 'live');
+    assert.equal(detail.run.app, 'ts-it');
+  });
+
+  test('chatStream with tools: the tool-call deltas add up to the call chat makes, and usage comes last when asked', async () => {
+    const request = {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Use get_weather for Trondheim in celsius.' }],
+      tools: [weather],
+    };
+    const stream = await client.chatStream({ ...request, stream_options: { include_usage: true } });
+    assert.equal(stream.route, 'live');
+    const { chunks, text, toolCalls, finish, usage } = await read(stream);
+    assert.equal(text, '');
+    assert.equal(finish, 'tool_calls');
+    const pieces = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).filter((d) => d.function?.arguments);
+    assert.ok(pieces.length > 1, 'the arguments came in pieces');
+    assert.equal(toolCalls.length, 1);
+    assert.equal(toolCalls[0].function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(toolCalls[0].function.arguments), { city: 'Trondheim', unit: 'celsius' });
+    assert.deepEqual(chunks[chunks.length - 1].choices, []);
+    assert.ok(usage && typeof usage.total_tokens === 'number' && usage.total_tokens > 0);
+
+    // The same request unstreamed calls the same function with the same
+    // arguments (the call's id is another: svc does not cache a streamed
+    // answer with tool calls, and the mock derives the id from the body).
+    const whole = await client.chat(request);
+    assert.deepEqual(whole.toolCalls.map((c) => c.function), toolCalls.map((c) => c.function));
+  });
+
+  test('chatStream: a refused request is an SvcApiError before any chunk', async () => {
+    await assert.rejects(new SvcClient({ baseUrl: svc.url }).chatStream({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 401);
+      assert.match(err.message, /^Svc-API POST \/v1\/chat\/completions failed: 401 Unauthorized — \{"error":/);
+      return true;
+    });
+    await assert.rejects(client.chatStream({ model: MODEL, messages: [] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 400);
+      assert.equal(JSON.parse(err.body).error.param, 'messages');
+      return true;
+    });
+  });
+
   test('a client without the key, or with a wrong one, gets the 401 as an error in the exact form', async () => {
     const wrong = 'svc_wrong-key-0123456789abcdef';
     for (const c of [new SvcClient({ baseUrl: svc.url }), new SvcClient({ baseUrl: svc.url, apiKey: wrong })]) {
@@ -150,7 +301,7 @@ describe('svc-client against bin/svc', () => {
     assert.equal(last.type, 'agent.note');
     assert.deepEqual(last.payload, { step: 1 });
     assert.equal(last.hash, res.event.hash);
-    await assert.rejects(client.trace('run_missing', 'agent.note', {}), (err) => err instanceof SvcApiError && err.status === 404);
+    await assert.rejects(client.trace('run_missing', 'agent.note', {}), notFound('run'));
   });
 
   test('traceTool: a read-only tool is served from the tool-result cache the second time, without executing', async () => {
@@ -237,15 +388,9 @@ describe('svc-client against bin/svc', () => {
     assert.ok(exact && exact.entries > 0 && exact.hits > 0);
   });
 
-  test('fetchSom: a page compiled, then served from the SOM cache, then compiled afresh on request', async (t) => {
+  test('fetchSom: a page compiled, then served from the SOM cache, then compiled afresh on request', async () => {
     const url = `${pagesUrl}/shop.html`;
-    let first;
-    try {
-      first = await client.fetchSom(url);
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/fetch')) return;
-      throw err;
-    }
+    const first = await client.fetchSom(url);
     assert.ok(['builtin', 'external'].includes(first.source), first.source);
     assert.equal(first.cached, false);
     assert.ok(first.htmlBytes > 0 && first.somBytes > 0);
@@ -265,38 +410,20 @@ describe('svc-client against bin/svc', () => {
     assert.ok(fresh.diff.driftScore >= 0 && fresh.diff.driftScore <= 0.1, `an unchanged page drifts little: ${fresh.diff.driftScore}`);
   });
 
-  test('web session: open, list, click a link, type, close; the closed session is gone', async (t) => {
-    let opened;
-    try {
-      opened = await client.web.openSession(`${pagesUrl}/shop.html`);
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/sessions')) return;
-      throw err;
-    }
+  test('web session: open, list, click a link, type, close; the closed session is gone', async () => {
+    const opened = await client.web.openSession(`${pagesUrl}/shop.html`);
     const id = opened.session.id;
     assert.ok(id);
     assert.ok(opened.session.url.startsWith(pagesUrl), opened.session.url);
 
-    let list;
-    try {
-      list = await client.web.listSessions();
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/web/sessions')) return;
-      throw err;
-    }
+    const list = await client.web.listSessions();
     assert.ok(list.sessions.some((s) => s.id === id));
 
     const search = elementId(opened.som, opened.context, 'Find boots');
     const link = elementId(opened.som, opened.context, 'Next page');
     assert.ok(search && link, `element ids of the search box and the link in:\n${opened.context}`);
 
-    let typed;
-    try {
-      typed = await client.web.act(id, { action: 'type', target: search, value: 'boots' });
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/web/sessions/:id/act')) return;
-      throw err;
-    }
+    const typed = await client.web.act(id, { action: 'type', target: search, value: 'boots' });
     assert.equal(typed.result.ok, true);
     assert.equal(typed.result.action, 'type');
     assert.equal(typed.result.target, search);
@@ -307,54 +434,26 @@ describe('svc-client against bin/svc', () => {
     assert.equal(clicked.result.url, `${pagesUrl}/next.html`);
     assert.ok(clicked.context.includes('Second page'));
 
-    let closed;
-    try {
-      closed = await client.web.closeSession(id);
-    } catch (err) {
-      if (waitingFor(t, err, 'DELETE /api/v1/web/sessions/:id')) return;
-      throw err;
-    }
+    const closed = await client.web.closeSession(id);
     assert.deepEqual(closed, { ok: true });
-    await assert.rejects(client.web.act(id, { action: 'click', target: link }), (err) => err instanceof SvcApiError && err.status === 404);
+    await assert.rejects(client.web.act(id, { action: 'click', target: link }), notFound('web session'));
   });
 
-  test('patterns: a list', async (t) => {
-    try {
-      assert.ok(Array.isArray(await client.patterns()));
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/patterns')) return;
-      throw err;
-    }
+  test('patterns: a list', async () => {
+    assert.ok(Array.isArray(await client.patterns()));
   });
 
-  test('artifacts: a list; an unknown artifact is a 404 error', async (t) => {
-    try {
-      assert.ok(Array.isArray(await client.artifacts()));
-    } catch (err) {
-      if (waitingFor(t, err, 'GET /api/v1/artifacts')) return;
-      throw err;
-    }
-    await assert.rejects(client.artifactDetail('art_missing'), (err) => {
-      if (waitingFor(t, err, 'GET /api/v1/artifacts/:id')) return true;
-      return err instanceof SvcApiError && err.status === 404;
-    });
+  test('artifacts: a list; an unknown artifact is a 404 error', async () => {
+    assert.ok(Array.isArray(await client.artifacts()));
+    await assert.rejects(client.artifactDetail('art_missing'), notFound('artifact'));
   });
 
-  test('promoteArtifact: an unknown artifact is a 404 error', async (t) => {
-    await assert.rejects(client.promoteArtifact('art_missing'), (err) => {
-      if (waitingFor(t, err, 'POST /api/v1/artifacts/:id/promote')) return true;
-      return err instanceof SvcApiError && err.status === 404;
-    });
+  test('promoteArtifact: an unknown artifact is a 404 error', async () => {
+    await assert.rejects(client.promoteArtifact('art_missing'), notFound('artifact'));
   });
 
-  test('learningTick: one pass, and its report', async (t) => {
-    let report;
-    try {
-      report = await client.learningTick();
-    } catch (err) {
-      if (waitingFor(t, err, 'POST /api/v1/learning/tick')) return;
-      throw err;
-    }
+  test('learningTick: one pass, and its report', async () => {
+    const report = await client.learningTick();
     assert.equal(typeof report.artifactsSynthesized, 'number');
     assert.ok(Array.isArray(report.promotionsEligible));
     assert.ok(Array.isArray(report.autoPromoted));

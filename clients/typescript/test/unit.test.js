@@ -7,7 +7,7 @@ import util from 'node:util';
 
 import { SvcApiError, SvcClient } from 'svc-client';
 
-import { closedPort, startFake } from './fake-server.js';
+import { closedPort, eventStream, sse, startFake } from './fake-server.js';
 
 const KEY = 'svc_unit-test-key-4f9a2c81d7e6';
 
@@ -165,22 +165,23 @@ describe('chat', () => {
       headers: { 'x-svc-run-id': 'run_abc', 'x-svc-route': 'exact_cache' },
     }));
     const res = await new SvcClient({ baseUrl: fake.url }).chat({ model: 'm', messages: [] });
-    assert.deepEqual(res, { content: 'billing', runId: 'run_abc', route: 'exact_cache', raw: completion });
+    assert.deepEqual(res, { content: 'billing', toolCalls: [], runId: 'run_abc', route: 'exact_cache', raw: completion });
   });
 
-  test("fallbacks: content '', runId '', route 'live'", async (t) => {
+  test("fallbacks: content '', toolCalls [], runId '', route 'live'", async (t) => {
     const bodies = [
       {},
       { choices: [] },
       { choices: [{ message: {} }] },
       { choices: [{ message: { role: 'assistant', content: null, tool_calls: [] } }] },
+      { choices: [{ message: { role: 'assistant', content: null, tool_calls: null } }] },
     ];
     let i = 0;
     const fake = await startFake(t, () => ({ body: bodies[i++] }));
     const c = new SvcClient({ baseUrl: fake.url });
     for (const body of bodies) {
       const res = await c.chat({ model: 'm', messages: [] });
-      assert.deepEqual(res, { content: '', runId: '', route: 'live', raw: body });
+      assert.deepEqual(res, { content: '', toolCalls: [], runId: '', route: 'live', raw: body });
     }
   });
 
@@ -197,6 +198,360 @@ describe('chat', () => {
       assert.equal(err.message, `Svc-API POST /v1/chat/completions failed: 403 Forbidden — ${JSON.stringify(blocked)}`);
       return true;
     });
+  });
+});
+
+describe('chat with tools', () => {
+  /** @type {import('svc-client').ChatTool[]} */
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'The weather in a city.',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    },
+  ];
+  const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } };
+
+  test('sends tools, tool_choice and the messages of a tool round as given', async (t) => {
+    const fake = await startFake(t);
+    const c = new SvcClient({ baseUrl: fake.url });
+    /** @type {import('svc-client').ChatMessage[]} */
+    const messages = [
+      { role: 'user', content: 'What is the weather in Oslo?' },
+      { role: 'assistant', content: null, tool_calls: [/** @type {import('svc-client').ToolCall} */ (call)] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"tempC":21}' },
+    ];
+    /** @type {import('svc-client').ToolChoice[]} */
+    const choices = ['auto', 'none', 'required', { type: 'function', function: { name: 'get_weather' } }];
+    for (const tool_choice of choices) await c.chat({ model: 'm', messages, tools, tool_choice });
+    const sent = fake.requests().map((r) => r.body);
+    assert.deepEqual(
+      sent.map((b) => b.tool_choice),
+      choices,
+    );
+    for (const body of sent) assert.deepEqual(body, { model: 'm', messages, tools, tool_choice: body.tool_choice, stream: false });
+  });
+
+  test('returns the tool calls of the answer, and content "" for its null content', async (t) => {
+    const completion = {
+      id: 'chatcmpl-2',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' }],
+    };
+    const fake = await startFake(t, () => ({ body: completion, headers: { 'x-svc-run-id': 'run_t', 'x-svc-route': 'live' } }));
+    const res = await new SvcClient({ baseUrl: fake.url }).chat({ model: 'm', messages: [{ role: 'user', content: 'weather?' }], tools });
+    assert.deepEqual(res, { content: '', toolCalls: [call], runId: 'run_t', route: 'live', raw: completion });
+  });
+
+  test('an aborted signal rejects chat with an AbortError', { timeout: 20000 }, async (t) => {
+    /** @type {() => void} */
+    let arrived = () => {};
+    const request = new Promise((resolve) => (arrived = () => resolve(undefined)));
+    const fake = await startFake(t, () => {
+      arrived();
+      return new Promise(() => {}); // svc never answers
+    });
+    const ctl = new AbortController();
+    const pending = new SvcClient({ baseUrl: fake.url }).chat({ model: 'm', messages: [] }, { signal: ctl.signal });
+    await request;
+    ctl.abort();
+    await assert.rejects(pending, { name: 'AbortError' });
+  });
+});
+
+describe('chatStream', () => {
+  /**
+   * chunk is a chat.completion.chunk with one choice.
+   * @param {Record<string, unknown>} delta
+   * @param {string | null} [finish]
+   */
+  const chunk = (delta, finish = null) => ({
+    id: 'chatcmpl-s',
+    object: 'chat.completion.chunk',
+    created: 1704067200,
+    model: 'm',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  const hello = [chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hello' }), chunk({ content: ' there' }), chunk({}, 'stop')];
+
+  /**
+   * collect reads a stream to its end.
+   * @param {AsyncIterable<import('svc-client').ChatCompletionChunk>} stream
+   */
+  async function collect(stream) {
+    /** @type {import('svc-client').ChatCompletionChunk[]} */
+    const out = [];
+    for await (const c of stream) out.push(c);
+    return out;
+  }
+
+  test('POST /v1/chat/completions with stream forced true, identity headers and Accept text/event-stream', async (t) => {
+    const fake = await startFake(t, () => ({ body: sse(...hello, '[DONE]'), headers: { 'content-type': 'text/event-stream' } }));
+    const c = new SvcClient({ baseUrl: fake.url, apiKey: KEY, app: 'billing', agent: 'triage-bot', subject: 'u-42' });
+    const messages = [{ role: 'user', content: 'hi' }];
+    const request = /** @type {any} */ ({ model: 'm', messages, stream: false, stream_options: { include_usage: true } });
+    await collect(await c.chatStream(request));
+    const [r] = fake.requests();
+    assert.equal(r.method, 'POST');
+    assert.equal(r.path, '/v1/chat/completions');
+    assert.deepEqual(r.body, { model: 'm', messages, stream: true, stream_options: { include_usage: true } });
+    assert.equal(r.headers.accept, 'text/event-stream');
+    assert.equal(r.headers.authorization, `Bearer ${KEY}`);
+    assert.equal(r.headers['x-svc-app'], 'billing');
+    assert.equal(r.headers['x-svc-agent'], 'triage-bot');
+    assert.equal(r.headers['x-svc-subject'], 'u-42');
+  });
+
+  test('runId and route come from the headers before any chunk is sent; the chunks follow in order until [DONE]', async (t) => {
+    const events = eventStream({ 'x-svc-run-id': 'run_s', 'x-svc-route': 'exact_cache' });
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    assert.equal(stream.runId, 'run_s');
+    assert.equal(stream.route, 'exact_cache');
+    const usage = { id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [], usage: { total_tokens: 7 } };
+    await events.write(sse(...hello, usage, '[DONE]'));
+    assert.deepEqual(await collect(stream), [...hello, usage]);
+    await events.end();
+  });
+
+  test("runId '' and route 'live' when the headers are absent", async (t) => {
+    const fake = await startFake(t, () => ({ body: sse('[DONE]'), headers: { 'content-type': 'text/event-stream' } }));
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    assert.equal(stream.runId, '');
+    assert.equal(stream.route, 'live');
+    assert.deepEqual(await collect(stream), []);
+  });
+
+  test('events split across reads: in a UTF-8 character, between CR and LF, in [DONE]', async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    const it = stream[Symbol.asyncIterator]();
+    const cafe = Buffer.from('data: {"n":2,"t":"café"}\n\n');
+    const cut = cafe.indexOf(0xa9); // the second byte of é
+    // Each write is sent only after the client gave back the event before
+    // it, so the next event is split across reads where the test cuts it.
+    await events.write(Buffer.concat([Buffer.from('data: {"n":1}\n\n'), cafe.subarray(0, cut)]));
+    assert.deepEqual((await it.next()).value, { n: 1 });
+    await events.write(Buffer.concat([cafe.subarray(cut), Buffer.from('data: {"n":3,\r')]));
+    assert.deepEqual((await it.next()).value, { n: 2, t: 'café' });
+    // The LF after a CR that ended the last read ends no second line: a
+    // blank line there would end the event in the middle of its JSON.
+    await events.write('\ndata: "m":"x"}\r\n\r\n: keep-alive\n\ndata: [DO');
+    assert.deepEqual((await it.next()).value, { n: 3, m: 'x' });
+    await events.write('NE]\n\n');
+    assert.deepEqual(await it.next(), { done: true, value: undefined });
+    await events.end();
+  });
+
+  test('comments, keep-alives, id and retry fields, other event types and multi-line data', async (t) => {
+    const body = [
+      ': connected\n\n',
+      'retry: 1000\nid: 7\ndata: {"n":1}\n\n',
+      ':\n\n',
+      'event: ping\ndata: {"not":"a chunk"}\n\n',
+      'data:\n\n',
+      'event: message\ndata: {"n":\ndata: 2}\n\n',
+      'data:{"n":3}\r\rdata: {"n":4}\r\n\r\n',
+      'data: [DONE]\n\n',
+    ].join('');
+    const fake = await startFake(t, () => ({ body, headers: { 'content-type': 'text/event-stream; charset=utf-8' } }));
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    assert.deepEqual(await collect(stream), [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
+  });
+
+  test('tool-call deltas arrive as they were sent, and add up to the call', async (t) => {
+    const args = '{"city":"Oslo","unit":"celsius"}';
+    const chunks = [
+      chunk({ role: 'assistant', content: null }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(0, 16) } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(16) } }] }),
+      chunk({}, 'tool_calls'),
+    ];
+    const fake = await startFake(t, () => ({ body: sse(...chunks, '[DONE]'), headers: { 'content-type': 'text/event-stream' } }));
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({
+      model: 'm',
+      messages: [{ role: 'user', content: 'get weather in Oslo' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+      tool_choice: 'required',
+    });
+    const got = await collect(stream);
+    /** @type {Array<{id: string, name: string, arguments: string}>} */
+    const calls = [];
+    for (const c of got) {
+      for (const d of c.choices[0].delta.tool_calls ?? []) {
+        calls[d.index] ??= { id: '', name: '', arguments: '' };
+        if (d.id) calls[d.index].id = d.id;
+        if (d.function?.name) calls[d.index].name = d.function.name;
+        calls[d.index].arguments += d.function?.arguments ?? '';
+      }
+    }
+    assert.deepEqual(calls, [{ id: 'call_9', name: 'get_weather', arguments: args }]);
+    assert.equal(got[got.length - 1].choices[0].finish_reason, 'tool_calls');
+    assert.deepEqual(got, chunks);
+  });
+
+  test('a non-2xx answer throws an SvcApiError before any stream', async (t) => {
+    const blocked = { error: { message: 'blocked by policy: no-secrets', type: 'policy_error', param: null, code: 'policy_denied' } };
+    const fake = await startFake(t, () => ({ status: 403, body: blocked, headers: { 'x-svc-route': 'blocked' } }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] }), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 403);
+      assert.equal(err.message, `Svc-API POST /v1/chat/completions failed: 403 Forbidden — ${JSON.stringify(blocked)}`);
+      return true;
+    });
+    assert.equal(fake.requests().length, 1, 'no retries');
+  });
+
+  test('an error in the stream throws an SvcApiError with the event as its body, after the chunks before it', { timeout: 20000 }, async (t) => {
+    const failure = { error: { message: 'the provider failed: reset', type: 'upstream_error', param: null, code: 'upstream_error' } };
+    /** @type {Array<[string, string]>} */
+    const cases = [
+      ['data that is an error object', sse(failure)],
+      ['an error event', `event: error\ndata: ${JSON.stringify(failure)}\n\n`],
+    ];
+    for (const [what, tail] of cases) {
+      const events = eventStream();
+      const fake = await startFake(t, () => events.reply);
+      const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+      await events.write(sse(hello[0], hello[1]) + tail); // and the connection stays open
+      /** @type {unknown[]} */
+      const got = [];
+      await assert.rejects(
+        (async () => {
+          for await (const c of stream) got.push(c);
+        })(),
+        (err) => {
+          assert.ok(err instanceof SvcApiError, what);
+          assert.equal(err.status, 200);
+          assert.equal(err.body, JSON.stringify(failure));
+          assert.equal(err.message, `Svc-API POST /v1/chat/completions failed: 200 OK — ${JSON.stringify(failure)}`);
+          return true;
+        },
+      );
+      assert.deepEqual(got, hello.slice(0, 2), what);
+      assert.deepEqual(await events.closed, { ended: false }, `${what}: the client closed the connection`);
+    }
+  });
+
+  test('the API key never appears in a stream error', async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url, apiKey: KEY }).chatStream({ model: 'm', messages: [] });
+    await events.write(sse({ error: { message: `bad ${KEY}` } }) + `data: {${KEY}\n\n`);
+    await assert.rejects(collect(stream), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.ok(!err.message.includes(KEY) && !err.body.includes(KEY), err.message);
+      return true;
+    });
+  });
+
+  test('a stream that ends before [DONE], or sends data that is not JSON, throws', async (t) => {
+    /** @type {Array<[string, RegExp]>} */
+    const cases = [
+      [sse(hello[0]) + 'data: {"n":', /the event stream ended before data: \[DONE\]$/],
+      [sse(hello[0], 'not json', '[DONE]'), /^Svc-API POST \/v1\/chat\/completions sent an event that is not JSON: not json$/],
+    ];
+    for (const [body, message] of cases) {
+      const fake = await startFake(t, () => ({ body, headers: { 'content-type': 'text/event-stream' } }));
+      const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+      await assert.rejects(collect(stream), { message });
+    }
+  });
+
+  test('a 2xx answer that is not an event stream throws', async (t) => {
+    const fake = await startFake(t, () => ({ body: { object: 'chat.completion', choices: [] } }));
+    await assert.rejects(
+      new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] }),
+      { message: 'Svc-API POST /v1/chat/completions answered 200 with application/json, not an event stream' },
+    );
+  });
+
+  test('leaving the loop early closes the connection', { timeout: 20000 }, async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    await events.write(sse(hello[0], hello[1])); // and no more
+    for await (const c of stream) {
+      assert.deepEqual(c, hello[0]);
+      break;
+    }
+    assert.deepEqual(await events.closed, { ended: false });
+  });
+
+  test('close() closes the connection; a loop then reads nothing', { timeout: 20000 }, async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    await events.write(sse(hello[0]));
+    await stream.close();
+    await stream.close();
+    assert.deepEqual(await events.closed, { ended: false });
+    assert.deepEqual(await collect(stream), []);
+  });
+
+  test('close() between two chunks of one read ends the loop', async (t) => {
+    const fake = await startFake(t, () => ({ body: sse(...hello, '[DONE]'), headers: { 'content-type': 'text/event-stream' } }));
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    const got = [];
+    for await (const c of stream) {
+      got.push(c);
+      await stream.close();
+    }
+    assert.deepEqual(got, [hello[0]]);
+  });
+
+  test('close() during a read ends the loop quietly', { timeout: 20000 }, async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    const it = stream[Symbol.asyncIterator]();
+    await events.write(sse(hello[0]));
+    assert.deepEqual((await it.next()).value, hello[0]);
+    const pending = it.next(); // svc sends nothing more
+    await stream.close();
+    assert.deepEqual(await pending, { done: true, value: undefined });
+    assert.deepEqual(await events.closed, { ended: false });
+  });
+
+  test('aborting the signal during a read rejects it with an AbortError and closes the connection', { timeout: 20000 }, async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const ctl = new AbortController();
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] }, { signal: ctl.signal });
+    const it = stream[Symbol.asyncIterator]();
+    await events.write(sse(hello[0]));
+    assert.deepEqual((await it.next()).value, hello[0]);
+    const pending = it.next();
+    ctl.abort();
+    await assert.rejects(pending, { name: 'AbortError' });
+    assert.deepEqual(await events.closed, { ended: false });
+  });
+
+  test('aborting the signal before svc answers rejects chatStream with an AbortError', { timeout: 20000 }, async (t) => {
+    /** @type {() => void} */
+    let arrived = () => {};
+    const request = new Promise((resolve) => (arrived = () => resolve(undefined)));
+    const fake = await startFake(t, () => {
+      arrived();
+      return new Promise(() => {});
+    });
+    const ctl = new AbortController();
+    const pending = new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] }, { signal: ctl.signal });
+    await request;
+    ctl.abort();
+    await assert.rejects(pending, { name: 'AbortError' });
+  });
+
+  test('a stream is read once', async (t) => {
+    const fake = await startFake(t, () => ({ body: sse(...hello, '[DONE]'), headers: { 'content-type': 'text/event-stream' } }));
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] });
+    assert.deepEqual(await collect(stream), hello);
+    assert.throws(() => stream[Symbol.asyncIterator](), /a chat stream can be read once/);
   });
 });
 
