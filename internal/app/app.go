@@ -116,6 +116,7 @@ type App struct {
 	handler  http.Handler
 	listener net.Listener
 	failed   chan error
+	started  bool // Start ran: a second one is refused
 
 	mu    sync.Mutex
 	stack []closer // what Close stops, in reverse order
@@ -229,18 +230,24 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			mailer = m
 		}
 	}
-	// Signs checkpoints of the ledger's entries as runs are stored; it
-	// stops after the recorder, so that its last checkpoint covers the
-	// recorder's last runs.
-	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
-		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
-		Notifier: notifier, Logger: log.Named("ledger"), Now: now,
+	// The checkpointer stops after the recorder, so that its last
+	// checkpoint covers the recorder's last runs; its stop goes on the
+	// stack first but it is made only once the recorder holds the journal's
+	// lock, so that an svc refused because another one serves this database
+	// never signs checkpoints in it on the way out.
+	a.pushFunc("checkpoints", func() {
+		if a.Checkpoints != nil {
+			a.Checkpoints.Close()
+		}
 	})
-	a.pushFunc("checkpoints", a.Checkpoints.Close)
 	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.DBPath+".runlog", log.Named("ledger"))
 	if err != nil {
 		return nil, err
 	}
+	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
+		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
+		Notifier: notifier, Logger: log.Named("ledger"), Now: now,
+	})
 	a.pushFunc("recorder", a.Recorder.Close)
 	recorder := a.Recorder
 	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
@@ -335,7 +342,16 @@ func (a *App) Handler() http.Handler { return a.handler }
 // it. It returns once the listener is open. On an error, Close stops what
 // started.
 func (a *App) Start(ctx context.Context) error {
+	if a.started {
+		return errors.New("svc is already started")
+	}
+	a.started = true
 	cfg := a.Config
+	// The profiler stays up until the workers have stopped, for a
+	// shutdown that hangs.
+	if cfg.PprofAddr != "" {
+		a.servePprof(cfg.PprofAddr)
+	}
 	a.Checkpoints.Start()
 	a.Learning.Start()
 	a.pushFunc("learning", a.Learning.Close) // stores the shadow evidence still pending
@@ -375,9 +391,6 @@ func (a *App) Start(ctx context.Context) error {
 	})
 
 	a.startTimers()
-	if cfg.PprofAddr != "" {
-		a.servePprof(cfg.PprofAddr)
-	}
 	mode := "bearer"
 	if cfg.OpenDevMode() {
 		mode = "open dev mode: headerless requests are admin of the default tenant"

@@ -228,3 +228,27 @@ func TestQueuedLearningPassRunsAtStart(t *testing.T) {
 	assert.Equal(t, jobs.Succeeded, j.Status, j.LastError)
 	assert.Equal(t, 1, j.Attempts)
 }
+
+// An svc refused because another one serves the same database leaves that
+// database alone on its way out: it signs no checkpoint of the other's runs.
+func TestRefusedSecondSvcSignsNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	answered := &heldProvider{called: make(chan struct{}), release: make(chan struct{})}
+	close(answered.release)
+	opts := app.Options{Config: configFor(t, nil), DataDir: dir, Provider: answered, Mailer: noMail{}}
+	a, err := app.New(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	require.NoError(t, a.Start(ctx))
+	assert.ErrorContains(t, a.Start(ctx), "already started", "a second Start is refused")
+	status, _, body := post(t, a, "/v1/chat/completions", chatBody)
+	require.Equal(t, http.StatusOK, status, body)
+	require.NoError(t, a.Recorder.Sync(ctx)) // its ledger entry waits for a checkpoint
+
+	_, err = app.New(ctx, opts)
+	require.ErrorContains(t, err, "another svc process")
+	_, total, err := a.Checkpoints.List(ctx, tenant.DefaultID, 10, 0)
+	require.NoError(t, err)
+	assert.Zero(t, total, "the refused svc signed a checkpoint in the database it was refused")
+}
