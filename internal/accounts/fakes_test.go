@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/audit/audittest"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/email"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -27,7 +28,6 @@ import (
 var (
 	_ accounts.Store    = (*memAccounts)(nil)
 	_ accounts.Mailer   = (*outbox)(nil)
-	_ audit.Store       = (*memAudit)(nil)
 	_ auth.SessionStore = (*memSessions)(nil)
 )
 
@@ -397,38 +397,19 @@ func (o *outbox) link(t *testing.T, addr string) (path, token string) {
 	return "", ""
 }
 
-// memAudit keeps the audit trail in memory.
-type memAudit struct {
-	mu     sync.Mutex
-	events []audit.Event
-}
-
-func (m *memAudit) AppendAudit(_ context.Context, e *audit.Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = append(m.events, *e)
-	return nil
-}
-
-func (m *memAudit) ListAudit(context.Context, string, audit.Filter) ([]audit.Event, error) {
-	return nil, nil
-}
-
 // actions lists the audited actions, oldest first, as "tenant action".
-func (m *memAudit) actions() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func actions(m *audittest.Memory) []string {
 	var out []string
-	for _, e := range m.events {
+	for _, e := range m.Events() {
 		out = append(out, e.TenantID+" "+e.Action)
 	}
 	return out
 }
 
-func (m *memAudit) last() audit.Event {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.events[len(m.events)-1]
+// lastAudit is the newest audited event.
+func lastAudit(m *audittest.Memory) audit.Event {
+	events := m.Events()
+	return events[len(events)-1]
 }
 
 // memSessions is the session store behind the real SessionManager: one
@@ -470,7 +451,7 @@ type world struct {
 	svc      *accounts.Service
 	store    *memAccounts
 	mail     *outbox
-	audit    *memAudit
+	audit    *audittest.Memory
 	sessions *memSessions
 	manager  *auth.SessionManager
 	clock    *fakeclock.Clock
@@ -485,7 +466,7 @@ var hasher = auth.NewHasher(auth.Argon2Params{MemoryKiB: 64, Time: 1, Threads: 1
 func newWorld(t *testing.T, allowSignup bool) *world {
 	t.Helper()
 	c := fakeclock.New(time.Date(2030, 3, 4, 5, 6, 7, 890_123_456, time.UTC))
-	w := &world{store: newMemAccounts(c.Now()), mail: &outbox{}, audit: &memAudit{}, sessions: &memSessions{}, clock: c}
+	w := &world{store: newMemAccounts(c.Now()), mail: &outbox{}, audit: &audittest.Memory{}, sessions: &memSessions{}, clock: c}
 	var err error
 	w.manager, err = auth.NewSessionManager(context.Background(), w.sessions, false, false, nil)
 	require.NoError(t, err)

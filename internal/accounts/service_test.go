@@ -96,8 +96,8 @@ func TestSignupCreatesAnOwnerAndAsksToVerify(t *testing.T) {
 
 	path, _ := w.mail.link(t, "jane@acme.com")
 	assert.Equal(t, "/verify-email", path)
-	assert.Equal(t, []string{org.TenantID + " auth.signup"}, w.audit.actions())
-	e := w.audit.last()
+	assert.Equal(t, []string{org.TenantID + " auth.signup"}, actions(w.audit))
+	e := lastAudit(w.audit)
 	assert.Equal(t, "user:"+u.ID, e.Actor)
 	assert.Equal(t, map[string]any{"email": "jane@acme.com", "org": "acme.com"}, e.Details)
 
@@ -141,7 +141,7 @@ func TestVerifyConsumesItsLink(t *testing.T) {
 	assert.Equal(t, u.ID, got.ID)
 	assert.True(t, got.EmailVerified)
 	assert.Equal(t, w.clock.Now().Truncate(time.Millisecond), w.store.verified[u.ID])
-	assert.Equal(t, org.TenantID+" auth.email_verified", w.audit.actions()[len(w.audit.actions())-1])
+	assert.Equal(t, org.TenantID+" auth.email_verified", actions(w.audit)[len(actions(w.audit))-1])
 
 	_, err = w.svc.Verify(ctx, token)
 	requireErr(t, err, errs.NotFound, "invalid_token", "a link works once")
@@ -240,7 +240,7 @@ func TestPasswordReset(t *testing.T) {
 	require.NoError(t, w.svc.RequestPasswordReset(ctx, "Jane@acme.com"))
 	path, first := w.mail.link(t, "jane@acme.com")
 	assert.Equal(t, "/reset-password", path)
-	assert.Equal(t, []string{"t_acme auth.password_reset_requested"}, w.audit.actions())
+	assert.Equal(t, []string{"t_acme auth.password_reset_requested"}, actions(w.audit))
 	require.NoError(t, w.svc.RequestPasswordReset(ctx, "jane@acme.com"))
 	_, token := w.mail.link(t, "jane@acme.com")
 	requireErr(t, w.svc.ResetPassword(ctx, first, "a new password"), errs.NotFound, "invalid_token", "a newer link replaces the first")
@@ -254,7 +254,7 @@ func TestPasswordReset(t *testing.T) {
 	requireErr(t, err, errs.Unauthorized, "invalid_credentials")
 	_, _, err = w.svc.Login(ctx, "jane@acme.com", "a new password")
 	require.NoError(t, err)
-	assert.Equal(t, "t_acme auth.password_reset", w.audit.actions()[len(w.audit.actions())-1])
+	assert.Equal(t, "t_acme auth.password_reset", actions(w.audit)[len(actions(w.audit))-1])
 	requireErr(t, w.svc.ResetPassword(ctx, token, "another password"), errs.NotFound, "invalid_token", "a link works once")
 
 	require.NoError(t, w.svc.RequestPasswordReset(ctx, "jane@acme.com"))
@@ -331,8 +331,8 @@ func TestCreateInvite(t *testing.T) {
 	msg := w.mail.all()[0].msg
 	assert.Contains(t, msg.Text, "Acme")
 	assert.Contains(t, msg.Text, "Jane", "the inviter is named")
-	assert.Equal(t, []string{"t_acme invite.created"}, w.audit.actions())
-	assert.Equal(t, map[string]any{"email": "new@acme.com", "role": "admin"}, w.audit.last().Details)
+	assert.Equal(t, []string{"t_acme invite.created"}, actions(w.audit))
+	assert.Equal(t, map[string]any{"email": "new@acme.com", "role": "admin"}, lastAudit(w.audit).Details)
 
 	// A user of another org may be invited; a key invites as "an
 	// administrator".
@@ -345,7 +345,7 @@ func TestCreateInvite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, accounts.InviteRevoked, w.store.invite(inv.ID).Status)
 	assert.Equal(t, accounts.InvitePending, w.store.invite(again.ID).Status)
-	actions := w.audit.actions()
+	actions := actions(w.audit)
 	assert.Equal(t, []string{"t_acme invite.revoked", "t_acme invite.created"}, actions[len(actions)-2:])
 	info, err := w.svc.LookupInvite(ctx, token)
 	require.NoError(t, err)
@@ -386,7 +386,7 @@ func TestInvitesAreListedAndRevokedByAdminsOfTheirOrg(t *testing.T) {
 	revoked, err := w.svc.RevokeInvite(ctx, owner, second.ID)
 	require.NoError(t, err)
 	assert.Equal(t, accounts.InviteRevoked, revoked.Status)
-	assert.Equal(t, "t_acme invite.revoked", w.audit.actions()[len(w.audit.actions())-1])
+	assert.Equal(t, "t_acme invite.revoked", actions(w.audit)[len(actions(w.audit))-1])
 	_, err = w.svc.RevokeInvite(ctx, owner, second.ID)
 	assert.True(t, errs.Is(err, errs.Conflict), "an invite is revoked once")
 
@@ -465,7 +465,7 @@ func TestAcceptInviteCreatesTheInvitedAccount(t *testing.T) {
 	assert.Equal(t, accounts.InviteAccepted, stored.Status)
 	assert.Equal(t, out.User.ID, stored.AcceptedBy)
 	assert.True(t, w.invalidated(), "memberships changed: cached sessions are read again")
-	e := w.audit.last()
+	e := lastAudit(w.audit)
 	assert.Equal(t, "invite.accepted", e.Action)
 	assert.Equal(t, "user:"+out.User.ID, e.Actor)
 	assert.Equal(t, map[string]any{"email": "new@acme.com", "role": "admin", "newUser": true}, e.Details)
@@ -501,7 +501,7 @@ func TestAcceptInviteOfAnExistingUserNeedsThatUser(t *testing.T) {
 	require.Len(t, orgs, 2)
 	assert.Equal(t, accounts.Org{TenantID: "t_acme", Name: "Acme", Role: auth.RoleMember, CreatedAt: orgs[1].CreatedAt}, orgs[1])
 	assert.Len(t, w.store.users, 3, "no account was created")
-	assert.Equal(t, false, w.audit.last().Details["newUser"])
+	assert.Equal(t, false, lastAudit(w.audit).Details["newUser"])
 }
 
 func TestAcceptInviteRefusesWhatIsNotPending(t *testing.T) {
@@ -551,7 +551,7 @@ func TestOrganizationsOfASignedInUser(t *testing.T) {
 	assert.True(t, org.Active)
 	assert.Equal(t, w.clock.Now().Truncate(time.Millisecond), org.CreatedAt)
 	assert.True(t, w.invalidated(), "a new membership: cached sessions are read again")
-	assert.Equal(t, org.TenantID+" org.created", w.audit.actions()[len(w.audit.actions())-1])
+	assert.Equal(t, org.TenantID+" org.created", actions(w.audit)[len(actions(w.audit))-1])
 
 	orgs, err := w.svc.Orgs(ctx, id)
 	require.NoError(t, err)
@@ -563,16 +563,16 @@ func TestOrganizationsOfASignedInUser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, org.TenantID, switched.TenantID)
 	assert.True(t, switched.Active)
-	e := w.audit.last()
+	e := lastAudit(w.audit)
 	assert.Equal(t, org.TenantID, e.TenantID)
 	assert.Equal(t, "org.switched", e.Action)
 	assert.Equal(t, map[string]any{"from": "t_acme"}, e.Details)
-	audited := len(w.audit.actions())
+	audited := len(actions(w.audit))
 	for _, other := range []string{"t_other", "t_nowhere"} {
 		_, err = w.svc.CheckSwitch(ctx, id, other)
 		requireErr(t, err, errs.Forbidden, "not_a_member", other)
 	}
-	assert.Len(t, w.audit.actions(), audited)
+	assert.Len(t, actions(w.audit), audited)
 }
 
 func TestTheActiveOrganization(t *testing.T) {
@@ -617,7 +617,7 @@ func TestTheActiveOrganization(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Acme Inc", renamed.Name)
 	assert.Len(t, renamed.Members, 2)
-	e := w.audit.last()
+	e := lastAudit(w.audit)
 	assert.Equal(t, "org.renamed", e.Action)
 	assert.Equal(t, map[string]any{"from": "Acme", "to": "Acme Inc"}, e.Details)
 	other, err := w.store.Tenant(ctx, "t_other")

@@ -114,7 +114,7 @@ func TestAnAllowIsNotRecorded(t *testing.T) {
 	assert.Equal(t, policy.Allow, chat.Verdict.Decision)
 	assert.False(t, chat.Evaluated, "no chat rules: a bare allow")
 
-	assert.Empty(t, w.audit.all(), "a plain allow is worth no audit event")
+	assert.Empty(t, w.audit.Events(), "a plain allow is worth no audit event")
 	assert.Empty(t, w.notes.all())
 	assert.Empty(t, w.approvals.all())
 	assert.True(t, w.gov.Has(policy.Web))
@@ -130,7 +130,7 @@ func TestADenyIsEnforcedAuditedAndNotified(t *testing.T) {
 	assert.True(t, d.Enforced)
 	assert.Empty(t, d.Verdict.ApprovalID)
 
-	events := w.audit.all()
+	events := w.audit.Events()
 	require.Len(t, events, 1)
 	e := events[0]
 	assert.Equal(t, tenantA, e.TenantID)
@@ -159,7 +159,7 @@ func TestADenyIsEnforcedAuditedAndNotified(t *testing.T) {
 	assert.Equal(t, policy.Deny, d.Verdict.Decision)
 	assert.False(t, d.Enforced, "an advisory call is only recorded")
 
-	events = w.audit.all()
+	events = w.audit.Events()
 	require.Len(t, events, 3)
 	assert.Equal(t, false, events[1].Details["enforced"])
 	assert.Equal(t, "observe", events[1].Details["mode"])
@@ -218,7 +218,7 @@ func TestAHeldRequestOpensOneApproval(t *testing.T) {
 	assert.Equal(t, got.ID, carried["id"])
 	assert.Equal(t, approval.Pending, carried["status"])
 	assert.NotContains(t, carried, "request", "a webhook does not carry the request itself")
-	events := w.audit.all()
+	events := w.audit.Events()
 	require.Len(t, events, 1)
 	assert.Equal(t, audit.RequireApproval, events[0].Decision)
 	assert.Equal(t, got.ID, events[0].Details["approvalId"])
@@ -270,7 +270,7 @@ func TestNothingIsHeldWhereNothingWaits(t *testing.T) {
 	}
 	assert.Empty(t, w.approvals.all(), "no approval was opened")
 	assert.Empty(t, w.notes.all())
-	assert.Len(t, w.audit.all(), 3, "each verdict is recorded")
+	assert.Len(t, w.audit.Events(), 3, "each verdict is recorded")
 }
 
 func TestAnApprovedRequestPassesUntilItsExceptionEnds(t *testing.T) {
@@ -287,7 +287,7 @@ func TestAnApprovedRequestPassesUntilItsExceptionEnds(t *testing.T) {
 	assert.Equal(t, policy.Allow, d.Verdict.Decision, "the approved request passes")
 	assert.Equal(t, a.ID, d.Verdict.ApprovalID, "naming the approval that let it")
 	assert.False(t, d.Enforced)
-	last := w.audit.all()[len(w.audit.all())-1]
+	last := w.audit.Events()[len(w.audit.Events())-1]
 	assert.Equal(t, audit.Allow, last.Decision, "an allow by approval is recorded")
 	assert.Equal(t, a.ID, last.Details["approvalId"])
 
@@ -332,7 +332,7 @@ func TestARuleThatFailsBlocksWithoutApproval(t *testing.T) {
 	assert.Zero(t, *a.described)
 	assert.Len(t, w.approvals.all(), 1)
 	assert.Empty(t, w.notes.all())
-	require.Len(t, w.audit.all(), 1, "the failure is recorded")
+	require.Len(t, w.audit.Events(), 1, "the failure is recorded")
 	assert.Equal(t, "policy_error", governance.BlockError(d.Verdict).Code)
 
 	// A deny rule that fails blocks as a deny, still a policy error.
@@ -356,7 +356,7 @@ func TestACallerAtItsPendingLimitGets429(t *testing.T) {
 		d := w.decide(t, webAction(id, "pay.example.com", "https://pay.example.com/"+string(rune('a'+i)), nil))
 		require.NotEmpty(t, d.Verdict.ApprovalID)
 	}
-	audited := len(w.audit.all())
+	audited := len(w.audit.Events())
 	a := webAction(id, "pay.example.com", "https://pay.example.com/z", nil)
 	d, err := w.gov.Decide(context.Background(), a.call, a.in)
 	require.Error(t, err)
@@ -367,7 +367,7 @@ func TestACallerAtItsPendingLimitGets429(t *testing.T) {
 	assert.Equal(t, "too_many_pending_approvals", e.Code)
 	assert.Equal(t, approval.RetryPending, e.Retry)
 	assert.Len(t, w.approvals.all(), pendingLimit)
-	assert.Len(t, w.audit.all(), audited, "a refused call records no verdict")
+	assert.Len(t, w.audit.Events(), audited, "a refused call records no verdict")
 
 	// Asking again for a pending one is not a new approval; another caller
 	// has a limit of its own.
@@ -393,7 +393,7 @@ func TestAnApprovalStoreFailureFailsTheCall(t *testing.T) {
 		d, err := w.gov.Decide(context.Background(), a.call, a.in)
 		require.ErrorIs(t, err, disk, name)
 		assert.Equal(t, governance.Decision{}, d, name)
-		assert.Empty(t, w.audit.all(), name)
+		assert.Empty(t, w.audit.Events(), name)
 		// An allow does not touch the approvals.
 		d = w.decide(t, webAction(key(), "docs.example.com", "https://docs.example.com/", nil))
 		assert.Equal(t, policy.Allow, d.Verdict.Decision, name)
@@ -482,14 +482,14 @@ func TestDecideApprovalAuditsAndNotifies(t *testing.T) {
 	for _, approve := range []bool{true, false} {
 		url := "https://pay.example.com/" + map[bool]string{true: "yes", false: "no"}[approve]
 		held := w.decide(t, webAction(key(), "pay.example.com", url, nil))
-		before := len(w.audit.all())
+		before := len(w.audit.Events())
 		a, err := w.gov.DecideApproval(ctx, admin, held.Verdict.ApprovalID, approve, "  checked  ")
 		require.NoError(t, err)
 		want := map[bool]string{true: approval.Approved, false: approval.Rejected}[approve]
 		assert.Equal(t, want, a.Status)
 		assert.Equal(t, "user:usr_admin", a.DecidedBy)
 
-		events := w.audit.all()
+		events := w.audit.Events()
 		require.Len(t, events, before+1)
 		e := events[before]
 		assert.Equal(t, "approval."+want, e.Action)
@@ -506,14 +506,14 @@ func TestDecideApprovalAuditsAndNotifies(t *testing.T) {
 		assert.NotContains(t, carried, "request")
 	}
 
-	before, sent := len(w.audit.all()), len(w.notes.all())
+	before, sent := len(w.audit.Events()), len(w.notes.all())
 	_, err := w.gov.DecideApproval(ctx, admin, "apr_unknown", true, "ok")
 	require.Error(t, err)
 	other := &auth.Identity{TenantID: tenantB, Via: auth.ViaSession, UserID: "usr_b", Admin: true}
 	held := w.decide(t, webAction(key(), "pay.example.com", "https://pay.example.com/third", nil))
 	_, err = w.gov.DecideApproval(ctx, other, held.Verdict.ApprovalID, true, "ok")
 	assert.True(t, errs.Is(err, errs.NotFound), "another tenant's approval is not found")
-	assert.Len(t, w.audit.all(), before+1, "only the held request was recorded")
+	assert.Len(t, w.audit.Events(), before+1, "only the held request was recorded")
 	assert.Len(t, w.notes.all(), sent+1, "only the held request was told")
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/audit/audittest"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/governance"
@@ -27,7 +28,6 @@ import (
 var (
 	_ approval.Store         = (*memApprovals)(nil)
 	_ approval.Settings      = (*fixedSettings)(nil)
-	_ audit.Store            = (*memAudit)(nil)
 	_ governance.AgentStore  = (*memAgents)(nil)
 	_ governance.Notifier    = (*notes)(nil)
 	_ governance.Runs        = (*memRuns)(nil)
@@ -141,37 +141,6 @@ func (f fixedSettings) PendingApprovalLimit(context.Context, string) (int, error
 	return f.pending, nil
 }
 
-// memAudit keeps the audit trail in memory.
-type memAudit struct {
-	mu     sync.Mutex
-	events []audit.Event
-}
-
-func (m *memAudit) AppendAudit(_ context.Context, e *audit.Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = append(m.events, *e)
-	return nil
-}
-
-func (m *memAudit) ListAudit(_ context.Context, tenantID string, _ audit.Filter) ([]audit.Event, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []audit.Event
-	for i := len(m.events) - 1; i >= 0; i-- {
-		if m.events[i].TenantID == tenantID {
-			out = append(out, m.events[i])
-		}
-	}
-	return out, nil
-}
-
-func (m *memAudit) all() []audit.Event {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]audit.Event(nil), m.events...)
-}
-
 type agentKey struct{ tenantID, name string }
 
 // memAgents keeps agents' standings and counts the reads; fail, when set,
@@ -239,7 +208,7 @@ func (n *notes) all() []note {
 type world struct {
 	gov       *governance.Governor
 	approvals *memApprovals
-	audit     *memAudit
+	audit     *audittest.Memory
 	agents    *memAgents
 	notes     *notes
 	clock     *fakeclock.Clock
@@ -253,7 +222,7 @@ const (
 
 func newWorld(t *testing.T, rules string) *world {
 	t.Helper()
-	w := &world{approvals: &memApprovals{}, audit: &memAudit{}, agents: newMemAgents(), notes: &notes{},
+	w := &world{approvals: &memApprovals{}, audit: &audittest.Memory{}, agents: newMemAgents(), notes: &notes{},
 		clock: fakeclock.New(time.UnixMilli(1_800_000_000_000).UTC())}
 	logger := hclog.NewNullLogger()
 	w.gov = governance.New(governance.Options{

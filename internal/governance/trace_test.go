@@ -82,7 +82,7 @@ func TestOtherEventsAreAppendedUngoverned(t *testing.T) {
 	assert.Nil(t, out.Verdict)
 	assert.Nil(t, out.SideEffect)
 	assert.Len(t, tr.runs.trace(tenantA, "run_1"), 1)
-	assert.Empty(t, tr.audit.all(), "nothing was decided")
+	assert.Empty(t, tr.audit.Events(), "nothing was decided")
 	assert.Empty(t, tr.effects.executed)
 }
 
@@ -103,7 +103,7 @@ func TestATracedToolCallIsGovernedAndItsVerdictTraced(t *testing.T) {
 	assert.JSONEq(t, `{"target":"tool","tool":"refund","decision":"deny","enforced":true,"approvalId":"","seq":1,
 		"rules":[{"id":"big-refunds","effect":"deny","reason":"refunds over 500 are not allowed"}]}`, string(events[1].Payload))
 
-	audited := tr.audit.all()
+	audited := tr.audit.Events()
 	require.Len(t, audited, 1)
 	assert.Equal(t, "policy.tool", audited[0].Action)
 	assert.Equal(t, "run_1", audited[0].Target)
@@ -115,7 +115,7 @@ func TestATracedToolCallIsGovernedAndItsVerdictTraced(t *testing.T) {
 	assert.Equal(t, "allow", out.Verdict.Decision)
 	assert.False(t, out.Verdict.Enforced)
 	assert.Len(t, tr.runs.trace(tenantA, "run_1"), 4, "an allow is traced too")
-	assert.Len(t, tr.audit.all(), 1, "but not audited")
+	assert.Len(t, tr.audit.Events(), 1, "but not audited")
 }
 
 func TestWithoutToolRulesNoVerdictIsTraced(t *testing.T) {
@@ -187,7 +187,7 @@ func TestACompletedToolExecutesItsPlannedSideEffect(t *testing.T) {
 	tr := newTracing(t, toolRules)
 	id := key()
 	tr.trace(t, id, governance.EventSideEffectPlanned, `{"toolName":"email","level":1}`)
-	audited := len(tr.audit.all())
+	audited := len(tr.audit.Events())
 	out := tr.trace(t, id, governance.EventToolCompleted, `{"name":"email","result":{"ok":true}}`)
 	assert.Nil(t, out.Verdict, "a completion is not judged again")
 	assert.Equal(t, []string{tenantA + "/run_1/email"}, tr.effects.executed)
@@ -196,7 +196,7 @@ func TestACompletedToolExecutesItsPlannedSideEffect(t *testing.T) {
 	require.Len(t, stored, 1)
 	assert.Equal(t, ledger.EffectExecuted, stored[0].State)
 	assert.Equal(t, out.Event.At, stored[0].UpdatedAt)
-	assert.Len(t, tr.audit.all(), audited)
+	assert.Len(t, tr.audit.Events(), audited)
 }
 
 func TestToolLevelsAndArguments(t *testing.T) {
@@ -256,7 +256,7 @@ func TestTracingAnotherTenantsRunIsNotFound(t *testing.T) {
 	tr.runs.fail = errors.New("disk full")
 	_, err := tr.tracer.Trace(context.Background(), key(), "run_1", governance.EventToolCalled, json.RawMessage(`{"name":"refund"}`))
 	require.ErrorIs(t, err, tr.runs.fail)
-	assert.Empty(t, tr.audit.all(), "a call that was not traced is not judged")
+	assert.Empty(t, tr.audit.Events(), "a call that was not traced is not judged")
 }
 
 func TestLedgerVerdict(t *testing.T) {
