@@ -116,10 +116,11 @@ type App struct {
 	handler  http.Handler
 	listener net.Listener
 	failed   chan error
-	started  bool // Start ran: a second one is refused
 
-	mu    sync.Mutex
-	stack []closer // what Close stops, in reverse order
+	mu      sync.Mutex
+	started bool     // Start ran: a second one is refused
+	closed  bool     // Close ran: a Start after it is refused
+	stack   []closer // what Close stops, in reverse order
 }
 
 // closer stops one component; name says which in Close's errors.
@@ -335,17 +336,20 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 // soon as New returns.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Start runs what works in the background: the ledger checkpoints, the
-// learning flusher, then the job workers, last, since their handlers use
-// everything else; then it opens the listener (SVC_ADDR), the daily sweeps
-// and timed learning passes, and the profiler when SVC_PPROF_ADDR asks for
-// it. It returns once the listener is open. On an error, Close stops what
-// started.
+// Start runs what works in the background: the profiler when
+// SVC_PPROF_ADDR asks for it, the ledger checkpoints, the learning flusher,
+// then the job workers, last, since their handlers use everything else;
+// then it opens the listener (SVC_ADDR), the daily sweeps and timed
+// learning passes. It returns once the listener is open. On an error, Close
+// stops what started. An App starts once, and never after Close.
 func (a *App) Start(ctx context.Context) error {
-	if a.started {
-		return errors.New("svc is already started")
-	}
+	a.mu.Lock()
+	refused := a.started || a.closed
 	a.started = true
+	a.mu.Unlock()
+	if refused {
+		return errors.New("svc was already started or closed")
+	}
 	cfg := a.Config
 	// The profiler stays up until the workers have stopped, for a
 	// shutdown that hangs.
@@ -419,12 +423,13 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // Close stops in reverse order of start: the timers, the HTTP server (which
 // lets in-flight requests finish), the job workers (which finish the
 // attempts they run; queued jobs wait for the next start), the learning
-// flusher (which stores the pending shadow evidence), the web sessions, the
-// recorder (which stores what is journaled), the checkpointer (whose last
-// checkpoint covers it), the mailer, the plugins, then the database. A
-// second Close does nothing.
+// flusher (which stores the pending shadow evidence), the profiler, the web
+// sessions, the recorder (which stores what is journaled), the checkpointer
+// (whose last checkpoint covers it), the mailer, the plugins, then the
+// database. A second Close does nothing.
 func (a *App) Close() error {
 	a.mu.Lock()
+	a.closed = true
 	stack := a.stack
 	a.stack = nil
 	a.mu.Unlock()

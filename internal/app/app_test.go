@@ -202,6 +202,7 @@ func TestNewStopsWhatStartedOnError(t *testing.T) {
 	a, err := app.New(context.Background(), app.Options{Config: configFor(t, nil), DataDir: dir})
 	require.NoError(t, err, "the journal's lock and the database were released")
 	assert.NoError(t, a.Close())
+	assert.ErrorContains(t, a.Start(context.Background()), "closed", "a closed App does not start")
 }
 
 // A learning pass a previous process left queued runs on its first attempt

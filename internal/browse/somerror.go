@@ -12,6 +12,7 @@ import (
 // is.
 func somError(err error) error {
 	var stale *som.StaleError
+	var missing *som.NotFoundError
 	var failed *som.CompileError
 	switch {
 	case err == nil:
@@ -20,8 +21,8 @@ func somError(err error) error {
 		return errs.Invalidf("url", "page URL must be an absolute http or https URL")
 	case errors.As(err, &stale):
 		return errs.E(errs.Conflict, "stale_element", "%s", stale.Error())
-	case errors.Is(err, som.ErrNotFound):
-		return errs.Wrap(err, errs.NotFound, "not_found", "no such element on this page")
+	case errors.As(err, &missing):
+		return errs.NotFoundf("%s", missing.Error())
 	case errors.As(err, &failed):
 		if failed.Op == "parse" {
 			return errs.Wrap(failed.Err, errs.Internal, "som_parse", "page could not be parsed")

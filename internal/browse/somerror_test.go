@@ -2,7 +2,6 @@ package browse
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 
@@ -39,9 +38,7 @@ func TestSOMErrorsKeepTheirKindCodeAndText(t *testing.T) {
 		}
 	}
 
-	notFound := errs.As(somError(fmt.Errorf("%w: e_abc", som.ErrNotFound)))
-	require.NotNil(t, notFound)
-	assert.Equal(t, errs.NotFound, notFound.Kind)
+	assert.Equal(t, errs.NotFoundf("no element e_abc on this page"), errs.As(somError(&som.NotFoundError{ID: "e_abc"})))
 	assert.NoError(t, somError(nil))
 	other := errors.New("other")
 	assert.Same(t, other, somError(other))

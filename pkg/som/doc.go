@@ -26,7 +26,8 @@
 // Each failure matches one value with errors.Is:
 //
 //	ErrInvalidURL  Compile: the page URL is not an absolute http or https URL
-//	ErrNotFound    Resolve: no element or form has the id on this page
+//	ErrNotFound    Resolve: no element or form has the id on this page; errors.As
+//	               gives the *NotFoundError
 //	ErrStale       Resolve: the element changed or cannot be acted on; errors.As
 //	               gives the *StaleError; read the page again
 //

@@ -1,7 +1,6 @@
 package som
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -73,7 +72,7 @@ func (d *Document) Region(id string) (Region, bool) {
 
 // Resolve finds, in this document, the element that id named in seen (the
 // snapshot the caller chose the id from) and returns its node. It fails
-// with ErrNotFound when id is unknown here, and with a *StaleError
+// with a *NotFoundError (ErrNotFound) when id is unknown here, and with a *StaleError
 // (ErrStale) when the element here differs from the one in seen in what it
 // is or does: kind, name, target, field, form action, region, or has no
 // node to act on. A session must re-read the page rather than act on the
@@ -85,7 +84,7 @@ func (d *Document) Resolve(id string, seen *Snapshot) (*html.Node, Element, erro
 			n := d.nodes[id]
 			return n, Element{ID: id, Region: id}, d.checkRegion(r, seen)
 		}
-		return nil, Element{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, Element{}, &NotFoundError{ID: id}
 	}
 	n, ok := d.nodes[id]
 	if !ok {

@@ -6,19 +6,31 @@ import (
 )
 
 // The errors Compile and Document.Resolve return, for errors.Is. A caller
-// that needs more than the class reads the *StaleError or *CompileError with
-// errors.As.
+// that needs more than the class reads the *NotFoundError, *StaleError or
+// *CompileError with errors.As.
 var (
 	// ErrInvalidURL is Compile's refusal of a page URL that is not an
 	// absolute http or https URL. Nothing was compiled.
 	ErrInvalidURL = errors.New("som: page URL is not an absolute http or https URL")
-	// ErrNotFound is Resolve's answer for an id that names no element or
-	// form on the page.
+	// ErrNotFound is matched by every *NotFoundError: Resolve's answer for
+	// an id that names no element or form on the page.
 	ErrNotFound = errors.New("som: no such element")
 	// ErrStale is matched by every *StaleError: the id names something
 	// that is no longer what the caller saw, or that cannot be acted on.
 	ErrStale = errors.New("som: stale element")
 )
+
+// NotFoundError is Resolve's answer for an id that names no element or
+// form on the page. It matches ErrNotFound.
+type NotFoundError struct {
+	ID string // the id asked for
+}
+
+// Error names the id.
+func (e *NotFoundError) Error() string { return fmt.Sprintf("no element %s on this page", e.ID) }
+
+// Is makes errors.Is(err, ErrNotFound) true for every *NotFoundError.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // StaleError is Resolve's refusal of an id whose element or form changed
 // since the snapshot the caller chose it from. It matches ErrStale.

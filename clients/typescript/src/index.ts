@@ -162,7 +162,7 @@ export class SvcClient {
     const { data, headers } = await this.#request<ChatCompletion>(
       'POST',
       CHAT_PATH,
-      { ...request, stream: false },
+      { ...withoutStreamOptions(request), stream: false },
       this.#identity(),
       options.signal,
     );
@@ -200,7 +200,7 @@ export class SvcClient {
       await res.body?.cancel().catch(() => {});
       throw new Error(`Svc-API POST ${CHAT_PATH} answered ${res.status} with ${type || 'no content type'}, not an event stream`);
     }
-    return new EventChunks(res, res.body.getReader(), (text) => this.#mask(text));
+    return new EventChunks(res, res.body.getReader(), (text) => this.#mask(text), options.signal);
   }
 
   /**
@@ -417,6 +417,17 @@ export class SvcClient {
 }
 
 /** seg escapes one path segment. */
+/**
+ * withoutStreamOptions drops stream_options, which a streamed request may
+ * carry (a ChatStreamRequest passes for a ChatRequest) and svc refuses on a
+ * request that is not streamed.
+ */
+function withoutStreamOptions(request: ChatRequest): ChatRequest {
+  if (!('stream_options' in request)) return request;
+  const { stream_options: _, ...rest } = request as ChatRequest & { stream_options?: unknown };
+  return rest;
+}
+
 function seg(s: string): string {
   return encodeURIComponent(s);
 }
@@ -431,15 +442,22 @@ class EventChunks implements ChatStream {
   readonly #res: Response;
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
   readonly #mask: (text: string) => string;
+  readonly #signal: AbortSignal | undefined;
   #iterated = false;
   #closed = false;
 
-  constructor(res: Response, reader: ReadableStreamDefaultReader<Uint8Array>, mask: (text: string) => string) {
+  constructor(
+    res: Response,
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+    mask: (text: string) => string,
+    signal?: AbortSignal,
+  ) {
     this.runId = res.headers.get('x-svc-run-id') || '';
     this.route = res.headers.get('x-svc-route') || 'live';
     this.#res = res;
     this.#reader = reader;
     this.#mask = mask;
+    this.#signal = signal;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ChatCompletionChunk> {
@@ -465,6 +483,7 @@ class EventChunks implements ChatStream {
         else parser.push(value, events);
         for (const e of events) {
           if (this.#closed) return; // closed between two chunks of one read
+          this.#signal?.throwIfAborted(); // aborted between two chunks of one read
           if (e.event === 'error') throw this.#failed(e.data);
           if (e.event !== 'message' || e.data === '') continue;
           if (e.data === '[DONE]') return;

@@ -199,6 +199,16 @@ describe('chat', () => {
       return true;
     });
   });
+
+  test('chat drops the stream_options of a streamed request, which svc refuses unstreamed', async (t) => {
+    const fake = await startFake(t, () => ({ body: completion }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    const messages = [{ role: 'user', content: 'hi' }];
+    /** @type {import('svc-client').ChatStreamRequest} */
+    const streamed = { model: 'm', messages, stream_options: { include_usage: true } };
+    await c.chat(streamed);
+    assert.deepEqual(fake.requests()[0].body, { model: 'm', messages, stream: false });
+  });
 });
 
 describe('chat with tools', () => {
@@ -529,6 +539,19 @@ describe('chatStream', () => {
     const pending = it.next();
     ctl.abort();
     await assert.rejects(pending, { name: 'AbortError' });
+    assert.deepEqual(await events.closed, { ended: false });
+  });
+
+  test('aborting the signal stops the chunks one read already brought', { timeout: 20000 }, async (t) => {
+    const events = eventStream();
+    const fake = await startFake(t, () => events.reply);
+    const ctl = new AbortController();
+    const stream = await new SvcClient({ baseUrl: fake.url }).chatStream({ model: 'm', messages: [] }, { signal: ctl.signal });
+    const it = stream[Symbol.asyncIterator]();
+    await events.write(sse(hello[0], hello[1], hello[2]));
+    assert.deepEqual((await it.next()).value, hello[0]);
+    ctl.abort();
+    await assert.rejects(it.next(), { name: 'AbortError' });
     assert.deepEqual(await events.closed, { ended: false });
   });
 
