@@ -99,7 +99,10 @@ type App struct {
 	Accounts *accounts.Service
 	Sessions *auth.SessionManager
 	Keys     *auth.Keys
-	Cache    *cache.Cache
+	// Auth resolves each request's caller; its Access names the mode svc
+	// admits callers in.
+	Auth  *auth.Authenticator
+	Cache *cache.Cache
 	// Jobs is the persistent job queue; its workers run from Start to
 	// Close, and tests drive it with RunDue instead.
 	Jobs *jobs.Queue
@@ -301,12 +304,13 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	webSessions := browse.NewSessions(pages, governor, auditLog)
 	a.pushFunc("web sessions", webSessions.Close)
 	a.devices = auth.NewDevices(a.Store, secureCookies, now)
+	a.Auth = auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions)
 
 	a.handler = httpapi.New(httpapi.Deps{
 		Config:      &cfg,
 		Logger:      log.Named("http"),
 		Store:       a.Store,
-		Auth:        auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions),
+		Auth:        a.Auth,
 		Keys:        a.Keys,
 		Accounts:    a.Accounts,
 		Sessions:    a.Sessions,
@@ -395,12 +399,8 @@ func (a *App) Start(ctx context.Context) error {
 	})
 
 	a.startTimers()
-	mode := "bearer"
-	if cfg.OpenDevMode() {
-		mode = "open dev mode: headerless requests are admin of the default tenant"
-	}
 	a.Logger.Info("listening", "addr", a.listener.Addr().String(), "version", version.Version,
-		"provider", cfg.ProviderName(), "auth", mode, "db", cfg.DBPath)
+		"provider", cfg.ProviderName(), "auth", a.Auth.Access(ctx).Describe(), "db", cfg.DBPath)
 	return nil
 }
 

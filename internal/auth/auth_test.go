@@ -123,6 +123,18 @@ func TestIdentify(t *testing.T) {
 		{"open mode still checks a presented token", openMode, request("Bearer svc_nope"), want{kind: errs.Unauthorized}},
 		{"open mode accepts a tenant key", openMode, request("Bearer " + plain),
 			want{tenant: f.other, via: auth.ViaKey, mode: auth.Observe}},
+		{"open mode: a tenant key keeps its pin", openMode, request("Bearer "+pinned, "X-Svc-App", "web"),
+			want{tenant: f.other, via: auth.ViaKey, mode: auth.Optimize, admin: true, app: "billing"}},
+		{"open mode: a revoked key is refused", openMode, request("Bearer " + revoked), want{kind: errs.Unauthorized}},
+		{"open mode: a placeholder token is no token", openMode, request("Bearer anything"),
+			want{tenant: tenant.DefaultID, via: auth.ViaOpen, mode: auth.Optimize, admin: true}},
+		{"open mode: an OpenAI-looking key is no token", openMode, request("Bearer sk-proj-abc", "X-Svc-App", "web"),
+			want{tenant: tenant.DefaultID, via: auth.ViaOpen, mode: auth.Optimize, admin: true, app: "web"}},
+		{"open mode: the prefix is case-sensitive", openMode, request("Bearer SVC_nope"),
+			want{tenant: tenant.DefaultID, via: auth.ViaOpen, mode: auth.Optimize, admin: true}},
+		{"open mode: a bare prefix is looked up", openMode, request("Bearer svc_"), want{kind: errs.Unauthorized}},
+		{"open mode: another scheme is still refused", openMode, request("Basic abc"), want{kind: errs.Unauthorized}},
+		{"bearer mode: a placeholder token is refused", bearerMode, request("Bearer anything"), want{kind: errs.Unauthorized}},
 		{"bearer mode needs a token", bearerMode, request(""), want{kind: errs.Unauthorized}},
 		{"bearer mode wrong scheme", bearerMode, request("Basic " + bootstrap), want{kind: errs.Unauthorized}},
 		{"bearer mode empty token", bearerMode, request("Bearer "), want{kind: errs.Unauthorized}},
@@ -141,6 +153,12 @@ func TestIdentify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id, err := tc.a.Identify(tc.r, auth.ScopeManagement)
+			if tc.r.Header.Get("X-Svc-Subject") == "" && tc.r.Header.Get("X-Svc-Agent") == "" {
+				// Without a session seam, both surfaces admit alike.
+				gid, gerr := tc.a.Identify(tc.r, auth.ScopeGateway)
+				assert.Equal(t, errs.KindOf(err), errs.KindOf(gerr))
+				assert.Equal(t, id, gid)
+			}
 			if tc.want.kind != errs.Internal {
 				require.Error(t, err)
 				assert.Equal(t, tc.want.kind, errs.KindOf(err), err.Error())
@@ -226,6 +244,58 @@ func TestAccountModeSeam(t *testing.T) {
 	id, err = noSession.Identify(request(""), auth.ScopeGateway)
 	require.NoError(t, err, "gateway traffic keeps the API-key rule")
 	assert.Equal(t, auth.ViaOpen, id.Via)
+}
+
+// In account mode a token that is not an svc_ key is no better than no
+// token: the gateway admits it as it admits a headerless call, the
+// management API refuses it (or sees the session) as it would without it.
+func TestAccountModePlaceholderToken(t *testing.T) {
+	f := newFixture(t)
+	_, plain := f.key(t, f.other, auth.NewKey{Name: "plain", Mode: auth.Observe})
+	user := &auth.Identity{TenantID: f.other, UserID: "usr_1", Via: auth.ViaSession, Mode: auth.Optimize}
+	noSession := auth.NewAuthenticator("", f.keys, fakeSessions{required: true})
+	withSession := auth.NewAuthenticator("", f.keys, fakeSessions{id: user, required: true})
+
+	_, err := noSession.Identify(request("Bearer anything"), auth.ScopeManagement)
+	require.Error(t, err)
+	assert.Equal(t, errs.Unauthorized, errs.KindOf(err), "management needs a sign-in")
+	assert.Equal(t, "invalid_token", errs.Code(err))
+
+	id, err := noSession.Identify(request("Bearer anything"), auth.ScopeGateway)
+	require.NoError(t, err)
+	headerless, err := noSession.Identify(request(""), auth.ScopeGateway)
+	require.NoError(t, err)
+	assert.Equal(t, headerless, id, "the gateway admits it as a headerless call")
+
+	id, err = withSession.Identify(request("Bearer anything"), auth.ScopeManagement)
+	require.NoError(t, err)
+	assert.Equal(t, "usr_1", id.UserID, "the session identifies, as without the token")
+
+	id, err = noSession.Identify(request("Bearer "+plain), auth.ScopeManagement)
+	require.NoError(t, err)
+	assert.Equal(t, auth.ViaKey, id.Via, "an svc_ key is still looked up")
+	_, err = noSession.Identify(request("Bearer svc_nope"), auth.ScopeGateway)
+	assert.Equal(t, errs.Unauthorized, errs.KindOf(err), "an unknown svc_ key is refused")
+}
+
+func TestAccess(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		a    *auth.Authenticator
+		want auth.Access
+	}{
+		{auth.NewAuthenticator(bootstrap, f.keys, nil), auth.AccessBearer},
+		{auth.NewAuthenticator(bootstrap, f.keys, fakeSessions{required: true}), auth.AccessBearer},
+		{auth.NewAuthenticator("", f.keys, fakeSessions{required: true}), auth.AccessAccount},
+		{auth.NewAuthenticator("", f.keys, fakeSessions{}), auth.AccessOpen},
+		{auth.NewAuthenticator("", f.keys, nil), auth.AccessOpen},
+	} {
+		assert.Equal(t, tc.want, tc.a.Access(ctx))
+	}
+	assert.Contains(t, auth.AccessAccount.Describe(), "account mode")
+	assert.Contains(t, auth.AccessOpen.Describe(), "open dev mode")
+	assert.NotContains(t, auth.AccessBearer.Describe(), "open dev mode")
 }
 
 func TestRequireAdmin(t *testing.T) {

@@ -62,8 +62,10 @@ func NewAuthenticator(bootstrap string, keys *Keys, sessions Sessions) *Authenti
 	return a
 }
 
-// Identify resolves r's caller. A bearer token, when present, must be valid
-// in every mode. Without one: a session identifies a person; otherwise open
+// Identify resolves r's caller. A bearer token, when present, must be valid,
+// but for one case: in open dev mode a token that is not an svc_ key counts
+// as no token, since the OpenAI SDKs refuse to start without some key (see
+// placeholder). Without one: a session identifies a person; otherwise open
 // dev mode grants admin of the default tenant, and bearer mode answers
 // errs.Unauthorized. Identity headers that are too long or hold control
 // characters are errs.Invalid.
@@ -76,9 +78,12 @@ func (a *Authenticator) Identify(r *http.Request, scope Scope) (*Identity, error
 }
 
 func (a *Authenticator) credential(r *http.Request, scope Scope) (*Identity, error) {
-	if token, ok := bearer(r.Header.Get("Authorization")); ok {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	placeholder := ok && a.placeholder(token)
+	switch {
+	case ok && !placeholder:
 		return a.token(r.Context(), token)
-	} else if r.Header.Get("Authorization") != "" {
+	case !ok && r.Header.Get("Authorization") != "":
 		return nil, errs.E(errs.Unauthorized, "invalid_authorization", "the Authorization header must be \"Bearer <token>\"")
 	}
 	if scope == ScopeManagement && a.sessions != nil {
@@ -89,9 +94,22 @@ func (a *Authenticator) credential(r *http.Request, scope Scope) (*Identity, err
 	}
 	loginRequired := scope == ScopeManagement && a.sessions != nil && a.sessions.LoginRequired(r.Context())
 	if a.bootstrap || loginRequired {
+		if placeholder {
+			// Refused as it was before placeholders were let through.
+			return nil, errInvalidToken
+		}
 		return nil, errs.E(errs.Unauthorized, "missing_credentials", "sign in or send Authorization: Bearer <token>")
 	}
 	return &Identity{TenantID: tenant.DefaultID, Via: ViaOpen, Mode: Optimize, Admin: true}, nil
+}
+
+// placeholder reports whether token stands for no credentials: in open dev
+// mode, any token that is not an svc_ key (OPENAI_API_KEY=anything). An
+// svc_ token is always looked up, so a mistyped real key is refused rather
+// than silently becoming admin; with SVC_API_KEY set nothing is a
+// placeholder.
+func (a *Authenticator) placeholder(token string) bool {
+	return !a.bootstrap && !strings.HasPrefix(token, TokenPrefix)
 }
 
 func (a *Authenticator) token(ctx context.Context, token string) (*Identity, error) {
@@ -151,4 +169,44 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// Access is the way svc admits callers at a given moment.
+type Access string
+
+// The ways of admitting callers.
+const (
+	// AccessBearer: SVC_API_KEY is set; every call needs it or an svc_ key.
+	AccessBearer Access = "bearer"
+	// AccessAccount: no SVC_API_KEY, but users exist or SVC_REQUIRE_LOGIN is
+	// set; the management API needs a sign-in or a key, while /v1 calls
+	// without an svc_ key still act for the default tenant.
+	AccessAccount Access = "account"
+	// AccessOpen: no SVC_API_KEY and no accounts; calls without an svc_ key
+	// are admin of the default tenant.
+	AccessOpen Access = "open"
+)
+
+// Access reports how callers are admitted now. Account mode begins when the
+// first user is created, so the answer may change while svc runs, from open
+// to account.
+func (a *Authenticator) Access(ctx context.Context) Access {
+	switch {
+	case a.bootstrap:
+		return AccessBearer
+	case a.sessions != nil && a.sessions.LoginRequired(ctx):
+		return AccessAccount
+	}
+	return AccessOpen
+}
+
+// Describe says in a sentence what m means for a caller, for svc's log.
+func (m Access) Describe() string {
+	switch m {
+	case AccessBearer:
+		return "bearer: every call needs SVC_API_KEY or an svc_ key"
+	case AccessAccount:
+		return "account mode: the management API needs a sign-in or an svc_ key; /v1 calls without an svc_ key act for the default tenant"
+	}
+	return "open dev mode: calls without an svc_ key are admin of the default tenant"
 }

@@ -88,7 +88,9 @@ type Config struct {
 	ExecutableDir     string // folder of the running binary, for default paths
 }
 
-// OpenDevMode reports whether no bootstrap token is configured.
+// OpenDevMode reports whether no bootstrap token is configured. Account mode
+// (users, or SVC_REQUIRE_LOGIN) may still require a sign-in for the
+// management API: auth.Authenticator.Access says which mode svc is in.
 func (c *Config) OpenDevMode() bool { return c.APIKey == "" }
 
 // PluginGOMAXPROCS is the GOMAXPROCS each plugin process runs with: the
