@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/svc-gateway/svc/internal/errs"
 )
@@ -163,6 +164,8 @@ const (
 	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject"
 	corsExposeHeaders = "x-svc-run-id, x-svc-route, retry-after"
 	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+	// corsMaxRequestHeaders bounds the names a /v1 preflight may ask for.
+	corsMaxRequestHeaders = 64
 )
 
 func (s *Server) cors(next http.Handler) http.Handler {
@@ -176,13 +179,45 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeadersFor(r))
+			h.Add("Vary", "Access-Control-Request-Headers")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsAllowHeadersFor is the Access-Control-Allow-Headers of a preflight.
+// On the /v1 gateway it is the headers the preflight asked for: the OpenAI
+// SDKs send their own (x-stainless-*, openai-organization, openai-beta,
+// idempotency-key, …) and more with each release, and none of them can
+// carry a cookie, which is never allowed. A list that is not a list of
+// header names, or too long, gets the fixed list, which the browser then
+// holds the request against. Elsewhere it is the fixed list.
+func corsAllowHeadersFor(r *http.Request) string {
+	asked := r.Header.Values("Access-Control-Request-Headers")
+	if !strings.HasPrefix(r.URL.Path, "/v1/") || len(asked) == 0 {
+		return corsAllowHeaders
+	}
+	names := make([]string, 0, 16)
+	for _, v := range asked {
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if !httpguts.ValidHeaderFieldName(name) || len(names) == corsMaxRequestHeaders {
+				return corsAllowHeaders
+			}
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return corsAllowHeaders
+	}
+	return strings.Join(names, ", ")
 }
 
 // limitBody caps every request body; reading past the cap fails with a
