@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -29,10 +30,15 @@ type answer struct {
 	id      string
 	created int64
 	model   string
+	choices []choice // n of them; choice 0 is the answer to n = 1
+	usage   pluginapi.Usage
+}
+
+// choice is one of an answer's choices.
+type choice struct {
 	content string
 	tool    *toolCall // when set, content is null
 	finish  string
-	usage   pluginapi.Usage
 }
 
 type toolCall struct {
@@ -53,9 +59,27 @@ func compose(body []byte) (*answer, error) {
 		id:      "chatcmpl-mock-" + string(hx[:24]),
 		created: createdEpoch + int64(binary.BigEndian.Uint32(sum[28:])%createdSpread),
 		model:   req.model,
-		finish:  "stop",
+		choices: make([]choice, req.n),
 	}
-	c := newConvo(req, sum)
+	base := newConvo(req, sum)
+	completion := 0
+	for i := range a.choices {
+		c := base.variant(i)
+		tokens, err := c.choose(&a.choices[i], string(hx[24:48]))
+		if err != nil {
+			return nil, err
+		}
+		completion += tokens
+	}
+	a.usage = usage(req.promptTokens, completion)
+	return a, nil
+}
+
+// choose works out choice c.choice of the answer into ch and returns its
+// completion tokens. callID is the tool call id of choice 0.
+func (c *convo) choose(ch *choice, callID string) (int, error) {
+	req := c.req
+	ch.finish = "stop"
 	if t, mention := c.pickTool(); t != nil {
 		if mention[0] >= 0 {
 			full := req.msgs[c.user].text
@@ -66,49 +90,48 @@ func compose(body []byte) (*answer, error) {
 		if len(t.Function.Parameters) > 0 {
 			root := new(schema)
 			if err := root.UnmarshalJSON(t.Function.Parameters); err != nil {
-				return nil, badRequest("tools", "invalid_value", "invalid parameters schema for function %q: %v", t.Function.Name, err)
+				return 0, badRequest("tools", "invalid_value", "invalid parameters schema for function %q: %v", t.Function.Name, err)
 			}
 			g.root = root
 			if r := resolve(root, root); r != nil && r.kind() == "object" {
 				args = g.value(make([]byte, 0, 128), root, "", 0)
 			}
 		}
-		a.tool = &toolCall{id: "call_" + string(hx[24:48]), name: t.Function.Name, args: string(args)}
-		a.finish = "tool_calls"
-		if g.full {
-			a.finish = "length"
+		if c.choice > 0 {
+			h := sha256.Sum256(append(c.sum[:], byte(c.choice)))
+			callID = hex.EncodeToString(h[:12])
 		}
-		completion := tokensPerToolCall + estimateTokens(a.tool.name) + estimateJSONTokens(a.tool.args)
-		a.usage = usage(req.promptTokens, completion)
-		return a, nil
+		ch.tool = &toolCall{id: "call_" + callID, name: t.Function.Name, args: string(args)}
+		ch.finish = "tool_calls"
+		if g.full {
+			ch.finish = "length"
+		}
+		return tokensPerToolCall + estimateTokens(ch.tool.name) + estimateJSONTokens(ch.tool.args), nil
 	}
 
 	switch {
 	case req.format == formatJSONSchema:
 		g := gen{c: c, root: req.schema}
-		a.content = string(g.value(make([]byte, 0, 256), req.schema, "", 0))
+		ch.content = string(g.value(make([]byte, 0, 256), req.schema, "", 0))
 		if g.full {
-			a.finish = "length"
+			ch.finish = "length"
 		}
 	case req.format == formatJSONObject:
-		a.content = c.jsonObject()
+		ch.content = c.jsonObject()
 	case c.label != "":
-		a.content = c.label
+		ch.content = c.label
 	default:
-		a.content = c.plainAnswer()
+		ch.content = c.plainAnswer()
 	}
-	completion := 0
 	if req.maxTokens > 0 {
-		var cut bool
-		a.content, completion, cut = truncateTokens(a.content, req.maxTokens)
+		content, completion, cut := truncateTokens(ch.content, req.maxTokens)
+		ch.content = content
 		if cut {
-			a.finish = "length"
+			ch.finish = "length"
 		}
-	} else {
-		completion = estimateTokens(a.content)
+		return completion, nil
 	}
-	a.usage = usage(req.promptTokens, completion)
-	return a, nil
+	return estimateTokens(ch.content), nil
 }
 
 func usage(prompt, completion int) pluginapi.Usage {
@@ -129,7 +152,31 @@ type convo struct {
 	wordsDone bool
 	labels    []label
 	label     string // the chosen label, when the prompt lists labels
+	labelAt   int    // its index in labels
 	afterTool bool   // the conversation ends with a tool result
+	choice    int    // which of the n choices is being answered
+}
+
+// variant is the convo of choice i. Choices after the first differ from
+// it: a label answer takes the next labels in the prompt's order (so n up
+// to the number of labels gives distinct labels), free text is marked with
+// the choice's number, and a tool call gets its own id.
+func (c *convo) variant(i int) *convo {
+	v := *c
+	v.choice = i
+	if i > 0 && len(c.labels) > 0 {
+		v.labelAt = (c.labelAt + i) % len(c.labels)
+		v.label = c.labels[v.labelAt].text
+	}
+	return &v
+}
+
+// mark makes free text of a later choice its own: "text (choice 2)".
+func (c *convo) mark(s string) string {
+	if c.choice == 0 {
+		return s
+	}
+	return s + " (choice " + strconv.Itoa(c.choice+1) + ")"
 }
 
 func newConvo(req *request, sum [32]byte) *convo {
@@ -182,7 +229,8 @@ func newConvo(req *request, sum [32]byte) *convo {
 		}
 	}
 	if len(c.labels) > 0 {
-		c.label = c.labels[chooseLabel(c.labels, c.stems())].text
+		c.labelAt = chooseLabel(c.labels, c.stems())
+		c.label = c.labels[c.labelAt].text
 	}
 	return c
 }
@@ -200,13 +248,13 @@ func (c *convo) stems() []string {
 func (c *convo) plainAnswer() string {
 	if c.afterTool {
 		m := c.req.msgs[len(c.req.msgs)-1]
-		return answerPrefix + c.toolName(m.toolCallID, m.name) + " returned " + clip(collapseSpace(m.text), 200) + "."
+		return c.mark(answerPrefix + c.toolName(m.toolCallID, m.name) + " returned " + clip(collapseSpace(m.text), 200) + ".")
 	}
 	kw := keyWords(c.text, keyWordsInAnswer)
 	if len(kw) == 0 {
-		return emptyAnswer
+		return c.mark(emptyAnswer)
 	}
-	return answerPrefix + strings.Join(kw, " ") + "."
+	return c.mark(answerPrefix + strings.Join(kw, " ") + ".")
 }
 
 // toolName finds the function an earlier assistant message called with id.
@@ -227,19 +275,19 @@ func (c *convo) toolName(id, name string) string {
 func (c *convo) summary() string {
 	kw := keyWords(c.text, keyWordsInAnswer)
 	if len(kw) == 0 {
-		return "No details provided."
+		return c.mark("No details provided.")
 	}
-	return strings.Join(kw, " ")
+	return c.mark(strings.Join(kw, " "))
 }
 
 func (c *convo) title() string {
 	kw := keyWords(c.text, 6)
 	if len(kw) == 0 {
-		return "Untitled"
+		return c.mark("Untitled")
 	}
 	t := strings.Join(kw, " ")
 	r, size := utf8.DecodeRuneInString(t)
-	return string(unicode.ToUpper(r)) + t[size:]
+	return c.mark(string(unicode.ToUpper(r)) + t[size:])
 }
 
 func (c *convo) uuid() string {

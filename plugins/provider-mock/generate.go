@@ -469,9 +469,9 @@ func (g *gen) strFound(name string, s *schema) (string, bool) {
 		return "open", false
 	}
 	if n == "" {
-		return "mock", false
+		return c.mark("mock"), false
 	}
-	return "mock " + strings.ReplaceAll(n, "_", " "), false
+	return c.mark("mock " + strings.ReplaceAll(n, "_", " ")), false
 }
 
 func isPersonName(n string) bool {

@@ -93,13 +93,13 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestCompletionShape(t *testing.T) {
-	b := body(t, map[string]any{"model": "my-model-x", "n": 3, "temperature": 0.7, "stream": false},
+	b := body(t, map[string]any{"model": "my-model-x", "temperature": 0.7, "stream": false},
 		sys("Be brief."), user("Hello, how are you today?"))
 	c, resp := chat(t, b)
 	assert.Equal(t, "chat.completion", c.Object)
 	assert.Equal(t, "my-model-x", c.Model, "the request's model is echoed")
 	assert.Equal(t, "mock", c.SystemFingerprint)
-	require.Len(t, c.Choices, 1, "n is ignored")
+	require.Len(t, c.Choices, 1)
 	ch := c.Choices[0]
 	assert.Equal(t, 0, ch.Index)
 	assert.Equal(t, "assistant", ch.Message.Role)

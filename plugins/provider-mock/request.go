@@ -10,9 +10,8 @@ import (
 )
 
 // The subset of a chat-completions request the mock reads. Unknown fields
-// are ignored; n is ignored (there is always one choice); temperature is
-// read (a wrong type is an error, as upstream) but the answer stays
-// deterministic.
+// are ignored; n gives the number of choices; temperature is read (a wrong
+// type is an error, as upstream) but the answer stays deterministic.
 type rawRequest struct {
 	Model               string          `json:"model"`
 	Messages            []rawMessage    `json:"messages"`
@@ -22,6 +21,7 @@ type rawRequest struct {
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	MaxTokens           *int64          `json:"max_tokens"`
 	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	N                   *int64          `json:"n"`
 }
 
 type rawMessage struct {
@@ -100,8 +100,12 @@ type request struct {
 	format       formatKind
 	schema       *schema // json_schema's schema, when format is formatJSONSchema
 	maxTokens    int     // 0: no limit
+	n            int     // choices, 1 to maxChoices
 	promptTokens int
 }
+
+// maxChoices is the most choices a request may ask for, as upstream.
+const maxChoices = 128
 
 func badRequest(param, code, format string, args ...any) error {
 	return &pluginapi.ProviderError{
@@ -201,6 +205,13 @@ func parseRequest(body []byte) (*request, error) {
 		if *limit < 1<<30 {
 			r.maxTokens = int(*limit)
 		}
+	}
+	r.n = 1
+	if raw.N != nil {
+		if *raw.N < 1 || *raw.N > maxChoices {
+			return nil, badRequest("n", "invalid_value", "Invalid 'n': must be between 1 and %d.", maxChoices)
+		}
+		r.n = int(*raw.N)
 	}
 	r.promptTokens = prompt
 	return r, nil

@@ -88,24 +88,37 @@ func (a *answer) head(dst []byte, object string) []byte {
 
 // completion is the chat.completion JSON.
 func (a *answer) completion() []byte {
-	dst := make([]byte, 0, 384+len(a.content)+len(a.model))
-	dst = a.head(dst, "chat.completion")
-	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	if a.tool != nil {
-		dst = append(dst, `null,"refusal":null,"tool_calls":[{"id":`...)
-		dst = appendJSONString(dst, a.tool.id)
-		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = appendJSONString(dst, a.tool.name)
-		dst = append(dst, `,"arguments":`...)
-		dst = appendJSONString(dst, a.tool.args)
-		dst = append(dst, `}}]`...)
-	} else {
-		dst = appendJSONString(dst, a.content)
-		dst = append(dst, `,"refusal":null`...)
+	size := 256 + len(a.model)
+	for i := range a.choices {
+		size += 128 + len(a.choices[i].content)
 	}
-	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
-	dst = appendJSONString(dst, a.finish)
-	dst = append(dst, `}],"usage":`...)
+	dst := a.head(make([]byte, 0, size), "chat.completion")
+	dst = append(dst, `,"choices":[`...)
+	for i := range a.choices {
+		ch := &a.choices[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `,"message":{"role":"assistant","content":`...)
+		if ch.tool != nil {
+			dst = append(dst, `null,"refusal":null,"tool_calls":[{"id":`...)
+			dst = appendJSONString(dst, ch.tool.id)
+			dst = append(dst, `,"type":"function","function":{"name":`...)
+			dst = appendJSONString(dst, ch.tool.name)
+			dst = append(dst, `,"arguments":`...)
+			dst = appendJSONString(dst, ch.tool.args)
+			dst = append(dst, `}}]`...)
+		} else {
+			dst = appendJSONString(dst, ch.content)
+			dst = append(dst, `,"refusal":null`...)
+		}
+		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+		dst = appendJSONString(dst, ch.finish)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"usage":`...)
 	dst = appendUsage(dst, a.usage)
 	return append(dst, '}')
 }
@@ -162,18 +175,22 @@ func runeCut(s string, n int) int {
 	return n
 }
 
-// stream sends the answer as chat.completion.chunk objects: the role, the
-// content (or the tool call) in pieces, the finish reason, then, with
-// includeUsage, a usage-only chunk.
+// stream sends the answer as chat.completion.chunk objects, choice after
+// choice, each chunk naming its choice's index: the role, the content (or
+// the tool call) in pieces, the finish reason; then, with includeUsage, a
+// usage-only chunk.
 func (a *answer) stream(ctx context.Context, includeUsage bool, send func(pluginapi.ChatChunk) error) error {
 	prefix := a.head(make([]byte, 0, 160), "chat.completion.chunk")
+	var index []byte
 	emit := func(delta []byte, finish string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		b := make([]byte, 0, len(prefix)+len(delta)+96)
 		b = append(b, prefix...)
-		b = append(b, `,"choices":[{"index":0,"delta":`...)
+		b = append(b, `,"choices":[{"index":`...)
+		b = append(b, index...)
+		b = append(b, `,"delta":`...)
 		b = append(b, delta...)
 		b = append(b, `,"logprobs":null,"finish_reason":`...)
 		if finish == "" {
@@ -189,45 +206,49 @@ func (a *answer) stream(ctx context.Context, includeUsage bool, send func(plugin
 		return send(pluginapi.ChatChunk{Data: b})
 	}
 	var scratch []byte
-	if a.tool != nil {
-		if err := emit([]byte(`{"role":"assistant","content":null}`), ""); err != nil {
-			return err
-		}
-		scratch = append(scratch[:0], `{"tool_calls":[{"index":0,"id":`...)
-		scratch = appendJSONString(scratch, a.tool.id)
-		scratch = append(scratch, `,"type":"function","function":{"name":`...)
-		scratch = appendJSONString(scratch, a.tool.name)
-		scratch = append(scratch, `,"arguments":""}}]}`...)
-		if err := emit(scratch, ""); err != nil {
-			return err
-		}
-		for rest := a.tool.args; rest != ""; {
-			n := runeCut(rest, argsPieceBytes)
-			scratch = append(scratch[:0], `{"tool_calls":[{"index":0,"function":{"arguments":`...)
-			scratch = appendJSONString(scratch, rest[:n])
-			scratch = append(scratch, `}}]}`...)
+	for i := range a.choices {
+		ch := &a.choices[i]
+		index = strconv.AppendInt(index[:0], int64(i), 10)
+		if ch.tool != nil {
+			if err := emit([]byte(`{"role":"assistant","content":null}`), ""); err != nil {
+				return err
+			}
+			scratch = append(scratch[:0], `{"tool_calls":[{"index":0,"id":`...)
+			scratch = appendJSONString(scratch, ch.tool.id)
+			scratch = append(scratch, `,"type":"function","function":{"name":`...)
+			scratch = appendJSONString(scratch, ch.tool.name)
+			scratch = append(scratch, `,"arguments":""}}]}`...)
 			if err := emit(scratch, ""); err != nil {
 				return err
 			}
-			rest = rest[n:]
-		}
-	} else {
-		if err := emit([]byte(`{"role":"assistant","content":""}`), ""); err != nil {
-			return err
-		}
-		for rest := a.content; rest != ""; {
-			n := nextPiece(rest)
-			scratch = append(scratch[:0], `{"content":`...)
-			scratch = appendJSONString(scratch, rest[:n])
-			scratch = append(scratch, '}')
-			if err := emit(scratch, ""); err != nil {
+			for rest := ch.tool.args; rest != ""; {
+				n := runeCut(rest, argsPieceBytes)
+				scratch = append(scratch[:0], `{"tool_calls":[{"index":0,"function":{"arguments":`...)
+				scratch = appendJSONString(scratch, rest[:n])
+				scratch = append(scratch, `}}]}`...)
+				if err := emit(scratch, ""); err != nil {
+					return err
+				}
+				rest = rest[n:]
+			}
+		} else {
+			if err := emit([]byte(`{"role":"assistant","content":""}`), ""); err != nil {
 				return err
 			}
-			rest = rest[n:]
+			for rest := ch.content; rest != ""; {
+				n := nextPiece(rest)
+				scratch = append(scratch[:0], `{"content":`...)
+				scratch = appendJSONString(scratch, rest[:n])
+				scratch = append(scratch, '}')
+				if err := emit(scratch, ""); err != nil {
+					return err
+				}
+				rest = rest[n:]
+			}
 		}
-	}
-	if err := emit([]byte(`{}`), a.finish); err != nil {
-		return err
+		if err := emit([]byte(`{}`), ch.finish); err != nil {
+			return err
+		}
 	}
 	if !includeUsage {
 		return nil
