@@ -39,14 +39,12 @@ type fallbackDetail struct {
 }
 
 // cacheable says whether an answer to req may be cached and served again:
-// only a deterministic request (temperature 0 or unset, one choice) has one
-// answer worth repeating.
+// only a deterministic request (temperature 0 or unset) has one answer
+// worth repeating. An answer of n choices is cached whole, under a key
+// that holds n, so a replay gives all n.
 func cacheable(req *Request) (bool, string) {
-	switch {
-	case req.Temperature != nil && *req.Temperature != 0:
+	if req.Temperature != nil && *req.Temperature != 0 {
 		return false, "not cacheable: temperature is not 0"
-	case req.N > 1:
-		return false, "not cacheable: more than one choice asked for"
 	}
 	return true, ""
 }
