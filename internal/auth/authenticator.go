@@ -95,7 +95,7 @@ func (a *Authenticator) credential(r *http.Request, scope Scope) (*Identity, err
 	loginRequired := scope == ScopeManagement && a.sessions != nil && a.sessions.LoginRequired(r.Context())
 	if a.bootstrap || loginRequired {
 		if placeholder {
-			// Refused as it was before placeholders were let through.
+			// A token was sent, so the refusal names it, as bearer mode does.
 			return nil, errInvalidToken
 		}
 		return nil, errs.E(errs.Unauthorized, "missing_credentials", "sign in or send Authorization: Bearer <token>")
