@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 # dependencies never touch svc's build); the first run fetches it.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build svc plugins client run test test-go test-ts fuzz bench bench-go lint proto clean
+.PHONY: all build svc plugins client run test test-go test-ts test-compat fuzz bench bench-go lint proto clean
 
 all: build
 
@@ -37,7 +37,7 @@ run: build
 	./bin/svc
 
 ## test: every test
-test: build test-go test-ts
+test: build test-go test-ts test-compat
 
 test-go:
 	$(GO) test -race -count=1 ./...
@@ -45,6 +45,15 @@ test-go:
 ## test-ts: the TypeScript client's unit tests, and its tests against bin/svc
 test-ts: build client
 	cd clients/typescript && npm test
+
+## test-compat: bin/svc driven by the clients applications use: the official
+## openai package and the Vercel AI SDK (clients/compat, dev dependencies from
+## its lockfile), and the official Go SDK (clients/compat/go, a module of its
+## own so the SDK stays out of svc's go.mod). SVC_COMPAT_PENDING=1 also runs
+## the tests of features not served yet as ordinary tests.
+test-compat: build
+	cd clients/compat && npm ci --no-audit --no-fund && npm test
+	cd clients/compat/go && $(GO) test -count=1 ./...
 
 ## fuzz: each fuzz target for FUZZTIME (seeds also run in every `make test`)
 fuzz:
@@ -81,4 +90,4 @@ proto:
 		pkg/pluginapi/proto/pluginapi.proto
 
 clean:
-	rm -rf bin clients/typescript/dist clients/typescript/node_modules
+	rm -rf bin clients/typescript/dist clients/typescript/node_modules clients/compat/node_modules
