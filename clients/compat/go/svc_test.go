@@ -35,10 +35,10 @@ const (
 	weather  = "Use get_weather for the weather in Paris."
 )
 
-// apiKey is the key the SDK sends. svc runs with it as SVC_API_KEY until open
-// dev mode takes any key that is not an svc_ key; then openDevMode becomes
-// true and svc runs without SVC_API_KEY while the SDK sends a dummy key.
-const openDevMode = false
+// apiKey is the key the SDK sends: a dummy key, with svc in open dev mode
+// (no SVC_API_KEY), as a new user's first call does. With openDevMode false
+// svc runs with SVC_API_KEY set to it instead.
+const openDevMode = true
 
 var apiKey = map[bool]string{false: "compat-go-bootstrap-key", true: "sk-any-dummy-key"}[openDevMode]
 

@@ -11,11 +11,10 @@ import { startSvc } from '../../typescript/test/svc-process.js';
 
 export const MODEL = 'gpt-4o-mini';
 
-// The official SDKs refuse to start without an API key. svc runs with
-// SVC_API_KEY and the SDKs send it until open dev mode takes any key that is
-// not an svc_ key; then this one line becomes `true`, and svc runs in open
-// dev mode while the SDKs send a dummy key, as a new user's first call does.
-export const OPEN_DEV_MODE = false;
+// The official SDKs refuse to start without an API key. svc runs in open dev
+// mode and the SDKs send a dummy key, as a new user's first call does; set
+// this to false to run svc with SVC_API_KEY and send that key instead.
+export const OPEN_DEV_MODE = true;
 
 export const API_KEY = OPEN_DEV_MODE ? 'sk-any-dummy-key' : 'compat-tests-bootstrap-key';
 
@@ -55,8 +54,6 @@ export function aiProvider(url) {
 const pendingFeatures = new Set([
   'responses', // POST /v1/responses, GET /v1/responses/{id}
   'embeddings', // POST /v1/embeddings
-  'n', // the mock honours n
-  'dummy-key', // open dev mode takes any non-svc_ key
 ]);
 
 /**
