@@ -7,8 +7,9 @@ import (
 
 // openAPIDocument is the OpenAPI 3.1 description of every route in
 // routes.go, built into the binary. Its schemas describe the JSON of the
-// answer types. The tests check that it names every route routes.go
-// registers and nothing the router does not serve; edit it with the route.
+// answer and request types. The tests check that it names every route
+// routes.go registers and nothing the router does not serve, and that it
+// describes every field of those types; edit it with the route or type.
 //
 //go:embed openapi.json
 var openAPIDocument []byte
