@@ -2,7 +2,7 @@
 // chat-completions endpoint that records, prices, governs and learns from
 // every call, with a management API and a dashboard.
 //
-// Configuration comes from the environment; see the README for every
+// Configuration comes from the environment; see docs/operations.md for every
 // variable and its default. main handles the flags, the signals and
 // `svc verify`; package app builds and runs the service itself, and is what
 // tests run in process.

@@ -114,8 +114,8 @@ func (c *Config) ProviderName() string {
 	return "mock"
 }
 
-// Vars lists every variable FromEnv reads, with its default, for the README
-// and for --help.
+// Vars lists every variable FromEnv reads, with its default, for the
+// configuration table in docs/operations.md and for --help.
 var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_ADDR", ":4100", "listen address"},
 	{"SVC_DB", "./data/svc.db", "SQLite database file (folder created when missing)"},

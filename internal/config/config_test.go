@@ -123,10 +123,10 @@ func TestVarsListsEveryVariableRead(t *testing.T) {
 	}
 }
 
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestOperationsDocDocumentsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/operations.md")
 	require.NoError(t, err)
 	for _, v := range config.Vars {
-		assert.Contains(t, string(readme), "| `"+v.Name+"` | "+v.Default+" |", "README's configuration table is out of date; regenerate the row of %s", v.Name)
+		assert.Contains(t, string(readme), "| `"+v.Name+"` | "+v.Default+" |", "docs/operations.md's configuration table is out of date; regenerate the row of %s", v.Name)
 	}
 }

@@ -64,15 +64,15 @@ func TestLoadOverrides(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestREADMEListsTheDefaultPrices(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestGatewayDocListsTheDefaultPrices(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/gateway.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for m, p := range pricing.Defaults {
 		row := fmt.Sprintf("| `%s` | %.2f | %.2f |", m, p.Input, p.Output)
 		if !strings.Contains(string(readme), row) {
-			t.Errorf("README's price table is out of date: missing %s", row)
+			t.Errorf("docs/gateway.md's price table is out of date: missing %s", row)
 		}
 	}
 }
