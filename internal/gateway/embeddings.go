@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/auth"
@@ -142,26 +143,27 @@ func embedInputs(raw json.RawMessage) ([]Message, int, error) {
 		return msgs, len(items), nil
 	case '[': // arrays of token ids
 		for i, it := range items {
-			var ids []int64
-			if it[0] != '[' || json.Unmarshal(it, &ids) != nil || !tokenIDs(ids) {
+			if it[0] != '[' || !tokenIDs(it) {
 				return nil, 0, invalid("input", "Invalid 'input[%d]': expected a non-empty array of token ids (integers, 0 or more).", i)
 			}
 		}
 		return nil, len(items), nil
 	}
-	var ids []int64 // one array of token ids
-	if json.Unmarshal(raw, &ids) != nil || !tokenIDs(ids) {
+	if !tokenIDs(raw) { // one array of token ids
 		return nil, 0, invalid("input", want)
 	}
 	return nil, 1, nil
 }
 
-func tokenIDs(ids []int64) bool {
-	if len(ids) == 0 {
+// tokenIDs reports whether raw is a non-empty array of whole numbers, 0 or
+// more (null, which would decode as 0, is none).
+func tokenIDs(raw json.RawMessage) bool {
+	var ids []json.RawMessage
+	if json.Unmarshal(raw, &ids) != nil || len(ids) == 0 {
 		return false
 	}
 	for _, id := range ids {
-		if id < 0 {
+		if _, err := strconv.ParseUint(string(id), 10, 63); err != nil {
 			return false
 		}
 	}
