@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,4 +246,39 @@ type kindsProvider struct{ *fakeProvider }
 
 func (k *kindsProvider) Models(context.Context) ([]pluginapi.Model, error) {
 	return []pluginapi.Model{{ID: "old"}, {ID: "e", Kind: pluginapi.KindEmbedding}, {ID: "dall-e-3", Kind: "image"}}, nil
+}
+
+// downEmbedder embeds until told to fail like an upstream outage.
+type downEmbedder struct {
+	embedCounter
+	down atomic.Bool
+}
+
+func (d *downEmbedder) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	if d.down.Load() {
+		return pluginapi.EmbedResponse{}, &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "upstream is down"}
+	}
+	return d.embedCounter.Embed(ctx, req)
+}
+
+func TestEmbeddingsFallBackToExpiredVectorsWhenTheProviderFails(t *testing.T) {
+	p := &downEmbedder{embedCounter: embedCounter{Provider: mockProvider(t)}}
+	ts := newServerWith(t, bootstrap, nil, p)
+	first := ts.call(t, "POST", "/v1/embeddings", bootstrap, embedBody)
+	require.Equal(t, http.StatusOK, first.status, first.body)
+
+	ts.clock.Advance(2 * time.Hour) // past SVC_CACHE_TTL
+	p.down.Store(true)
+	res := ts.call(t, "POST", "/v1/embeddings", bootstrap, embedBody)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "exact_cache", res.header.Get("x-svc-route"))
+	assert.JSONEq(t, first.body, res.body)
+	ex := explanation(runOf(t, ts, res))
+	assert.Contains(t, ex["reason"], "the provider failed; embeddings are deterministic")
+	assert.Equal(t, true, ex["fallback"].(map[string]any)["stale"])
+
+	// Without a cached answer, the failure is the provider's.
+	res = ts.call(t, "POST", "/v1/embeddings", bootstrap, `{"model":"text-embedding-3-small","input":"new"}`)
+	assert.Equal(t, http.StatusBadGateway, res.status, res.body)
+	assert.Equal(t, "error", runOf(t, ts, res)["status"])
 }
