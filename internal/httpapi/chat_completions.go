@@ -12,6 +12,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpstatus"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // The headers every gateway answer carries once a run exists.
@@ -124,12 +125,15 @@ type modelList struct {
 	Object string          `json:"object"`
 }
 
-// providerModel is one model of modelList.
+// providerModel is one model of modelList. svc_kind, an extension the
+// provider's clients ignore, says which endpoint answers it: "chat"
+// (/v1/chat/completions) or "embedding" (/v1/embeddings).
 type providerModel struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	Kind    string `json:"svc_kind"`
 }
 
 // models is GET /v1/models, in the provider's list shape.
@@ -138,9 +142,17 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data := make([]providerModel, len(models))
-	for i, m := range models {
-		data[i] = providerModel{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
+	data := make([]providerModel, 0, len(models))
+	for _, m := range models {
+		kind := m.Kind
+		switch kind {
+		case "":
+			kind = pluginapi.KindChat // a plugin older than kinds serves chat
+		case pluginapi.KindChat, pluginapi.KindEmbedding:
+		default:
+			continue // svc has no endpoint that would answer it
+		}
+		data = append(data, providerModel{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Kind: kind})
 	}
 	writeJSON(w, http.StatusOK, modelList{Data: data, Object: "list"})
 	return nil

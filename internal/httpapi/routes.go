@@ -11,6 +11,7 @@ func (s *Server) routes() {
 
 	s.mux.Handle("POST /v1/chat/completions", s.gateway(s.chatCompletions))
 	s.mux.Handle("GET /v1/models", s.gateway(s.models))
+	s.mux.Handle("POST /v1/embeddings", s.gateway(s.embeddings))
 
 	s.mux.Handle("POST /api/v1/keys", s.admin(s.createKey))
 	s.mux.Handle("GET /api/v1/keys", s.admin(s.listKeys))

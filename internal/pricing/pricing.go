@@ -40,6 +40,10 @@ var Defaults = map[string]Price{
 	"o3":            {Input: 2.00, Output: 8.00},
 	"o3-mini":       {Input: 1.10, Output: 4.40},
 	"o4-mini":       {Input: 1.10, Output: 4.40},
+	// Embedding models bill their input only.
+	"text-embedding-3-small": {Input: 0.02},
+	"text-embedding-3-large": {Input: 0.13},
+	"text-embedding-ada-002": {Input: 0.10},
 }
 
 // New returns a table of prices.

@@ -76,3 +76,12 @@ func TestGatewayDocListsTheDefaultPrices(t *testing.T) {
 		}
 	}
 }
+
+func TestEmbeddingModelsPriceTheirInput(t *testing.T) {
+	tbl := pricing.New(pricing.Defaults)
+	for model, perMillion := range map[string]float64{"text-embedding-3-small": 0.02, "text-embedding-3-large": 0.13, "text-embedding-ada-002": 0.10} {
+		usd, ok := tbl.Cost(model, 1_000_000, 0)
+		require.True(t, ok, model)
+		assert.InDelta(t, perMillion, usd, 1e-12, model)
+	}
+}

@@ -98,7 +98,7 @@ func (c *providerClient) Models(ctx context.Context) ([]Model, error) {
 	}
 	models := make([]Model, len(res.GetModels()))
 	for i, m := range res.GetModels() {
-		models[i] = Model{ID: m.GetId(), OwnedBy: m.GetOwnedBy(), Created: m.GetCreated()}
+		models[i] = Model{ID: m.GetId(), OwnedBy: m.GetOwnedBy(), Created: m.GetCreated(), Kind: m.GetKind()}
 	}
 	return models, nil
 }
@@ -139,7 +139,7 @@ func (s *providerServer) Models(ctx context.Context, _ *pb.ModelsRequest) (*pb.M
 	}
 	res := &pb.ModelsResponse{Models: make([]*pb.Model, len(models))}
 	for i, m := range models {
-		res.Models[i] = &pb.Model{Id: m.ID, OwnedBy: m.OwnedBy, Created: m.Created}
+		res.Models[i] = &pb.Model{Id: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, Kind: m.Kind}
 	}
 	return res, nil
 }

@@ -22,7 +22,8 @@ type Provider interface {
 	// the client like Chat's; after it, the stream is cut.
 	StreamChat(ctx context.Context, req ChatRequest, send func(ChatChunk) error) error
 
-	// Models lists the models the provider offers, for GET /v1/models.
+	// Models lists the models the provider offers, for GET /v1/models:
+	// only those it answers, each with its Kind.
 	Models(ctx context.Context) ([]Model, error)
 }
 
@@ -74,4 +75,7 @@ type Model struct {
 	ID      string
 	OwnedBy string
 	Created int64 // Unix seconds
+	// Kind is what the model answers: KindChat (or empty, as plugins built
+	// before the field say) or KindEmbedding.
+	Kind string
 }

@@ -60,7 +60,9 @@ var mockModels = []pluginapi.Model{
 	{ID: "gpt-4.1-nano", OwnedBy: "mock", Created: 1744321707},
 	{ID: "o4-mini", OwnedBy: "mock", Created: 1744225351},
 	{ID: "o3-mini", OwnedBy: "mock", Created: 1737146383},
-	{ID: "text-embedding-3-small", OwnedBy: "mock", Created: 1705948997},
+	{ID: "text-embedding-3-small", OwnedBy: "mock", Created: 1705948997, Kind: pluginapi.KindEmbedding},
+	{ID: "text-embedding-3-large", OwnedBy: "mock", Created: 1705953180, Kind: pluginapi.KindEmbedding},
+	{ID: "text-embedding-ada-002", OwnedBy: "mock", Created: 1671217299, Kind: pluginapi.KindEmbedding},
 }
 
 // Models lists the models the mock answers for (it answers any model name,

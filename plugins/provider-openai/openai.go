@@ -87,13 +87,17 @@ type Upstream struct {
 	// zero means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 
-	once      sync.Once
-	chatURL   string
-	modelsURL string
-	auth      []string
+	once          sync.Once
+	chatURL       string
+	modelsURL     string
+	embeddingsURL string
+	auth          []string
 }
 
-var _ pluginapi.Provider = (*Upstream)(nil)
+var (
+	_ pluginapi.Provider = (*Upstream)(nil)
+	_ pluginapi.Embedder = (*Upstream)(nil)
+)
 
 // New returns an Upstream for baseURL using apiKey, with an HTTP client tuned
 // for many concurrent keep-alive calls to one host.
@@ -139,6 +143,7 @@ func (u *Upstream) init() {
 		}
 		u.chatURL = base + "/chat/completions"
 		u.modelsURL = base + "/models"
+		u.embeddingsURL = base + "/embeddings"
 		u.auth = []string{"Bearer " + u.APIKey}
 	})
 }
@@ -300,10 +305,11 @@ func (u *Upstream) models(ctx context.Context) ([]pluginapi.Model, error) {
 	}
 	models := make([]pluginapi.Model, 0, len(list.Data))
 	for _, d := range list.Data {
-		if d.ID == "" {
-			continue
+		kind := modelKind(d.ID)
+		if d.ID == "" || kind == "" {
+			continue // svc could not answer it
 		}
-		models = append(models, pluginapi.Model{ID: d.ID, OwnedBy: d.OwnedBy, Created: rawInt(d.Created)})
+		models = append(models, pluginapi.Model{ID: d.ID, OwnedBy: d.OwnedBy, Created: rawInt(d.Created), Kind: kind})
 	}
 	return models, nil
 }

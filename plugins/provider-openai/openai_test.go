@@ -724,9 +724,9 @@ func TestModels(t *testing.T) {
 	assert.Equal(t, "/v1/models", path)
 	assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
 	assert.Equal(t, []pluginapi.Model{
-		{ID: "gpt-4o", OwnedBy: "system", Created: 1715367049},
-		{ID: "local", OwnedBy: "me"},
-		{ID: "float", OwnedBy: "x", Created: 1700000000},
+		{ID: "gpt-4o", OwnedBy: "system", Created: 1715367049, Kind: pluginapi.KindChat},
+		{ID: "local", OwnedBy: "me", Kind: pluginapi.KindChat},
+		{ID: "float", OwnedBy: "x", Created: 1700000000, Kind: pluginapi.KindChat},
 	}, models)
 }
 

@@ -302,10 +302,13 @@ func (*ModelsRequest) Descriptor() ([]byte, []int) {
 }
 
 type Model struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	OwnedBy       string                 `protobuf:"bytes,2,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
-	Created       int64                  `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	OwnedBy string                 `protobuf:"bytes,2,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
+	Created int64                  `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	// kind is what the model answers: "chat" (or empty, from plugins older
+	// than the field) or "embedding".
+	Kind          string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -361,6 +364,13 @@ func (x *Model) GetCreated() int64 {
 	return 0
 }
 
+func (x *Model) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
 type ModelsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Models        []*Model               `protobuf:"bytes,1,rep,name=models,proto3" json:"models,omitempty"`
@@ -405,6 +415,119 @@ func (x *ModelsResponse) GetModels() []*Model {
 	return nil
 }
 
+// EmbedRequest is one embeddings call.
+type EmbedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"` // embeddings request JSON
+	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	RequestId     string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // svc's run id
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *EmbedRequest) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *EmbedRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type EmbedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"` // the embeddings list JSON
+	Usage         *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *EmbedResponse) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *EmbedResponse) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 // ProviderError travels as a detail of a gRPC status: a failure the client
 // should see in the provider's own terms.
 type ProviderError struct {
@@ -424,7 +547,7 @@ type ProviderError struct {
 
 func (x *ProviderError) Reset() {
 	*x = ProviderError{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[7]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +559,7 @@ func (x *ProviderError) String() string {
 func (*ProviderError) ProtoMessage() {}
 
 func (x *ProviderError) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[7]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +572,7 @@ func (x *ProviderError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderError.ProtoReflect.Descriptor instead.
 func (*ProviderError) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{7}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ProviderError) GetStatus() int32 {
@@ -507,7 +630,7 @@ type ChatCall struct {
 
 func (x *ChatCall) Reset() {
 	*x = ChatCall{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +642,7 @@ func (x *ChatCall) String() string {
 func (*ChatCall) ProtoMessage() {}
 
 func (x *ChatCall) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[8]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +655,7 @@ func (x *ChatCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatCall.ProtoReflect.Descriptor instead.
 func (*ChatCall) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{8}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ChatCall) GetId() uint64 {
@@ -569,7 +692,7 @@ type ChatResult struct {
 
 func (x *ChatResult) Reset() {
 	*x = ChatResult{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +704,7 @@ func (x *ChatResult) String() string {
 func (*ChatResult) ProtoMessage() {}
 
 func (x *ChatResult) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[9]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +717,7 @@ func (x *ChatResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatResult.ProtoReflect.Descriptor instead.
 func (*ChatResult) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{9}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ChatResult) GetId() uint64 {
@@ -631,7 +754,7 @@ type EmailMessage struct {
 
 func (x *EmailMessage) Reset() {
 	*x = EmailMessage{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +766,7 @@ func (x *EmailMessage) String() string {
 func (*EmailMessage) ProtoMessage() {}
 
 func (x *EmailMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[10]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +779,7 @@ func (x *EmailMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmailMessage.ProtoReflect.Descriptor instead.
 func (*EmailMessage) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{10}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EmailMessage) GetFrom() string {
@@ -703,7 +826,7 @@ type SendResult struct {
 
 func (x *SendResult) Reset() {
 	*x = SendResult{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +838,7 @@ func (x *SendResult) String() string {
 func (*SendResult) ProtoMessage() {}
 
 func (x *SendResult) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[11]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +851,7 @@ func (x *SendResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResult.ProtoReflect.Descriptor instead.
 func (*SendResult) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{11}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SendResult) GetId() string {
@@ -749,7 +872,7 @@ type CompileRequest struct {
 
 func (x *CompileRequest) Reset() {
 	*x = CompileRequest{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +884,7 @@ func (x *CompileRequest) String() string {
 func (*CompileRequest) ProtoMessage() {}
 
 func (x *CompileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[12]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +897,7 @@ func (x *CompileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileRequest.ProtoReflect.Descriptor instead.
 func (*CompileRequest) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{12}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompileRequest) GetUrl() string {
@@ -807,7 +930,7 @@ type CompileResponse struct {
 
 func (x *CompileResponse) Reset() {
 	*x = CompileResponse{}
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +942,7 @@ func (x *CompileResponse) String() string {
 func (*CompileResponse) ProtoMessage() {}
 
 func (x *CompileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[13]
+	mi := &file_pkg_pluginapi_proto_pluginapi_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +955,7 @@ func (x *CompileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileResponse.ProtoReflect.Descriptor instead.
 func (*CompileResponse) Descriptor() ([]byte, []int) {
-	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{13}
+	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CompileResponse) GetSom() []byte {
@@ -865,13 +988,22 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\x05usage\x18\x02 \x01(\v2\x17.svc.pluginapi.v1.UsageR\x05usage\x12\x1d\n" +
 	"\n" +
 	"usage_only\x18\x03 \x01(\bR\tusageOnly\"\x0f\n" +
-	"\rModelsRequest\"L\n" +
+	"\rModelsRequest\"`\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bowned_by\x18\x02 \x01(\tR\aownedBy\x12\x18\n" +
-	"\acreated\x18\x03 \x01(\x03R\acreated\"A\n" +
+	"\acreated\x18\x03 \x01(\x03R\acreated\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\"A\n" +
 	"\x0eModelsResponse\x12/\n" +
-	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"\xa5\x01\n" +
+	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"W\n" +
+	"\fEmbedRequest\x12\x12\n" +
+	"\x04body\x18\x01 \x01(\fR\x04body\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"R\n" +
+	"\rEmbedResponse\x12\x12\n" +
+	"\x04body\x18\x01 \x01(\fR\x04body\x12-\n" +
+	"\x05usage\x18\x02 \x01(\v2\x17.svc.pluginapi.v1.UsageR\x05usage\"\xa5\x01\n" +
 	"\rProviderError\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
@@ -903,13 +1035,14 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\x04html\x18\x02 \x01(\fR\x04html\x12!\n" +
 	"\fcontent_type\x18\x03 \x01(\tR\vcontentType\"#\n" +
 	"\x0fCompileResponse\x12\x10\n" +
-	"\x03som\x18\x01 \x01(\fR\x03som2\xb5\x02\n" +
+	"\x03som\x18\x01 \x01(\fR\x03som2\xff\x02\n" +
 	"\bProvider\x12E\n" +
 	"\x04Chat\x12\x1d.svc.pluginapi.v1.ChatRequest\x1a\x1e.svc.pluginapi.v1.ChatResponse\x12I\n" +
 	"\tChatCalls\x12\x1a.svc.pluginapi.v1.ChatCall\x1a\x1c.svc.pluginapi.v1.ChatResult(\x010\x01\x12J\n" +
 	"\n" +
 	"StreamChat\x12\x1d.svc.pluginapi.v1.ChatRequest\x1a\x1b.svc.pluginapi.v1.ChatChunk0\x01\x12K\n" +
-	"\x06Models\x12\x1f.svc.pluginapi.v1.ModelsRequest\x1a .svc.pluginapi.v1.ModelsResponse2M\n" +
+	"\x06Models\x12\x1f.svc.pluginapi.v1.ModelsRequest\x1a .svc.pluginapi.v1.ModelsResponse\x12H\n" +
+	"\x05Embed\x12\x1e.svc.pluginapi.v1.EmbedRequest\x1a\x1f.svc.pluginapi.v1.EmbedResponse2M\n" +
 	"\x05Email\x12D\n" +
 	"\x04Send\x12\x1e.svc.pluginapi.v1.EmailMessage\x1a\x1c.svc.pluginapi.v1.SendResult2^\n" +
 	"\fPageCompiler\x12N\n" +
@@ -927,7 +1060,7 @@ func file_pkg_pluginapi_proto_pluginapi_proto_rawDescGZIP() []byte {
 	return file_pkg_pluginapi_proto_pluginapi_proto_rawDescData
 }
 
-var file_pkg_pluginapi_proto_pluginapi_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_pkg_pluginapi_proto_pluginapi_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_pkg_pluginapi_proto_pluginapi_proto_goTypes = []any{
 	(*ChatRequest)(nil),     // 0: svc.pluginapi.v1.ChatRequest
 	(*Usage)(nil),           // 1: svc.pluginapi.v1.Usage
@@ -936,37 +1069,42 @@ var file_pkg_pluginapi_proto_pluginapi_proto_goTypes = []any{
 	(*ModelsRequest)(nil),   // 4: svc.pluginapi.v1.ModelsRequest
 	(*Model)(nil),           // 5: svc.pluginapi.v1.Model
 	(*ModelsResponse)(nil),  // 6: svc.pluginapi.v1.ModelsResponse
-	(*ProviderError)(nil),   // 7: svc.pluginapi.v1.ProviderError
-	(*ChatCall)(nil),        // 8: svc.pluginapi.v1.ChatCall
-	(*ChatResult)(nil),      // 9: svc.pluginapi.v1.ChatResult
-	(*EmailMessage)(nil),    // 10: svc.pluginapi.v1.EmailMessage
-	(*SendResult)(nil),      // 11: svc.pluginapi.v1.SendResult
-	(*CompileRequest)(nil),  // 12: svc.pluginapi.v1.CompileRequest
-	(*CompileResponse)(nil), // 13: svc.pluginapi.v1.CompileResponse
+	(*EmbedRequest)(nil),    // 7: svc.pluginapi.v1.EmbedRequest
+	(*EmbedResponse)(nil),   // 8: svc.pluginapi.v1.EmbedResponse
+	(*ProviderError)(nil),   // 9: svc.pluginapi.v1.ProviderError
+	(*ChatCall)(nil),        // 10: svc.pluginapi.v1.ChatCall
+	(*ChatResult)(nil),      // 11: svc.pluginapi.v1.ChatResult
+	(*EmailMessage)(nil),    // 12: svc.pluginapi.v1.EmailMessage
+	(*SendResult)(nil),      // 13: svc.pluginapi.v1.SendResult
+	(*CompileRequest)(nil),  // 14: svc.pluginapi.v1.CompileRequest
+	(*CompileResponse)(nil), // 15: svc.pluginapi.v1.CompileResponse
 }
 var file_pkg_pluginapi_proto_pluginapi_proto_depIdxs = []int32{
 	1,  // 0: svc.pluginapi.v1.ChatResponse.usage:type_name -> svc.pluginapi.v1.Usage
 	1,  // 1: svc.pluginapi.v1.ChatChunk.usage:type_name -> svc.pluginapi.v1.Usage
 	5,  // 2: svc.pluginapi.v1.ModelsResponse.models:type_name -> svc.pluginapi.v1.Model
-	0,  // 3: svc.pluginapi.v1.ChatCall.request:type_name -> svc.pluginapi.v1.ChatRequest
-	2,  // 4: svc.pluginapi.v1.ChatResult.response:type_name -> svc.pluginapi.v1.ChatResponse
-	0,  // 5: svc.pluginapi.v1.Provider.Chat:input_type -> svc.pluginapi.v1.ChatRequest
-	8,  // 6: svc.pluginapi.v1.Provider.ChatCalls:input_type -> svc.pluginapi.v1.ChatCall
-	0,  // 7: svc.pluginapi.v1.Provider.StreamChat:input_type -> svc.pluginapi.v1.ChatRequest
-	4,  // 8: svc.pluginapi.v1.Provider.Models:input_type -> svc.pluginapi.v1.ModelsRequest
-	10, // 9: svc.pluginapi.v1.Email.Send:input_type -> svc.pluginapi.v1.EmailMessage
-	12, // 10: svc.pluginapi.v1.PageCompiler.Compile:input_type -> svc.pluginapi.v1.CompileRequest
-	2,  // 11: svc.pluginapi.v1.Provider.Chat:output_type -> svc.pluginapi.v1.ChatResponse
-	9,  // 12: svc.pluginapi.v1.Provider.ChatCalls:output_type -> svc.pluginapi.v1.ChatResult
-	3,  // 13: svc.pluginapi.v1.Provider.StreamChat:output_type -> svc.pluginapi.v1.ChatChunk
-	6,  // 14: svc.pluginapi.v1.Provider.Models:output_type -> svc.pluginapi.v1.ModelsResponse
-	11, // 15: svc.pluginapi.v1.Email.Send:output_type -> svc.pluginapi.v1.SendResult
-	13, // 16: svc.pluginapi.v1.PageCompiler.Compile:output_type -> svc.pluginapi.v1.CompileResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	1,  // 3: svc.pluginapi.v1.EmbedResponse.usage:type_name -> svc.pluginapi.v1.Usage
+	0,  // 4: svc.pluginapi.v1.ChatCall.request:type_name -> svc.pluginapi.v1.ChatRequest
+	2,  // 5: svc.pluginapi.v1.ChatResult.response:type_name -> svc.pluginapi.v1.ChatResponse
+	0,  // 6: svc.pluginapi.v1.Provider.Chat:input_type -> svc.pluginapi.v1.ChatRequest
+	10, // 7: svc.pluginapi.v1.Provider.ChatCalls:input_type -> svc.pluginapi.v1.ChatCall
+	0,  // 8: svc.pluginapi.v1.Provider.StreamChat:input_type -> svc.pluginapi.v1.ChatRequest
+	4,  // 9: svc.pluginapi.v1.Provider.Models:input_type -> svc.pluginapi.v1.ModelsRequest
+	7,  // 10: svc.pluginapi.v1.Provider.Embed:input_type -> svc.pluginapi.v1.EmbedRequest
+	12, // 11: svc.pluginapi.v1.Email.Send:input_type -> svc.pluginapi.v1.EmailMessage
+	14, // 12: svc.pluginapi.v1.PageCompiler.Compile:input_type -> svc.pluginapi.v1.CompileRequest
+	2,  // 13: svc.pluginapi.v1.Provider.Chat:output_type -> svc.pluginapi.v1.ChatResponse
+	11, // 14: svc.pluginapi.v1.Provider.ChatCalls:output_type -> svc.pluginapi.v1.ChatResult
+	3,  // 15: svc.pluginapi.v1.Provider.StreamChat:output_type -> svc.pluginapi.v1.ChatChunk
+	6,  // 16: svc.pluginapi.v1.Provider.Models:output_type -> svc.pluginapi.v1.ModelsResponse
+	8,  // 17: svc.pluginapi.v1.Provider.Embed:output_type -> svc.pluginapi.v1.EmbedResponse
+	13, // 18: svc.pluginapi.v1.Email.Send:output_type -> svc.pluginapi.v1.SendResult
+	15, // 19: svc.pluginapi.v1.PageCompiler.Compile:output_type -> svc.pluginapi.v1.CompileResponse
+	13, // [13:20] is the sub-list for method output_type
+	6,  // [6:13] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_pkg_pluginapi_proto_pluginapi_proto_init() }
@@ -980,7 +1118,7 @@ func file_pkg_pluginapi_proto_pluginapi_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pkg_pluginapi_proto_pluginapi_proto_rawDesc), len(file_pkg_pluginapi_proto_pluginapi_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

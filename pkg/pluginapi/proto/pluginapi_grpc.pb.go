@@ -27,6 +27,7 @@ const (
 	Provider_ChatCalls_FullMethodName  = "/svc.pluginapi.v1.Provider/ChatCalls"
 	Provider_StreamChat_FullMethodName = "/svc.pluginapi.v1.Provider/StreamChat"
 	Provider_Models_FullMethodName     = "/svc.pluginapi.v1.Provider/Models"
+	Provider_Embed_FullMethodName      = "/svc.pluginapi.v1.Provider/Embed"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -41,6 +42,9 @@ type ProviderClient interface {
 	ChatCalls(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChatCall, ChatResult], error)
 	StreamChat(ctx context.Context, in *ChatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ChatChunk], error)
 	Models(ctx context.Context, in *ModelsRequest, opts ...grpc.CallOption) (*ModelsResponse, error)
+	// Embed answers an embeddings request. A plugin without embeddings
+	// answers Unimplemented, which svc reports as 404 model_not_found.
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
 }
 
 type providerClient struct {
@@ -103,6 +107,16 @@ func (c *providerClient) Models(ctx context.Context, in *ModelsRequest, opts ...
 	return out, nil
 }
 
+func (c *providerClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, Provider_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -115,6 +129,9 @@ type ProviderServer interface {
 	ChatCalls(grpc.BidiStreamingServer[ChatCall, ChatResult]) error
 	StreamChat(*ChatRequest, grpc.ServerStreamingServer[ChatChunk]) error
 	Models(context.Context, *ModelsRequest) (*ModelsResponse, error)
+	// Embed answers an embeddings request. A plugin without embeddings
+	// answers Unimplemented, which svc reports as 404 model_not_found.
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -136,6 +153,9 @@ func (UnimplementedProviderServer) StreamChat(*ChatRequest, grpc.ServerStreaming
 }
 func (UnimplementedProviderServer) Models(context.Context, *ModelsRequest) (*ModelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Models not implemented")
+}
+func (UnimplementedProviderServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -212,6 +232,24 @@ func _Provider_Models_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -226,6 +264,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Models",
 			Handler:    _Provider_Models_Handler,
+		},
+		{
+			MethodName: "Embed",
+			Handler:    _Provider_Embed_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

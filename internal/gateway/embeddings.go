@@ -1,0 +1,300 @@
+package gateway
+
+// Embeddings: POST /v1/embeddings through the same pipeline as a chat
+// call, minus what does not apply (artifacts, tool calls, streaming). The
+// chat rules see each text input as a user message, so a rule on the model,
+// the app or the content (no card numbers leave for the provider) holds for
+// embeddings too. Embeddings are deterministic, so every request is
+// cacheable in the exact tier; the run stores a summary of the vectors
+// (count, size, SHA-256 of the answer) rather than the vectors themselves.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/cache"
+	"github.com/svc-gateway/svc/internal/httpstatus"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/strictjson"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// maxEmbedInputs is the most inputs one request may carry, as the
+// provider's API allows.
+const maxEmbedInputs = 2048
+
+// EmbedRequest is a validated embeddings request. Its Request carries the
+// body, the model, the cache's canonical form and the text inputs as user
+// messages (what the chat rules see).
+type EmbedRequest struct {
+	Request
+	Inputs         int    // how many inputs
+	Dimensions     int    // 0: the model's own size
+	EncodingFormat string // "float" or "base64"
+}
+
+// wireEmbedRequest is what svc reads of an embeddings request; other fields
+// pass through to the provider.
+type wireEmbedRequest struct {
+	Model          *string         `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	Dimensions     *int            `json:"dimensions"`
+	EncodingFormat *string         `json:"encoding_format"`
+	User           *string         `json:"user"`
+}
+
+// ParseEmbedRequest validates an embeddings body the way the provider
+// would, answering in the provider's terms.
+func ParseEmbedRequest(body []byte) (*EmbedRequest, error) {
+	var w wireEmbedRequest
+	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil {
+		if err := keysError(err, ""); err != nil {
+			return nil, err
+		}
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
+		}
+		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	switch {
+	case w.Model == nil:
+		return nil, invalid("model", "Missing required parameter: 'model'.")
+	case len(bytes.TrimSpace([]byte(*w.Model))) == 0 || len(*w.Model) > 256:
+		return nil, invalid("model", "Invalid value for 'model': expected a model name.")
+	case len(w.Input) == 0 || string(w.Input) == "null":
+		return nil, invalid("input", "Missing required parameter: 'input'.")
+	}
+	r := &EmbedRequest{Request: Request{Body: body, Model: *w.Model}, EncodingFormat: "float"}
+	var err error
+	if r.Messages, r.Inputs, err = embedInputs(w.Input); err != nil {
+		return nil, err
+	}
+	if d := w.Dimensions; d != nil {
+		if *d < 1 {
+			return nil, invalid("dimensions", "Invalid 'dimensions': must be at least 1.")
+		}
+		r.Dimensions = *d
+	}
+	if f := w.EncodingFormat; f != nil {
+		if *f != "float" && *f != "base64" {
+			return nil, invalid("encoding_format", "Invalid 'encoding_format': expected one of 'float', 'base64'.")
+		}
+		r.EncodingFormat = *f
+	}
+	if r.Canonical, err = embedCanonical(body, r.EncodingFormat); err != nil {
+		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	r.Unlearnable = "an embeddings request"
+	return r, nil
+}
+
+// embedInputs reads `input`: a string, an array of strings, an array of
+// token ids, or an array of arrays of token ids. Text inputs become user
+// messages for the chat rules; token ids have no text to show them.
+func embedInputs(raw json.RawMessage) ([]Message, int, error) {
+	const want = "Invalid 'input': expected a string, an array of strings, an array of token ids or an array of arrays of token ids."
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, 0, invalid("input", want)
+		}
+		if s == "" {
+			return nil, 0, invalid("input", "Invalid 'input': the string must not be empty.")
+		}
+		return []Message{{Role: "user", Content: s}}, 1, nil
+	case '[':
+	default:
+		return nil, 0, invalid("input", want)
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, 0, invalid("input", want)
+	}
+	switch {
+	case len(items) == 0:
+		return nil, 0, invalid("input", "Invalid 'input': empty array. Expected an array with minimum length 1.")
+	case len(items) > maxEmbedInputs:
+		return nil, 0, invalid("input", "Invalid 'input': at most %d inputs per request.", maxEmbedInputs)
+	}
+	switch items[0][0] {
+	case '"': // strings
+		msgs := make([]Message, len(items))
+		for i, it := range items {
+			if it[0] != '"' || json.Unmarshal(it, &msgs[i].Content) != nil {
+				return nil, 0, invalid("input", "Invalid 'input[%d]': expected a string like the other inputs.", i)
+			}
+			if msgs[i].Content == "" {
+				return nil, 0, invalid("input", "Invalid 'input[%d]': the string must not be empty.", i)
+			}
+			msgs[i].Role = "user"
+		}
+		return msgs, len(items), nil
+	case '[': // arrays of token ids
+		for i, it := range items {
+			if it[0] != '[' || !tokenIDs(it) {
+				return nil, 0, invalid("input", "Invalid 'input[%d]': expected a non-empty array of token ids (integers, 0 or more).", i)
+			}
+		}
+		return nil, len(items), nil
+	}
+	if !tokenIDs(raw) { // one array of token ids
+		return nil, 0, invalid("input", want)
+	}
+	return nil, 1, nil
+}
+
+// tokenIDs reports whether raw is a non-empty array of whole numbers, 0 or
+// more (null, which would decode as 0, is none).
+func tokenIDs(raw json.RawMessage) bool {
+	var ids []json.RawMessage
+	if json.Unmarshal(raw, &ids) != nil || len(ids) == 0 {
+		return false
+	}
+	for _, id := range ids {
+		if _, err := strconv.ParseUint(string(id), 10, 63); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// embedCanonical is what identifies an embeddings request in the exact
+// cache: the body without `user` (it changes no vector), with the encoding
+// spelled out, in canonical form, under an "embeddings" key: never the
+// canonical form of a chat request, so the two never share a cache entry
+// (it is also what an approval of the request shows).
+func embedCanonical(body []byte, format string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "user")
+	m["encoding_format"], _ = json.Marshal(format)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := cache.CanonicalRequest(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(canonical)+15)
+	out = append(append(append(out, `{"embeddings":`...), canonical...), '}')
+	return out, nil
+}
+
+// Embed answers an embeddings call through the provider, or from the
+// exact cache, and records the run. A provider without embeddings answers
+// 404 model_not_found.
+func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedRequest) (Result, error) {
+	c := g.begin(id, &req.Request)
+	c.run.Explanation.Reason = "no cached vectors for this input: the provider embedded it"
+	c.reject(ledger.RouteArtifact, "embeddings are not learned: no artifact answers them")
+	if err := g.governChat(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
+	g.lookupExact(c)
+	var body []byte
+	if c.servable() {
+		body = g.serveEmbedding(c, nil)
+	} else {
+		c.calledProvider = true
+		res, err := g.embed(ctx, pluginapi.EmbedRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
+		if err != nil {
+			fb := g.fallback(c, err)
+			if fb == nil {
+				return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, err)
+			}
+			body = g.serveEmbedding(c, fb)
+		} else {
+			body = res.Body
+			g.price(c.run, &res.Usage)
+		}
+	}
+	c.run.Response = embedSummary(body)
+	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
+		return Result{}, err
+	}
+	g.storeExact(c, body)
+	return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
+}
+
+// embed calls the provider's embeddings; a provider that has none answers
+// as the provider would for a model it does not serve.
+func (g *Gateway) embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	e, ok := g.provider.(pluginapi.Embedder)
+	if !ok {
+		return pluginapi.EmbedResponse{}, pluginapi.NoEmbeddings(req.Model)
+	}
+	return e.Embed(ctx, req)
+}
+
+// serveEmbedding answers from the exact cache, saying why that is sound.
+func (g *Gateway) serveEmbedding(c *call, fb *fallbackDetail) []byte {
+	body := g.serveExact(c, fb)
+	reason := "embeddings are deterministic: the identical input was embedded at " +
+		c.exact.entry.StoredAt.UTC().Format(time.RFC3339) + ", and its vectors were served from the exact cache"
+	if fb != nil {
+		reason = "the provider failed; " + reason
+	}
+	c.run.Explanation.Reason = reason
+	return body
+}
+
+// embedSummary is what a run keeps of the vectors: how many, their size
+// and encoding, the usage, and the SHA-256 of the answer the client got.
+// The vectors themselves are the cache's to keep, not the ledger's.
+func embedSummary(body []byte) json.RawMessage {
+	var list struct {
+		Model string `json:"model"`
+		Data  []struct {
+			Embedding json.RawMessage `json:"embedding"`
+		} `json:"data"`
+		Usage json.RawMessage `json:"usage"`
+	}
+	sum := sha256.Sum256(body)
+	s := embedSummaryJSON{Object: "embeddings.summary", SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
+	if json.Unmarshal(body, &list) == nil {
+		s.Model, s.Vectors, s.Usage = list.Model, len(list.Data), list.Usage
+		if len(list.Data) > 0 {
+			s.Dimensions, s.EncodingFormat = vectorSize(list.Data[0].Embedding)
+		}
+	}
+	return mustJSON(s)
+}
+
+type embedSummaryJSON struct {
+	Object         string          `json:"object"`
+	Model          string          `json:"model,omitempty"`
+	Vectors        int             `json:"vectors"`
+	Dimensions     int             `json:"dimensions,omitempty"`
+	EncodingFormat string          `json:"encoding_format,omitempty"`
+	Usage          json.RawMessage `json:"usage,omitempty"`
+	Bytes          int             `json:"bytes"`
+	SHA256         string          `json:"sha256"`
+}
+
+// vectorSize reads one vector's size: the numbers of a float array, or the
+// float32s of a base64 string.
+func vectorSize(raw json.RawMessage) (int, string) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) >= 2 && raw[0] == '"':
+		return base64.StdEncoding.DecodedLen(len(raw)-2) / 4, "base64"
+	case len(raw) > 2 && raw[0] == '[':
+		return bytes.Count(raw, []byte{','}) + 1, "float"
+	}
+	return 0, ""
+}

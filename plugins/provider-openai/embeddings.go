@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// Embed implements pluginapi.Embedder: the request body goes to the
+// upstream's /embeddings unchanged and its body comes back unchanged, in
+// the encoding the client asked for. An upstream that does not know the
+// model answers 404 model_not_found, passed on in its own words.
+func (u *Upstream) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	u.init()
+	res, err := u.embed(ctx, req)
+	if err != nil {
+		u.logError("embeddings", err, req.RequestID)
+	}
+	return res, err
+}
+
+func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	resp, err := u.do(ctx, http.MethodPost, u.embeddingsURL, req.Body, req.RequestID, hdrJSON)
+	if err != nil {
+		return pluginapi.EmbedResponse{}, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return pluginapi.EmbedResponse{}, u.statusError(resp)
+	}
+	body, err := readBody(resp, u.maxResponse())
+	if err != nil {
+		return pluginapi.EmbedResponse{}, u.readError(ctx, err, "response")
+	}
+	var parsed struct {
+		Data  json.RawMessage `json:"data"`
+		Usage *usageJSON      `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, &parsed); !isObject(body) || err != nil && !errors.As(err, &typeErr) {
+		return pluginapi.EmbedResponse{}, &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+			Message: "provider returned a response that is not a JSON object",
+		}
+	}
+	if !isNull(parsed.Error) {
+		return pluginapi.EmbedResponse{}, u.inBodyError(parsed.Error)
+	}
+	if len(parsed.Data) == 0 || parsed.Data[0] != '[' {
+		return pluginapi.EmbedResponse{}, &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+			Message: "provider returned an embeddings response without a data list",
+		}
+	}
+	var usage pluginapi.Usage
+	if parsed.Usage != nil {
+		usage = parsed.Usage.usage()
+	}
+	return pluginapi.EmbedResponse{Body: body, Usage: usage}, nil
+}
+
+// notServed are the model families an OpenAI upstream lists that svc has
+// no endpoint for (images, audio, moderation, realtime) or that answer the
+// Responses API only: /v1/models leaves them out.
+var notServed = []string{"dall-e", "gpt-image", "sora", "whisper", "tts", "transcribe", "moderation", "realtime",
+	"babbage-002", "davinci-002", "o1-pro", "o3-pro", "gpt-5-pro", "deep-research", "computer-use", "codex-mini"}
+
+// modelKind says what an upstream model answers, from its name (a model
+// list says no more): pluginapi.KindEmbedding for an embedding model
+// ("text-embedding-3-small", "nomic-embed-text"), "" for one svc cannot
+// answer, else pluginapi.KindChat (the local servers' names, "llama3.1",
+// are chat models).
+func modelKind(id string) string {
+	lower := strings.ToLower(id)
+	if strings.Contains(lower, "embed") {
+		return pluginapi.KindEmbedding
+	}
+	for _, family := range notServed {
+		if strings.Contains(lower, family) {
+			return ""
+		}
+	}
+	return pluginapi.KindChat
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+func embedReq(body string) pluginapi.EmbedRequest {
+	return pluginapi.EmbedRequest{Body: []byte(body), Model: "text-embedding-3-small", RequestID: "run_9"}
+}
+
+func TestEmbedPassesBodyThrough(t *testing.T) {
+	reqBody := `{"model":"text-embedding-3-small", "input":["a<b","é"],"dimensions":2,"encoding_format":"base64","user":"u1","x_vendor":1}`
+	respBody := `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPwAAAAA="},` +
+		`{"object":"embedding","index":1,"embedding":"AAAAAAAAgD8="}],"model":"text-embedding-3-small","usage":{"prompt_tokens":5,"total_tokens":5}}`
+	var method, path string
+	var header http.Header
+	var got []byte
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		method, path, header = r.Method, r.URL.Path, r.Header.Clone()
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, respBody)
+	})
+	res, err := New(srv.URL+"/v1", testKey).Embed(context.Background(), embedReq(reqBody))
+	require.NoError(t, err)
+	assert.Equal(t, http.MethodPost, method)
+	assert.Equal(t, "/v1/embeddings", path)
+	assert.Equal(t, reqBody, string(got), "the body reaches the upstream byte for byte")
+	assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
+	assert.Equal(t, "run_9", header.Get("X-Request-Id"))
+	assert.Equal(t, respBody, string(res.Body), "the answer comes back unchanged")
+	assert.Equal(t, pluginapi.Usage{PromptTokens: 5, TotalTokens: 5}, res.Usage)
+}
+
+func TestEmbedUnknownModelIsTheUpstreams404(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"message":"The model `+"`text-embedding-9`"+` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`)
+	})
+	u := New(srv.URL, testKey)
+	_, err := u.Embed(context.Background(), embedReq(`{"model":"text-embedding-9","input":"a"}`))
+	pe := requireProviderError(t, err)
+	assert.Equal(t, pluginapi.ProviderError{Status: 404, Type: "invalid_request_error", Code: "model_not_found",
+		Message: "The model `text-embedding-9` does not exist or you do not have access to it."}, *pe)
+
+	// The same for chat: an unknown chat model is the upstream's 404.
+	_, err = u.Chat(context.Background(), chatReq(`{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`))
+	assert.Equal(t, "model_not_found", requireProviderError(t, err).Code)
+}
+
+func TestEmbedErrorMapping(t *testing.T) {
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.contentType != "" {
+					w.Header().Set("Content-Type", tc.contentType)
+				} else if tc.body != "" {
+					w.Header().Set("Content-Type", "application/json")
+				}
+				if tc.status == 302 {
+					w.Header().Set("Location", "/elsewhere")
+				}
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			})
+			_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, tc.want.Status, pe.Status)
+			assert.Equal(t, tc.want.Code, pe.Code)
+			assert.NotContains(t, pe.Error(), testKey)
+		})
+	}
+}
+
+func TestEmbedBadSuccessBodies(t *testing.T) {
+	for name, body := range map[string]string{
+		"not json":      `<html>`,
+		"an array":      `[1,2]`,
+		"no data":       `{"object":"list","usage":{"prompt_tokens":1}}`,
+		"data not list": `{"object":"list","data":{}}`,
+		"in-body error": `{"error":{"message":"overloaded","type":"server_error"}}`,
+	} {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, body)
+		})
+		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+		assert.Equal(t, http.StatusBadGateway, requireProviderError(t, err).Status, name)
+	}
+}
+
+func TestModelsMarkEmbeddingsAndLeaveOutWhatSvcCannotAnswer(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o-mini"},{"id":"text-embedding-3-large"},{"id":"dall-e-3"},`+
+			`{"id":"whisper-1"},{"id":"gpt-4o-mini-tts"},{"id":"omni-moderation-latest"},{"id":"gpt-4o-realtime-preview"},`+
+			`{"id":"o3-pro"},{"id":"nomic-embed-text:latest"},{"id":"llama3.1:8b"}]}`)
+	})
+	models, err := New(srv.URL, testKey).Models(context.Background())
+	require.NoError(t, err)
+	kinds := map[string]string{}
+	for _, m := range models {
+		kinds[m.ID] = m.Kind
+	}
+	assert.Equal(t, map[string]string{"gpt-4o-mini": "chat", "text-embedding-3-large": "embedding",
+		"nomic-embed-text:latest": "embedding", "llama3.1:8b": "chat"}, kinds)
+}
