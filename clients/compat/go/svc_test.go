@@ -46,8 +46,7 @@ var apiKey = map[bool]string{false: "compat-go-bootstrap-key", true: "sk-any-dum
 // tests skip, saying so, until the name leaves this set;
 // SVC_COMPAT_PENDING=1 runs them as ordinary tests.
 var pendingFeatures = map[string]bool{
-	"responses":  true, // POST /v1/responses, GET /v1/responses/{id}
-	"embeddings": true, // POST /v1/embeddings
+	"responses": true, // POST /v1/responses, GET /v1/responses/{id}
 }
 
 func until(t *testing.T, feature string) {

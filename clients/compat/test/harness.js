@@ -53,7 +53,6 @@ export function aiProvider(url) {
 // tests to see where the work stands.
 const pendingFeatures = new Set([
   'responses', // POST /v1/responses, GET /v1/responses/{id}
-  'embeddings', // POST /v1/embeddings
 ]);
 
 /**
