@@ -1,5 +1,6 @@
 // Command svc-bench measures what svc costs in front of a provider: the
-// latency it adds at a fixed request rate, the delay it adds to the first
+// latency it adds at a fixed request rate (chat completions; embeddings and
+// the Responses API at the first rate), the delay it adds to the first
 // streamed byte, its closed-loop throughput with every run recorded, and
 // the memory of svc and its provider plugin.
 //
@@ -86,6 +87,30 @@ func chatBody() string {
 	return strings.Replace(chatTemplate, "benchmarks", fmt.Sprintf("benchmarks (%d)", requestSeq.Add(1)), 1)
 }
 
+// embeddingsBody is an embeddings request of two texts, each new, so that
+// svc's exact cache never answers it.
+func embeddingsBody() string {
+	n := requestSeq.Add(1)
+	return fmt.Sprintf(`{"model":"text-embedding-3-small","input":["benchmarks (%d) measure what matters","an unrelated sentence (%d)"]}`, n, n)
+}
+
+// responsesBody is the Responses API's form of chatBody's request.
+func responsesBody() string {
+	return fmt.Sprintf(`{"model":"gpt-4o-mini","instructions":"You are a helpful assistant.",`+
+		`"input":"Write one sentence about benchmarks (%d)."}`, requestSeq.Add(1))
+}
+
+// bodyFor is the request the load generator sends to url, by its path.
+func bodyFor(url string) string {
+	switch {
+	case strings.HasSuffix(url, "/embeddings"):
+		return embeddingsBody()
+	case strings.HasSuffix(url, "/responses"):
+		return responsesBody()
+	}
+	return chatBody()
+}
+
 var requestSeq atomic.Int64
 
 const chatTemplate = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
@@ -150,6 +175,31 @@ func run(o options) error {
 	fmt.Println("  CPU per request at that rate")
 	for _, l := range cpuLines {
 		fmt.Println(l)
+	}
+
+	// The other endpoints at the first rate: the direct call is the
+	// upstream's own endpoint (for Responses, the chat completion svc
+	// translates it to); an endpoint this svc does not serve is said so.
+	fmt.Printf("\nother endpoints (open loop at %d/s, svc minus direct; relays for scale)\n", rates[0])
+	for _, e := range []struct{ name, direct, svc string }{
+		{"embeddings", up.url + "/embeddings", svc.url + "/v1/embeddings"},
+		{"responses", direct, svc.url + "/v1/responses"},
+	} {
+		if err := call(client(1), e.svc); err != nil {
+			fmt.Printf("  %-12s not measured: %v\n", e.name, err)
+			continue
+		}
+		procs := svc.processes()
+		before := cpuTimes(procs)
+		relay := relays.url + strings.TrimPrefix(e.direct, up.url)
+		got, err := interleaved([]string{e.direct, e.svc, relay}, rates[0], o.duration)
+		if err != nil {
+			return err
+		}
+		d, s, r := got[0], got[1], got[2]
+		fmt.Printf("  %-12s added p50 / p99 %-20s relays add %-20s errors %d; CPU per request: %s\n", e.name,
+			pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), pair(r.p(50)-d.p(50), r.p(99)-d.p(99)), d.errors+s.errors+r.errors,
+			cpuPerRequest(procs, before, s.ok))
 	}
 
 	fmt.Println("\nstreaming: time to first byte (sequential streams, direct, svc and the relays in turn)")
@@ -260,7 +310,7 @@ func post(c *http.Client, url, body string) (*http.Response, error) {
 }
 
 func call(c *http.Client, url string) error {
-	res, err := post(c, url, chatBody())
+	res, err := post(c, url, bodyFor(url))
 	if err != nil {
 		return err
 	}
@@ -390,6 +440,28 @@ const completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":
 	`"choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}],` +
 	`"usage":{"prompt_tokens":24,"completion_tokens":11,"total_tokens":35}}`
 
+// embeddingsAnswer is two vectors of text-embedding-3-small's 1536
+// dimensions, as the provider sends them by default (floats).
+var embeddingsAnswer = func() string {
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"object":"embedding","index":%d,"embedding":[`, i)
+		for j := range 1536 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%.8f", float64((i*1536+j)%97-48)/1000)
+		}
+		b.WriteString("]}")
+	}
+	b.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":14,"total_tokens":14}}`)
+	return b.String()
+}()
+
 var chunks = []string{
 	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Benchmarks"}}]}`,
 	`{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" measure what matters."}}]}`,
@@ -412,6 +484,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if d := time.Duration(u.latency.Load()); d > 0 {
 		time.Sleep(d)
+	}
+	if strings.HasSuffix(r.URL.Path, "/embeddings") {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, embeddingsAnswer)
+		return
 	}
 	if !bytes.Contains(body, []byte(`"stream":true`)) {
 		w.Header().Set("Content-Type", "application/json")
