@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -348,4 +349,134 @@ func TestResponsesOfAnotherTenantAreNotFound(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, ref.status, ref.body)
 }
 
-var _ = bufio.NewScanner
+// responseEvent is one event of a streamed response.
+type responseEvent struct {
+	name string
+	data map[string]any
+	raw  string
+}
+
+// streamResponse posts a streamed request and reads its events.
+func (ts *testServer) streamResponse(t *testing.T, token, body string) (*http.Response, []responseEvent) {
+	t.Helper()
+	req, err := http.NewRequest("POST", ts.URL+"/v1/responses", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var events []responseEvent
+	var name string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			e := responseEvent{name: name, raw: strings.TrimPrefix(line, "data: ")}
+			require.NoError(t, json.Unmarshal([]byte(e.raw), &e.data), line)
+			events = append(events, e)
+			name = ""
+		}
+	}
+	require.NoError(t, sc.Err())
+	return res, events
+}
+
+// checkSequence checks that every event names its type in both places
+// and that sequence numbers count from 0.
+func checkSequence(t *testing.T, events []responseEvent) []string {
+	t.Helper()
+	var names []string
+	for i, e := range events {
+		assert.Equal(t, e.name, e.data["type"], e.raw)
+		assert.InDelta(t, float64(i), e.data["sequence_number"], 0, e.raw)
+		names = append(names, e.name)
+	}
+	return names
+}
+
+func TestResponsesStreamText(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	body := `{"model":"gpt-4o-mini","instructions":"Classify the ticket as one of: billing, bug, feature_request. Answer with the label only.","input":"` + ticket + `"}`
+	_, plain := ts.respond(t, bootstrap, body)
+	res, events := ts.streamResponse(t, bootstrap, strings.Replace(body, `{"model"`, `{"stream":true,"model"`, 1))
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	runID := res.Header.Get("x-svc-run-id")
+	require.NotEmpty(t, runID)
+	names := checkSequence(t, events)
+	require.GreaterOrEqual(t, len(names), 9, names)
+	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}, names[:4])
+	assert.Equal(t, []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}, names[len(names)-4:])
+	var text strings.Builder
+	for _, e := range events[4 : len(events)-4] {
+		require.Equal(t, "response.output_text.delta", e.name)
+		text.WriteString(e.data["delta"].(string))
+	}
+	assert.Equal(t, plain.text(), text.String())
+	assert.Equal(t, text.String(), events[len(events)-4].data["text"])
+
+	created := events[0].data["response"].(map[string]any)
+	assert.Equal(t, "in_progress", created["status"])
+	assert.Equal(t, "resp_"+strings.TrimPrefix(runID, "run_"), created["id"])
+	var done apiResponse
+	b, _ := json.Marshal(events[len(events)-1].data["response"])
+	require.NoError(t, json.Unmarshal(b, &done))
+	assert.Equal(t, "completed", done.Status)
+	assert.Equal(t, plain.text(), done.text())
+	require.NotNil(t, done.Usage, "the completed event carries usage")
+	assert.Equal(t, plain.Usage.InputTokens, done.Usage.InputTokens)
+	assert.Equal(t, plain.Usage.OutputTokens, done.Usage.OutputTokens)
+	assert.Contains(t, *done.Instructions, "Classify")
+
+	// The streamed response is stored like any other.
+	got := ts.call(t, "GET", "/v1/responses/"+done.ID, bootstrap, "")
+	require.Equal(t, http.StatusOK, got.status, got.body)
+	var again apiResponse
+	require.NoError(t, json.Unmarshal([]byte(got.body), &again))
+	assert.Equal(t, done.text(), again.text())
+	assert.Equal(t, done.Output[0].ID, again.Output[0].ID)
+	assert.Equal(t, done.Usage, again.Usage)
+}
+
+func TestResponsesStreamFunctionCall(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	res, events := ts.streamResponse(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"input":"Use get_weather for Paris","tools":[`+weatherTool+`]}`)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	names := checkSequence(t, events)
+	require.GreaterOrEqual(t, len(names), 5, names)
+	assert.Equal(t, "response.output_item.added", names[2])
+	added := events[2].data["item"].(map[string]any)
+	assert.Equal(t, "function_call", added["type"])
+	assert.Equal(t, "get_weather", added["name"])
+	assert.Equal(t, "", added["arguments"])
+	var args strings.Builder
+	for _, e := range events[3 : len(events)-3] {
+		require.Equal(t, "response.function_call_arguments.delta", e.name)
+		assert.Equal(t, added["id"], e.data["item_id"])
+		args.WriteString(e.data["delta"].(string))
+	}
+	assert.Equal(t, []string{"response.function_call_arguments.done", "response.output_item.done", "response.completed"}, names[len(names)-3:])
+	assert.Equal(t, args.String(), events[len(events)-3].data["arguments"])
+	assert.Equal(t, "get_weather", events[len(events)-3].data["name"])
+	item := events[len(events)-2].data["item"].(map[string]any)
+	assert.Equal(t, args.String(), item["arguments"])
+	assert.Equal(t, "completed", item["status"])
+	assert.Equal(t, added["call_id"], item["call_id"])
+	assert.Contains(t, args.String(), "Paris")
+}
+
+func TestResponsesStreamCutMidwaySaysSo(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &fakeProvider{chunks: 2, streamErr: errors.New("upstream closed the connection")})
+	res, events := ts.streamResponse(t, bootstrap, `{"model":"gpt-4o-mini","stream":true,"input":"hi"}`)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	names := checkSequence(t, events)
+	require.GreaterOrEqual(t, len(names), 2)
+	assert.Equal(t, []string{"error", "response.failed"}, names[len(names)-2:])
+	assert.Contains(t, events[len(events)-2].data["message"], "upstream closed the connection")
+	failed := events[len(events)-1].data["response"].(map[string]any)
+	assert.Equal(t, "failed", failed["status"])
+}
