@@ -33,9 +33,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	tenantID := identity(r).TenantID
 	var history []json.RawMessage
 	if in.PreviousResponseID != "" {
-		_, history, err = s.storedResponse(r.Context(), tenantID, in.PreviousResponseID)
+		var prev responses.Response
+		prev, history, err = s.storedResponse(r.Context(), tenantID, in.PreviousResponseID)
 		if err != nil {
 			return previousNotFound(err, in.PreviousResponseID)
+		}
+		if prev.Status == "failed" {
+			return errs.Invalidf("previous_response_id", "Previous response with id '%.64s' failed; there is no conversation to continue.", in.PreviousResponseID)
 		}
 	}
 	refs, err := s.references(r.Context(), tenantID, in.References)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -479,4 +481,37 @@ func TestResponsesStreamCutMidwaySaysSo(t *testing.T) {
 	assert.Contains(t, events[len(events)-2].data["message"], "upstream closed the connection")
 	failed := events[len(events)-1].data["response"].(map[string]any)
 	assert.Equal(t, "failed", failed["status"])
+
+	// Stored, it is a failed response, which no call continues.
+	got := ts.call(t, "GET", "/v1/responses/"+failed["id"].(string), bootstrap, "")
+	require.Equal(t, http.StatusOK, got.status, got.body)
+	assert.Equal(t, "failed", got.json["status"])
+	assert.Contains(t, got.json["error"].(map[string]any)["message"], "upstream closed the connection")
+	next := ts.call(t, "POST", "/v1/responses", bootstrap, `{"model":"gpt-4o-mini","input":"hi","previous_response_id":"`+failed["id"].(string)+`"}`)
+	assert.Equal(t, http.StatusBadRequest, next.status, next.body)
+	assert.Equal(t, "previous_response_id", next.json["error"].(map[string]any)["param"])
+}
+
+// BenchmarkLiveResponse is BenchmarkLiveCall through POST /v1/responses:
+// the difference is what the translation adds to a call.
+func BenchmarkLiveResponse(b *testing.B) {
+	ts := newServerWith(b, bootstrap, nil, &fakeProvider{})
+	h := ts.Config.Handler
+	bodies := make([]string, b.N)
+	for i := range bodies {
+		bodies[i] = `{"model":"gpt-4o-mini","instructions":"Classify the ticket as one of: billing, bug, feature_request. Answer with the label only.",` +
+			`"input":"I was charged twice (` + strconv.Itoa(i) + `) for my invoice this month."}`
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		req := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(bodies[i]))
+		req.Header.Set("Authorization", "Bearer "+bootstrap)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Header().Get("x-svc-route") != "live" {
+			b.Fatalf("%d %q: %s", rec.Code, rec.Header().Get("x-svc-route"), rec.Body)
+		}
+	}
 }
