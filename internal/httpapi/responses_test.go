@@ -515,3 +515,29 @@ func BenchmarkLiveResponse(b *testing.B) {
 		}
 	}
 }
+
+func TestResponsesMeetPoliciesAndTheCacheAsChatDoes(t *testing.T) {
+	ts := policyServer(t, &fakeProvider{})
+	for _, body := range []string{`{"model":"gpt-4o","input":"hello"}`, `{"model":"gpt-4o","input":"hello","stream":true}`} {
+		res := ts.call(t, "POST", "/v1/responses", bootstrap, body, "X-Svc-App", "support")
+		require.Equal(t, http.StatusForbidden, res.status, res.body)
+		assert.Equal(t, "blocked", res.header.Get("x-svc-route"))
+		assert.Equal(t, "policy_denied", res.errorCode())
+		assert.Contains(t, res.json["error"].(map[string]any)["message"], "no-big-models")
+	}
+
+	ts, p := cachingServer(t)
+	body := `{"model":"gpt-4o-mini","instructions":"Classify the ticket as one of: billing, bug, feature_request. Answer with the label only.","input":"` + ticket + `"}`
+	first, a := ts.respond(t, bootstrap, body)
+	require.Equal(t, http.StatusOK, first.status, first.body)
+	assert.Equal(t, "live", first.header.Get("x-svc-route"))
+	second, b := ts.respond(t, bootstrap, body)
+	require.Equal(t, http.StatusOK, second.status, second.body)
+	assert.Equal(t, "exact_cache", second.header.Get("x-svc-route"))
+	assert.EqualValues(t, 1, p.calls.Load(), "the provider answered once")
+	assert.Equal(t, a.text(), b.text())
+	assert.NotEqual(t, a.ID, b.ID, "each call is its own run and response")
+	// The chat request that came from the same conversation is the same one.
+	chat := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	assert.Equal(t, "exact_cache", chat.header.Get("x-svc-route"))
+}
