@@ -535,6 +535,9 @@ func message(i int, it wireItem) (chatMessage, error) {
 			}
 			out = append(out, map[string]any{"type": "image_url", "image_url": img})
 		case "input_file":
+			if p.FileID == nil && p.FileData == nil {
+				return m, bad(j, "svc passes on files given by 'file_data' or 'file_id' only.")
+			}
 			f := map[string]any{}
 			for k, v := range map[string]*string{"file_id": p.FileID, "file_data": p.FileData, "filename": p.Filename} {
 				if v != nil {

@@ -147,8 +147,13 @@ func FromCompletion(resp *Response, body []byte) error {
 	return nil
 }
 
-// finish sets the status a chat finish reason means.
+// finish sets the status a chat finish reason means. A finished response
+// always has usage (zero when the upstream reported none): clients read it
+// unconditionally.
 func (resp *Response) finish(reason string) {
+	if resp.Usage == nil {
+		resp.Usage = &Usage{}
+	}
 	resp.Status = "completed"
 	switch reason {
 	case "length":

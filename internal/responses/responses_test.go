@@ -109,6 +109,7 @@ func TestParseRefusesWhatChatCannotCarry(t *testing.T) {
 		`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}]}`,
 		`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"input_image"}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`,
 		`{"model":"m","input":"x","Model":"n"}`,
 	} {
 		r, err := responses.Parse([]byte(body))
@@ -159,6 +160,8 @@ func TestResponseStopsIncompleteAndRefuses(t *testing.T) {
 	assert.Equal(t, "incomplete", resp.Status)
 	assert.Equal(t, "max_output_tokens", resp.IncompleteDetails.Reason)
 	assert.Equal(t, "incomplete", resp.Output[0].Status)
+	require.NotNil(t, resp.Usage, "usage is always there, zero when the upstream gave none")
+	assert.Zero(t, resp.Usage.TotalTokens)
 
 	resp = r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
 	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"content":null,"refusal":"No."},"finish_reason":"stop"}]}`)))
