@@ -12,6 +12,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/chat/completions", s.gateway(s.chatCompletions))
 	s.mux.Handle("GET /v1/models", s.gateway(s.models))
 	s.mux.Handle("POST /v1/embeddings", s.gateway(s.embeddings))
+	s.mux.Handle("POST /v1/responses", s.gateway(s.createResponse))
+	s.mux.Handle("GET /v1/responses/{id}", s.gateway(s.getResponse))
 
 	s.mux.Handle("POST /api/v1/keys", s.admin(s.createKey))
 	s.mux.Handle("GET /api/v1/keys", s.admin(s.listKeys))

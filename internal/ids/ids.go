@@ -21,7 +21,9 @@ func New(prefix string) string {
 
 // sortedBase32 has New's characters in byte order, so that an Ordered id's
 // time prefix sorts as text.
-var sortedBase32 = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
+var sortedBase32 = base32.NewEncoding(sortedAlphabet).WithPadding(base32.NoPadding)
+
+const sortedAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 
 // Ordered is New with the first 9 characters taken from t's milliseconds,
 // so that ids minted later sort later: records written in time order then
@@ -63,4 +65,22 @@ func Valid(prefix, s string) bool {
 		}
 	}
 	return true
+}
+
+// OrderedTime is the time an Ordered id was minted at, to the millisecond;
+// false for an id of another form.
+func OrderedTime(id string) (time.Time, bool) {
+	_, rest, ok := strings.Cut(id, "_")
+	if !ok || len(rest) != 20 {
+		return time.Time{}, false
+	}
+	var ms int64
+	for i := range 9 {
+		v := strings.IndexByte(sortedAlphabet, rest[i])
+		if v < 0 {
+			return time.Time{}, false
+		}
+		ms = ms<<5 | int64(v)
+	}
+	return time.UnixMilli(ms), true
 }

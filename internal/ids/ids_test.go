@@ -51,3 +51,15 @@ func TestOrderedIDsSortByTime(t *testing.T) {
 		t.Fatal("the year 3000 sorts after 2026")
 	}
 }
+
+func TestOrderedTimeReadsTheMintingTime(t *testing.T) {
+	for _, at := range []time.Time{time.UnixMilli(0), time.UnixMilli(1_800_000_000_123), time.Date(3000, 1, 2, 3, 4, 5, 6e6, time.UTC)} {
+		got, ok := ids.OrderedTime(ids.Ordered("run", at))
+		assert.True(t, ok)
+		assert.True(t, at.Equal(got), "%v != %v", at, got)
+	}
+	for _, bad := range []string{"", "run", "run_short", "run_" + "!!!!!!!!!aaaaaaaaaaa"} {
+		_, ok := ids.OrderedTime(bad)
+		assert.False(t, ok, bad)
+	}
+}

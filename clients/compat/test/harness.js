@@ -51,9 +51,7 @@ export function aiProvider(url) {
 // does not fail the suite) until its name leaves this set, which is done
 // when the feature lands; SVC_COMPAT_PENDING=1 runs them all as ordinary
 // tests to see where the work stands.
-const pendingFeatures = new Set([
-  'responses', // POST /v1/responses, GET /v1/responses/{id}
-]);
+const pendingFeatures = new Set([]); // none: every feature of this release is served
 
 /**
  * until gives the node:test options for a test that needs feature.

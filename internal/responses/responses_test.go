@@ -1,0 +1,302 @@
+package responses_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/responses"
+)
+
+func chat(t *testing.T, body string, history []json.RawMessage, refs map[string]responses.Item) map[string]any {
+	t.Helper()
+	r, err := responses.Parse([]byte(body))
+	require.NoError(t, err)
+	b, err := r.Chat(history, refs)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func TestChatRequestFromResponsesRequest(t *testing.T) {
+	m := chat(t, `{"model":"gpt-4o","instructions":"Be brief.","input":"Hi","max_output_tokens":64,"temperature":0.3,
+		"top_p":0.8,"user":"u","metadata":{"a":"b"},"store":true,"parallel_tool_calls":false,"reasoning":{"effort":"low"},
+		"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true}],
+		"tool_choice":{"type":"function","name":"f"},
+		"text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}}}`, nil, nil)
+	want := `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],
+		"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}}],
+		"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false,
+		"response_format":{"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"},"strict":true}},
+		"max_tokens":64,"temperature":0.3,"top_p":0.8,"user":"u","reasoning_effort":"low"}`
+	b, _ := json.Marshal(m)
+	assert.JSONEq(t, want, string(b), "metadata and store stay with svc")
+}
+
+func TestChatRequestStreamsWithUsage(t *testing.T) {
+	m := chat(t, `{"model":"m","input":"Hi","stream":true,"parallel_tool_calls":true}`, nil, nil)
+	assert.Equal(t, true, m["stream"])
+	assert.Equal(t, map[string]any{"include_usage": true}, m["stream_options"])
+	assert.NotContains(t, m, "parallel_tool_calls", "chat refuses it without tools")
+}
+
+func TestChatMessagesFromInputItems(t *testing.T) {
+	m := chat(t, `{"model":"m","input":[
+		{"role":"system","content":"S"},
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"https://x/i.png","detail":"low"}]},
+		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me check.","annotations":[]}]},
+		{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+		{"type":"function_call","call_id":"c2","name":"g","arguments":"{\"x\":1}"},
+		{"type":"function_call_output","call_id":"c1","output":"one"},
+		{"type":"function_call_output","call_id":"c2","output":[{"type":"input_text","text":"tw"},{"type":"input_text","text":"o"}]},
+		{"type":"reasoning","id":"rs_1","summary":[]},
+		{"role":"user","content":[{"type":"input_text","text":"thanks"}]}]}`, nil, nil)
+	b, _ := json.Marshal(m["messages"])
+	assert.JSONEq(t, `[
+		{"role":"system","content":"S"},
+		{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/i.png","detail":"low"}}]},
+		{"role":"assistant","content":"Let me check.","tool_calls":[
+			{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},
+			{"id":"c2","type":"function","function":{"name":"g","arguments":"{\"x\":1}"}}]},
+		{"role":"tool","content":"one","tool_call_id":"c1"},
+		{"role":"tool","content":"two","tool_call_id":"c2"},
+		{"role":"user","content":"thanks"}]`, string(b))
+}
+
+func TestHistoryAndReferences(t *testing.T) {
+	history := []json.RawMessage{json.RawMessage(`{"role":"system","content":"old"}`), json.RawMessage(`{"role":"user","content":"q"}`),
+		json.RawMessage(`{"role":"assistant","content":"a"}`)}
+	m := chat(t, `{"model":"m","previous_response_id":"resp_x","input":"next"}`, history, nil)
+	b, _ := json.Marshal(m["messages"])
+	assert.JSONEq(t, `[{"role":"system","content":"old"},{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"user","content":"next"}]`, string(b))
+
+	m = chat(t, `{"model":"m","previous_response_id":"resp_x","instructions":"new","input":"next"}`, history, nil)
+	b, _ = json.Marshal(m["messages"])
+	assert.JSONEq(t, `[{"role":"system","content":"new"},{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"user","content":"next"}]`, string(b),
+		"new instructions replace the earlier ones")
+
+	text := "hello"
+	refs := map[string]responses.Item{
+		"msg_1": {Type: "message", ID: "msg_1", Role: "assistant", Content: []responses.Part{{Type: "output_text", Text: &text}}},
+		"fc_2":  {Type: "function_call", ID: "fc_2", CallID: "c", Name: "f", Arguments: "{}"},
+	}
+	m = chat(t, `{"model":"m","input":[{"role":"user","content":"q"},{"type":"item_reference","id":"msg_1"},{"id":"fc_2"},
+		{"type":"function_call_output","call_id":"c","output":"r"}]}`, nil, refs)
+	b, _ = json.Marshal(m["messages"])
+	assert.JSONEq(t, `[{"role":"user","content":"q"},{"role":"assistant","content":"hello","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","content":"r","tool_call_id":"c"}]`, string(b))
+
+	r, err := responses.Parse([]byte(`{"model":"m","input":[{"type":"item_reference","id":"msg_gone"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"msg_gone"}, r.References)
+	_, err = r.Chat(nil, refs)
+	assert.Equal(t, errs.Invalid, errs.KindOf(err))
+}
+
+func TestParseRefusesWhatChatCannotCarry(t *testing.T) {
+	for _, body := range []string{
+		`[]`, `{"model":""}`, `{"model":"m","input":{}}`, `{"model":"m","input":"x","tools":[{"type":"file_search"}]}`,
+		`{"model":"m","input":"x","tools":[{"type":"function"}]}`, `{"model":"m","input":"x","tool_choice":{"type":"mcp"}}`,
+		`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"n"}}}`,
+		`{"model":"m","input":[{"type":"function_call_output","call_id":"c"}]}`,
+		`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`,
+		`{"model":"m","input":[{"role":"assistant","content":[{"type":"input_image"}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://x/a.pdf"}]}]}`,
+		`{"model":"m","input":"x","Model":"n"}`,
+	} {
+		r, err := responses.Parse([]byte(body))
+		if err == nil {
+			_, err = r.Chat(nil, nil)
+		}
+		require.Error(t, err, body)
+		assert.Equal(t, errs.Invalid, errs.KindOf(err), body)
+	}
+}
+
+func TestResponseFromCompletion(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x","tools":[{"type":"function","name":"f"}],"max_output_tokens":9}`))
+	require.NoError(t, err)
+	resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"model":"m-2024","choices":[{"message":{"role":"assistant","content":"Checking.",
+		"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}],
+		"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`)))
+	b, err := json.Marshal(resp)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"id":"resp_aaaaaaaaaaaaaaaaaaaa","object":"response","created_at":7,"status":"completed","background":false,
+		"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":9,"metadata":{},"model":"m-2024",
+		"output":[
+			{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant",
+			 "content":[{"type":"output_text","text":"Checking.","annotations":[],"logprobs":[]}]},
+			{"type":"function_call","id":"fc_aaaaaaaaaaaaaaaaaaaa1","call_id":"call_1","name":"f","arguments":"{\"a\":1}","status":"completed"}],
+		"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,
+		"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[{"type":"function","name":"f"}],
+		"top_p":null,"truncation":"disabled","user":null,
+		"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":5,
+		         "output_tokens_details":{"reasoning_tokens":2},"total_tokens":15}}`, string(b))
+
+	run, index, ok := responses.ItemRun("fc_aaaaaaaaaaaaaaaaaaaa1")
+	assert.True(t, ok)
+	assert.Equal(t, "run_aaaaaaaaaaaaaaaaaaaa", run)
+	assert.Equal(t, 1, index)
+	for _, bad := range []string{"fc_short", "rs_aaaaaaaaaaaaaaaaaaaa1", "msg_aaaaaaaaaaaaaaaaaaaa01", "msg_aaaaaaaaaaaaaaaaaaaa-1", "msg_aaaaaaaaaaaaaaaaaaaa"} {
+		_, _, ok := responses.ItemRun(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
+func TestResponseStopsIncompleteAndRefuses(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x"}`))
+	require.NoError(t, err)
+	resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"content":"Once upon"},"finish_reason":"length"}]}`)))
+	assert.Equal(t, "incomplete", resp.Status)
+	assert.Equal(t, "max_output_tokens", resp.IncompleteDetails.Reason)
+	assert.Equal(t, "incomplete", resp.Output[0].Status)
+	require.NotNil(t, resp.Usage, "usage is always there, zero when the upstream gave none")
+	assert.Zero(t, resp.Usage.TotalTokens)
+
+	resp = r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"content":null,"refusal":"No."},"finish_reason":"stop"}]}`)))
+	b, _ := json.Marshal(resp.Output)
+	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, string(b))
+}
+
+// events runs chunks through a Stream and returns the events' types and data.
+func events(t *testing.T, chunks ...string) ([]string, []map[string]any, responses.Response) {
+	t.Helper()
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x","stream":true}`))
+	require.NoError(t, err)
+	var names []string
+	var data []map[string]any
+	s := responses.NewStream(r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7), func(typ string, b []byte) error {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		assert.Equal(t, typ, m["type"])
+		assert.InDelta(t, float64(len(names)), m["sequence_number"], 0)
+		names, data = append(names, typ), append(data, m)
+		return nil
+	})
+	require.NoError(t, s.Start())
+	for _, c := range chunks {
+		require.NoError(t, s.Chunk([]byte(c)))
+	}
+	require.NoError(t, s.Finish())
+	return names, data, s.Response()
+}
+
+func TestStreamOfTextThenCalls(t *testing.T) {
+	names, data, resp := events(t,
+		`{"choices":[{"delta":{"role":"assistant","content":""}}]}`,
+		`{"choices":[{"delta":{"content":"Let me "}}]}`,
+		`{"choices":[{"delta":{"content":"look."}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`,
+		`not json`)
+	assert.Equal(t, []string{"response.created", "response.in_progress",
+		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.output_item.added", "response.function_call_arguments.delta",
+		"response.output_item.added", "response.function_call_arguments.delta",
+		"response.function_call_arguments.delta",
+		"response.function_call_arguments.done", "response.output_item.done",
+		"response.function_call_arguments.done", "response.output_item.done",
+		"response.completed"}, names)
+	assert.Equal(t, "Let me look.", data[6]["text"])
+	assert.Equal(t, "fc_aaaaaaaaaaaaaaaaaaaa1", data[13]["item_id"], "a delta finds its call by the chat index")
+	assert.Equal(t, `{"a":1}`, data[14]["arguments"])
+	assert.InDelta(t, 2, data[16]["output_index"], 0)
+	assert.Equal(t, "completed", resp.Status)
+	require.Len(t, resp.Output, 3)
+	assert.Equal(t, "Let me look.", *resp.Output[0].Content[0].Text)
+	assert.Equal(t, `{"a":1}`, resp.Output[1].Arguments)
+	assert.Equal(t, "c2", resp.Output[2].CallID)
+	assert.Equal(t, int64(7), resp.Usage.TotalTokens)
+}
+
+func TestStreamOfNothingIsAnEmptyMessage(t *testing.T) {
+	names, _, resp := events(t, `{"choices":[{"delta":{},"finish_reason":"length"}]}`)
+	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+		"response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.incomplete"}, names)
+	assert.Equal(t, "incomplete", resp.Status)
+}
+
+func TestStoredRebuildsTheResponseAndItsConversation(t *testing.T) {
+	req := `{"model":"m","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
+		"tool_choice":{"type":"function","function":{"name":"f"}},"max_tokens":5,"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{}}}}`
+	for name, answer := range map[string]string{
+		"completion": `{"choices":[{"message":{"content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+		"stream": `{"object":"chat.completion.stream","chunks":[{"choices":[{"delta":{"content":"a"}}]},
+			{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]},
+			{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, history, err := responses.Stored(responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", CreatedAt: 9, Model: "m", Succeeded: true,
+				Request: []byte(req), Response: []byte(answer)})
+			require.NoError(t, err)
+			assert.Equal(t, "resp_aaaaaaaaaaaaaaaaaaaa", resp.ID)
+			assert.Equal(t, "completed", resp.Status)
+			require.Len(t, resp.Output, 2)
+			assert.Equal(t, "fc_aaaaaaaaaaaaaaaaaaaa1", resp.Output[1].ID)
+			assert.Equal(t, int64(3), resp.Usage.TotalTokens)
+			assert.JSONEq(t, `{"type":"function","name":"f"}`, string(resp.ToolChoice))
+			assert.JSONEq(t, `{"type":"json_schema","name":"n","schema":{}}`, string(resp.Text.Format))
+			assert.Equal(t, 5, *resp.MaxOutputTokens)
+			tools, _ := json.Marshal(resp.Tools)
+			assert.JSONEq(t, `[{"type":"function","name":"f","description":null,"parameters":{"type":"object"},"strict":null}]`, string(tools))
+			h, _ := json.Marshal(history)
+			assert.JSONEq(t, `[{"role":"user","content":"q"},{"role":"assistant","content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]`, string(h))
+		})
+	}
+	resp, history, err := responses.Stored(responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Request: []byte(req), ErrorCode: "error", Error: "upstream down"})
+	require.NoError(t, err)
+	assert.Equal(t, "failed", resp.Status)
+	assert.Equal(t, "upstream down", resp.Error.Message)
+	assert.Nil(t, history)
+}
+
+// FuzzParse: no request body makes Parse or Chat panic, and whatever they
+// accept becomes a chat request that is JSON.
+func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("testdata", "requests", "*.json"))
+	require.NoError(f, err)
+	require.NotEmpty(f, seeds)
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	text := "x"
+	refs := map[string]responses.Item{"msg_aaaaaaaaaaaaaaaaaaaa0": {Type: "message", Content: []responses.Part{{Type: "output_text", Text: &text}}}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := responses.Parse(body)
+		if err != nil {
+			if errs.KindOf(err) != errs.Invalid {
+				t.Fatalf("%s: %v is not a validation error", body, err)
+			}
+			return
+		}
+		out, err := r.Chat([]json.RawMessage{json.RawMessage(`{"role":"system","content":"s"}`)}, refs)
+		if err != nil {
+			if errs.KindOf(err) != errs.Invalid {
+				t.Fatalf("%s: %v is not a validation error", body, err)
+			}
+			return
+		}
+		if !json.Valid(out) || !strings.Contains(string(out), `"messages":[`) {
+			t.Fatalf("%s became %s", body, out)
+		}
+	})
+}
