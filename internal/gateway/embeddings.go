@@ -122,10 +122,12 @@ func embedInputs(raw json.RawMessage) ([]Message, int, error) {
 	if json.Unmarshal(raw, &items) != nil {
 		return nil, 0, invalid("input", want)
 	}
-	switch {
-	case len(items) == 0:
+	if len(items) == 0 {
 		return nil, 0, invalid("input", "Invalid 'input': empty array. Expected an array with minimum length 1.")
-	case len(items) > maxEmbedInputs:
+	}
+	// One flat array of token ids is one input, however long; an array
+	// of strings or of token arrays holds one input an item.
+	if first := items[0][0]; (first == '"' || first == '[') && len(items) > maxEmbedInputs {
 		return nil, 0, invalid("input", "Invalid 'input': at most %d inputs per request.", maxEmbedInputs)
 	}
 	switch items[0][0] {

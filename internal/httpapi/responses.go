@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/httpstatus"
@@ -31,6 +32,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenantID := identity(r).TenantID
+	if in.PreviousResponseID != "" || len(in.References) > 0 {
+		if err := s.mayReadRuns(r); err != nil {
+			return err
+		}
+	}
+	if len(in.References) > maxReferences {
+		return errs.Invalidf("input", "at most %d item_reference items per request", maxReferences)
+	}
 	var history []json.RawMessage
 	if in.PreviousResponseID != "" {
 		var prev responses.Response
@@ -114,6 +123,20 @@ func (s *Server) storedResponse(ctx context.Context, tenantID, id string) (respo
 	return resp, history, nil
 }
 
+// maxReferences bounds the item_reference items of one request: each may
+// name another stored run to read.
+const maxReferences = 100
+
+// mayReadRuns lets a /v1 caller read stored runs (a response by id, the
+// conversation of previous_response_id, referenced items) only with
+// credentials the management API would accept for reading them: in account
+// mode a call without them may use the gateway, but never read what others
+// sent through it.
+func (s *Server) mayReadRuns(r *http.Request) error {
+	_, err := s.Auth.Identify(r, auth.ScopeManagement)
+	return err
+}
+
 func responseNotFound(id string) error {
 	return errs.E(errs.NotFound, "not_found", "Response with id '%.64s' not found.", id)
 }
@@ -148,6 +171,9 @@ func (s *Server) references(ctx context.Context, tenantID string, ids []string) 
 
 // getResponse is GET /v1/responses/{id}.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadRuns(r); err != nil {
+		return err
+	}
 	resp, _, err := s.storedResponse(r.Context(), identity(r).TenantID, r.PathValue("id"))
 	if err != nil {
 		return err

@@ -1,6 +1,9 @@
 package responses
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Run is what a stored run keeps that a response is rebuilt from: the
 // chat request and answer (a completion, or a stream's chunks) as stored.
@@ -16,6 +19,9 @@ type Run struct {
 }
 
 // storedRequest is what a response echoes of the chat request it became.
+// errNotChat is Stored's refusal of a run that was no chat call.
+var errNotChat = errors.New("responses: the run was no chat call")
+
 type storedRequest struct {
 	Model             string            `json:"model"`
 	Messages          []json.RawMessage `json:"messages"`
@@ -41,6 +47,9 @@ func Stored(run Run) (Response, []json.RawMessage, error) {
 	if err := json.Unmarshal(run.Request, &req); err != nil {
 		return Response{}, nil, err
 	}
+	if req.Messages == nil {
+		return Response{}, nil, errNotChat // an embeddings call, say
+	}
 	resp := Response{ID: ResponseID(run.ID), Object: "response", CreatedAt: run.CreatedAt, Model: run.Model,
 		Output: []Item{}, ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls, Store: true,
 		MaxOutputTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, User: req.User,
@@ -52,9 +61,11 @@ func Stored(run Run) (Response, []json.RawMessage, error) {
 	}
 	if f := req.ResponseFormat; f != nil && f.Type != "" {
 		resp.Text.Format, _ = json.Marshal(map[string]string{"type": f.Type})
-		if f.Type == "json_schema" && len(f.JSONSchema) > 0 && f.JSONSchema[0] == '{' {
+		var schema map[string]json.RawMessage
+		if f.Type == "json_schema" && json.Unmarshal(f.JSONSchema, &schema) == nil && schema != nil {
 			// The Responses shape is chat's json_schema object with the type beside its fields.
-			resp.Text.Format = append(json.RawMessage(`{"type":"json_schema",`), f.JSONSchema[1:]...)
+			schema["type"] = json.RawMessage(`"json_schema"`)
+			resp.Text.Format, _ = json.Marshal(schema)
 		}
 	}
 	resp = resp.defaults()

@@ -90,12 +90,15 @@ func (m *Mock) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi
 	}
 	body := make([]byte, 0, 64+len(texts)*(dims*11+64))
 	body = append(body, `{"object":"list","data":[`...)
-	vec := make([]float64, size)
+	// Features are hashed into the coordinates the answer has: the first
+	// dims of a vector hashed over the model's full size would hold only a
+	// few features (or none: "hello" at 8 dimensions was all zeros).
+	vec := make([]float64, dims)
 	raw := make([]byte, 4*dims)
 	for i, text := range texts {
 		clear(vec)
 		embedText(vec, text)
-		v := normalize(vec[:dims])
+		v := normalize(vec)
 		if i > 0 {
 			body = append(body, ',')
 		}
