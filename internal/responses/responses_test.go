@@ -225,6 +225,21 @@ func TestStreamOfTextThenCalls(t *testing.T) {
 	assert.Equal(t, int64(7), resp.Usage.TotalTokens)
 }
 
+// An upstream that numbers no tool call starts each with its id: two such
+// calls are two function_call items, not one with both arguments.
+func TestStreamOfCallsWithoutIndex(t *testing.T) {
+	_, _, resp := events(t,
+		`{"choices":[{"delta":{"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`)
+	require.Len(t, resp.Output, 2)
+	assert.Equal(t, "c1", resp.Output[0].CallID)
+	assert.Equal(t, `{"a":1}`, resp.Output[0].Arguments)
+	assert.Equal(t, "c2", resp.Output[1].CallID)
+	assert.Equal(t, `{}`, resp.Output[1].Arguments)
+}
+
 func TestStreamOfNothingIsAnEmptyMessage(t *testing.T) {
 	names, _, resp := events(t, `{"choices":[{"delta":{},"finish_reason":"length"}]}`)
 	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",

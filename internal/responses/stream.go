@@ -18,8 +18,10 @@ type Stream struct {
 	emit   Emit
 	msg    *streamItem         // the open message, if any
 	calls  map[int]*streamItem // function calls by the chat tool call's index
-	items  []*streamItem       // in output order
-	finish string
+	// unindexed is the key of the latest call that came without an index.
+	unindexed int
+	items     []*streamItem // in output order
+	finish    string
 }
 
 type streamItem struct {
@@ -163,9 +165,15 @@ func (s *Stream) text(delta string) error {
 }
 
 func (s *Stream) call(tc chatToolCall) error {
-	idx := 0
-	if tc.Index != nil {
+	// An upstream that numbers no call starts each with its id: such calls
+	// are kept under negative keys, one a new id.
+	idx := s.unindexed
+	switch {
+	case tc.Index != nil:
 		idx = *tc.Index
+	case tc.ID != "" && (s.calls[idx] == nil || s.calls[idx].item.CallID != tc.ID):
+		s.unindexed--
+		idx = s.unindexed
 	}
 	si := s.calls[idx]
 	if si == nil {
