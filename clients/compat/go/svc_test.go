@@ -42,7 +42,7 @@ const openDevMode = true
 
 var apiKey = map[bool]string{false: "compat-go-bootstrap-key", true: "sk-any-dummy-key"}[openDevMode]
 
-// pendingFeatures are features still being built on other branches. Their
+// pendingFeatures are features written down before svc serves them. Their
 // tests skip, saying so, until the name leaves this set;
 // SVC_COMPAT_PENDING=1 runs them as ordinary tests.
 var pendingFeatures = map[string]bool{} // none: every feature of this release is served

@@ -46,7 +46,7 @@ export function aiProvider(url) {
   return createOpenAI({ baseURL: `${url}/v1`, apiKey: API_KEY });
 }
 
-// Features of this release that other branches are still building. A test
+// Features written down before svc serves them. A test
 // of one of them is a node:test `todo` (it runs, its failure is reported but
 // does not fail the suite) until its name leaves this set, which is done
 // when the feature lands; SVC_COMPAT_PENDING=1 runs them all as ordinary
