@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
-	"github.com/svc-gateway/svc/internal/strictjson"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -55,17 +53,8 @@ type wireEmbedRequest struct {
 // would, answering in the provider's terms.
 func ParseEmbedRequest(body []byte) (*EmbedRequest, error) {
 	var w wireEmbedRequest
-	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil {
-		if err := keysError(err, ""); err != nil {
-			return nil, err
-		}
-	}
-	if err := json.Unmarshal(body, &w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
-		}
-		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	if err := decodeWire(body, &w); err != nil {
+		return nil, err
 	}
 	switch {
 	case w.Model == nil:

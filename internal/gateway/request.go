@@ -103,17 +103,8 @@ func invalid(param, format string, args ...any) error {
 // another; such a body is refused. Other keys pass through untouched.
 func ParseRequest(body []byte) (*Request, error) {
 	var w wireRequest
-	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil {
-		if err := keysError(err, ""); err != nil {
-			return nil, err
-		}
-	}
-	if err := json.Unmarshal(body, &w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
-		}
-		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	if err := decodeWire(body, &w); err != nil {
+		return nil, err
 	}
 	canonical, err := cache.CanonicalRequest(body)
 	if err != nil {
@@ -263,4 +254,23 @@ func (r *Request) exactKey(tenantID, app, subject string) (string, error) {
 		return cache.ExactKey(tenantID, app, subject, r.Body)
 	}
 	return cache.ExactKeyOf(tenantID, app, subject, r.Canonical), nil
+}
+
+// decodeWire reads a provider-style request body into w, the wire struct of
+// its endpoint: its keys checked first (see ParseRequest), then decoded,
+// each failure answered in the provider's terms.
+func decodeWire(body []byte, w any) error {
+	if err := strictjson.Check(body, w, strictjson.AllowUnknown); err != nil {
+		if err := keysError(err, ""); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(body, w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
+		}
+		return invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+	}
+	return nil
 }

@@ -23,10 +23,7 @@ const (
 
 // chatCompletions is POST /v1/chat/completions.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
-	if err := checkJSONContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}

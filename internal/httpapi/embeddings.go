@@ -9,10 +9,7 @@ import (
 
 // embeddings is POST /v1/embeddings.
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
-	if err := checkJSONContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}

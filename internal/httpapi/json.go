@@ -37,10 +37,7 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 // case (see strictjson.Check), and anything after the one JSON value, each
 // as a classified error.
 func decodeJSON(r *http.Request, dst any) error {
-	if err := checkJSONContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}
@@ -62,6 +59,15 @@ func decodeJSON(r *http.Request, dst any) error {
 		return errs.Invalidf("", "request body is not valid JSON")
 	}
 	return nil
+}
+
+// readJSONBody reads a body declared as JSON (or not declared), whole (see
+// readBody); the endpoint's own parser reads it.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	if err := checkJSONContentType(r); err != nil {
+		return nil, err
+	}
+	return readBody(r)
 }
 
 // checkJSONContentType refuses a body declared as anything but JSON; a

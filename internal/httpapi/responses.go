@@ -20,10 +20,7 @@ import (
 // that runs through the gateway like any chat call, and its answer becomes
 // a response.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
-	if err := checkJSONContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	body, err := readJSONBody(r)
 	if err != nil {
 		return err
 	}
