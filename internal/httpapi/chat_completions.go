@@ -36,6 +36,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return s.streamCompletion(w, r, req)
 	}
 	res, err := s.Gateway.Complete(r.Context(), id, req)
+	return writeResult(w, res, err)
+}
+
+// writeResult answers with a gateway call's result: its run's headers
+// whenever a run was recorded, then the error, or the provider's body as
+// it came.
+func writeResult(w http.ResponseWriter, res gateway.Result, err error) error {
 	if res.RunID != "" {
 		setRunHeaders(w, res.RunID, res.Route)
 	}

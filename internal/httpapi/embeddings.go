@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/svc-gateway/svc/internal/gateway"
 )
@@ -18,14 +17,5 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := s.Gateway.Embed(r.Context(), identity(r), req)
-	if res.RunID != "" {
-		setRunHeaders(w, res.RunID, res.Route)
-	}
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(res.Body)))
-	_, _ = w.Write(res.Body)
-	return nil
+	return writeResult(w, res, err)
 }
