@@ -424,14 +424,3 @@ func TestBrowserSignupAndVerifyEmail(t *testing.T) {
 	b.WaitText("#failed-title", "did not verify")
 	assertNoPageErrors(t, b)
 }
-
-// In open dev mode (no users) the dashboard says the gateway is running
-// instead of asking to sign in.
-func TestBrowserDashboardInOpenDevMode(t *testing.T) {
-	p := start(t)
-	b := browsertest.Start(t)
-	b.Navigate(p.pageURL("/"))
-	b.WaitText("#gateway-title", "The policy-aware model gateway is running.")
-	assert.True(t, b.Hidden("#signed-out"), "no sign-in form in open dev mode")
-	assertNoPageErrors(t, b)
-}

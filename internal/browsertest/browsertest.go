@@ -10,8 +10,10 @@ package browsertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -209,12 +211,27 @@ func (b *Browser) WaitText(selector, want string) string {
 	b.t.Helper()
 	sel, _ := json.Marshal(selector)
 	w, _ := json.Marshal(want)
-	expr := fmt.Sprintf(`(() => {
+	return b.poll(fmt.Sprintf(`(() => {
 		const el = document.querySelector(%s);
 		if (!el || el.closest('[hidden]')) return null;
 		const text = el.textContent.replace(/\s+/g, ' ').trim();
 		return text.includes(%s) ? text : null;
-	})()`, sel, w)
+	})()`, sel, w), fmt.Sprintf("no shown %s containing %q", selector, want))
+}
+
+// WaitGone waits until no element matches selector: a busy mark cleared, a
+// row removed.
+func (b *Browser) WaitGone(selector string) {
+	b.t.Helper()
+	sel, _ := json.Marshal(selector)
+	b.poll(fmt.Sprintf(`document.querySelector(%s) === null ? 'gone' : null`, sel),
+		fmt.Sprintf("%s is still there", selector))
+}
+
+// poll evaluates expr until it returns a string (not null), within Timeout,
+// and returns it; else it fails the test with problem.
+func (b *Browser) poll(expr, problem string) string {
+	b.t.Helper()
 	deadline := time.Now().Add(Timeout)
 	for {
 		// A poll ends with the document it runs in: poll in short turns.
@@ -226,7 +243,7 @@ func (b *Browser) WaitText(selector, want string) string {
 			return text
 		}
 		if b.ctx.Err() != nil || time.Now().After(deadline) {
-			b.fail(fmt.Errorf("no shown %s containing %q: %w", selector, want, err))
+			b.fail(fmt.Errorf("%s: %w", problem, err))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -253,6 +270,55 @@ func (b *Browser) WaitURL(ok func(string) bool) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// EnvScreenshots names the variable that points at the folder screenshots
+// go to; without it they go to test-results/screenshots at the module root,
+// the folder CI keeps.
+const EnvScreenshots = "SVC_SCREENSHOT_DIR"
+
+// ScreenshotDir is the folder Screenshot writes to.
+func ScreenshotDir() (string, error) {
+	if dir := os.Getenv(EnvScreenshots); dir != "" {
+		return dir, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "test-results", "screenshots"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Screenshot saves the whole page as name.png in ScreenshotDir, for a
+// person to look at after the run.
+func (b *Browser) Screenshot(name string) {
+	b.t.Helper()
+	dir, err := ScreenshotDir()
+	if err != nil {
+		b.fail(err)
+	}
+	png := Run(b, chromedp.FullScreenshot(100)) // quality 100 is PNG
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		b.fail(err)
+	}
+}
+
+// Viewport sets the tab's size in CSS pixels: 375 wide is a phone.
+func (b *Browser) Viewport(width, height int64) {
+	b.t.Helper()
+	b.Do(chromedp.EmulateViewport(width, height))
 }
 
 // Title returns the page's title.

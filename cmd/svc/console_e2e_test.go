@@ -1,0 +1,83 @@
+package main_test
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/svc-gateway/svc/internal/browsertest"
+)
+
+// What the console's browser tests share. Each view's test drives the real
+// svc through the view as a person would, checks what it shows, saves a
+// screenshot of it at desktop and at phone width (to test-results/
+// screenshots, see browsertest.ScreenshotDir) and checks that the page logged
+// no error and no Content-Security-Policy refusal.
+
+// phoneWidth is a small phone's width in CSS pixels.
+const phoneWidth = 375
+
+// visit opens the console at route ("runs", "runs/<id>") and waits for the
+// view's heading to contain heading.
+func visit(b *browsertest.Browser, p *proc, route, heading string) {
+	b.Navigate(p.pageURL("/#/" + route))
+	b.WaitText("#view h1", heading)
+	b.WaitGone("#view[aria-busy]")
+}
+
+// signIn signs in on the console's form and waits for the console.
+func signIn(b *browsertest.Browser, p *proc, email, password string) {
+	b.Navigate(p.pageURL("/"))
+	b.Fill("#login-email", email)
+	b.Fill("#login-password", password)
+	b.Click("#login-submit")
+	b.WaitText("#whoami", "Signed in as")
+	b.WaitText("#view h1", "")
+}
+
+// shoot saves the view as name.png at desktop width and name-phone.png at
+// phone width, and checks that at phone width nothing makes the page wider
+// than the screen (wide tables scroll in their own box).
+func shoot(t *testing.T, b *browsertest.Browser, name string) {
+	t.Helper()
+	b.Viewport(1280, 900)
+	b.Screenshot(name)
+	b.Viewport(phoneWidth, 800)
+	overflow := browsertest.Run(b, chromedp.Evaluate[int](
+		`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	assert.LessOrEqual(t, overflow, 0, "the %s view is wider than a %d px phone", name, phoneWidth)
+	b.Screenshot(name + "-phone")
+	b.Viewport(1280, 900)
+}
+
+// fragment is the console address of route with a query.
+func fragment(route string, query url.Values) string {
+	if len(query) == 0 {
+		return "/#/" + route
+	}
+	return fmt.Sprintf("/#/%s?%s", route, query.Encode())
+}
+
+// In open dev mode (no users) the console opens on the overview as the admin
+// of the default organization, with no sign-in form.
+func TestBrowserConsoleInOpenDevMode(t *testing.T) {
+	p := start(t)
+	b := browsertest.Start(t)
+	b.Navigate(p.pageURL("/"))
+	b.WaitText("#view h1", "Overview")
+	b.WaitText("#whoami", "Open dev mode")
+	assert.True(t, b.Hidden("#signed-out"), "no sign-in form in open dev mode")
+	assert.True(t, b.Hidden("#sign-out"), "nobody to sign out")
+	b.WaitText("#nav-list", "Runs")
+	assert.True(t, b.Hidden(`#nav-list a[data-route="org"]`), "no organization page without accounts")
+
+	// An unknown address says so and links back.
+	b.Navigate(p.pageURL("/#/no-such-view"))
+	b.WaitText("#view h1", "Not found")
+	assert.True(t, strings.HasSuffix(b.Title(), "· svc"))
+	assertNoPageErrors(t, b)
+}
