@@ -46,7 +46,7 @@ export function confirmButton(label, question, onConfirm, props = {}) {
     const yes = button('Yes, ' + label.toLowerCase(), async () => {
       await onConfirm();
       if (wrap.isConnected) reset();
-    }, { class: props.danger ? 'danger' : '' });
+    }, { class: ['confirm-yes', props.danger && 'danger'].filter(Boolean).join(' ') });
     const no = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
     no.addEventListener('click', () => {
       reset();
