@@ -89,7 +89,8 @@ function fetched(r) {
     dl([
       ['Snapshot', link('#/web' + qs({ snapshot: r.snapshotId }), r.snapshotId)],
       ['Served', r.cached ? 'from the cache' : `compiled by ${r.source}`],
-      ['Size', `${bytes(r.htmlBytes)} of HTML → ${bytes(r.somBytes)} of SOM (about ${plural(r.tokensSavedEstimate, 'token')} saved)`],
+      ['Size', `${bytes(r.htmlBytes)} of HTML → ${bytes(r.somBytes)} of SOM` +
+        (r.tokensSavedEstimate > 0 ? ` (about ${plural(r.tokensSavedEstimate, 'token')} saved)` : '')],
     ]),
     r.diff ? diff(r.diff) : h('p', { class: 'quiet' }, r.cached ? 'A cached answer carries no diff.' : 'No earlier snapshot of this address to compare with.'),
     som(r.som));
