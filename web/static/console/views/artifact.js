@@ -24,7 +24,8 @@ export async function render(ctx) {
         h('pre', { class: 'code' }, JSON.stringify(a.representation, null, 2)))),
     section('Confidence', confidence(a)),
     section('Provenance', provenance(a.provenance || {})),
-    section('Evaluations', evaluations(d.evaluations || []))]);
+    section('Evaluations', evaluations((d.evaluations || []).slice(0, 50)),
+      (d.evaluations || []).length > 50 ? h('p', { class: 'quiet' }, `The newest 50 of ${num(d.evaluations.length)} shown.`) : null)]);
 }
 
 // actions are the operator's buttons; a refusal (a gate, a confirmation

@@ -44,7 +44,7 @@ export async function render(ctx) {
   pSec.classList.add('patterns');
   ctx.root.append(pSec);
   if (!patterns.ok) pSec.append(refusal(patterns.error, 'The patterns could not be loaded: '));
-  else if ((patterns.data.patterns || []).length === 0) pSec.append(h('p', { class: 'empty' }, 'No pattern yet: they appear as the gateway sees requests repeat.'));
+  else if ((patterns.data.patterns || []).length === 0) pSec.append(h('p', { class: 'empty' }, 'No pattern yet: a learning pass groups the recorded runs into patterns.'));
   else {
     const list = patterns.data.patterns;
     for (const st of [...PATTERN_STATES, ...new Set(list.map((p) => p.state).filter((s) => !PATTERN_STATES.includes(s)))]) {
