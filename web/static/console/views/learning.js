@@ -95,7 +95,10 @@ function patternTable(list) {
 
 // evidence writes an artifact's counters: passed and failed by kind.
 export function evidence(a) {
-  return `replay ${a.replayPass}/${a.replayPass + a.replayFail} · shadow ${a.shadowPass}/${a.shadowPass + a.shadowFail} · live ${a.livePass}/${a.livePass + a.liveFail}`;
+  return h('span', { class: 'evidence' },
+    h('span', {}, `replay ${a.replayPass}/${a.replayPass + a.replayFail}`),
+    h('span', {}, `shadow ${a.shadowPass}/${a.shadowPass + a.shadowFail}`),
+    h('span', {}, `live ${a.livePass}/${a.livePass + a.liveFail}`));
 }
 
 function artifactTable(list) {
@@ -126,7 +129,7 @@ export function reportSummary(r) {
     ]),
     (r.transitions || []).length ? h('div', {}, h('p', { class: 'sub' }, 'Patterns that moved'),
       h('ul', { class: 'transitions' }, r.transitions.map((t) => h('li', {},
-        link('#/patterns/' + encodeURIComponent(t.patternId), t.patternId), `: ${words(t.from)} → ${words(t.to)}`,
+        link('#/patterns/' + encodeURIComponent(t.patternId), t.patternId), `: ${t.from ? words(t.from) : 'new'} → ${words(t.to)}`,
         t.reason ? ` (${t.reason})` : '')))) : null,
     (r.synthesisReports || []).length ? h('div', {}, h('p', { class: 'sub' }, 'Synthesis attempts'),
       h('ul', { class: 'synthesis' }, r.synthesisReports.map((s) => h('li', {}, synthesisLine(s))))) : null);
@@ -140,9 +143,6 @@ export function synthesisLine(s) {
     s.artifactId ? ['learnt ', link('#/artifacts/' + encodeURIComponent(s.artifactId), s.artifactId), ` (${words(s.type || '')})`] : 'no artifact',
     s.reason ? ` — ${s.reason}` : '',
     (s.attempts || []).length ? h('ul', { class: 'attempts' }, s.attempts.map((a) => h('li', {},
-      h('strong', {}, words(a.type)), a.passed ? ' passed' : ' refused',
-      a.answered !== undefined ? ` (agreed ${num(a.agreed)} of ${num(a.answered)} answered, abstained ${num(a.abstained)}` +
-        (a.lowerBound !== undefined ? `, lower bound ${pct(a.lowerBound)})` : ')') : '',
-      a.reason ? `: ${a.reason}` : ''))) : null,
+      h('strong', {}, words(a.type)), a.passed ? ' passed' : ' refused', a.reason ? `: ${a.reason}` : ''))) : null,
   ];
 }

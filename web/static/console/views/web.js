@@ -11,7 +11,7 @@ export async function render(ctx) {
   const snapshotID = ctx.query.get('snapshot') || '';
   page(ctx, 'Web', 'svc fetches pages for agents and compiles each into a SOM: regions and elements with stable ids, a fraction of the HTML\'s size.');
   const result = h('div', { class: 'fetch-result', 'aria-live': 'polite' });
-  append(ctx.root, adminOnly(ctx, section('Fetch a page', form({ class: 'fetch-form' }, [
+  append(ctx.root, [adminOnly(ctx, section('Fetch a page', form({ class: 'fetch-form' }, [
     field('Address', h('input', { name: 'url', type: 'url', required: true, placeholder: 'https://example.com/', class: 'url-input' })),
     h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'bypassCache' }),
       ' Fetch again even if cached (compares with the previous snapshot)'),
@@ -29,7 +29,7 @@ export async function render(ctx) {
     result.append(fetched(res.data));
     await lists(ctx, listsHolder);
     result.querySelector('h2')?.focus();
-  }), result)));
+  }), result))]);
   const shown = h('div', { class: 'snapshot-shown' });
   ctx.root.append(shown);
   const listsHolder = h('div', { class: 'web-lists' });
