@@ -42,7 +42,8 @@ export async function render(ctx) {
     { label: 'Target', cell: (v) => words(v.target || '') },
     { label: 'Rule effect', cell: (v) => effectBadge(v.effect) },
     { label: 'Decision', cell: (v) => effectBadge(v.decision) },
-    { label: 'Run', cell: (v) => (v.runId ? link('#/runs/' + encodeURIComponent(v.runId), v.runId) : '–') },
+    { label: 'Run', cell: (v) => (v.runId ? link('#/runs/' + encodeURIComponent(v.runId), v.runId)
+      : v.sessionId ? ['web session ', h('code', {}, v.sessionId)] : '–') },
     { label: 'Approval', cell: (v) => (v.approvalId
       ? link('#/approvals' + qs({ status: 'all', id: v.approvalId }), v.approvalId) : '–') },
     { label: 'Reason', cell: (v) => v.reason || '–' },
