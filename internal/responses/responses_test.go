@@ -169,6 +169,23 @@ func TestResponseStopsIncompleteAndRefuses(t *testing.T) {
 	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, string(b))
 }
 
+// An empty text beside tool calls is no message item, as in a stream.
+func TestResponseOfCallsWithEmptyContentHasNoMessage(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x"}`))
+	require.NoError(t, err)
+	resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"role":"assistant","content":"",
+		"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)))
+	require.Len(t, resp.Output, 1)
+	assert.Equal(t, "function_call", resp.Output[0].Type)
+	assert.Equal(t, "fc_aaaaaaaaaaaaaaaaaaaa0", resp.Output[0].ID)
+
+	_, _, streamed := events(t, `{"choices":[{"delta":{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	a, _ := json.Marshal(resp.Output)
+	b, _ := json.Marshal(streamed.Output)
+	assert.JSONEq(t, string(b), string(a), "the streamed and the whole answer agree")
+}
+
 // events runs chunks through a Stream and returns the events' types and data.
 func events(t *testing.T, chunks ...string) ([]string, []map[string]any, responses.Response) {
 	t.Helper()
@@ -238,6 +255,38 @@ func TestStreamOfCallsWithoutIndex(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, resp.Output[0].Arguments)
 	assert.Equal(t, "c2", resp.Output[1].CallID)
 	assert.Equal(t, `{}`, resp.Output[1].Arguments)
+}
+
+// A refusal streams as refusal events and a refusal part of the message,
+// after the text that came before it.
+func TestStreamOfRefusal(t *testing.T) {
+	names, data, resp := events(t,
+		`{"choices":[{"delta":{"role":"assistant","content":"Well"}}]}`,
+		`{"choices":[{"delta":{"refusal":"I can't "}}]}`,
+		`{"choices":[{"delta":{"refusal":"help with that."}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`)
+	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added",
+		"response.content_part.added", "response.output_text.delta",
+		"response.content_part.added", "response.refusal.delta", "response.refusal.delta",
+		"response.output_text.done", "response.content_part.done",
+		"response.refusal.done", "response.content_part.done",
+		"response.output_item.done", "response.completed"}, names)
+	assert.Equal(t, map[string]any{"type": "refusal", "refusal": ""}, data[5]["part"])
+	assert.InDelta(t, 1, data[6]["content_index"], 0)
+	assert.Equal(t, "I can't ", data[6]["delta"])
+	assert.Equal(t, "msg_aaaaaaaaaaaaaaaaaaaa0", data[7]["item_id"])
+	assert.Equal(t, "I can't help with that.", data[10]["refusal"])
+	assert.InDelta(t, 1, data[10]["content_index"], 0)
+	assert.Equal(t, map[string]any{"type": "refusal", "refusal": "I can't help with that."}, data[11]["part"])
+	require.Len(t, resp.Output, 1)
+	out, _ := json.Marshal(resp.Output)
+	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[
+		{"type":"output_text","text":"Well","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"I can't help with that."}]}]`, string(out))
+
+	// A refusal alone is a message with the refusal part only, as a whole answer has it.
+	_, _, resp = events(t, `{"choices":[{"delta":{"refusal":"No."},"finish_reason":"stop"}]}`)
+	out, _ = json.Marshal(resp.Output)
+	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, string(out))
 }
 
 func TestStreamOfNothingIsAnEmptyMessage(t *testing.T) {
