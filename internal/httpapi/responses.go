@@ -269,11 +269,11 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := identity(r)
 	respID := r.PathValue("id")
-	run, err := s.storedRun(r.Context(), id.TenantID, respID)
-	if err != nil {
+	if _, _, err := s.storedResponse(r.Context(), id.TenantID, respID); err != nil {
 		return err
 	}
-	deleted, err := s.DeletedResponses.DeleteResponse(r.Context(), id.TenantID, run.ID, s.Now())
+	runID, _ := responses.RunID(respID)
+	deleted, err := s.DeletedResponses.DeleteResponse(r.Context(), id.TenantID, runID, s.Now())
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 		return responseNotFound(respID)
 	}
 	s.Audit.Record(r.Context(), audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "response.delete",
-		Decision: audit.Allow, Target: respID, Details: map[string]any{"runId": run.ID}})
+		Decision: audit.Allow, Target: respID, Details: map[string]any{"runId": runID}})
 	writeJSON(w, http.StatusOK, responseDeleted{ID: respID, Object: "response", Deleted: true})
 	return nil
 }
@@ -294,7 +294,7 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := s.mayReadRuns(r); err != nil {
 		return err
 	}
-	if _, err := s.storedRun(r.Context(), identity(r).TenantID, r.PathValue("id")); err != nil {
+	if _, _, err := s.storedResponse(r.Context(), identity(r).TenantID, r.PathValue("id")); err != nil {
 		return err
 	}
 	return errs.E(errs.Invalid, "not_background", "Only responses created with background=true can be cancelled.")
