@@ -158,3 +158,19 @@ func TestResponsesCancelIsRefused(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, bg.status)
 	assert.Equal(t, "background", bg.json["error"].(map[string]any)["param"])
 }
+
+// Where the tenant's redaction is on, the instructions and metadata kept
+// with the run are masked like its request.
+func TestResponsesOriginIsRedacted(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	require.Equal(t, http.StatusOK, ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"redaction","value":true}`).status)
+	res := ts.call(t, "POST", "/v1/responses", bootstrap, `{"model":"gpt-4o-mini","input":"Say hello.",
+		"instructions":"Write to bob@example.com.","metadata":{"owner":"carol@example.com"}}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Contains(t, res.body, "bob@example.com", "the caller gets its answer as it was")
+	got := ts.call(t, "GET", "/v1/responses/"+res.json["id"].(string), bootstrap, "")
+	require.Equal(t, http.StatusOK, got.status, got.body)
+	assert.NotContains(t, got.body, "bob@example.com")
+	assert.NotContains(t, got.body, "carol@example.com")
+	assert.Contains(t, got.json["instructions"], "Write to")
+}
