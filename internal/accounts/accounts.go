@@ -163,7 +163,7 @@ type Options struct {
 	// Forget is told of each deleted org, so that nothing of it stays in
 	// memory.
 	Forget []Forgetter
-	Now         func() time.Time
+	Now    func() time.Time
 }
 
 // Service is the accounts domain.
