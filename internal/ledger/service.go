@@ -52,6 +52,20 @@ func (s *Service) sync(ctx context.Context) error {
 
 // Validate checks f and fills its default limit.
 func (f *Filter) Validate() error {
+	if err := f.validateFields(); err != nil {
+		return err
+	}
+	var err error
+	if f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
+		return err
+	}
+	f.Offset, err = paging.Offset(f.Offset)
+	return err
+}
+
+// validateFields checks what a list and a stream of runs share (see
+// Feed.Subscribe), and the time range.
+func (f *Filter) validateFields() error {
 	switch f.Route {
 	case "", RouteLive, RouteExactCache, RouteArtifact, RouteBlocked:
 	default:
@@ -62,12 +76,15 @@ func (f *Filter) Validate() error {
 	default:
 		return errs.Invalidf("status", "status must be ok, error or blocked")
 	}
-	var err error
-	if f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
-		return err
+	for _, p := range []struct{ name, v string }{{"app", f.App}, {"agent", f.Agent}, {"model", f.Model}, {"q", f.Q}} {
+		if len(p.v) > maxFilterText || !utf8.ValidString(p.v) {
+			return errs.Invalidf(p.name, "%s must be text of at most %d bytes", p.name, maxFilterText)
+		}
 	}
-	f.Offset, err = paging.Offset(f.Offset)
-	return err
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return errs.Invalidf("until", "until must be later than since")
+	}
+	return nil
 }
 
 // List returns a page of the tenant's runs, newest first, and how many

@@ -348,15 +348,15 @@ func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.Store
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
 func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) ([]ledger.Run, int, error) {
-	where := ` WHERE tenant_id = ?`
-	args := []any{tenantID}
-	if f.Route != "" {
-		where += ` AND route = ?`
-		args = append(args, f.Route)
-	}
-	if f.Status != "" {
-		where += ` AND status = ?`
-		args = append(args, f.Status)
+	where, args := runsWhere(tenantID, f)
+	if f.Q != "" {
+		// The search reads the text of at most SearchWindow runs, the
+		// newest that match the rest of the filter.
+		like := "%" + escapeLike(f.Q) + "%"
+		where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)
+			AND (id LIKE ? ESCAPE '\' OR model LIKE ? ESCAPE '\' OR app LIKE ? ESCAPE '\' OR agent LIKE ? ESCAPE '\'
+			OR CAST(request AS TEXT) LIKE ? ESCAPE '\' OR CAST(response AS TEXT) LIKE ? ESCAPE '\')`
+		args = append(append(args, args...), ledger.SearchWindow, like, like, like, like, like, like)
 	}
 	var total int
 	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total); err != nil {
@@ -379,6 +379,36 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	}
 	return runs, total, rows.Err()
 }
+
+// runsWhere is the WHERE clause of the tenant's runs that match f's
+// fields, all but its search, and its arguments.
+func runsWhere(tenantID string, f ledger.Filter) (string, []any) {
+	where := ` WHERE tenant_id = ?`
+	args := []any{tenantID}
+	for _, c := range []struct{ column, v string }{
+		{"route", f.Route}, {"status", f.Status}, {"app", f.App}, {"agent", f.Agent}, {"model", f.Model},
+	} {
+		if c.v != "" {
+			where += ` AND ` + c.column + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where += ` AND created_at >= ?`
+		args = append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where += ` AND created_at < ?`
+		args = append(args, f.Until.UnixMilli())
+	}
+	return where, args
+}
+
+// likeEscaper escapes LIKE's wildcards, and the escape character itself,
+// so that a search matches its text literally.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+func escapeLike(s string) string { return likeEscaper.Replace(s) }
 
 // RunEvents returns the run's events in order and the head its row
 // records, from one read transaction.
