@@ -87,6 +87,9 @@ type Options struct {
 	Argon2 auth.Argon2Params
 	// Files are the dashboard's files; nil is the embedded ones.
 	Files fs.FS
+	// StreamPing is how often a live stream of runs with nothing to send
+	// pings; zero is httpapi.DefaultStreamPing.
+	StreamPing time.Duration
 }
 
 // App is one svc: New builds it, Start runs it, Close stops it. Its
@@ -254,6 +257,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	})
 	a.pushFunc("recorder", a.Recorder.Close)
 	recorder := a.Recorder
+	// The live streams of runs end before the recorder stops; in a started
+	// svc the HTTP server's shutdown has ended them already (see Start).
+	a.pushFunc("run streams", recorder.Feed().Close)
 	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
 	if err != nil {
 		return nil, fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
@@ -319,6 +325,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Audit:       auditLog,
 		Gateway:     gw,
 		Runs:        runs,
+		Feed:        recorder.Feed(),
+		StreamPing:  o.StreamPing,
 		Ledger:      a.Checkpoints,
 		Governor:    governor,
 		Tracer:      governance.NewTracer(runs, a.Store, governor),
@@ -385,6 +393,9 @@ func (a *App) Start(ctx context.Context) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       a.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+	// Shutdown waits for requests to finish, and a live stream of runs
+	// never does by itself: the feed's close ends them as shutdown begins.
+	server.RegisterOnShutdown(a.Recorder.Feed().Close)
 	go func() {
 		if err := server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
 			a.failed <- err
@@ -421,10 +432,11 @@ func (a *App) Failed() <-chan error { return a.failed }
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
 // Close stops in reverse order of start: the timers, the HTTP server (which
-// lets in-flight requests finish), the job workers (which finish the
-// attempts they run; queued jobs wait for the next start), the learning
-// flusher (which stores the pending shadow evidence), the profiler, the web
-// sessions, the recorder (which stores what is journaled), the checkpointer
+// ends the live streams of runs and lets in-flight requests finish), the
+// job workers (which finish the attempts they run; queued jobs wait for the
+// next start), the learning flusher (which stores the pending shadow
+// evidence), the profiler, the web sessions, the live streams of runs (when
+// no server ran), the recorder (which stores what is journaled), the checkpointer
 // (whose last checkpoint covers it), the mailer, the plugins, then the
 // database. A second Close does nothing.
 func (a *App) Close() error {

@@ -54,7 +54,12 @@ type testServer struct {
 	// checkpoints signs the ledger's checkpoints when a test seals them.
 	checkpoints *ledger.Checkpointer
 	clock       *fakeclock.Clock
+	// handler is svc's handler, for a test that serves it another way.
+	handler http.Handler
 }
+
+// testStreamPing is how often the live streams of the tests ping.
+const testStreamPing = 20 * time.Millisecond
 
 // recordingDNS records the names looked up and answers those of
 // webhookHosts; any other is "no such host".
@@ -173,6 +178,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Notifier:        ts.notified,
 		Argon2:          testArgon2,
 		Files:           fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+		StreamPing:      testStreamPing,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
@@ -197,7 +203,8 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		require.NoError(t, err)
 		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
 	})
-	ts.Server = httptest.NewServer(a.Handler())
+	ts.handler = a.Handler()
+	ts.Server = httptest.NewServer(ts.handler)
 	t.Cleanup(ts.Close)
 	return ts
 }

@@ -44,6 +44,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /api/v1/audit", s.api(s.listAudit))
 
 	s.mux.Handle("GET /api/v1/runs", s.api(s.listRuns))
+	s.mux.Handle("GET /api/v1/runs/stream", s.api(s.streamRuns))
 	s.mux.Handle("GET /api/v1/runs/{id}", s.api(s.getRun))
 	s.mux.Handle("GET /api/v1/runs/{id}/integrity", s.api(s.runIntegrity))
 	s.mux.Handle("GET /api/v1/runs/{id}/replay-bundle", s.api(s.replayBundle))

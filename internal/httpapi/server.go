@@ -52,6 +52,11 @@ type Deps struct {
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
 	Runs     *ledger.Service
+	// Feed publishes each recorded run to the live streams of its tenant;
+	// StreamPing is how often an idle stream pings (0 is
+	// DefaultStreamPing).
+	Feed       *ledger.Feed
+	StreamPing time.Duration
 	// Ledger lists the signed checkpoints of the run ledger and its key.
 	Ledger *ledger.Checkpointer
 	// Governor applies policies; Tracer appends traced events through it.
@@ -95,6 +100,8 @@ type Server struct {
 	csrf    *http.CrossOriginProtection
 	files   http.Handler // the dashboard's file server
 	handler http.Handler
+	// streamPing is StreamPing, its default filled.
+	streamPing time.Duration
 }
 
 // New builds the server and its routes.
@@ -102,7 +109,10 @@ func New(d Deps) *Server {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{Deps: d, log: d.Logger, mux: http.NewServeMux(), files: http.FileServerFS(d.Web)}
+	s := &Server{Deps: d, log: d.Logger, mux: http.NewServeMux(), files: http.FileServerFS(d.Web), streamPing: d.StreamPing}
+	if s.streamPing <= 0 {
+		s.streamPing = DefaultStreamPing
+	}
 	every := time.Duration(0)
 	if d.Config.RateLimit > 0 {
 		every = time.Minute / time.Duration(d.Config.RateLimit)
