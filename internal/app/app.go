@@ -268,7 +268,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	approvals := approval.NewService(a.Store, settingsService, now)
 	governor := governance.New(governance.Options{
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
-		Logger: log.Named("policy"),
+		Verdicts: a.Store, Logger: log.Named("policy"),
 	})
 	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now})
 	runs := ledger.NewService(a.Store, recorder, nil)
@@ -329,6 +329,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		StreamPing:  o.StreamPing,
 		Ledger:      a.Checkpoints,
 		Governor:    governor,
+		Reload:      a.ReloadPolicies,
 		Tracer:      governance.NewTracer(runs, a.Store, governor),
 		Approvals:   approvals,
 		Cache:       a.Cache,
@@ -415,14 +416,18 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
-// leaves the rules in force, and the log says why.
-func (a *App) ReloadPolicies() {
-	if err := a.Policies.Reload(); err != nil {
+// ReloadPolicies loads SVC_POLICY_DIR again: on SIGHUP, and for POST
+// /api/v1/policies/reload. A folder that does not load leaves the rules in
+// force, and the log and the error say why; the status is the policies'
+// from then on (GET /api/v1/policies shows it).
+func (a *App) ReloadPolicies() (policy.Status, error) {
+	st, err := a.Policies.Reload()
+	if err != nil {
 		a.Logger.Error("policy reload refused; the previous rules stay in force", "error", err)
-		return
+		return st, err
 	}
-	a.Logger.Info("policies reloaded", "rules", len(a.Policies.Set().Rules()))
+	a.Logger.Info("policies reloaded", "rules", st.Rules)
+	return st, nil
 }
 
 // Failed delivers an error when the server stops on its own.

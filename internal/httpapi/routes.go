@@ -61,6 +61,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/tool-cache/store", s.api(s.toolCacheStore))
 
 	s.mux.Handle("GET /api/v1/policies", s.api(s.listPolicies))
+	s.mux.Handle("GET /api/v1/policies/{id}/verdicts", s.api(s.policyVerdicts))
+	s.mux.Handle("POST /api/v1/policies/reload", s.admin(s.reloadPolicies))
 	s.mux.Handle("GET /api/v1/approvals", s.api(s.listApprovals))
 	s.mux.Handle("POST /api/v1/approvals/{id}/approve", s.admin(s.approve))
 	s.mux.Handle("POST /api/v1/approvals/{id}/reject", s.admin(s.reject))

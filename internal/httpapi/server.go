@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -60,8 +61,10 @@ type Deps struct {
 	// Ledger lists the signed checkpoints of the run ledger and its key.
 	Ledger *ledger.Checkpointer
 	// Governor applies policies; Tracer appends traced events through it.
-	Governor  *governance.Governor
-	Tracer    *governance.Tracer
+	Governor *governance.Governor
+	Tracer   *governance.Tracer
+	// Reload loads the policy folder again, as SIGHUP does.
+	Reload    func() (policy.Status, error)
 	Approvals *approval.Service
 	Cache     *cache.Cache
 	Jobs      *jobs.Queue
