@@ -538,3 +538,35 @@ func TestListRunsFiltersByFieldsTimeAndSearch(t *testing.T) {
 	assert.Equal(t, id(0), ids(ledger.Filter{Q: "refund", App: "support"}), "a search narrows the other fields")
 	assert.Empty(t, ids(ledger.Filter{Q: "refund", App: "billing"}))
 }
+
+// A search reads at most ledger.SearchWindow runs, the newest that match
+// the other filters: a match older than that is not found, unless the other
+// filters leave it within reach.
+func TestSearchReadsABoundedWindow(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
+	old := newRun(tenant.DefaultID, base, ledger.RouteLive, ledger.StatusOK, "")
+	old.Run.App = "rare"
+	old.Run.Request = json.RawMessage(`{"messages":[{"role":"user","content":"needle"}]}`)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{ledger.NewRecord(old.Run, old.Events, base)}))
+	// SearchWindow newer runs without it, copied in SQL from the first.
+	_, err := s.DB().ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO runs (id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
+			provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
+			latency_ms, explanation, error, request, response, event_count, head_hash)
+		SELECT 'run_copy' || i, tenant_id, created_at + i, route, status, http_status, model, 'common', agent, subject, mode,
+			key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
+			latency_ms, explanation, error, '{}', response, event_count, head_hash
+		FROM runs, n WHERE runs.id = ?`, ledger.SearchWindow, old.Run.ID)
+	require.NoError(t, err)
+
+	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "needle", Limit: 10})
+	require.NoError(t, err)
+	assert.Zero(t, total, "the match is past the window")
+	runs, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "needle", App: "rare", Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total, "within the window of the runs that match the other filters")
+	require.Len(t, runs, 1)
+	assert.Equal(t, old.Run.ID, runs[0].ID)
+}
