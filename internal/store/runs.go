@@ -350,13 +350,7 @@ func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.Store
 func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) ([]ledger.Run, int, error) {
 	where, args := runsWhere(tenantID, f)
 	if f.Q != "" {
-		// The search reads the text of at most SearchWindow runs, the
-		// newest that match the rest of the filter.
-		like := "%" + escapeLike(f.Q) + "%"
-		where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)
-			AND (id LIKE ? ESCAPE '\' OR model LIKE ? ESCAPE '\' OR app LIKE ? ESCAPE '\' OR agent LIKE ? ESCAPE '\'
-			OR CAST(request AS TEXT) LIKE ? ESCAPE '\' OR CAST(response AS TEXT) LIKE ? ESCAPE '\')`
-		args = append(append(args, args...), ledger.SearchWindow, like, like, like, like, like, like)
+		return s.searchRuns(ctx, tenantID, f, where, args)
 	}
 	var total int
 	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total); err != nil {
@@ -367,10 +361,47 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	if err != nil {
 		return nil, 0, err
 	}
+	runs, _, err := scanRuns(rows, tenantID, false)
+	return runs, total, err
+}
+
+// searchRuns is ListRuns with a search: among the SearchWindow newest runs
+// that match the rest of the filter, those whose id, model, app, agent,
+// request or answer holds the text, ASCII letters folded. instr finds the
+// text as it is, with no wildcard to escape (LIKE would read % and _ in
+// it), and one pass reads the window, counting the matches beside the page.
+func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter, where string, args []any) ([]ledger.Run, int, error) {
+	q := asciiLower(f.Q)
+	where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)
+		AND (instr(lower(id), ?) OR instr(lower(model), ?) OR instr(lower(app), ?) OR instr(lower(agent), ?)
+			OR instr(lower(CAST(request AS TEXT)), ?) OR instr(lower(CAST(response AS TEXT)), ?))`
+	args = append(append(args, args...), ledger.SearchWindow, q, q, q, q, q, q)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+`, COUNT(*) OVER () FROM runs`+where+
+		` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	runs, total, err := scanRuns(rows, tenantID, true)
+	if err != nil || len(runs) > 0 || f.Offset == 0 {
+		return runs, total, err
+	}
+	// A page past the end has no row to carry the count.
+	err = s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total)
+	return runs, total, err
+}
+
+// scanRuns reads listed runs, and with counted the total each row carries
+// last.
+func scanRuns(rows *sql.Rows, tenantID string, counted bool) ([]ledger.Run, int, error) {
 	defer rows.Close()
 	runs := []ledger.Run{}
+	total := 0
+	var extra []any
+	if counted {
+		extra = []any{&total}
+	}
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRun(rows, extra...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -378,6 +409,17 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 		runs = append(runs, r)
 	}
 	return runs, total, rows.Err()
+}
+
+// asciiLower folds ASCII letters only, as SQLite's lower does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // runsWhere is the WHERE clause of the tenant's runs that match f's
@@ -403,12 +445,6 @@ func runsWhere(tenantID string, f ledger.Filter) (string, []any) {
 	}
 	return where, args
 }
-
-// likeEscaper escapes LIKE's wildcards, and the escape character itself,
-// so that a search matches its text literally.
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-
-func escapeLike(s string) string { return likeEscaper.Replace(s) }
 
 // RunEvents returns the run's events in order and the head its row
 // records, from one read transaction.

@@ -537,6 +537,15 @@ func TestListRunsFiltersByFieldsTimeAndSearch(t *testing.T) {
 	assert.Empty(t, ids(ledger.Filter{Q: `\`}))
 	assert.Equal(t, id(0), ids(ledger.Filter{Q: "refund", App: "support"}), "a search narrows the other fields")
 	assert.Empty(t, ids(ledger.Filter{Q: "refund", App: "billing"}))
+
+	page, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "bill", Limit: 1})
+	require.NoError(t, err)
+	assert.Len(t, page, 1)
+	assert.Equal(t, 2, total, "a search's total counts every match, not the page")
+	page, total, err = s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "bill", Limit: 1, Offset: 5})
+	require.NoError(t, err)
+	assert.Empty(t, page)
+	assert.Equal(t, 2, total, "also past the last page")
 }
 
 // A search reads at most ledger.SearchWindow runs, the newest that match
