@@ -257,9 +257,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	})
 	a.pushFunc("recorder", a.Recorder.Close)
 	recorder := a.Recorder
-	// The live streams of runs end before the recorder stops; in a started
-	// svc the HTTP server's shutdown has ended them already (see Start).
-	a.pushFunc("run streams", recorder.Feed().Close)
 	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
 	if err != nil {
 		return nil, fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
@@ -440,10 +437,10 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // ends the live streams of runs and lets in-flight requests finish), the
 // job workers (which finish the attempts they run; queued jobs wait for the
 // next start), the learning flusher (which stores the pending shadow
-// evidence), the profiler, the web sessions, the live streams of runs (when
-// no server ran), the recorder (which stores what is journaled), the checkpointer
-// (whose last checkpoint covers it), the mailer, the plugins, then the
-// database. A second Close does nothing.
+// evidence), the profiler, the web sessions, the recorder (which ends the
+// live streams of runs no server ended and stores what is journaled), the
+// checkpointer (whose last checkpoint covers it), the mailer, the plugins,
+// then the database. A second Close does nothing.
 func (a *App) Close() error {
 	a.mu.Lock()
 	a.closed = true

@@ -254,8 +254,8 @@ func (r *Recorder) Sync(ctx context.Context) error {
 	return nil
 }
 
-// Close stores what is journaled and stops. Runs recorded after Close are
-// refused.
+// Close ends the live streams of its Feed, stores what is journaled and
+// stops. Runs recorded after Close are refused.
 func (r *Recorder) Close() {
 	r.mu.Lock()
 	if r.closed {
@@ -264,6 +264,7 @@ func (r *Recorder) Close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.feed.Close()
 	close(r.stop)
 	<-r.exited
 	r.mu.Lock()

@@ -46,4 +46,9 @@ func TestRecordPublishesJournaledRuns(t *testing.T) {
 		t.Fatalf("another tenant's stream got %s", run.ID)
 	default:
 	}
+
+	store.open()
+	r.Close()
+	<-live.Done() // Close ends the streams
+	assert.False(t, live.Dropped())
 }
