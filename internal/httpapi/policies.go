@@ -7,6 +7,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/tenant"
 )
 
 // listPolicies is GET /api/v1/policies: the rules in force, how often each
@@ -50,8 +51,13 @@ type reloadAnswer struct {
 // policy_invalid with the loader's words and the status beside; the last
 // good rules stay in force. Either way it is audited.
 func (s *Server) reloadPolicies(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.Reload()
 	id := identity(r)
+	if id.TenantID != tenant.DefaultID {
+		// The policy folder governs every organization: only the operator's
+		// own (the default one) may reload it.
+		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may reload the policies, which govern every organization")
+	}
+	st, err := s.Reload()
 	e := audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "policy.reload", Decision: audit.Allow,
 		Details: map[string]any{"ok": st.OK, "rules": st.Rules}}
 	if err != nil {

@@ -99,6 +99,15 @@ func TestPolicyReload(t *testing.T) {
 	require.NoError(t, err)
 	forbidden := ts.call(t, "POST", "/api/v1/policies/reload", member, "")
 	assert.Equal(t, http.StatusForbidden, forbidden.status, "only an admin reloads")
+	other, err := ts.store.CreateTenant(context.Background(), "Other")
+	require.NoError(t, err)
+	_, theirAdmin, err := ts.keys.Create(context.Background(), other.ID, auth.NewKey{Name: "theirs", Mode: auth.Optimize, Admin: true})
+	require.NoError(t, err)
+	write("policies:\n  - id: half-edited\n    target: chat\n    when: 'true'\n    effect: deny\n")
+	refused := ts.call(t, "POST", "/api/v1/policies/reload", theirAdmin, "")
+	assert.Equal(t, http.StatusForbidden, refused.status, "the folder governs every org: another org's admin may not reload it")
+	assert.Equal(t, "first", ts.call(t, "GET", "/api/v1/policies", bootstrap, "").json["policies"].([]any)[0].(map[string]any)["id"],
+		"the rules in force stay")
 
 	write("policies:\n  - id: broken\n    target: chat\n    when: 'nonsense('\n    effect: deny\n")
 	res := ts.call(t, "POST", "/api/v1/policies/reload", bootstrap, "")
