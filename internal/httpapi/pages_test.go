@@ -20,7 +20,7 @@ import (
 	"github.com/svc-gateway/svc/web"
 )
 
-// pagesHandler is svc's handler over the real embedded dashboard, logging
+// pagesHandler is svc's handler over the real embedded console, logging
 // into buf.
 func pagesHandler(t *testing.T, buf *syncBuffer) http.Handler {
 	t.Helper()
@@ -42,7 +42,7 @@ func TestAccountPagesAreServedAtCleanPaths(t *testing.T) {
 		"/accept-invite":  "/accept-invite.js",
 		"/reset-password": "/reset-password.js",
 		"/verify-email":   "/verify-email.js",
-		"/":               "/dashboard.js",
+		"/":               "/console/app.js",
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
