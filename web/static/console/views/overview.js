@@ -102,8 +102,8 @@ function attention(approvals, artifacts, jobs) {
 
 function waiting(key, n, text, action, href, kind) {
   return h('li', { dataset: { item: key, kind } },
-    h('span', { class: 'count' }, num(n)),
-    h('span', { class: 'what' }, text),
+    h('span', { class: 'count' }, num(n)), ' ',
+    h('span', { class: 'what' }, text), ' ',
     link(href, action));
 }
 
