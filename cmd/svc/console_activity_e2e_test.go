@@ -48,11 +48,6 @@ func chat(t *testing.T, p *proc, token, app, agent, text string) string {
 	return id
 }
 
-// rowCount is how many runs the list shows.
-func rowCount(b *browsertest.Browser) int {
-	return browsertest.Run(b, chromedp.Evaluate[int](`document.querySelectorAll('#runs-body tr').length`))
-}
-
 // waitRows waits until the list shows exactly the runs ids, in any order.
 func waitRows(t *testing.T, b *browsertest.Browser, ids ...string) {
 	t.Helper()
@@ -69,11 +64,12 @@ func waitRows(t *testing.T, b *browsertest.Browser, ids ...string) {
 // accountsWithTwoOrgs starts svc in account mode with Default (the owner,
 // an admin and a member) and a second org of the owner's, each with runs
 // made through its own API key. It returns the runs of Default (a first
-// answer, its cache hit, and a run of app "shop") and of the second org.
-func accountsWithTwoOrgs(t *testing.T) (p *proc, owner *person, mine []string, theirs string) {
+// answer, its cache hit, and a run of app "shop") and of the second org,
+// and the two orgs' API keys.
+func accountsWithTwoOrgs(t *testing.T) (p *proc, keys [2]string, mine []string, theirs string) {
 	t.Helper()
 	p = startAccounts(t)
-	owner = newPerson(t, p)
+	owner := newPerson(t, p)
 	owner.login(t, adminEmail, adminPassword)
 	for _, u := range []struct{ email, role string }{{"ada.admin@example.com", "admin"}, {"mo.member@example.com", "member"}} {
 		status, out := owner.call(t, "POST", "/api/v1/orgs/active/invites", map[string]string{"email": u.email, "role": u.role})
@@ -89,7 +85,8 @@ func accountsWithTwoOrgs(t *testing.T) (p *proc, owner *person, mine []string, t
 		require.Equal(t, http.StatusCreated, status, out)
 		return out["token"].(string)
 	}
-	token := key()
+	keys[0] = key()
+	token := keys[0]
 	first := chat(t, p, token, "", "helper", "What is the capital of France?")
 	hit := chat(t, p, token, "", "helper", "What is the capital of France?")
 	shop := chat(t, p, token, "shop", "", "Which size fits me?")
@@ -97,10 +94,11 @@ func accountsWithTwoOrgs(t *testing.T) (p *proc, owner *person, mine []string, t
 
 	status, out := owner.call(t, "POST", "/api/v1/orgs", map[string]string{"name": "Second Org"})
 	require.Equal(t, http.StatusCreated, status, out)
-	theirs = chat(t, p, key(), "", "", "Second org's private question")
+	keys[1] = key()
+	theirs = chat(t, p, keys[1], "", "", "Second org's private question")
 	status, out = owner.call(t, "POST", "/api/v1/orgs/switch", map[string]string{"tenantId": defaultTenant(t, owner)})
 	require.Equal(t, http.StatusOK, status, out)
-	return p, owner, mine, theirs
+	return p, keys, mine, theirs
 }
 
 func defaultTenant(t *testing.T, c *person) string {
@@ -241,6 +239,30 @@ func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
 	assert.True(t, b.Hidden("#get-started"))
 	visit(b, p, "runs", "Runs")
 	waitRows(t, b, id)
+
+	// With redaction on, the run's page says its text was masked, and it is.
+	status, out := p.call(t, "PUT", "/api/v1/settings", "", `{"key":"redaction","value":true}`)
+	require.Equal(t, http.StatusOK, status, out)
+	masked := chat(t, p, "", "", "", "Write to jo@example.com please")
+	visit(b, p, "runs/"+masked, "Run")
+	b.WaitText("#run-redacted", "Redaction is on for this organization")
+	b.WaitText("#view pre.code", "Write to [email] please")
+
+	// Past a page, the list pages; older pages do not follow the stream.
+	ids := []string{id, masked} // oldest first
+	for i := 0; i < 24; i++ {
+		ids = append(ids, chat(t, p, "", "", "", fmt.Sprintf("Question number %d", i)))
+	}
+	visit(b, p, "runs", "Runs")
+	waitRows(t, b, ids[1:]...)
+	b.WaitText("#runs-summary", "Showing 1–25 of 26")
+	b.Click("#runs-next")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs?offset=25") })
+	waitRows(t, b, ids[0])
+	b.WaitText("#live-state", "Live updates are paused on older pages")
+	b.Click("#runs-prev")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs") })
+	waitRows(t, b, ids[1:]...)
 
 	// The sentences of a route explanation, from the function the run's
 	// page uses, for a verdict with rules, an artifact and a fallback.
