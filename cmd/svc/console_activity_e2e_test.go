@@ -18,12 +18,20 @@ import (
 
 // The activity views: the overview, the runs list and a run's page.
 
-// chat sends one chat request through the gateway with token (none in open
-// dev mode) and returns the run id svc answered with.
+// chat sends one chat request for gpt-4o-mini through the gateway with
+// token (none in open dev mode) and returns the run id svc answered with.
 func chat(t *testing.T, p *proc, token, app, agent, text string) string {
 	t.Helper()
+	status, id := send(t, p, token, "gpt-4o-mini", app, agent, text)
+	require.Equal(t, http.StatusOK, status)
+	return id
+}
+
+// send sends one chat request and returns svc's status and the run's id.
+func send(t *testing.T, p *proc, token, model, app, agent, text string) (int, string) {
+	t.Helper()
 	body, err := json.Marshal(map[string]any{
-		"model": "gpt-4o-mini", "temperature": 0,
+		"model": model, "temperature": 0,
 		"messages": []map[string]string{{"role": "user", "content": text}},
 	})
 	require.NoError(t, err)
@@ -42,10 +50,9 @@ func chat(t *testing.T, p *proc, token, app, agent, text string) string {
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
 	id := res.Header.Get("X-Svc-Run-Id")
 	require.NotEmpty(t, id, "the gateway names the run")
-	return id
+	return res.StatusCode, id
 }
 
 // waitRows waits until the list shows exactly the runs ids, in any order.
@@ -119,7 +126,7 @@ func defaultTenant(t *testing.T, c *person) string {
 // replay bundle; the second org's run never shows. A member rates a run
 // too, as the API lets members do.
 func TestBrowserConsoleActivityAccounts(t *testing.T) {
-	p, _, mine, theirs := accountsWithTwoOrgs(t)
+	p, keys, mine, theirs := accountsWithTwoOrgs(t)
 	b := browsertest.Start(t)
 	signIn(b, p, "ada.admin@example.com", "admin-password-1")
 
@@ -160,6 +167,29 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	waitRows(t, b, mine[0], mine[2])
 	b.Click("#runs-clear")
 	waitRows(t, b, mine...)
+
+	// The search and the other filters narrow it too.
+	b.Fill("#runs-q", "size fits")
+	b.Click("#runs-apply")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs?q=size+fits") })
+	waitRows(t, b, mine[2])
+	b.Click("#runs-clear")
+	b.Fill(`#runs-filters input[name="agent"]`, "helper")
+	b.Click("#runs-filters button.secondary")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs?agent=helper") })
+	waitRows(t, b, mine[0], mine[1])
+
+	// A run recorded while the list is open comes to its top, marked new;
+	// the other org's run does not.
+	b.Click("#runs-clear")
+	waitRows(t, b, mine...)
+	b.WaitText("#live-state", "Live")
+	chat(t, p, keys[1], "", "", "Another private question")
+	live := chat(t, p, keys[0], "", "", "A question asked while the list is open")
+	waitRows(t, b, append([]string{live}, mine...)...)
+	b.WaitText(fmt.Sprintf(`#runs-body tr.new[data-run=%q]`, live), "new")
+	assert.Equal(t, live, browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#runs-body tr').dataset.run`)))
+	b.WaitText("#runs-summary", "of 4")
 
 	// A run's page: the route in words, the ledger verified.
 	b.Click(fmt.Sprintf(`#runs-body tr[data-run=%q] a`, mine[1]))
@@ -221,9 +251,10 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 }
 
 // In open dev mode an empty overview leads to getting started; a run
-// recorded later shows in the figures and the list.
+// recorded later shows in the figures and the list; a blocked run's page
+// names the rule that blocked it (the example policies of docs/policies).
 func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
-	p := start(t)
+	p := start(t, "SVC_POLICY_DIR=../../docs/policies")
 	b := browsertest.Start(t)
 	visit(b, p, "overview", "Overview")
 	b.WaitText("#get-started", "No runs yet")
@@ -263,6 +294,15 @@ func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
 	b.Click("#runs-prev")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs") })
 	waitRows(t, b, ids[1:]...)
+
+	status, blocked := send(t, p, "", "gpt-4o", "intern-tools", "", "Hello from the interns")
+	require.Equal(t, http.StatusForbidden, status)
+	visit(b, p, "runs/"+blocked, "Run")
+	b.WaitText("#run-explanation", "This run was refused by a policy: blocked by policy: interns-use-small-models.")
+	b.WaitText("#run-explanation", "The policy verdict: denied, and enforced.")
+	b.WaitText(`#run-explanation a[href="#/policies/interns-use-small-models"]`, "See the rule")
+	b.WaitText("#run-explanation", "It saved nothing: the request was refused before any call.")
+	b.WaitText("#run-integrity", "Verified")
 
 	// The sentences of a route explanation, from the function the run's
 	// page uses, for a verdict with rules, an artifact and a fallback.

@@ -11,7 +11,6 @@ const WHERE = {
   live: 'the provider, live',
   exact_cache: 'the exact cache',
   artifact: 'a promoted artifact',
-  blocked: 'nowhere: a policy blocked it',
 };
 
 // NOT says a route was not taken.
@@ -42,8 +41,9 @@ export function explain(run) {
   const ex = (run && run.routeExplanation) || {};
   const out = [];
   const route = ex.route || run.route;
-  out.push({ key: 'route', text: `This run was answered from ${WHERE[route] || 'route ' + route}` +
-    (ex.reason ? `: ${sentence(ex.reason)}` : '.') });
+  const why = ex.reason ? `: ${sentence(ex.reason)}` : '.';
+  out.push({ key: 'route', text: route === 'blocked' ? `This run was refused by a policy${why}`
+    : `This run was answered from ${WHERE[route] || 'route ' + route}${why}` });
 
   for (const alt of ex.rejected || []) {
     out.push({ key: 'rejected', text: `${NOT[alt.route] || 'Not ' + routeLabel(alt.route)}: ${sentence(alt.reason || 'not taken')}` });
@@ -107,7 +107,8 @@ export function explain(run) {
   } else if (ex.estimatedSavingsUsd > 0) {
     out.push({ key: 'savings', text: `The estimated saving was ${money(ex.estimatedSavingsUsd)}.` });
   } else {
-    out.push({ key: 'savings', text: 'It saved nothing: the call was made, or refused.' });
+    out.push({ key: 'savings', text: route === 'blocked' ? 'It saved nothing: the request was refused before any call.'
+      : route === 'live' ? 'It saved nothing: the provider was called.' : 'It saved nothing.' });
   }
 
   const f = ex.fallback;
