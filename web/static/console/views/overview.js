@@ -159,7 +159,7 @@ function routes(byRoute) {
   if (failed) return section('Runs by route', problem(failed.error, 'Runs could not be counted: '));
   const items = ROUTES.map((r, i) => ({ label: r.label, value: byRoute[i].data.total || 0, kind: r.kind, route: r.route }));
   return section('Runs by route',
-    barChart({ title: 'Runs by route', items, format: num }),
+    barChart({ title: 'How many runs took each route (all kept runs)', items, format: num }),
     h('ul', { class: 'route-links', id: 'route-links' }, items.map((it) =>
       h('li', {}, link('#/runs' + qs({ route: it.route }), `${it.label}: ${plural(it.value, 'run')}`, { dataset: { route: it.route } })))));
 }
