@@ -126,7 +126,7 @@ func defaultTenant(t *testing.T, c *person) string {
 // replay bundle; the second org's run never shows. A member rates a run
 // too, as the API lets members do.
 func TestBrowserConsoleActivityAccounts(t *testing.T) {
-	p, _, mine, theirs := accountsWithTwoOrgs(t)
+	p, keys, mine, theirs := accountsWithTwoOrgs(t)
 	b := browsertest.Start(t)
 	signIn(b, p, "ada.admin@example.com", "admin-password-1")
 
@@ -167,6 +167,29 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	waitRows(t, b, mine[0], mine[2])
 	b.Click("#runs-clear")
 	waitRows(t, b, mine...)
+
+	// The search and the other filters narrow it too.
+	b.Fill("#runs-q", "size fits")
+	b.Click("#runs-apply")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs?q=size+fits") })
+	waitRows(t, b, mine[2])
+	b.Click("#runs-clear")
+	b.Fill(`#runs-filters input[name="agent"]`, "helper")
+	b.Click("#runs-filters button.secondary")
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/runs?agent=helper") })
+	waitRows(t, b, mine[0], mine[1])
+
+	// A run recorded while the list is open comes to its top, marked new;
+	// the other org's run does not.
+	b.Click("#runs-clear")
+	waitRows(t, b, mine...)
+	b.WaitText("#live-state", "Live")
+	chat(t, p, keys[1], "", "", "Another private question")
+	live := chat(t, p, keys[0], "", "", "A question asked while the list is open")
+	waitRows(t, b, append([]string{live}, mine...)...)
+	b.WaitText(fmt.Sprintf(`#runs-body tr.new[data-run=%q]`, live), "new")
+	assert.Equal(t, live, browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#runs-body tr').dataset.run`)))
+	b.WaitText("#runs-summary", "of 4")
 
 	// A run's page: the route in words, the ledger verified.
 	b.Click(fmt.Sprintf(`#runs-body tr[data-run=%q] a`, mine[1]))
