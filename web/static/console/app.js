@@ -139,7 +139,13 @@ function buildNav() {
 function parse(hash) {
   const raw = hash.replace(/^#\/?/, '');
   const [path, qs] = raw.split('?', 2);
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    // A malformed escape (#/runs/%E0) names no page.
+    return { view: null, params: {}, query: new URLSearchParams() };
+  }
   if (parts.length === 0) return { view: VIEWS[0], params: {}, query: new URLSearchParams(qs || '') };
   for (const v of VIEWS) {
     const pat = v.route.split('/');
@@ -172,7 +178,13 @@ async function route() {
   if (!session) return;
   leaveView();
   const gen = ++generation;
-  const { view, params, query } = parse(window.location.hash);
+  let parsed;
+  try {
+    parsed = parse(window.location.hash);
+  } catch {
+    parsed = { view: null, params: {}, query: new URLSearchParams() };
+  }
+  const { view, params, query } = parsed;
   const root = $('view');
   for (const a of document.querySelectorAll('#nav-list a')) {
     const current = view && (a.dataset.route === view.route || view.route.startsWith(a.dataset.route + '/') ||
@@ -211,13 +223,18 @@ async function route() {
     await mod.render(ctx);
   } catch (err) {
     if (gen !== generation) return;
-    console.warn('view', view.module, err);
+    // An error, not a warning: a view that cannot load or draw is a fault
+    // the browser tests must see.
+    console.error('view', view.module, err);
     clear(root, h('h1', { tabindex: '-1' }, view.title),
       h('p', { class: 'status', dataset: { kind: 'error' } }, 'This page could not be shown: ' + (err && err.message ? err.message : String(err))));
   } finally {
     if (gen === generation) root.removeAttribute('aria-busy');
   }
   if (gen !== generation) return;
+  // A view that put the focus somewhere of its own (a linked record) keeps it.
+  const active = document.activeElement;
+  if (active && active !== root && root.contains(active)) return;
   const heading = root.querySelector('h1');
   if (heading) {
     heading.setAttribute('tabindex', '-1');

@@ -13,25 +13,35 @@ function svg(tag, attrs = {}) {
 
 const W = 640;
 const H = 200;
-const PAD = { top: 12, right: 12, bottom: 24, left: 56 };
+const PAD = { top: 12, right: 12, bottom: 24 };
+
+// CHAR is about how wide one character of an axis label is, in the chart's
+// units (the label's font is 12 px on a 640-unit-wide chart at full size).
+const CHAR = 7.5;
 
 // lineChart draws series [{name, values: [number…], kind: 'a'|'b'|'c'|'d'}]
-// over labels [string…] (one per point). format writes an axis value.
+// over labels [string…] (one per point). format writes an axis value;
+// counts set wholeNumbers, so the axis stops at whole numbers only.
 // It returns a <figure> holding the chart, a legend and the data table.
-export function lineChart({ title, labels, series, format = String }) {
+export function lineChart({ title, labels, series, format = String, wholeNumbers = false }) {
   const max = Math.max(0, ...series.flatMap((s) => s.values.map(Number)));
-  const top = max > 0 ? max * 1.1 : 1;
-  const iw = W - PAD.left - PAD.right;
+  // A count's axis tops at an even whole number, so its middle line is one too.
+  const top = wholeNumbers ? Math.max(2, 2 * Math.ceil((max * 1.1) / 2)) : max > 0 ? max * 1.1 : 1;
+  const ticks = [0, 0.5, 1].map((f) => ({ f, text: format(top * f) }));
+  // The left margin fits the longest axis label ($0.0001947 is wide).
+  const left = Math.max(40, Math.ceil(Math.max(...ticks.map((t) => String(t.text).length)) * CHAR) + 12);
+  const PADL = { ...PAD, left };
+  const iw = W - PADL.left - PADL.right;
   const ih = H - PAD.top - PAD.bottom;
-  const x = (i) => PAD.left + (labels.length <= 1 ? iw / 2 : (i * iw) / (labels.length - 1));
+  const x = (i) => PADL.left + (labels.length <= 1 ? iw / 2 : (i * iw) / (labels.length - 1));
   const y = (v) => PAD.top + ih - (Number(v) / top) * ih;
 
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', 'aria-hidden': 'true', focusable: 'false' });
-  for (const f of [0, 0.5, 1]) {
+  for (const { f, text } of ticks) {
     const gy = PAD.top + ih - f * ih;
-    root.append(svg('line', { x1: PAD.left, x2: W - PAD.right, y1: gy, y2: gy, class: 'grid' }));
-    const label = svg('text', { x: PAD.left - 6, y: gy + 4, class: 'axis', 'text-anchor': 'end' });
-    label.textContent = format(top * f);
+    root.append(svg('line', { x1: PADL.left, x2: W - PAD.right, y1: gy, y2: gy, class: 'grid' }));
+    const label = svg('text', { x: PADL.left - 6, y: gy + 4, class: 'axis', 'text-anchor': 'end' });
+    label.textContent = text;
     root.append(label);
   }
   if (labels.length > 0) {

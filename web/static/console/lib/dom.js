@@ -104,13 +104,33 @@ export function form(props, children, onSubmit) {
 
 // table is a data table: columns are {label, cell: row => node|string,
 // class?}; rows an array. With no rows it shows empty (a sentence) instead.
-// The table sits in a scroller, so a phone scrolls it sideways.
-export function table(columns, rows, empty = 'Nothing yet.') {
+// The table sits in a scroller named label (a section names its unnamed
+// scrollers after its title), so a phone scrolls it sideways.
+export function table(columns, rows, empty = 'Nothing yet.', label = '') {
   if (!rows || rows.length === 0) return h('p', { class: 'empty' }, empty);
-  return h('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'table' },
-    h('table', {},
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c.class }, c.label)))),
-      h('tbody', {}, rows.map((row) => h('tr', {}, columns.map((c) => h('td', { class: c.class }, c.cell(row))))))));
+  return scroller(label, h('table', {},
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c.class }, c.label)))),
+    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map((c) => h('td', { class: c.class }, c.cell(row))))))));
+}
+
+// scroller wraps a wide table in a named region that scrolls sideways. It
+// is a tab stop (so a keyboard can scroll it) only while its table is wider
+// than it; otherwise tabbing would stop on a box with nothing to do.
+export function scroller(label, content) {
+  const box = h('div', { class: 'table-scroll', role: 'region', 'aria-label': label || 'Table',
+    dataset: label ? {} : { unnamed: '' } }, content);
+  const fit = () => {
+    if (box.scrollWidth > box.clientWidth + 1) box.setAttribute('tabindex', '0');
+    else box.removeAttribute('tabindex');
+  };
+  if (typeof ResizeObserver === 'function') {
+    const seen = new ResizeObserver(fit);
+    seen.observe(box);
+    if (content instanceof Element) seen.observe(content);
+  } else {
+    box.setAttribute('tabindex', '0');
+  }
+  return box;
 }
 
 // dl is a description list of [term, value] pairs; pairs whose value is
@@ -131,7 +151,13 @@ export function badge(text, kind = 'info') {
   return h('span', { class: 'badge', dataset: { kind } }, text);
 }
 
-// section is a titled part of a view.
+// section is a titled part of a view. Tables in it that were given no name
+// are named after its title.
 export function section(title, ...children) {
-  return h('section', { class: 'panel' }, h('h2', {}, title), children);
+  const s = h('section', { class: 'panel' }, h('h2', {}, title), children);
+  for (const box of s.querySelectorAll('.table-scroll[data-unnamed]')) {
+    box.setAttribute('aria-label', String(title));
+    delete box.dataset.unnamed;
+  }
+  return s;
 }

@@ -83,9 +83,19 @@ export function time(iso) {
     return el;
   }
   el.dateTime = iso;
+  el.dataset.ago = '';
   el.title = when(iso);
   el.textContent = ago(iso);
   return el;
+}
+
+// refreshTimes writes again every relative time under root (those time()
+// made), so "just now" becomes "2 minutes ago" on a page left open.
+export function refreshTimes(root, now = Date.now()) {
+  for (const el of root.querySelectorAll('time[data-ago][datetime]')) {
+    const text = ago(el.dateTime, now);
+    if (el.textContent !== text) el.textContent = text;
+  }
 }
 
 // plural writes "1 run", "2 runs".

@@ -11,6 +11,18 @@ export function page(ctx, title, ...intro) {
   return clear(ctx.root, h('h1', { tabindex: '-1' }, title), intro.length ? h('p', { class: 'lede' }, intro) : null);
 }
 
+// rerender draws the view again after an action changed what it shows, and
+// puts the focus back on the page (the element focus names, or the heading),
+// which the redraw would otherwise drop to the document's start.
+export async function rerender(ctx, render, focus = 'h1') {
+  await render(ctx);
+  if (!ctx.current()) return;
+  const el = ctx.root.querySelector(focus) || ctx.root.querySelector('h1');
+  if (!el) return;
+  if (!el.hasAttribute('tabindex')) el.setAttribute('tabindex', '-1');
+  el.focus();
+}
+
 // problem is a box with an API error's message, as the API wrote it.
 export function problem(error, prefix = '') {
   const message = error && error.message ? error.message : String(error);

@@ -26,6 +26,10 @@ function ended(a) {
   return a.status === 'approved' && a.expiresAt && Date.parse(a.expiresAt) <= Date.now();
 }
 
+// LIMIT is how many approvals one read asks for; the API does not count
+// the rest, so a full page is "the newest LIMIT".
+const LIMIT = 200;
+
 export async function render(ctx) {
   const tab = TABS.find((t) => t.id === ctx.query.get('status')) || TABS[0];
   const focusID = ctx.query.get('id') || '';
@@ -35,32 +39,52 @@ export async function render(ctx) {
   ctx.root.append(h('nav', { class: 'tabs', 'aria-label': 'Approvals by status' },
     h('ul', {}, TABS.map((t) => h('li', {}, link('#/approvals' + qs({ status: t.id === 'pending' ? '' : t.id }), t.label,
       t === tab ? { 'aria-current': 'page' } : {}))))));
-  const data = await load(ctx, '/api/v1/approvals' + qs({ status: tab.status, limit: 200 }), 'The approvals');
+  const data = await load(ctx, '/api/v1/approvals' + qs({ status: tab.status, limit: LIMIT }), 'The approvals');
   if (!data) return;
+  const full = (data.approvals || []).length >= LIMIT;
   const list = (data.approvals || []).filter((a) => !tab.keep || tab.keep(a));
-  const holder = h('section', { class: 'approvals', 'aria-labelledby': 'queue-title' },
-    h('h2', { id: 'queue-title', tabindex: '-1' }, `${tab.label}: ${plural(list.length, 'request')}`));
+  const title = h('h2', { id: 'queue-title', tabindex: '-1' });
+  let count = list.length;
+  const drawTitle = () => {
+    title.textContent = full ? `${tab.label}: the newest ${plural(count, 'request')}` : `${tab.label}: ${plural(count, 'request')}`;
+  };
+  drawTitle();
+  const holder = h('section', { class: 'approvals', 'aria-labelledby': 'queue-title' }, title);
   ctx.root.append(holder);
   if (list.length === 0) {
     holder.append(h('p', { class: 'empty' }, tab.id === 'pending' ? 'Nothing waits for a decision.' : 'None.'));
     return;
   }
-  for (const a of list) holder.append(card(ctx, a));
+  // A decision redraws only its own card, so reasons typed in the others stay.
+  const decided = (old, a) => {
+    const fresh = card(ctx, a, decided);
+    old.replaceWith(fresh);
+    if (tab.id === 'pending') {
+      count--;
+      drawTitle();
+    }
+    fresh.setAttribute('tabindex', '-1');
+    fresh.focus();
+  };
+  for (const a of list) holder.append(card(ctx, a, decided));
   if (focusID) {
     const el = holder.querySelector(`[data-id="${CSS.escape(focusID)}"]`);
     if (el) {
       el.classList.add('focused');
+      el.setAttribute('tabindex', '-1');
+      el.focus({ preventScroll: true });
       el.scrollIntoView({ block: 'start' });
     }
   }
 }
 
 // card is one approval: what it asked, who asked, the rules that held it,
-// and its decision or the form to make one.
-function card(ctx, a) {
+// and its decision or the form to make one; decided(card, approval) puts
+// the decided approval in its place.
+function card(ctx, a, decided) {
   const status = ended(a) ? 'expired' : a.status;
   const by = a.requestedBy || {};
-  return h('article', { class: 'approval', dataset: { id: a.id, status } },
+  const el = h('article', { class: 'approval', dataset: { id: a.id, status } },
     h('header', {},
       h('h3', {}, targetName(a.target), ' ', h('code', {}, a.id)), ' ', stateBadge(status)),
     dl([
@@ -75,7 +99,8 @@ function card(ctx, a) {
         r.reason ? h('span', { class: 'reason' }, ': ' + r.reason) : null)))),
     h('details', { class: 'asked', open: a.status === 'pending' },
       h('summary', {}, 'What it asked'), heldRequest(a.target, a.request)),
-    a.status === 'pending' ? decision(ctx, a) : outcome(a));
+    a.status === 'pending' ? decision(ctx, a, (d) => decided(el, d)) : outcome(a));
+  return el;
 }
 
 // outcome is a decided approval's decision and, when approved, the
@@ -97,7 +122,7 @@ function outcome(a) {
 
 // decision is the form to approve or deny a pending approval, for owners
 // and admins; a member reads that it waits.
-function decision(ctx, a) {
+function decision(ctx, a, done) {
   if (!ctx.session.canAct) return h('p', { class: 'quiet waiting' }, 'Waiting for an owner or admin to decide.');
   const reason = h('textarea', { name: 'reason', rows: '2', required: true, maxlength: '2000', class: 'reason-input' });
   const problemBox = h('div', { class: 'decision-problem' });
@@ -114,10 +139,7 @@ function decision(ctx, a) {
     }
     const d = res.data.approval;
     ctx.say(approve ? `Approved ${d.id}: the identical request passes until ${when(d.expiresAt)}.` : `Denied ${d.id}.`, 'ok');
-    await render(ctx);
-    if (!ctx.current()) return;
-    const heading = ctx.root.querySelector('#queue-title');
-    if (heading) heading.focus();
+    done(d);
   };
   return h('div', { class: 'decide' },
     field('Reason for the decision', reason, 'Recorded with the decision and in the audit log.'),

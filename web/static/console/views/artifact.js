@@ -4,7 +4,7 @@
 // that refuses says why in the API's words.
 import { h, link, button, table, dl, section, append } from '../lib/dom.js';
 import { num, pct, time, plural } from '../lib/format.js';
-import { page, load, api, adminOnly } from '../lib/ui.js';
+import { page, load, api, adminOnly, rerender } from '../lib/ui.js';
 import { stateBadge, refusal, confirmButton, words } from '../lib/governance.js';
 
 export async function render(ctx) {
@@ -24,8 +24,14 @@ export async function render(ctx) {
         h('pre', { class: 'code' }, JSON.stringify(a.representation, null, 2)))),
     section('Confidence', confidence(a)),
     section('Provenance', provenance(a.provenance || {})),
-    section('Evaluations', evaluations((d.evaluations || []).slice(0, 50)),
-      (d.evaluations || []).length > 50 ? h('p', { class: 'quiet' }, `The newest 50 of ${num(d.evaluations.length)} shown.`) : null)]);
+    evaluationsSection(d.evaluations || [])]);
+}
+
+function evaluationsSection(list) {
+  const s = section('Evaluations', evaluations(list.slice(0, 50)),
+    list.length > 50 ? h('p', { class: 'quiet' }, `The newest 50 of ${num(list.length)} shown.`) : null);
+  s.classList.add('evaluations');
+  return s;
 }
 
 // actions are the operator's buttons; a refusal (a gate, a confirmation
@@ -51,21 +57,22 @@ function actions(ctx, a) {
     a.state !== 'promoted' && a.state !== 'retired' ? button('Promote', async () => {
       const data = await act('promote', a.sideEffects ? { confirm: confirm.checked } : undefined,
         (d) => `Promoted ${d.artifact.id}: it serves its pattern now.`);
-      if (data) await render(ctx);
+      if (data) await rerender(ctx, render);
     }, { class: 'promote' }) : null,
     a.sideEffects && a.state !== 'promoted' ? h('label', { class: 'check' }, confirm, ' Its tools have side effects: I confirm the promotion') : null,
     button('Replay on the holdout runs', async () => {
       const data = await act('replay', undefined, (d) => `Replayed: ${d.passed} passed, ${d.failed} failed, ${d.abstained} abstained.`);
       if (data) {
-        await render(ctx);
-        if (ctx.current()) ctx.root.querySelector('.evaluations-table')?.scrollIntoView({ block: 'start' });
+        // The new evidence is in the evaluations: the focus goes there.
+        await rerender(ctx, render, '.evaluations h2');
+        if (ctx.current()) ctx.root.querySelector('.evaluations')?.scrollIntoView({ block: 'start' });
       }
     }, { class: 'replay secondary' }),
     live ? confirmButton('Quarantine', 'Quarantine it? It stops answering until promoted again.', async () => {
-      if (await act('quarantine', undefined, (d) => `Quarantined ${d.artifact.id}.`)) await render(ctx);
+      if (await act('quarantine', undefined, (d) => `Quarantined ${d.artifact.id}.`)) await rerender(ctx, render);
     }, { danger: true }) : null,
     a.state !== 'retired' ? confirmButton('Roll back', 'Retire it for good? A new one must be synthesized.', async () => {
-      if (await act('rollback', undefined, (d) => `Rolled back ${d.artifact.id}: it is retired.`)) await render(ctx);
+      if (await act('rollback', undefined, (d) => `Rolled back ${d.artifact.id}: it is retired.`)) await rerender(ctx, render);
     }, { danger: true }) : null), result);
 }
 

@@ -4,7 +4,7 @@
 // pass from here.
 import { h, link, button, table, section, dl } from '../lib/dom.js';
 import { money, ms, num, pct, time, plural } from '../lib/format.js';
-import { page, load, api, adminOnly } from '../lib/ui.js';
+import { page, load, api, adminOnly, rerender } from '../lib/ui.js';
 import { stateBadge, refusal, words } from '../lib/governance.js';
 
 const PATTERN_STATES = ['candidate', 'shadow', 'promoted', 'observed', 'retired', 'negative'];
@@ -37,7 +37,7 @@ export async function render(ctx) {
         return;
       }
       ctx.say(`Learning pass done: ${plural(res.data.artifactsSynthesized, 'artifact')} synthesized.`, 'ok');
-      await render(ctx);
+      await rerender(ctx, render);
     }, { class: 'run-pass' })))));
 
   const pSec = section('Patterns');
@@ -53,7 +53,7 @@ export async function render(ctx) {
       pSec.append(h('div', { class: 'by-state', dataset: { state: st } },
         h('h3', {}, stateBadge(st), ' ', plural(mine.length, 'pattern')),
         PATTERN_INTRO[st] ? h('p', { class: 'quiet' }, PATTERN_INTRO[st]) : null,
-        patternTable(mine)));
+        patternTable(mine, `Patterns: ${st}`)));
     }
   }
 
@@ -68,7 +68,7 @@ export async function render(ctx) {
       const mine = list.filter((a) => a.state === st);
       if (mine.length === 0) continue;
       aSec.append(h('div', { class: 'by-state', dataset: { state: st } },
-        h('h3', {}, stateBadge(st), ' ', plural(mine.length, 'artifact')), artifactTable(mine)));
+        h('h3', {}, stateBadge(st), ' ', plural(mine.length, 'artifact')), artifactTable(mine, `Artifacts: ${st}`)));
     }
   }
 }
@@ -80,7 +80,7 @@ export function patternName(p) {
   return [f.app || 'no app', f.model].filter(Boolean).join(' · ');
 }
 
-function patternTable(list) {
+function patternTable(list, label) {
   return table([
     { label: 'Pattern', cell: (p) => h('div', {}, link('#/patterns/' + encodeURIComponent(p.id), patternName(p), { class: 'pattern-link' }),
       p.fingerprints && p.fingerprints.systemPreview ? h('div', { class: 'quiet small preview' }, p.fingerprints.systemPreview) : null) },
@@ -90,7 +90,7 @@ function patternTable(list) {
     { label: 'Avg cost', class: 'num', cell: (p) => money(p.avgCostUsd) },
     { label: 'Avg latency', class: 'num', cell: (p) => ms(p.avgLatencyMs) },
     { label: 'Last run', cell: (p) => time(p.lastRunAt) },
-  ], list);
+  ], list, 'Nothing yet.', label);
 }
 
 // evidence writes an artifact's counters: passed and failed by kind.
@@ -101,7 +101,7 @@ export function evidence(a) {
     h('span', {}, `live ${a.livePass}/${a.livePass + a.liveFail}`));
 }
 
-function artifactTable(list) {
+function artifactTable(list, label) {
   return table([
     { label: 'Artifact', cell: (a) => link('#/artifacts/' + encodeURIComponent(a.id), a.id, { class: 'artifact-link' }) },
     { label: 'Type', cell: (a) => words(a.type) },
@@ -110,7 +110,7 @@ function artifactTable(list) {
     { label: 'Lower bound', class: 'num', cell: (a) => pct(a.lowerBound) },
     { label: 'Passed (of evaluated)', cell: (a) => evidence(a) },
     { label: 'Updated', cell: (a) => time(a.updatedAt) },
-  ], list);
+  ], list, 'Nothing yet.', label);
 }
 
 // reportSummary lays out one learning pass's report.

@@ -21,6 +21,10 @@ const TIERS = {
   negative: 'Negative (known failures)',
 };
 
+// APPROVALS is how many pending approvals the overview reads: the API does
+// not count past its page, so a full page reads "100+".
+const APPROVALS = 100;
+
 // MAX_DAYS bounds the daily charts when the retention window is very long.
 const MAX_DAYS = 366;
 
@@ -31,7 +35,7 @@ export async function render(ctx) {
     api('GET', '/api/v1/savings'),
     api('GET', '/api/v1/settings'),
     api('GET', '/api/v1/cache/stats'),
-    api('GET', '/api/v1/approvals?status=pending'),
+    api('GET', '/api/v1/approvals' + qs({ status: 'pending', limit: APPROVALS })),
     api('GET', '/api/v1/artifacts'),
     api('GET', '/api/v1/jobs?status=failed'),
     ...ROUTES.map((r) => api('GET', '/api/v1/runs' + qs({ route: r.route, limit: 1 }))),
@@ -80,7 +84,8 @@ function attention(approvals, artifacts, jobs) {
   const items = [];
   if (approvals.ok) {
     const n = (approvals.data.approvals || []).length;
-    items.push(waiting('approvals', n, n === 1 ? 'approval pending' : 'approvals pending', 'Decide them', '#/approvals', n > 0 ? 'warn' : 'ok'));
+    items.push(waiting('approvals', n, n === 1 ? 'approval pending' : 'approvals pending', 'Decide them', '#/approvals', n > 0 ? 'warn' : 'ok',
+      n >= APPROVALS ? `${num(APPROVALS)}+` : num(n)));
   } else {
     items.push(h('li', {}, problem(approvals.error, 'Approvals could not be loaded: ')));
   }
@@ -100,9 +105,9 @@ function attention(approvals, artifacts, jobs) {
   return section('Waiting for you', h('ul', { class: 'attention', id: 'attention' }, items));
 }
 
-function waiting(key, n, text, action, href, kind) {
+function waiting(key, n, text, action, href, kind, count = num(n)) {
   return h('li', { dataset: { item: key, kind } },
-    h('span', { class: 'count' }, num(n)), ' ',
+    h('span', { class: 'count' }, count), ' ',
     h('span', { class: 'what' }, text), ' ',
     link(href, action));
 }
@@ -150,6 +155,7 @@ function dailyCharts(daily, days) {
           { name: 'Optimized', values: filled.map((d) => d.optimizedRuns), kind: 'b' },
         ],
         format: num,
+        wholeNumbers: true,
       })));
 }
 

@@ -3,7 +3,7 @@
 // or ignore the pattern for good.
 import { h, link, button, table, dl, section, pre, append } from '../lib/dom.js';
 import { money, ms, num, pct, time } from '../lib/format.js';
-import { page, load, api, adminOnly } from '../lib/ui.js';
+import { page, load, api, adminOnly, rerender } from '../lib/ui.js';
 import { stateBadge, refusal, confirmButton, words } from '../lib/governance.js';
 import { patternName, evidence, synthesisLine } from './learning.js';
 
@@ -65,7 +65,7 @@ export async function render(ctx) {
           return;
         }
         ctx.say('The pattern is ignored.', 'ok');
-        await render(ctx);
+        await rerender(ctx, render);
       }, { danger: true })))),
     section('Artifacts', table([
       { label: 'Artifact', cell: (a) => link('#/artifacts/' + encodeURIComponent(a.id), a.id) },

@@ -3,7 +3,7 @@
 // good set: the error says why).
 import { h, link, button, table, section } from '../lib/dom.js';
 import { num, time, plural } from '../lib/format.js';
-import { page, load, api, adminOnly } from '../lib/ui.js';
+import { page, load, api, rerender } from '../lib/ui.js';
 import { effectBadge, refusal } from '../lib/governance.js';
 
 // The targets, in the order a request meets them.
@@ -48,8 +48,15 @@ function rulesTable(rules) {
   ], rules);
 }
 
+// canReload says whether the API lets this person reload the policy files:
+// they govern every organization, so only the admins of the operator's
+// default organization may (and open dev mode, which acts as one).
+export function canReload(session) {
+  return session.canAct && (session.mode === 'open' || session.tenantId === 'default');
+}
+
 // reloadPanel says how the last load or reload went and offers a reload to
-// owners and admins.
+// those who may; other admins read who does.
 function reloadPanel(ctx, reload) {
   const body = h('div', { class: 'reload-state' });
   const show = (r) => {
@@ -65,20 +72,26 @@ function reloadPanel(ctx, reload) {
   };
   show(reload);
   const result = h('div', { class: 'reload-result' });
-  return section('Policy files', body, result,
-    adminOnly(ctx, h('div', { class: 'toolbar' },
+  let action = null;
+  if (canReload(ctx.session)) {
+    action = h('div', { class: 'toolbar' },
       button('Reload the policy files', async () => {
         result.replaceChildren();
         const res = await api('POST', '/api/v1/policies/reload', {});
         if (!ctx.current()) return;
         if (res.ok) {
           ctx.say(`Reloaded: ${plural((res.data.reload && res.data.reload.rules) || 0, 'rule')} in force.`, 'ok');
-          await render(ctx);
+          await rerender(ctx, render);
           return;
         }
         ctx.say(res.error.message, 'error');
         result.append(refusal(res.error, 'The reload was refused: '));
         const again = await api('GET', '/api/v1/policies');
         if (ctx.current() && again.ok) show(again.data.reload);
-      }, { class: 'reload' }))));
+      }, { class: 'reload' }));
+  } else if (ctx.session.canAct) {
+    action = h('p', { class: 'quiet reload-who' },
+      'The policy files govern every organization: the admins of the operator’s default organization reload them.');
+  }
+  return section('Policy files', body, result, action);
 }

@@ -13,21 +13,23 @@ export async function render(ctx) {
   if (!data) return;
   const rule = (data.policies || []).find((r) => r.id === id);
   if (!rule) {
-    ctx.root.append(h('p', { class: 'status', dataset: { kind: 'error' } },
-      `No rule ${id} is in force: it may have been removed from the policy files. Its past verdicts follow.`));
-  } else {
-    ctx.root.append(section('The rule', dl([
-      ['Target', words(rule.target)],
-      ['Effect', effectBadge(rule.effect)],
-      ['Description', rule.description || null],
-      ['Message', rule.reason || null],
-      ['File', h('code', {}, rule.source || '–')],
-      ['Matched', rule.matches
-        ? [`${num(rule.matches.lastHour)} in the last hour, ${num(rule.matches.lastDay)} in the last day; last `,
-          rule.matches.lastAt ? time(rule.matches.lastAt) : 'never']
-        : null],
-    ]), h('p', { class: 'sub' }, 'Condition (CEL)'), h('pre', { class: 'code cel' }, rule.when)));
+    // The verdicts are read by rule in force, so there are none to show.
+    ctx.root.append(h('p', { class: 'status rule-gone', dataset: { kind: 'error' } },
+      `No rule ${id} is in force: it may have been removed from the policy files, or the address is mistyped. `,
+      'Only a rule in force has its verdicts shown here.'));
+    return;
   }
+  ctx.root.append(section('The rule', dl([
+    ['Target', words(rule.target)],
+    ['Effect', effectBadge(rule.effect)],
+    ['Description', rule.description || null],
+    ['Message', rule.reason || null],
+    ['File', h('code', {}, rule.source || '–')],
+    ['Matched', rule.matches
+      ? [`${num(rule.matches.lastHour)} in the last hour, ${num(rule.matches.lastDay)} in the last day; last `,
+        rule.matches.lastAt ? time(rule.matches.lastAt) : 'never']
+      : null],
+  ]), h('p', { class: 'sub' }, 'Condition (CEL)'), h('pre', { class: 'code cel' }, rule.when)));
   const res = await api('GET', `/api/v1/policies/${encodeURIComponent(id)}/verdicts` + qs({ limit: 100 }));
   if (!ctx.current()) return;
   const s = section('Recent verdicts');
@@ -47,5 +49,5 @@ export async function render(ctx) {
     { label: 'Approval', cell: (v) => (v.approvalId
       ? link('#/approvals' + qs({ status: 'all', id: v.approvalId }), v.approvalId) : '–') },
     { label: 'Reason', cell: (v) => v.reason || '–' },
-  ], (res.data && res.data.verdicts) || [], 'No request has met this rule lately.'));
+  ], (res.data && res.data.verdicts) || [], 'No request has met this rule lately.', 'Recent verdicts'));
 }

@@ -27,6 +27,18 @@ const DECISIONS = {
   require_approval: 'held for a person’s approval',
 };
 
+// BREAKS says in words what each integrity code of the ledger check
+// (internal/ledger) found.
+const BREAKS = {
+  hash_mismatch: 'an event’s content was changed after it was recorded',
+  prev_link_mismatch: 'an event’s link to the event before it was changed',
+  sequence_gap: 'an event is missing or out of order',
+  count_mismatch: 'events were removed from or added to the end of the ledger',
+  head_mismatch: 'the last event is not the one the run recorded',
+  no_events: 'the run has no events, though every recorded run has some',
+  run_mismatch: 'the first event was not chained from this run',
+};
+
 function sentence(text) {
   const t = String(text || '').trim();
   if (!t) return '';
@@ -161,16 +173,30 @@ export async function render(ctx) {
   root.append(exchange(run, settings));
 
   const integrity = h('div', { id: 'run-integrity', 'aria-live': 'polite' }, h('p', { class: 'quiet' }, 'Checking the ledger…'));
-  root.append(section('Trace ledger', integrity, eventsTable(events)));
+  const ledger = h('div', { id: 'run-ledger' }, eventsTable(events));
+  root.append(section('Trace ledger', integrity, ledger));
+
+  // check reads the ledger's integrity now and says how it stands.
+  const check = async () => {
+    const res = await api('GET', '/api/v1/runs/' + encodeURIComponent(id) + '/integrity');
+    if (!ctx.current()) return;
+    clear(integrity, res.ok ? integrityBadge(res.data) : problem(res.error, 'The ledger could not be checked: '));
+  };
+  // reread draws the ledger again after feedback added an event to it, so
+  // its table and its check agree.
+  const reread = async () => {
+    const res = await api('GET', '/api/v1/runs/' + encodeURIComponent(id));
+    if (!ctx.current() || !res.ok) return;
+    clear(ledger, eventsTable(res.data.events || []));
+    await check();
+  };
 
   root.append(section('Tool calls', toolCalls(run, events)));
   root.append(section('Side effects', sideEffects(detail.sideEffects || [])));
-  root.append(feedbackSection(ctx, run, events));
+  root.append(feedbackSection(ctx, run, events, reread));
   root.append(bundleSection(ctx, run));
 
-  const res = await api('GET', '/api/v1/runs/' + encodeURIComponent(id) + '/integrity');
-  if (!ctx.current()) return;
-  clear(integrity, res.ok ? integrityBadge(res.data) : problem(res.error, 'The ledger could not be checked: '));
+  await check();
 }
 
 function explanationLink(s) {
@@ -208,8 +234,9 @@ function integrityBadge(r) {
       `The hash chain of ${r.events === 1 ? '1 event' : num(r.events) + ' events'} is intact, recomputed just now.`);
   }
   const where = r.brokenAt !== null && r.brokenAt !== undefined ? ` at event ${r.brokenAt}` : '';
-  return h('p', { class: 'integrity', dataset: { ok: 'false' }, role: 'alert' }, badge('Broken', 'bad'), ' ',
-    `The chain breaks${where}: ${sentence(r.reason || 'the stored run does not match its hashes')}`);
+  const why = BREAKS[r.reason] || (r.reason ? `the check reports ${r.reason}` : 'the stored run does not match its hashes');
+  return h('p', { class: 'integrity', dataset: { ok: 'false', reason: r.reason || '' }, role: 'alert' }, badge('Broken', 'bad'), ' ',
+    `The chain breaks${where}: ${sentence(why)}`);
 }
 
 function eventsTable(events) {
@@ -219,7 +246,7 @@ function eventsTable(events) {
     { label: 'At', cell: (e) => time(e.at) },
     { label: 'Payload', cell: (e) => h('details', {}, h('summary', {}, summarize(e.payload)), pre(e.payload)) },
     { label: 'Hash', cell: (e) => h('code', { title: e.hash }, String(e.hash || '').slice(0, 12) + '…') },
-  ], events, 'No events.');
+  ], events, 'No events.', 'Trace ledger');
 }
 
 // summarize writes a payload's first few fields on one line.
@@ -273,7 +300,7 @@ function sideEffects(list) {
 
 // feedbackSection lists the run's ratings and lets anyone who may read the
 // run rate it and correct its answer (the API lets members give feedback).
-function feedbackSection(ctx, run, events) {
+function feedbackSection(ctx, run, events, saved) {
   const list = h('ul', { class: 'feedback-list', id: 'run-feedback' });
   const given = events.filter((e) => e.type === 'feedback').map((e) => e.payload || {});
   const draw = () => {
@@ -303,6 +330,7 @@ function feedbackSection(ctx, run, events) {
     correction.value = '';
     list.setAttribute('tabindex', '-1');
     list.focus();
+    await saved();
   });
   return section('Feedback', list, f);
 }

@@ -1,14 +1,19 @@
 // Runs: every gateway call, newest first, filtered and searched from the
 // fragment's query (so a filtered list is a link: #/runs?route=exact_cache),
 // and kept up to date from the runs stream while the first page is shown.
-import { h, clear, field, form, link, badge } from '../lib/dom.js';
-import { money, ms, num, time } from '../lib/format.js';
+import { h, clear, field, form, link, badge, scroller } from '../lib/dom.js';
+import { money, ms, num, time, refreshTimes } from '../lib/format.js';
 import { listen } from '../lib/live.js';
 import { page, problem, api, qs } from '../lib/ui.js';
 import { ROUTES } from './overview.js';
 
 // PAGE is how many runs one page shows.
 const PAGE = 25;
+
+// TICK is how often the relative times are written again; a run stays
+// marked new for NEW_FOR.
+const TICK = 30000;
+const NEW_FOR = 60000;
 
 // FILTERS are the list's query parameters the form edits; the stream takes
 // the first five.
@@ -52,24 +57,40 @@ export async function render(ctx) {
 
   let total = 0;
   let shown = new Set();
+  let loaded = false;
+  let loads = 0;
+  // arrivals are the runs the stream brought while the latest load was on
+  // its way: its answer may have been read before they were recorded.
+  let arrivals = [];
 
-  // load reads the page of runs from the API and draws it; ids not shown
-  // before (after the first load) are marked new.
+  // load reads the page of runs from the API and draws it, with the runs
+  // the stream brought while it was on its way; those and the ids not shown
+  // before (after the first load) are marked new. Loads may overlap (the
+  // stream's opening asks for one): only the latest one's answer is drawn.
   async function load(markNew) {
+    const n = ++loads;
+    const came = (arrivals = []);
     const res = await api('GET', '/api/v1/runs' + qs({ ...filters, limit: PAGE, offset }));
-    if (!ctx.current()) return;
+    if (!ctx.current() || n !== loads) return;
     if (!res.ok) {
       clear(list, problem(res.error, 'The runs could not be loaded: '));
       clear(pager);
       summary.textContent = '';
       return;
     }
-    const runs = res.data.runs || [];
-    total = res.data.total || 0;
+    const listed = res.data.runs || [];
+    const ids = new Set(listed.map((r) => r.id));
+    const missed = came.filter((r) => !ids.has(r.id));
+    const runs = [...missed, ...listed].slice(0, PAGE);
+    total = (res.data.total || 0) + missed.length;
     const before = shown;
     shown = new Set(runs.map((r) => r.id));
-    clear(body, runs.map((r) => row(r, markNew && !before.has(r.id))));
+    // New: not shown before this load, or brought by the stream meanwhile
+    // (earlier marks drop with the reload).
+    const cameIds = new Set(came.map((r) => r.id));
+    clear(body, runs.map((r) => row(r, (markNew && loaded && !before.has(r.id)) || cameIds.has(r.id))));
     clear(list, runs.length ? runsTable(body) : empty(filters, offset));
+    loaded = true;
     drawSummary(runs.length);
     drawPager();
   }
@@ -95,6 +116,7 @@ export async function render(ctx) {
       reloadSoon();
       return;
     }
+    arrivals.push(run);
     shown.add(run.id);
     total++;
     if (!body.isConnected) clear(list, runsTable(body));
@@ -117,18 +139,30 @@ export async function render(ctx) {
   }
   ctx.onLeave(() => clearTimeout(pending));
 
-  await load(false);
-  if (!ctx.current()) return;
+  // The relative times move on, and a run is new only for a while.
+  const tick = setInterval(() => {
+    refreshTimes(list);
+    const old = Date.now() - NEW_FOR;
+    for (const tr of body.querySelectorAll('tr.new')) {
+      if (Number(tr.dataset.newAt) < old) unmark(tr);
+    }
+  }, TICK);
+  ctx.onLeave(() => clearInterval(tick));
 
   if (offset > 0) {
+    await load(false);
+    if (!ctx.current()) return;
     indicator.dataset.state = 'paused';
     indicator.textContent = 'Live updates are paused on older pages. ';
     indicator.append(link('#/runs' + qs(filters), 'Go to the newest runs'));
     return;
   }
+  // The stream opens first and the list is read again once it is live, so
+  // a run recorded between the first read and the stream's opening is not
+  // lost; the first read draws the page meanwhile.
   const streamed = {};
   for (const k of STREAMED) streamed[k] = filters[k];
-  let wasDown = false;
+  let wasLive = false;
   indicator.dataset.state = 'connecting';
   indicator.textContent = 'Connecting…';
   const close = listen('/api/v1/runs/stream' + qs(streamed), 'run', arrive, (state) => {
@@ -136,18 +170,24 @@ export async function render(ctx) {
     indicator.dataset.state = state;
     if (state === 'live') {
       indicator.textContent = 'Live';
-      // Runs recorded while the stream was down are read from the list.
-      if (wasDown) load(true);
-      wasDown = false;
+      // Runs recorded before the stream opened (or while it was down) are
+      // read from the list.
+      load(true);
+      wasLive = true;
     } else if (state === 'reconnecting') {
-      indicator.textContent = 'Reconnecting…';
-      wasDown = true;
+      indicator.textContent = wasLive ? 'Reconnecting…' : 'Connecting…';
     } else {
       indicator.textContent = 'Live updates are off. Reload the page to try again.';
-      wasDown = true;
     }
   });
   ctx.onLeave(close);
+  await load(false);
+}
+
+// unmark takes the new mark off a row.
+function unmark(tr) {
+  tr.classList.remove('new');
+  tr.querySelector('.badge.new-run')?.remove();
 }
 
 // filterForm edits the filters; submitting it changes the fragment, which
@@ -199,18 +239,17 @@ function rfc3339(local) {
 
 function runsTable(body) {
   const cols = [['Time'], ['Model'], ['Route'], ['Status'], ['App'], ['Agent'], ['Latency', 'num'], ['Cost', 'num'], ['Saved', 'num']];
-  return h('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'Runs' },
-    h('table', { class: 'runs', id: 'runs-table' },
-      h('thead', {}, h('tr', {}, cols.map(([label, cls]) => h('th', { scope: 'col', class: cls }, label)))),
-      body));
+  return scroller('Runs', h('table', { class: 'runs', id: 'runs-table' },
+    h('thead', {}, h('tr', {}, cols.map(([label, cls]) => h('th', { scope: 'col', class: cls }, label)))),
+    body));
 }
 
 // row is one run; its time links to the run's page.
 function row(r, isNew) {
   const saved = r.savedUsd ? money(r.savedUsd) : r.ghostSavedUsd ? money(r.ghostSavedUsd) + ' (ghost)' : '–';
-  return h('tr', { class: isNew ? 'new' : null, dataset: { run: r.id, route: r.route } },
+  const tr = h('tr', { class: isNew ? 'new' : null, dataset: { run: r.id, route: r.route } },
     h('td', {}, link('#/runs/' + encodeURIComponent(r.id), time(r.createdAt)),
-      isNew ? [' ', badge('new', 'info')] : null),
+      isNew ? [' ', newBadge()] : null),
     h('td', {}, r.model || '–'),
     h('td', {}, routeBadge(r.route)),
     h('td', {}, statusBadge(r.status)),
@@ -219,6 +258,14 @@ function row(r, isNew) {
     h('td', { class: 'num' }, ms(r.latencyMs)),
     h('td', { class: 'num' }, r.priceUnknown ? 'unknown' : money(r.costUsd)),
     h('td', { class: 'num' }, saved));
+  if (isNew) tr.dataset.newAt = String(Date.now());
+  return tr;
+}
+
+function newBadge() {
+  const b = badge('new', 'info');
+  b.classList.add('new-run');
+  return b;
 }
 
 function empty(filters, offset) {
