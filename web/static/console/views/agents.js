@@ -54,5 +54,5 @@ export async function render(ctx) {
     { label: 'Status', cell: (r) => words(r.status || '') },
     { label: 'Model', cell: (r) => r.model || '–' },
     { label: 'Cost', class: 'num', cell: (r) => money(r.costUsd) },
-  ], runs, 'No recent run of this agent.'));
+  ], runs, 'No recent run of this agent.', `Recent decisions of ${name}`));
 }

@@ -2,7 +2,7 @@
 // admins empty a tier, or every tier.
 import { h, table, section } from '../lib/dom.js';
 import { num } from '../lib/format.js';
-import { page, load, api, adminOnly } from '../lib/ui.js';
+import { page, load, api, adminOnly, rerender } from '../lib/ui.js';
 import { confirmButton, refusal } from '../lib/governance.js';
 
 // The tiers, as the API names them, with what each keeps.
@@ -29,8 +29,7 @@ export async function render(ctx) {
       return;
     }
     ctx.say(tier ? `Emptied the ${(TIERS[tier] || { title: tier }).title.toLowerCase()} cache.` : 'Emptied every cache tier.', 'ok');
-    await render(ctx);
-    if (ctx.current()) ctx.root.querySelector('h1')?.focus();
+    await rerender(ctx, render);
   };
   const s = section('Tiers', table([
     { label: 'Tier', cell: (st) => h('div', {}, h('strong', {}, (TIERS[st.cacheType] || { title: st.cacheType }).title),

@@ -116,7 +116,7 @@ function diff(d) {
       { label: 'Before', cell: (c) => h('span', { class: 'before' }, c.before || '') },
       { label: 'After', cell: (c) => h('span', { class: 'after' }, c.after || '') },
       { label: 'Significance', cell: (c) => badge(c.significance, SIGNIFICANCE[c.significance] || 'info') },
-    ], d.changes || [], 'Nothing changed.'));
+    ], d.changes || [], 'Nothing changed.', 'Changes since the previous snapshot'));
 }
 
 // som lays out a compiled page: its regions, each with its elements.
