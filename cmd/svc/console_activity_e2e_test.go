@@ -145,6 +145,23 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	b.WaitText(`#attention [data-item="failed-jobs"]`, "0 jobs failed")
 	assert.True(t, b.Hidden("#get-started"), "an org with runs is past getting started")
 	b.WaitText("#view", "Cost and savings per day")
+	// Every axis label fits in its chart (a cost below a cent is long), and
+	// the runs chart counts in whole numbers.
+	axes := browsertest.Run(b, chromedp.Evaluate[map[string]any](`(() => {
+		const out = {cut: [], runs: []};
+		for (const fig of document.querySelectorAll('figure.chart-figure')) {
+			for (const t of fig.querySelectorAll('svg.chart text.axis')) {
+				if (t.getBBox().x < 0) out.cut.push(t.textContent);
+				if (fig.querySelector('figcaption').textContent.startsWith('Runs per day') && !/\d{4}-\d\d-\d\d/.test(t.textContent)) out.runs.push(t.textContent);
+			}
+		}
+		return out;
+	})()`))
+	assert.Empty(t, axes["cut"], "an axis label is cut off")
+	require.Len(t, axes["runs"], 3, "the runs chart has three axis labels")
+	for _, label := range axes["runs"].([]any) {
+		assert.Regexp(t, `^[0-9][0-9,]*$`, label, "the runs chart counts whole runs")
+	}
 	shoot(t, b, "overview")
 
 	// The link of a route opens the runs list filtered to it.
@@ -190,6 +207,15 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	b.WaitText(fmt.Sprintf(`#runs-body tr.new[data-run=%q]`, live), "new")
 	assert.Equal(t, live, browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#runs-body tr').dataset.run`)))
 	b.WaitText("#runs-summary", "of 4")
+	// The relative times are written again as they age (the list does it
+	// every 30 s through refreshTimes).
+	aged := browsertest.Run(b, chromedp.Evaluate[string](`import('/console/lib/format.js').then((f) => {
+		const el = document.querySelector('#runs-body tr time[data-ago]');
+		el.dateTime = new Date(Date.now() - 2 * 3600 * 1000).toISOString();
+		f.refreshTimes(document.querySelector('#runs-body'));
+		return el.textContent;
+	})`, chromedp.EvalAwaitPromise))
+	assert.Equal(t, "2 hours ago", aged)
 
 	// A run's page: the route in words, the ledger verified.
 	b.Click(fmt.Sprintf(`#runs-body tr[data-run=%q] a`, mine[1]))
@@ -199,7 +225,11 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	b.WaitText("#run-explanation", "Not sent to the provider: a fresh cached answer")
 	b.WaitText("#run-explanation", "No policy rule matched; the request was allowed.")
 	b.WaitText("#run-explanation", "It saved $")
-	b.WaitText("#run-answer", "")
+	before := b.Fetch("GET", "/api/v1/runs/"+mine[1])
+	require.Equal(t, http.StatusOK, before.Status, before.Body)
+	answer := before.Body["run"].(map[string]any)["response"].(map[string]any)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	require.NotEmpty(t, answer)
+	b.WaitText("#run-answer", strings.Join(strings.Fields(answer), " "))
 	b.WaitText("#run-integrity", "Verified")
 	b.WaitText("#run-integrity", "3 events is intact")
 	assert.True(t, b.Hidden("#run-redacted"), "redaction is off")
@@ -210,6 +240,9 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	b.Click("#feedback-submit")
 	b.WaitText("#status", "your feedback is saved")
 	b.WaitText("#run-feedback", "Correction: Paris, the capital of France.")
+	// The ledger is read again: its table and its check count the feedback.
+	b.WaitText("#run-integrity", "4 events is intact")
+	b.WaitText("#run-ledger tbody tr:nth-child(4)", "feedback")
 	detail := b.Fetch("GET", "/api/v1/runs/"+mine[1])
 	require.Equal(t, http.StatusOK, detail.Status, detail.Body)
 	events := detail.Body["events"].([]any)
@@ -238,6 +271,10 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 	// Another org's run is not found, in the API's words.
 	visit(b, p, "runs/"+theirs, "Run")
 	b.WaitText("#view", "This run could not be loaded: run not found")
+
+	// A malformed address is a page not found, not a script error.
+	visit(b, p, "runs/%E0", "Not found")
+	b.WaitText("#view", "The console has no page at this address.")
 
 	// A member reads, and may rate a run: the API lets members give feedback.
 	b.Click("#sign-out")
@@ -338,5 +375,10 @@ func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
 		"The provider failed, so a cached answer stood in (a stale one): the provider timed out.",
 	}, texts)
 	assert.Equal(t, "no-pii", rule, "a matched rule links to its page")
+
+	// A broken ledger is said in words, not by its code.
+	broken := browsertest.Run(b, chromedp.Evaluate[string](`import('/console/views/run.js').then((m) =>
+		m.integrityBadge({ok: false, events: 3, brokenAt: 1, reason: 'prev_link_mismatch'}).textContent)`, chromedp.EvalAwaitPromise))
+	assert.Equal(t, "Broken The chain breaks at event 1: an event’s link to the event before it was changed.", broken)
 	assertNoPageErrors(t, b)
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -332,6 +333,7 @@ func TestBrowserConsoleGovernanceLearning(t *testing.T) {
 	b.Click(".confirm button.confirm-yes")
 	b.WaitText("#status", "Quarantined "+artID)
 	b.WaitText(".artifact-state", "quarantined")
+	assert.Equal(t, "h1", focused(b), "after the redraw the focus is on the page's heading")
 	d = b.Fetch("GET", "/api/v1/artifacts/"+artID)
 	assert.Equal(t, "quarantined", d.Body["artifact"].(map[string]any)["state"])
 
@@ -401,10 +403,19 @@ func TestBrowserConsoleGovernanceRoles(t *testing.T) {
 	visit(b, p, "approvals?status=all", "Approvals")
 	b.WaitText("#queue-title", "All: 1 request")
 	assert.True(t, b.Hidden(fmt.Sprintf(`article[data-id=%q]`, foreign)), "another organization's approval never appears")
+	// A linked approval (from a rule's verdicts) is the one focused.
+	visit(b, p, "approvals?status=all&id="+mine, "Approvals")
+	b.WaitText(card+".focused", "wire transfer")
+	assert.Equal(t, "article "+mine, focused(b), "the linked approval has the focus")
 
 	visit(b, p, "policies", "Policies")
 	b.WaitText(`section[data-target="chat"]`, "wire-transfers")
 	assert.True(t, b.Hidden("button.reload"), "a member cannot reload the policies")
+	assert.True(t, b.Hidden(".reload-who"), "a member is not told who reloads")
+	// A rule not in force has no verdicts to show, and says so.
+	visit(b, p, "policies/no-such-rule", "Rule no-such-rule")
+	b.WaitText(".rule-gone", "No rule no-such-rule is in force")
+	assert.True(t, b.Hidden(".verdicts"), "no verdicts are read for a rule not in force")
 	visit(b, p, "learning", "Learning")
 	b.WaitText(".patterns", "No pattern yet")
 	assert.True(t, b.Hidden("button.run-pass"), "a member cannot run a learning pass")
@@ -417,11 +428,16 @@ func TestBrowserConsoleGovernanceRoles(t *testing.T) {
 	visit(b, p, "web", "Web")
 	b.WaitText(".snapshots", site.URL+"/home-page")
 	assert.True(t, b.Hidden(".fetch-form"), "a member does not fetch")
-	for _, route := range []string{"approvals?status=all", "agents", "web"} {
-		visit(b, p, route, "")
-		text := b.WaitText("#view", "")
-		assert.NotContains(t, text, "elsewhere", "%s shows another organization's data", route)
-		assert.NotContains(t, text, "foreign-agent", "%s shows another organization's agent", route)
+	for _, v := range []struct{ route, heading, ready, want string }{
+		{"approvals?status=all", "Approvals", card, "wire transfer"},
+		{"agents", "Agents", ".agent-runs h2", "home-agent"},
+		{"web", "Web", ".snapshots", "home-page"},
+	} {
+		visit(b, p, v.route, v.heading)
+		b.WaitText(v.ready, v.want)
+		text := b.WaitText("#view", v.want)
+		assert.NotContains(t, text, "elsewhere", "%s shows another organization's data", v.route)
+		assert.NotContains(t, text, "foreign-agent", "%s shows another organization's agent", v.route)
 	}
 
 	// The admin decides, from the same queue.
@@ -432,11 +448,42 @@ func TestBrowserConsoleGovernanceRoles(t *testing.T) {
 	b.Fill(card+" textarea", "the landlord is on file")
 	b.Click(card + " button.approve")
 	b.WaitText("#status", "Approved "+mine)
+	b.WaitText(card+`[data-status="approved"]`, "Decision")
+	b.WaitText("#queue-title", "Pending: 0 requests")
+	assert.Equal(t, "article "+mine, focused(b), "the decided approval keeps the focus")
 	res := b.Fetch("GET", "/api/v1/approvals?status=approved")
 	require.Len(t, res.Body["approvals"], 1)
 	assert.Equal(t, "user:"+b.Fetch("GET", "/api/v1/auth/me").Body["user"].(map[string]any)["id"].(string),
 		res.Body["approvals"].([]any)[0].(map[string]any)["decidedBy"], "the admin decided")
 	assert.True(t, b.Hidden(fmt.Sprintf(`article[data-id=%q]`, foreign)))
 
+	// An admin of the default organization reloads the policy files, which
+	// govern every organization.
+	visit(b, p, "policies", "Policies")
+	b.WaitText("button.reload", "Reload the policy files")
+	assert.True(t, b.Hidden(".reload-who"))
+
+	// An owner of the other organization acts there, but the API refuses
+	// them a reload: they see no button, and who reloads instead.
+	b.Click("#sign-out")
+	b.WaitText("#sign-in-title", "Sign in")
+	signIn(b, p, adminEmail, adminPassword)
+	b.Choose("#org-select", "Elsewhere")
+	b.Click("#switch-submit")
+	b.WaitText("#status", "Switched to Elsewhere.")
+	visit(b, p, "policies", "Policies")
+	b.WaitText(".reload-who", "the admins of the operator’s default organization reload them")
+	assert.True(t, b.Hidden("button.reload"), "only the default organization's admins may reload")
+
 	assertNoPageErrors(t, b)
+}
+
+// focused names the focused element: its tag, and an article's data-id.
+func focused(b *browsertest.Browser) string {
+	return browsertest.Run(b, chromedp.Evaluate[string](`(() => {
+		const el = document.activeElement;
+		if (!el) return '';
+		const tag = el.tagName.toLowerCase();
+		return el.dataset.id ? tag + ' ' + el.dataset.id : tag;
+	})()`))
 }

@@ -228,7 +228,8 @@ function answerText(response) {
   return response.choices.map((c) => (c && c.message && typeof c.message.content === 'string' ? c.message.content : '')).filter(Boolean).join('\n\n');
 }
 
-function integrityBadge(r) {
+// integrityBadge says how the ledger check came out, in words.
+export function integrityBadge(r) {
   if (r.ok) {
     return h('p', { class: 'integrity', dataset: { ok: 'true' } }, badge('Verified', 'ok'), ' ',
       `The hash chain of ${r.events === 1 ? '1 event' : num(r.events) + ' events'} is intact, recomputed just now.`);
