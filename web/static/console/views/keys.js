@@ -25,7 +25,7 @@ function createSection(ctx, fresh, reload) {
       'What uses the key: a service, a script, a person.'),
     field('Mode', h('select', { name: 'mode', id: 'key-mode' },
       h('option', { value: 'optimize', selected: true }, 'optimize: caches, artifacts and policies apply'),
-      h('option', { value: 'observe' }, 'observe: record only, always call the provider')),
+      h('option', { value: 'observe' }, 'observe: record what svc would do, never block or serve from a cache'))),
     field('App', h('input', { name: 'appId', id: 'key-app', maxlength: 200, autocomplete: 'off' }),
       'Optional. Pins the key to this app: its requests are recorded as this app whatever they say.'),
     h('div', { class: 'field check' },

@@ -87,7 +87,7 @@ function editor(ctx, box, s, v) {
   }
   const label = s.unit ? `${s.label} (${s.unit})` : s.label;
   const controlField = s.kind === 'boolean'
-    ? h('div', { class: 'field check' }, control, h('label', { for: id }, `${label}: on`))
+    ? h('div', { class: 'field check' }, control, h('label', { for: id }, `${s.label} on`))
     : field(label, control);
   const status = s.kind === 'secret' ? h('p', { class: 'setting-value' }, 'Now: ', h('strong', { id: `${id}-value` }, shown(s, v))) : null;
   const save = async (value, f) => {

@@ -131,8 +131,9 @@ function learnStep(ctx, candidate) {
     clear(out, id ? artifactLink(id) : 'No candidate artifact yet' + (why.length ? ': ' + why[0] : '.'));
     out.querySelector('a')?.focus();
   }, { id: 'run-learning' }) : null;
-  return step('Learning', 'A learning pass turns a stable pattern into a candidate artifact, which serves requests only once its evidence passes the gates.',
-    run, out);
+  return h('li', {}, h('h3', {}, 'Learning'),
+    h('p', {}, 'A learning pass turns a stable pattern into a candidate artifact, which serves requests only once its evidence passes the gates.'),
+    run ? h('div', { class: 'toolbar' }, run) : null, out);
 }
 
 function artifactLink(id) {
