@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -143,34 +144,52 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	b.WaitText("#setting-webhook_secret-value", "not set")
 	assert.Nil(t, b.Fetch("GET", "/api/v1/settings").Body["settings"].(map[string]any)["webhook_secret"])
 
-	// Getting started: the demo's requests, then a learning pass.
+	// Getting started: the demo, the requests through the gateway, then a
+	// learning pass.
 	visit(b, p, "start", "Get started")
 	b.WaitText("#onboarding-state", "no runs yet")
 	b.Click("#seed-demo")
 	b.WaitText("#status", "The demo workflow and agent are loaded")
+	b.WaitText("#onboarding-state", "1 workflow and 1 agent")
+	rng := rand.New(rand.NewPCG(5, 6))
+	p.tickets(t, rng, 0, 300)
+	repeat := ticket(rng, 1000)
+	_, _, _ = p.send(t, "support-triage", repeat)
+	route, hitID, _ := p.send(t, "support-triage", repeat)
+	require.Equal(t, "exact_cache", route)
+	b.Navigate(p.pageURL("/"))
+	visit(b, p, "start", "Get started")
 	b.WaitText("#onboarding-state", "has recorded runs")
-	b.WaitText("#demo-runs", "")
 	runs := b.Fetch("GET", "/api/v1/runs?limit=100")
 	require.Equal(t, http.StatusOK, runs.Status)
 	ids := map[string]bool{}
 	for _, r := range runs.Body["runs"].([]any) {
 		ids[r.(map[string]any)["id"].(string)] = true
 	}
+	b.WaitText("#demo-runs", "live")
 	links := browsertest.Run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#demo-runs a')].map((a) => a.getAttribute('href'))`))
 	require.NotEmpty(t, links)
 	for _, l := range links {
 		assert.True(t, ids[strings.TrimPrefix(l, "#/runs/")], "the walk-through links runs that exist: %s", l)
 	}
 	b.WaitText("#demo-cache-hit", "exact_cache")
-	b.WaitText("#demo-pattern", "Pattern")
+	assert.Equal(t, "#/runs/"+hitID, browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#demo-cache-hit').getAttribute('href')`)))
 	b.Click("#run-learning")
 	b.WaitText("#status", "The learning pass looked at")
 	b.WaitText("#demo-artifact", "The candidate artifact")
+	b.WaitText("#demo-pattern", "Pattern")
+	artifacts := b.Fetch("GET", "/api/v1/artifacts")
+	require.Len(t, artifacts.Body["artifacts"], 1)
+	artifactID := artifacts.Body["artifacts"].([]any)[0].(map[string]any)["id"].(string)
+	b.WaitText("#demo-artifact", artifactID)
 	shoot(t, b, "start")
 	b.Click("#demo-artifact")
-	b.WaitURL(func(u string) bool { return strings.Contains(u, "#/artifacts/art_") })
-	b.Click("#demo-cache-hit")
-	b.WaitURL(func(u string) bool { return strings.Contains(u, "#/runs/run_") })
+	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/artifacts/"+artifactID) })
+	visit(b, p, "start", "Get started")
+	b.Click("#dismiss-onboarding")
+	b.WaitText("#status", "Onboarding dismissed.")
+	assert.True(t, b.Hidden("#onboarding"))
+	b.WaitText("#onboarding-dismissed", "You dismissed this guide")
 
 	// Audit: filtered by action, in the address.
 	visit(b, p, "audit", "Audit")

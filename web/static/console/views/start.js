@@ -64,7 +64,7 @@ function describe(el, o) {
 
 // walkthrough links to each thing the demo's requests produced. runs are
 // the ids the last load made (null after a reload: the newest runs then).
-async function walkthrough(ctx, box, o, runs) {
+async function walkthrough(ctx, box, o, runs, made = '', note = null) {
   if (!o.hasRuns && !(runs && runs.length)) {
     clear(box);
     return;
@@ -86,7 +86,7 @@ async function walkthrough(ctx, box, o, runs) {
   const verdict = (blocked.ok && blocked.data.runs && blocked.data.runs[0]) ||
     list.find((r) => r.routeExplanation && r.routeExplanation.policy && (r.routeExplanation.policy.rules || []).length > 0);
   const pattern = patterns.ok && (patterns.data.patterns || [])[0];
-  const candidate = artifacts.ok && (artifacts.data.artifacts || []).find((a) => a.state === 'candidate');
+  const candidate = artifacts.ok && (artifacts.data.artifacts || []).find((a) => a.state === 'shadow');
   const steps = h('ol', { class: 'steps' },
     step('Runs', runs && runs.length ? `The demo sent ${plural(runs.length, 'request')} through the gateway:` : 'The newest requests through the gateway:',
       h('ul', { id: 'demo-runs' }, ids.map((id) => h('li', {}, h('a', { href: '#/runs/' + encodeURIComponent(id) }, runLabel(id, byId.get(id)))))),
@@ -97,8 +97,8 @@ async function walkthrough(ctx, box, o, runs) {
       verdict ? h('a', { href: '#/runs/' + encodeURIComponent(verdict.id), id: 'demo-verdict' }, runLabel(verdict.id, verdict)) : null,
       ' ', h('a', { href: '#/policies' }, 'The policies')),
     step('A pattern', pattern ? `Similar requests form a pattern (${plural(pattern.runCount, 'run')} so far), from which svc can learn:` : 'No pattern yet: patterns form when similar requests repeat.',
-      pattern ? h('a', { href: '#/patterns/' + encodeURIComponent(pattern.id), id: 'demo-pattern' }, `Pattern ${pattern.id}`) : null),
-    learnStep(ctx, candidate));
+      pattern ? h('a', { href: '#/patterns/' + encodeURIComponent(pattern.id), id: 'demo-pattern' }, `Pattern ${pattern.id}: ${plural(pattern.runCount, 'run')}, ${pattern.state}`) : null),
+    learnStep(ctx, made || (candidate && candidate.id), note, (id, why) => walkthrough(ctx, box, o, runs, id, why)));
   clear(box, h('h2', { tabindex: '-1' }, 'Follow the demo'), steps);
 }
 
@@ -112,27 +112,22 @@ function runLabel(id, run) {
 }
 
 // learnStep offers a learning pass and links to the candidate artifact it
-// (or an earlier pass) made.
-function learnStep(ctx, candidate) {
-  const out = h('p', { id: 'learning-result' }, candidate ? artifactLink(candidate.id) : null);
+// (or an earlier pass) made: one in shadow, which is scored against live
+// answers and serves nothing until it is promoted. After a pass the
+// walk-through is drawn again (redraw), since the pass also finds patterns.
+function learnStep(ctx, candidate, note, redraw) {
+  const out = h('p', { id: 'learning-result', tabindex: '-1' }, candidate ? artifactLink(candidate) : note);
   const run = ctx.session.canAct ? button('Run a learning pass', async () => {
     const res = await act(ctx, 'POST', '/api/v1/learning/tick', {}, (rep) =>
       `The learning pass looked at ${plural(rep.runsScanned || 0, 'run')} and made ${plural(rep.artifactsSynthesized || 0, 'artifact')}.`);
     if (!res.ok || !ctx.current()) return;
     const made = (res.data.synthesisReports || []).find((r) => r.artifactId);
-    let id = made ? made.artifactId : '';
-    if (!id) {
-      const list = await api('GET', '/api/v1/artifacts');
-      if (!ctx.current()) return;
-      const c = list.ok && (list.data.artifacts || []).find((a) => a.state === 'candidate');
-      id = c ? c.id : '';
-    }
     const why = (res.data.synthesisReports || []).map((r) => r.reason).filter(Boolean);
-    clear(out, id ? artifactLink(id) : 'No candidate artifact yet' + (why.length ? ': ' + why[0] : '.'));
-    out.querySelector('a')?.focus();
+    await redraw(made ? made.artifactId : '', 'No candidate artifact yet' + (why.length ? ': ' + why[0] : '.'));
+    (document.getElementById('demo-artifact') || document.getElementById('learning-result'))?.focus();
   }, { id: 'run-learning' }) : null;
   return h('li', {}, h('h3', {}, 'Learning'),
-    h('p', {}, 'A learning pass turns a stable pattern into a candidate artifact, which serves requests only once its evidence passes the gates.'),
+    h('p', {}, 'A learning pass turns a stable pattern into a candidate artifact. It runs in shadow beside the live answers, and serves requests only once its evidence passes the gates and it is promoted.'),
     run ? h('div', { class: 'toolbar' }, run) : null, out);
 }
 
