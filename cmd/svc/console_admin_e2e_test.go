@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -76,7 +77,14 @@ func createKeyInBrowser(t *testing.T, b *browsertest.Browser, name, mode, app st
 // jobs listed by state, and the demo loaded leads to its runs, its cache
 // hit, its pattern and, after a learning pass, a candidate artifact.
 func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
-	p := start(t, "SVC_LEARNING_INTERVAL=1s")
+	// A webhook receiver that is down: its deliveries fail and are retried.
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "receiver is down for maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(receiver.Close)
+	hook, err := url.Parse(receiver.URL)
+	require.NoError(t, err)
+	p := start(t, "SVC_LEARNING_INTERVAL=1s", "SVC_WEB_ALLOW_PRIVATE="+hook.Host)
 	b := browsertest.Start(t)
 
 	// Keys.
@@ -123,6 +131,12 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	b.Fill("#setting-approval_pending_limit", "2.5")
 	b.Click("#setting-approval_pending_limit-save")
 	b.WaitText("#setting-approval_pending_limit-problem", "must be a whole number from 1 to 10000")
+	b.Fill("#setting-webhook_url", "http://10.1.2.3/hook")
+	b.Click("#setting-webhook_url-save")
+	b.WaitText("#setting-webhook_url-problem", "webhook_url: must point to a public address")
+	b.Fill("#setting-webhook_url", receiver.URL+"/hook")
+	b.Click("#setting-webhook_url-save")
+	b.WaitText("#status", "Webhook URL saved.")
 	b.Fill("#setting-retention_days", "45")
 	b.Click("#setting-retention_days-save")
 	b.WaitText("#status", "Retention saved.")
@@ -136,6 +150,7 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	settings := b.Fetch("GET", "/api/v1/settings").Body["settings"].(map[string]any)
 	assert.InDelta(t, 45, settings["retention_days"], 0)
 	assert.Equal(t, true, settings["redaction"])
+	assert.Equal(t, receiver.URL+"/hook", settings["webhook_url"])
 	assert.Equal(t, "[set]", settings["webhook_secret"])
 	assert.Empty(t, b.Value("#setting-webhook_secret"), "the secret is never written back into the page")
 	assert.NotContains(t, pageText(b), secret)
@@ -207,9 +222,14 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	b.WaitText(`#audit-events tr[data-action="settings.update"]`, "allow")
 	shoot(t, b, "audit")
 
-	// Jobs, by state: the learning timer queues a pass every second.
+	// Jobs, by state: the learning timer queues a pass every second, and
+	// the new artifact's webhook fails at the receiver and waits for its
+	// retry, its error shown.
 	visit(b, p, "jobs", "Jobs")
 	b.WaitText("#job-list", "learning.pass")
+	b.WaitText("#job-list", "webhook.deliver")
+	b.WaitText("#job-list .job-error", "503")
+	b.WaitText("#job-list .job-error", "receiver is down for maintenance")
 	b.Click(`#job-states a[data-status="succeeded"]`)
 	b.WaitText(`#job-states a[aria-current="page"]`, "Succeeded")
 	b.WaitText("#job-list", "succeeded")
