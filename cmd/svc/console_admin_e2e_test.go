@@ -349,6 +349,8 @@ func TestBrowserConsoleAdminAccountMode(t *testing.T) {
 	assert.True(t, b.Hidden("#leave-org"))
 	assert.True(t, b.Hidden(`[data-change-role="`+adminEmail+`"]`))
 	assert.True(t, b.Hidden(`[data-remove="`+adminEmail+`"]`))
+	b.WaitText("#delete-default", "cannot be deleted")
+	assert.True(t, b.Hidden("#delete-org"), "the default organization is not offered for deletion")
 
 	// A member becomes an admin.
 	b.Choose(`select[data-role-of="`+melEmail+`"]`, "admin")

@@ -11,6 +11,10 @@ import { fieldProblem, clearProblems, copyButton } from '../lib/forms.js';
 
 const ROLES = ['owner', 'admin', 'member'];
 
+// DEFAULT_TENANT is the organization svc starts with; the API refuses to
+// delete it (409 default_org), so the page does not offer it.
+const DEFAULT_TENANT = 'default';
+
 export async function render(ctx) {
   page(ctx, 'Organization');
   const [orgs, active] = await Promise.all([api('GET', '/api/v1/orgs'), api('GET', '/api/v1/orgs/active')]);
@@ -41,7 +45,11 @@ export async function render(ctx) {
     if (!ctx.current()) return;
   }
   ctx.root.append(leaveSection(ctx, state));
-  if (org.role === 'owner') ctx.root.append(deleteSection(ctx, org));
+  if (org.role === 'owner') {
+    ctx.root.append(org.tenantId === DEFAULT_TENANT
+      ? section('Delete this organization', h('p', { id: 'delete-default' }, 'The default organization holds svc’s own traffic and cannot be deleted.'))
+      : deleteSection(ctx, org));
+  }
 }
 
 // orgsSection lists the person's organizations, the active one marked, with
@@ -184,7 +192,7 @@ async function drawInvites(ctx, box) {
     { label: 'Role', cell: (i) => i.role },
     { label: 'State', cell: (i) => badge(i.status, i.status === 'pending' ? 'warn' : i.status === 'accepted' ? 'ok' : 'info') },
     { label: 'Sent', cell: (i) => time(i.createdAt) },
-    { label: 'Expires', cell: (i) => time(i.expiresAt) },
+    { label: 'Expires', cell: (i) => (i.status === 'pending' ? time(i.expiresAt) : '–') },
     { label: 'Action', cell: (i) => (i.status === 'pending' ? button('Revoke', async () => {
       const r = await act(ctx, 'POST', `/api/v1/orgs/active/invites/${encodeURIComponent(i.id)}/revoke`, {}, `The invitation of ${i.email} is revoked.`);
       if (r.ok) await drawInvites(ctx, box);
