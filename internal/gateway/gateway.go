@@ -434,10 +434,14 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		run.Status, run.Error = ledger.StatusError, failure
 	}
 	run.LatencyMS = float64(end.Sub(c.start).Microseconds()) / 1000
+	origin := c.req.Origin
+	if masking && origin != nil {
+		origin = redact.Bytes(origin)
+	}
 	events := make([]ledger.Event, 0, 3+len(c.chatVerdicts)+len(c.toolVerdicts))
 	events = append(events, ledger.Event{Type: "request.received", At: c.start, Payload: mustJSON(requestEvent{
 		Model: run.Model, Stream: run.Stream, Messages: len(c.req.Messages), Tools: len(c.req.Tools),
-		App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode,
+		App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode, Origin: origin,
 	})})
 	events = append(events, c.chatVerdicts...)
 	events = append(events, ledger.Event{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{
@@ -501,6 +505,8 @@ type requestEvent struct {
 	Agent    string `json:"agent"`
 	Subject  string `json:"subject"`
 	Mode     string `json:"mode"`
+	// Origin is Request.Origin.
+	Origin json.RawMessage `json:"origin,omitempty"`
 }
 
 type cacheHitEvent struct {

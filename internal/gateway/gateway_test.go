@@ -581,3 +581,22 @@ func TestStream(t *testing.T) {
 		assert.Equal(t, 422, f.recorder.last(t).Run.HTTPStatus)
 	})
 }
+
+// A request's origin is kept in its request.received event and never
+// reaches the provider.
+func TestOriginIsKeptWithTheRun(t *testing.T) {
+	f := newFixture(t, setup{})
+	req := question(t, "")
+	req.Origin = json.RawMessage(`{"instructions":"Be brief.","metadata":{"k":"v"}}`)
+	_, err := f.gw.Complete(context.Background(), caller(auth.Optimize), req)
+	require.NoError(t, err)
+	rec := f.recorder.last(t)
+	assert.Equal(t, map[string]any{"instructions": "Be brief.", "metadata": map[string]any{"k": "v"}},
+		event(t, rec, "request.received")["origin"])
+	assert.NotContains(t, string(rec.Run.Request), "Be brief.")
+
+	_, err = f.complete(t, auth.Optimize, "")
+	require.NoError(t, err)
+	_, has := event(t, f.recorder.last(t), "request.received")["origin"]
+	assert.False(t, has, "a request without one keeps none")
+}

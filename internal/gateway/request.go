@@ -33,6 +33,11 @@ type Request struct {
 	// Unlearnable says why no learned artifact may answer the request, or
 	// is empty (see shape.Unlearnable).
 	Unlearnable string
+	// Origin is JSON the caller keeps with the run in its request.received
+	// event: what a request translated to chat said that its chat body does
+	// not (a Responses request's instructions and metadata, say). Nil for
+	// none. It never reaches the provider.
+	Origin json.RawMessage
 }
 
 // Message is one chat message, its content flattened to text: the type

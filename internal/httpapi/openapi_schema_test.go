@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/responses"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
@@ -110,6 +111,8 @@ func answerTypes() (answers, requests map[string]any) {
 		"GET /api/v1/orgs/active/onboarding":          workflows.Onboarding{},
 		"POST /api/v1/orgs/active/onboarding/dismiss": workflows.Onboarding{},
 		"POST /api/v1/orgs/active/seed-demo":          seedDemoAnswer{},
+		"DELETE /v1/responses/{id}":                   responseDeleted{},
+		"GET /v1/responses/{id}/input_items":          responses.Page[responses.InputItem]{},
 	}
 	requests = map[string]any{
 		"POST /api/v1/keys":    createKeyRequest{},

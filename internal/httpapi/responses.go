@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/gateway"
@@ -60,6 +62,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	req.Origin = in.Origin()
 	if in.Stream {
 		return s.streamResponse(w, r, in, req)
 	}
@@ -98,26 +101,54 @@ func previousNotFound(err error, id string) error {
 }
 
 // storedResponse rebuilds one of the tenant's responses from its run, and
-// the conversation it ends. Another tenant's is not found.
+// the conversation it ends. Another tenant's, or a deleted one, is not
+// found.
 func (s *Server) storedResponse(ctx context.Context, tenantID, id string) (responses.Response, []json.RawMessage, error) {
-	runID, ok := responses.RunID(id)
-	if !ok {
-		return responses.Response{}, nil, responseNotFound(id)
-	}
-	run, err := s.Runs.Run(ctx, tenantID, runID)
+	run, err := s.storedRun(ctx, tenantID, id)
 	if err != nil {
-		if errs.Is(err, errs.NotFound) {
-			err = responseNotFound(id)
-		}
 		return responses.Response{}, nil, err
 	}
-	resp, history, err := responses.Stored(responses.Run{ID: run.ID, CreatedAt: run.CreatedAt.Unix(), Model: run.Model,
-		Succeeded: run.Status == ledger.StatusOK, ErrorCode: run.Status, Error: run.Error,
-		Request: run.Request, Response: run.Response})
+	resp, history, err := responses.Stored(run)
 	if err != nil {
 		return responses.Response{}, nil, responseNotFound(id) // a run that was no chat call
 	}
 	return resp, history, nil
+}
+
+// storedRun is the run behind one of the tenant's responses that was not
+// deleted, with the origin its request kept.
+func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.Run, error) {
+	runID, ok := responses.RunID(id)
+	if !ok {
+		return responses.Run{}, responseNotFound(id)
+	}
+	deleted, err := s.DeletedResponses.ResponseDeleted(ctx, tenantID, runID)
+	if err != nil {
+		return responses.Run{}, err
+	}
+	if deleted {
+		return responses.Run{}, responseNotFound(id)
+	}
+	d, err := s.Runs.Get(ctx, tenantID, runID)
+	if err != nil {
+		if errs.Is(err, errs.NotFound) {
+			err = responseNotFound(id)
+		}
+		return responses.Run{}, err
+	}
+	run := d.Run
+	out := responses.Run{ID: run.ID, CreatedAt: run.CreatedAt.Unix(), Model: run.Model,
+		Succeeded: run.Status == ledger.StatusOK, ErrorCode: run.Status, Error: run.Error,
+		Request: run.Request, Response: run.Response}
+	if len(d.Events) > 0 && d.Events[0].Type == "request.received" {
+		var received struct {
+			Origin json.RawMessage `json:"origin"`
+		}
+		if json.Unmarshal(d.Events[0].Payload, &received) == nil {
+			out.Origin = received.Origin
+		}
+	}
+	return out, nil
 }
 
 // maxReferences bounds the item_reference items of one request: each may
@@ -177,6 +208,96 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// Paging of a response's input items, as OpenAI's.
+const (
+	defaultInputItems = 20
+	maxInputItems     = 100
+)
+
+// listInputItems is GET /v1/responses/{id}/input_items: the items the
+// request's own input made, a page in OpenAI's list shape.
+func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadRuns(r); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit := defaultInputItems
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxInputItems {
+			return errs.Invalidf("limit", "Invalid 'limit': expected an integer from 1 to %d.", maxInputItems)
+		}
+		limit = n
+	}
+	order := q.Get("order")
+	switch order {
+	case "":
+		order = "desc"
+	case "asc", "desc":
+	default:
+		return errs.Invalidf("order", "Invalid 'order': expected 'asc' or 'desc'.")
+	}
+	id := r.PathValue("id")
+	run, err := s.storedRun(r.Context(), identity(r).TenantID, id)
+	if err != nil {
+		return err
+	}
+	items, err := responses.InputItems(run)
+	if err != nil {
+		return responseNotFound(id) // a run that was no chat call
+	}
+	writeJSON(w, http.StatusOK, responses.ListInputItems(items, order, q.Get("after"), limit))
+	return nil
+}
+
+// responseDeleted is the answer to DELETE /v1/responses/{id}, as OpenAI's.
+type responseDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// deleteResponse is DELETE /v1/responses/{id}. The run stays in the
+// ledger, evidence of the call; the response is recorded as deleted and
+// the Responses API no longer reads it (by id, its input items,
+// previous_response_id or item_reference).
+func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadRuns(r); err != nil {
+		return err
+	}
+	id := identity(r)
+	respID := r.PathValue("id")
+	if _, _, err := s.storedResponse(r.Context(), id.TenantID, respID); err != nil {
+		return err
+	}
+	runID, _ := responses.RunID(respID)
+	deleted, err := s.DeletedResponses.DeleteResponse(r.Context(), id.TenantID, runID, s.Now())
+	if err != nil {
+		return err
+	}
+	if !deleted { // deleted meanwhile
+		return responseNotFound(respID)
+	}
+	s.Audit.Record(r.Context(), audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "response.delete",
+		Decision: audit.Allow, Target: respID, Details: map[string]any{"runId": runID}})
+	writeJSON(w, http.StatusOK, responseDeleted{ID: respID, Object: "response", Deleted: true})
+	return nil
+}
+
+// cancelResponse is POST /v1/responses/{id}/cancel. svc answers every
+// response before its call returns, none in the background, so there is
+// never one to cancel: OpenAI's answer for a response that was not
+// created with background=true.
+func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) error {
+	if err := s.mayReadRuns(r); err != nil {
+		return err
+	}
+	if _, _, err := s.storedResponse(r.Context(), identity(r).TenantID, r.PathValue("id")); err != nil {
+		return err
+	}
+	return errs.E(errs.Invalid, "not_background", "Only responses created with background=true can be cancelled.")
 }
 
 // streamResponse answers with the Responses API's events, translated from

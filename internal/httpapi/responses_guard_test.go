@@ -26,6 +26,13 @@ func TestResponsesStoredRunsNeedManagementCredentials(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, next.status, "token %q: %s", token, next.body)
 		ref, _ := ts.respond(t, token, fmt.Sprintf(`{"model":"gpt-4o-mini","input":[{"type":"item_reference","id":%q}]}`, r.Output[0].ID))
 		assert.Equal(t, http.StatusUnauthorized, ref.status, "token %q: %s", token, ref.body)
+		items := ts.call(t, "GET", "/v1/responses/"+r.ID+"/input_items", token, "")
+		assert.Equal(t, http.StatusUnauthorized, items.status, "token %q: %s", token, items.body)
+		assert.NotContains(t, items.body, "alice@example.com")
+		del := ts.call(t, "DELETE", "/v1/responses/"+r.ID, token, "")
+		assert.Equal(t, http.StatusUnauthorized, del.status, "token %q: %s", token, del.body)
+		cancel := ts.call(t, "POST", "/v1/responses/"+r.ID+"/cancel", token, "")
+		assert.Equal(t, http.StatusUnauthorized, cancel.status, "token %q: %s", token, cancel.body)
 	}
 }
 
@@ -37,6 +44,10 @@ func TestResponsesAnEmbeddingsRunIsNoResponse(t *testing.T) {
 	id := "resp_" + strings.TrimPrefix(emb.header.Get("x-svc-run-id"), "run_")
 	got := ts.call(t, "GET", "/v1/responses/"+id, "", "")
 	assert.Equal(t, http.StatusNotFound, got.status, got.body)
+	for _, call := range [][2]string{{"GET", "/input_items"}, {"DELETE", ""}, {"POST", "/cancel"}} {
+		got := ts.call(t, call[0], "/v1/responses/"+id+call[1], "", "")
+		assert.Equal(t, http.StatusNotFound, got.status, "%s %s: %s", call[0], call[1], got.body)
+	}
 }
 
 // A stored json_schema format of any shape reads back as JSON, never as an

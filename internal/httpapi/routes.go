@@ -14,6 +14,9 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/embeddings", s.gateway(s.embeddings))
 	s.mux.Handle("POST /v1/responses", s.gateway(s.createResponse))
 	s.mux.Handle("GET /v1/responses/{id}", s.gateway(s.getResponse))
+	s.mux.Handle("DELETE /v1/responses/{id}", s.gateway(s.deleteResponse))
+	s.mux.Handle("GET /v1/responses/{id}/input_items", s.gateway(s.listInputItems))
+	s.mux.Handle("POST /v1/responses/{id}/cancel", s.gateway(s.cancelResponse))
 
 	s.mux.Handle("POST /api/v1/keys", s.admin(s.createKey))
 	s.mux.Handle("GET /api/v1/keys", s.admin(s.listKeys))

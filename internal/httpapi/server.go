@@ -52,6 +52,8 @@ type Deps struct {
 	Audit    *audit.Log
 	Gateway  *gateway.Gateway
 	Runs     *ledger.Service
+	// DeletedResponses keeps which responses the Responses API deleted.
+	DeletedResponses ResponseDeletions
 	// Ledger lists the signed checkpoints of the run ledger and its key.
 	Ledger *ledger.Checkpointer
 	// Governor applies policies; Tracer appends traced events through it.
@@ -72,6 +74,12 @@ type Deps struct {
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time
+}
+
+// ResponseDeletions records deleted responses; their runs stay.
+type ResponseDeletions interface {
+	DeleteResponse(ctx context.Context, tenantID, runID string, at time.Time) (bool, error)
+	ResponseDeleted(ctx context.Context, tenantID, runID string) (bool, error)
 }
 
 // Server holds the HTTP handlers.

@@ -27,6 +27,7 @@ type Request struct {
 	toolChoice     json.RawMessage
 	responseFormat json.RawMessage
 	format         json.RawMessage // text.format, echoed
+	inputFrom      int             // the chat message the input begins at, once Chat ran
 }
 
 // wireRequest is what svc reads of a Responses request. Fields it does not
@@ -350,6 +351,7 @@ func (r *Request) Chat(history []json.RawMessage, refs map[string]Item) ([]byte,
 		}
 	}
 	msgs = append(msgs, history...)
+	r.inputFrom = len(msgs)
 	var b builder
 	for i, it := range r.items {
 		if it.Type == "item_reference" {

@@ -82,6 +82,7 @@ func (r *Request) Response(id string, createdAt int64) Response {
 }
 
 func (resp Response) defaults() Response {
+	resp.AccessPrograms.Cyber = "standard"
 	if len(resp.Instructions) == 0 {
 		resp.Instructions = json.RawMessage("null")
 	}
@@ -124,6 +125,9 @@ func FromCompletion(resp *Response, body []byte) error {
 		}
 	}
 	resp.Output = resp.Output[:0]
+	if text != nil && *text == "" && len(msg.ToolCalls) > 0 {
+		text = nil // an empty text beside tool calls is no message, as in a stream
+	}
 	if text != nil || msg.Refusal != nil || len(msg.ToolCalls) == 0 {
 		item := Item{Type: "message", ID: itemID("msg", suffix, 0), Status: "completed", Role: "assistant"}
 		if text != nil || msg.Refusal == nil {

@@ -130,7 +130,7 @@ func TestResponseFromCompletion(t *testing.T) {
 		"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`)))
 	b, err := json.Marshal(resp)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"id":"resp_aaaaaaaaaaaaaaaaaaaa","object":"response","created_at":7,"status":"completed","background":false,
+	assert.JSONEq(t, `{"id":"resp_aaaaaaaaaaaaaaaaaaaa","object":"response","access_programs":{"cyber":"standard"},"created_at":7,"status":"completed","background":false,
 		"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":9,"metadata":{},"model":"m-2024",
 		"output":[
 			{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant",
@@ -167,6 +167,23 @@ func TestResponseStopsIncompleteAndRefuses(t *testing.T) {
 	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"content":null,"refusal":"No."},"finish_reason":"stop"}]}`)))
 	b, _ := json.Marshal(resp.Output)
 	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, string(b))
+}
+
+// An empty text beside tool calls is no message item, as in a stream.
+func TestResponseOfCallsWithEmptyContentHasNoMessage(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x"}`))
+	require.NoError(t, err)
+	resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"role":"assistant","content":"",
+		"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)))
+	require.Len(t, resp.Output, 1)
+	assert.Equal(t, "function_call", resp.Output[0].Type)
+	assert.Equal(t, "fc_aaaaaaaaaaaaaaaaaaaa0", resp.Output[0].ID)
+
+	_, _, streamed := events(t, `{"choices":[{"delta":{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	a, _ := json.Marshal(resp.Output)
+	b, _ := json.Marshal(streamed.Output)
+	assert.JSONEq(t, string(b), string(a), "the streamed and the whole answer agree")
 }
 
 // events runs chunks through a Stream and returns the events' types and data.
@@ -240,6 +257,38 @@ func TestStreamOfCallsWithoutIndex(t *testing.T) {
 	assert.Equal(t, `{}`, resp.Output[1].Arguments)
 }
 
+// A refusal streams as refusal events and a refusal part of the message,
+// after the text that came before it.
+func TestStreamOfRefusal(t *testing.T) {
+	names, data, resp := events(t,
+		`{"choices":[{"delta":{"role":"assistant","content":"Well"}}]}`,
+		`{"choices":[{"delta":{"refusal":"I can't "}}]}`,
+		`{"choices":[{"delta":{"refusal":"help with that."}}]}`,
+		`{"choices":[{"delta":{},"finish_reason":"stop"}]}`)
+	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added",
+		"response.content_part.added", "response.output_text.delta",
+		"response.content_part.added", "response.refusal.delta", "response.refusal.delta",
+		"response.output_text.done", "response.content_part.done",
+		"response.refusal.done", "response.content_part.done",
+		"response.output_item.done", "response.completed"}, names)
+	assert.Equal(t, map[string]any{"type": "refusal", "refusal": ""}, data[5]["part"])
+	assert.InDelta(t, 1, data[6]["content_index"], 0)
+	assert.Equal(t, "I can't ", data[6]["delta"])
+	assert.Equal(t, "msg_aaaaaaaaaaaaaaaaaaaa0", data[7]["item_id"])
+	assert.Equal(t, "I can't help with that.", data[10]["refusal"])
+	assert.InDelta(t, 1, data[10]["content_index"], 0)
+	assert.Equal(t, map[string]any{"type": "refusal", "refusal": "I can't help with that."}, data[11]["part"])
+	require.Len(t, resp.Output, 1)
+	out, _ := json.Marshal(resp.Output)
+	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[
+		{"type":"output_text","text":"Well","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"I can't help with that."}]}]`, string(out))
+
+	// A refusal alone is a message with the refusal part only, as a whole answer has it.
+	_, _, resp = events(t, `{"choices":[{"delta":{"refusal":"No."},"finish_reason":"stop"}]}`)
+	out, _ = json.Marshal(resp.Output)
+	assert.JSONEq(t, `[{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`, string(out))
+}
+
 func TestStreamOfNothingIsAnEmptyMessage(t *testing.T) {
 	names, _, resp := events(t, `{"choices":[{"delta":{},"finish_reason":"length"}]}`)
 	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
@@ -280,6 +329,88 @@ func TestStoredRebuildsTheResponseAndItsConversation(t *testing.T) {
 	assert.Equal(t, "failed", resp.Status)
 	assert.Equal(t, "upstream down", resp.Error.Message)
 	assert.Nil(t, history)
+}
+
+// The instructions, metadata, previous_response_id and store read back as
+// the request gave them, and the input items are the request's own input,
+// not the instructions or the earlier conversation.
+func TestStoredKeepsTheOriginAndInputItems(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","instructions":[{"role":"developer","content":"Be brief."}],
+		"metadata":{"k":"v"},"store":false,"previous_response_id":"resp_bbbbbbbbbbbbbbbbbbbb",
+		"input":[{"role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png"}]},
+		{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`))
+	require.NoError(t, err)
+	history := []json.RawMessage{json.RawMessage(`{"role":"system","content":"old"}`), json.RawMessage(`{"role":"user","content":"earlier"}`),
+		json.RawMessage(`{"role":"assistant","content":"before"}`)}
+	chatBody, err := r.Chat(history, nil)
+	require.NoError(t, err)
+	run := responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Succeeded: true, Request: chatBody, Origin: r.Origin(),
+		Response: []byte(`{"choices":[{"message":{"content":"a"},"finish_reason":"stop"}]}`)}
+	resp, _, err := responses.Stored(run)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"role":"developer","content":"Be brief."}]`, string(resp.Instructions))
+	assert.Equal(t, map[string]string{"k": "v"}, resp.Metadata)
+	require.NotNil(t, resp.PreviousResponseID)
+	assert.Equal(t, "resp_bbbbbbbbbbbbbbbbbbbb", *resp.PreviousResponseID)
+	assert.False(t, resp.Store)
+
+	items, err := responses.InputItems(run)
+	require.NoError(t, err)
+	b, _ := json.Marshal(items)
+	assert.JSONEq(t, `[
+		{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaain0","status":"completed","role":"user",
+		 "content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png"}]},
+		{"type":"function_call","id":"fc_aaaaaaaaaaaaaaaaaaaain1","status":"completed","call_id":"c","name":"f","arguments":"{}"},
+		{"type":"function_call_output","id":"fco_aaaaaaaaaaaaaaaaaaaain2","status":"completed","call_id":"c","output":"ok"}]`, string(b))
+
+	// A run that kept no origin reads back with the defaults; its input is every message.
+	plain, err := responses.Parse([]byte(`{"model":"m","input":"hi"}`))
+	require.NoError(t, err)
+	chatBody, err = plain.Chat(nil, nil)
+	require.NoError(t, err)
+	assert.Nil(t, plain.Origin(), "nothing to keep")
+	run = responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Succeeded: true, Request: chatBody, Response: run.Response}
+	resp, _, err = responses.Stored(run)
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(resp.Instructions))
+	assert.Nil(t, resp.PreviousResponseID)
+	assert.True(t, resp.Store)
+	items, err = responses.InputItems(run)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	assert.Equal(t, "hi", items[0].Content[0].Text)
+}
+
+func TestListInputItemsPages(t *testing.T) {
+	var items []responses.InputItem
+	for _, id := range []string{"a", "b", "c", "d"} {
+		items = append(items, responses.InputItem{Type: "message", ID: id})
+	}
+	ids := func(p responses.Page[responses.InputItem]) []string {
+		var out []string
+		for _, it := range p.Data {
+			out = append(out, it.ID)
+		}
+		return out
+	}
+	p := responses.ListInputItems(items, "desc", "", 2)
+	assert.Equal(t, []string{"d", "c"}, ids(p))
+	assert.True(t, p.HasMore)
+	assert.Equal(t, "d", *p.FirstID)
+	assert.Equal(t, "c", *p.LastID)
+	p = responses.ListInputItems(items, "desc", "c", 2)
+	assert.Equal(t, []string{"b", "a"}, ids(p))
+	assert.False(t, p.HasMore)
+	p = responses.ListInputItems(items, "asc", "b", 20)
+	assert.Equal(t, []string{"c", "d"}, ids(p))
+	assert.Equal(t, "a", items[0].ID, "desc order leaves the items as they are")
+	p = responses.ListInputItems(items, "asc", "zz", 20)
+	assert.Empty(t, p.Data)
+	assert.Nil(t, p.FirstID)
+	b, _ := json.Marshal(p)
+	assert.JSONEq(t, `{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}`, string(b))
+	b, _ = json.Marshal(responses.ListInputItems(nil, "asc", "", 20))
+	assert.JSONEq(t, `{"object":"list","data":[],"first_id":null,"last_id":null,"has_more":false}`, string(b))
 }
 
 // FuzzParse: no request body makes Parse or Chat panic, and whatever they

@@ -16,6 +16,9 @@ type Run struct {
 	Error     string
 	Request   []byte
 	Response  []byte
+	// Origin is what the request said beside its chat request
+	// (Request.Origin); nil for a run that kept none.
+	Origin []byte
 }
 
 // storedRequest is what a response echoes of the chat request it became.
@@ -40,8 +43,8 @@ type storedRequest struct {
 
 // Stored rebuilds the response a run answered, and the conversation it
 // ends (its chat messages, then the answer as an assistant message), which
-// a request naming it as previous_response_id continues. The instructions
-// and metadata it was asked with are not kept apart from the messages.
+// a request naming it as previous_response_id continues. The instructions,
+// metadata, previous_response_id and store come from the run's Origin.
 func Stored(run Run) (Response, []json.RawMessage, error) {
 	var req storedRequest
 	if err := json.Unmarshal(run.Request, &req); err != nil {
@@ -67,6 +70,13 @@ func Stored(run Run) (Response, []json.RawMessage, error) {
 			schema["type"] = json.RawMessage(`"json_schema"`)
 			resp.Text.Format, _ = json.Marshal(schema)
 		}
+	}
+	if len(run.Origin) > 0 {
+		var o Origin
+		if err := json.Unmarshal(run.Origin, &o); err != nil {
+			return Response{}, nil, err
+		}
+		o.apply(&resp)
 	}
 	resp = resp.defaults()
 	if !run.Succeeded {

@@ -27,8 +27,16 @@ type Stream struct {
 type streamItem struct {
 	item  Item
 	index int
-	text  strings.Builder // a message's text or a call's arguments
+	text  strings.Builder // a call's arguments
+	parts []*streamPart   // a message's content, in order
 	done  bool
+}
+
+// streamPart is a message's content part as it arrives: output_text or
+// refusal.
+type streamPart struct {
+	typ  string
+	text strings.Builder
 }
 
 // NewStream starts the events of resp (Request.Response), sent to emit.
@@ -67,6 +75,16 @@ type textEvent struct {
 	Delta        *string `json:"delta,omitempty"`
 	Text         *string `json:"text,omitempty"`
 	Logprobs     []any   `json:"logprobs"`
+}
+
+type refusalEvent struct {
+	Type         string  `json:"type"`
+	Seq          int     `json:"sequence_number"`
+	ItemID       string  `json:"item_id"`
+	OutputIndex  int     `json:"output_index"`
+	ContentIndex int     `json:"content_index"`
+	Delta        *string `json:"delta,omitempty"`
+	Refusal      *string `json:"refusal,omitempty"`
 }
 
 type argsEvent struct {
@@ -132,6 +150,11 @@ func (s *Stream) Chunk(data []byte) error {
 			return err
 		}
 	}
+	if d := ch.Delta.Refusal; d != nil && *d != "" {
+		if err := s.refusal(*d); err != nil {
+			return err
+		}
+	}
 	for _, tc := range ch.Delta.ToolCalls {
 		if err := s.call(tc); err != nil {
 			return err
@@ -147,20 +170,55 @@ func (s *Stream) add(it Item) (*streamItem, error) {
 	return si, s.send(e.Type, &e, func(n int) { e.Seq = n })
 }
 
-func (s *Stream) text(delta string) error {
+// part returns the open message's part of type typ, opening the message
+// and adding the part as needed.
+func (s *Stream) part(typ string) (*streamPart, int, error) {
 	if s.msg == nil || s.msg.done {
 		m, err := s.add(Item{Type: "message", ID: itemID("msg", s.suffix, len(s.items)), Status: "in_progress", Role: "assistant"})
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		s.msg = m
-		p := partEvent{Type: "response.content_part.added", ItemID: m.item.ID, OutputIndex: m.index, Part: textPart("")}
-		if err := s.send(p.Type, &p, func(n int) { p.Seq = n }); err != nil {
-			return err
+	}
+	for i, p := range s.msg.parts {
+		if p.typ == typ {
+			return p, i, nil
 		}
 	}
-	s.msg.text.WriteString(delta)
-	e := textEvent{Type: "response.output_text.delta", ItemID: s.msg.item.ID, OutputIndex: s.msg.index, Delta: &delta, Logprobs: []any{}}
+	p := &streamPart{typ: typ}
+	s.msg.parts = append(s.msg.parts, p)
+	e := partEvent{Type: "response.content_part.added", ItemID: s.msg.item.ID, OutputIndex: s.msg.index,
+		ContentIndex: len(s.msg.parts) - 1, Part: p.part()}
+	return p, e.ContentIndex, s.send(e.Type, &e, func(n int) { e.Seq = n })
+}
+
+// part is the content part as it stands.
+func (p *streamPart) part() Part {
+	text := p.text.String()
+	if p.typ == "refusal" {
+		return Part{Type: "refusal", Refusal: &text}
+	}
+	return textPart(text)
+}
+
+func (s *Stream) text(delta string) error {
+	p, ci, err := s.part("output_text")
+	if err != nil {
+		return err
+	}
+	p.text.WriteString(delta)
+	e := textEvent{Type: "response.output_text.delta", ItemID: s.msg.item.ID, OutputIndex: s.msg.index, ContentIndex: ci,
+		Delta: &delta, Logprobs: []any{}}
+	return s.send(e.Type, &e, func(n int) { e.Seq = n })
+}
+
+func (s *Stream) refusal(delta string) error {
+	p, ci, err := s.part("refusal")
+	if err != nil {
+		return err
+	}
+	p.text.WriteString(delta)
+	e := refusalEvent{Type: "response.refusal.delta", ItemID: s.msg.item.ID, OutputIndex: s.msg.index, ContentIndex: ci, Delta: &delta}
 	return s.send(e.Type, &e, func(n int) { e.Seq = n })
 }
 
@@ -202,22 +260,34 @@ func (s *Stream) call(tc chatToolCall) error {
 func (s *Stream) close(si *streamItem) error {
 	si.done = true
 	si.item.Status = "completed"
-	text := si.text.String()
 	if si.item.Type == "function_call" {
+		text := si.text.String()
 		si.item.Arguments = text
 		e := argsEvent{Type: "response.function_call_arguments.done", ItemID: si.item.ID, OutputIndex: si.index, Name: si.item.Name, Arguments: &text}
 		if err := s.send(e.Type, &e, func(n int) { e.Seq = n }); err != nil {
 			return err
 		}
 	} else {
-		e := textEvent{Type: "response.output_text.done", ItemID: si.item.ID, OutputIndex: si.index, Text: &text, Logprobs: []any{}}
-		if err := s.send(e.Type, &e, func(n int) { e.Seq = n }); err != nil {
-			return err
-		}
-		si.item.Content = []Part{textPart(text)}
-		p := partEvent{Type: "response.content_part.done", ItemID: si.item.ID, OutputIndex: si.index, Part: si.item.Content[0]}
-		if err := s.send(p.Type, &p, func(n int) { p.Seq = n }); err != nil {
-			return err
+		si.item.Content = make([]Part, len(si.parts))
+		for ci, sp := range si.parts {
+			part := sp.part()
+			si.item.Content[ci] = part
+			var err error
+			if part.Type == "refusal" {
+				e := refusalEvent{Type: "response.refusal.done", ItemID: si.item.ID, OutputIndex: si.index, ContentIndex: ci, Refusal: part.Refusal}
+				err = s.send(e.Type, &e, func(n int) { e.Seq = n })
+			} else {
+				e := textEvent{Type: "response.output_text.done", ItemID: si.item.ID, OutputIndex: si.index, ContentIndex: ci,
+					Text: part.Text, Logprobs: []any{}}
+				err = s.send(e.Type, &e, func(n int) { e.Seq = n })
+			}
+			if err != nil {
+				return err
+			}
+			p := partEvent{Type: "response.content_part.done", ItemID: si.item.ID, OutputIndex: si.index, ContentIndex: ci, Part: part}
+			if err := s.send(p.Type, &p, func(n int) { p.Seq = n }); err != nil {
+				return err
+			}
 		}
 	}
 	e := itemEvent{Type: "response.output_item.done", OutputIndex: si.index, Item: si.item}

@@ -13,6 +13,7 @@ import "encoding/json"
 type Response struct {
 	ID                 string            `json:"id"`
 	Object             string            `json:"object"`
+	AccessPrograms     accessPrograms    `json:"access_programs"`
 	CreatedAt          int64             `json:"created_at"`
 	Status             string            `json:"status"`
 	Background         bool              `json:"background"`
@@ -35,6 +36,12 @@ type Response struct {
 	Truncation         string            `json:"truncation"`
 	Usage              *Usage            `json:"usage"`
 	User               *string           `json:"user"`
+}
+
+// accessPrograms is the access program a response was served under, which
+// the official SDKs require: svc's is always the standard one.
+type accessPrograms struct {
+	Cyber string `json:"cyber"`
 }
 
 // ResponseError is why a response failed.

@@ -468,3 +468,24 @@ func TestACallCutByTheConnectionClosingIsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// bigEmbedder answers every embeddings call with answer.
+type bigEmbedder struct {
+	echoProvider
+	answer []byte
+}
+
+func (b *bigEmbedder) Embed(context.Context, EmbedRequest) (EmbedResponse, error) {
+	return EmbedResponse{Body: b.answer}, nil
+}
+
+// An embeddings answer larger than any chat answer crosses the plugin
+// connection: a float batch of 2048 inputs at 1536 dimensions is over the
+// 64 MiB a chat answer may take.
+func TestLargeEmbeddingsAnswerCrosses(t *testing.T) {
+	impl := &bigEmbedder{answer: bytes.Repeat([]byte("0.012345678,"), (maxMessage+1<<20)/12)}
+	p, _, _ := serveOver(t, &providerServer{impl: impl})
+	res, err := p.(Embedder).Embed(context.Background(), EmbedRequest{Model: "e-1"})
+	require.NoError(t, err)
+	assert.Equal(t, len(impl.answer), len(res.Body))
+}

@@ -15,9 +15,15 @@ const (
 
 // maxMessage is the largest message either side of a plugin connection
 // sends or receives: room for a request body as large as an operator may
-// let through and for provider-openai's largest answer (32 MiB), where
+// let through and for provider-openai's largest chat answer (32 MiB), where
 // gRPC's default would refuse anything over 4 MiB.
 const maxMessage = 64 << 20
+
+// maxEmbedMessage is the largest embeddings answer a plugin sends: room
+// for provider-openai's largest, the widest valid batch written as floats
+// (205 MiB; see its maxEmbeddingsResponseBytes). Only the Embed call is
+// let receive it; a plugin's server may send it.
+const maxEmbedMessage = 256 << 20
 
 // DialOptions are the gRPC options of svc's side of a plugin connection
 // (go-plugin's ClientConfig.GRPCDialOptions).
@@ -33,7 +39,7 @@ func DialOptions() []grpc.DialOption {
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow),
-		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxEmbedMessage),
 	}
 }
 

@@ -31,7 +31,7 @@ func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return pluginapi.EmbedResponse{}, u.statusError(resp)
 	}
-	body, err := readBody(resp, u.maxResponse())
+	body, err := readBody(resp, max(u.maxResponse(), maxEmbeddingsResponseBytes))
 	if err != nil {
 		return pluginapi.EmbedResponse{}, u.readError(ctx, err, "response")
 	}
@@ -63,11 +63,22 @@ func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 	return pluginapi.EmbedResponse{Body: body, Usage: usage}, nil
 }
 
+// maxEmbeddingsResponseBytes bounds an embeddings answer: room for the
+// largest valid batch as floats, 2048 inputs (OpenAI's limit) of 3072
+// dimensions (text-embedding-3-large, the widest), each number at most 24
+// bytes in its shortest form ("-1.2345678901234567e-05"), written one a
+// line as OpenAI pretty-prints it (8 spaces of indent, a comma, a newline:
+// 34 bytes), plus 256 bytes an item for its object and index and 64 KiB
+// for the list's own fields: 214,499,328 bytes, 205 MiB. A chat answer
+// keeps DefaultMaxResponseBytes.
+const maxEmbeddingsResponseBytes = 2048*(3072*(8+24+2)+256) + 64<<10
+
 // notServed are the model families an OpenAI upstream lists that svc has
 // no endpoint for (images, audio, moderation, realtime) or that answer the
 // Responses API only: /v1/models leaves them out.
-var notServed = []string{"dall-e", "gpt-image", "sora", "whisper", "tts", "transcribe", "moderation", "realtime",
-	"babbage-002", "davinci-002", "o1-pro", "o3-pro", "gpt-5-pro", "deep-research", "computer-use", "codex-mini"}
+var notServed = []string{"dall-e", "gpt-image", "chatgpt-image", "sora", "whisper", "tts", "transcribe", "moderation",
+	"realtime", "audio", "babbage-002", "davinci-002", "o1-pro", "o3-pro", "gpt-5-pro", "deep-research",
+	"computer-use", "codex"}
 
 // modelKind says what an upstream model answers, from its name (a model
 // list says no more): pluginapi.KindEmbedding for an embedding model

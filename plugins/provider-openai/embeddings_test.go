@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -112,4 +114,73 @@ func TestModelsMarkEmbeddingsAndLeaveOutWhatSvcCannotAnswer(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"gpt-4o-mini": "chat", "text-embedding-3-large": "embedding",
 		"nomic-embed-text:latest": "embedding", "llama3.1:8b": "chat"}, kinds)
+}
+
+// A float batch of 2048 inputs at 1536 dimensions is larger than a chat
+// answer may be; it comes back whole.
+func TestEmbedLargestBatchIsRead(t *testing.T) {
+	const inputs, dims = 2048, 1536
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		bw := bufio.NewWriterSize(w, 64<<10)
+		bw.WriteString(`{"object":"list","data":[`)
+		for i := range inputs {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			fmt.Fprintf(bw, `{"object":"embedding","index":%d,"embedding":[`, i)
+			for j := range dims {
+				if j > 0 {
+					bw.WriteByte(',')
+				}
+				bw.WriteString("-0.012345678")
+			}
+			bw.WriteString("]}")
+		}
+		bw.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":2048,"total_tokens":2048}}`)
+		bw.Flush()
+	})
+	res, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-small","input":["a"]}`))
+	require.NoError(t, err)
+	assert.Greater(t, len(res.Body), DefaultMaxResponseBytes, "the batch is over the chat cap")
+	assert.Equal(t, int64(2048), res.Usage.PromptTokens)
+}
+
+func TestModelKind(t *testing.T) {
+	for _, tc := range []struct{ id, kind string }{
+		{"gpt-4o-mini", pluginapi.KindChat},
+		{"gpt-4.1", pluginapi.KindChat},
+		{"o3-mini", pluginapi.KindChat},
+		{"llama3.1", pluginapi.KindChat},
+		{"gpt-4o-search-preview", pluginapi.KindChat},
+		{"text-embedding-3-small", pluginapi.KindEmbedding},
+		{"nomic-embed-text", pluginapi.KindEmbedding},
+		// Responses only.
+		{"codex-mini-latest", ""},
+		{"gpt-5-codex", ""},
+		{"o1-pro", ""},
+		{"o1-pro-2025-03-19", ""},
+		{"o3-pro", ""},
+		{"gpt-5-pro", ""},
+		{"o3-deep-research", ""},
+		{"computer-use-preview", ""},
+		// Images, audio, video, moderation, realtime.
+		{"gpt-image-1", ""},
+		{"chatgpt-image-latest", ""},
+		{"dall-e-3", ""},
+		{"tts-1-hd", ""},
+		{"gpt-4o-mini-tts", ""},
+		{"whisper-1", ""},
+		{"gpt-4o-transcribe", ""},
+		{"omni-moderation-latest", ""},
+		{"text-moderation-stable", ""},
+		{"gpt-4o-realtime-preview", ""},
+		{"gpt-realtime", ""},
+		{"gpt-4o-audio-preview", ""},
+		{"gpt-audio-mini", ""},
+		{"sora-2", ""},
+		{"davinci-002", ""},
+	} {
+		assert.Equal(t, tc.kind, modelKind(tc.id), tc.id)
+	}
 }

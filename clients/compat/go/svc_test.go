@@ -368,3 +368,38 @@ func TestUnknownSvcKeyIsRefused(t *testing.T) {
 	require.True(t, errors.As(err, &apiErr), "%v", err)
 	assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
 }
+
+// A response's input items list in pages; delete makes it not found; svc
+// has no background response to cancel.
+func TestResponseInputItemsDeleteCancel(t *testing.T) {
+	until(t, "responses")
+	c := client()
+	res, err := c.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model:        model,
+		Instructions: openai.String("Answer briefly."),
+		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String(question)},
+	})
+	require.NoError(t, err)
+	again, err := c.Responses.Get(ctx(t), res.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	assert.Equal(t, "Answer briefly.", again.Instructions.OfString)
+
+	page, err := c.Responses.InputItems.List(ctx(t), res.ID, responses.InputItemListParams{})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	msg := page.Data[0].AsMessage()
+	assert.Equal(t, "message", string(msg.Type))
+	assert.Equal(t, "user", string(msg.Role))
+	require.Len(t, msg.Content, 1)
+	assert.Equal(t, question, msg.Content[0].Text)
+
+	var apiErr *openai.Error
+	_, err = c.Responses.Cancel(ctx(t), res.ID)
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+
+	require.NoError(t, c.Responses.Delete(ctx(t), res.ID))
+	_, err = c.Responses.Get(ctx(t), res.ID, responses.ResponseGetParams{})
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+}

@@ -188,6 +188,60 @@ describe('openai responses', () => {
     );
   });
 
+  rtest('inputItems.list pages the input of a response, and retrieve reads back instructions and metadata', async () => {
+    const client = openaiClient(svc.url);
+    const res = await client.responses.create({
+      model: MODEL,
+      instructions: 'Answer briefly.',
+      metadata: { ticket: 'T-1' },
+      input: [
+        { role: 'user', content: 'one' },
+        { role: 'user', content: [{ type: 'input_text', text: 'two' }] },
+      ],
+    });
+    const back = await client.responses.retrieve(res.id);
+    assert.equal(back.instructions, 'Answer briefly.');
+    assert.deepEqual(back.metadata, { ticket: 'T-1' });
+
+    const page = await client.responses.inputItems.list(res.id, { order: 'asc' });
+    const texts = page.data.map((it) => {
+      assert.equal(it.type, 'message', JSON.stringify(it));
+      const item = /** @type {import('openai').OpenAI.Responses.ResponseInputMessageItem} */ (it);
+      assert.equal(item.role, 'user');
+      return item.content.map((c) => (c.type === 'input_text' ? c.text : '')).join('');
+    });
+    assert.deepEqual(texts, ['one', 'two']);
+
+    const ids = [];
+    for await (const item of client.responses.inputItems.list(res.id, { limit: 1 })) ids.push(item.id);
+    assert.deepEqual(ids, page.data.map((it) => it.id).reverse(), 'newest first by default, one a page');
+  });
+
+  rtest('delete removes a response: retrieve is then 404', async () => {
+    const client = openaiClient(svc.url);
+    const res = await client.responses.create({ model: MODEL, input: QUESTION });
+    await client.responses.delete(res.id);
+    await assert.rejects(client.responses.retrieve(res.id), (err) => {
+      assert.ok(err instanceof APIError && err.status === 404, String(err));
+      return true;
+    });
+    await assert.rejects(client.responses.create({ model: MODEL, input: 'again', previous_response_id: res.id }), (err) => {
+      assert.ok(err instanceof APIError && err.status === 400, String(err));
+      assert.match(err.message, /not found/);
+      return true;
+    });
+  });
+
+  rtest('cancel is refused: svc runs no response in the background', async () => {
+    const client = openaiClient(svc.url);
+    const res = await client.responses.create({ model: MODEL, input: QUESTION });
+    await assert.rejects(client.responses.cancel(res.id), (err) => {
+      assert.ok(err instanceof APIError && err.status === 400, String(err));
+      assert.match(err.message, /background/);
+      return true;
+    });
+  });
+
   rtest('text.format with a JSON schema is answered with matching JSON', async () => {
     const res = await openaiClient(svc.url).responses.create({
       model: MODEL,
