@@ -395,6 +395,19 @@ func TestBrowserConsoleAdminAccountMode(t *testing.T) {
 	for _, o := range out["orgs"].([]any) {
 		assert.NotEqual(t, "Side Project", o.(map[string]any)["name"])
 	}
+
+	// The audit trail names the people who acted, and filters by one of them.
+	b.Choose("#org-select", "Default")
+	b.Click("#switch-submit")
+	b.WaitText("#status", "Switched to Default")
+	visit(b, p, "audit", "Audit")
+	b.WaitText(`#audit-events tr[data-action="key.create"]`, "admin (admin@example.com)")
+	assert.NotContains(t, pageText(b), "other-org-secret-key", "another org's audit trail never shows")
+	b.Click(`#audit-events tr[data-action="key.create"] a.actor`)
+	b.WaitURL(func(u string) bool { return strings.Contains(u, "#/audit?actor=user%3A") })
+	b.WaitText("#audit-events", "key.create")
+	assert.True(t, strings.HasPrefix(b.Value("#audit-actor"), "user:"), "the filter shows the actor")
+	assert.Zero(t, count(b, `#audit-events tr[data-action="invite.accepted"]`), "the new members' own acceptances are theirs, not the owner's")
 	signOut(b)
 
 	// The admin sees the admin actions, then leaves.

@@ -20,6 +20,8 @@ export async function render(ctx) {
     until: q.get('until') || '',
   };
   ctx.root.append(filterForm(ctx, filters));
+  const names = await actorNames(ctx);
+  if (!ctx.current()) return;
   const box = h('div', { id: 'audit-events' });
   const more = h('div', { class: 'toolbar' });
   ctx.root.append(box, more);
@@ -43,7 +45,7 @@ export async function render(ctx) {
       events.push(e);
       added++;
     }
-    draw(box, events, filters);
+    draw(box, events, filters, names);
     clear(more, got.length >= PAGE && added > 0
       ? button('Older events', async () => {
         const before = events.length;
@@ -90,13 +92,33 @@ function rfc3339(value) {
   return Number.isNaN(t.getTime()) ? '' : t.toISOString();
 }
 
-function draw(box, events, filters) {
+// actorNames maps actors ("user:…", "key:…") to what people call them: the
+// active organization's members by name, and its keys by name for those
+// who may see them. An actor not found is shown as it is.
+async function actorNames(ctx) {
+  const names = new Map();
+  const [org, keys] = await Promise.all([
+    ctx.session.mode === 'account' ? api('GET', '/api/v1/orgs/active') : null,
+    ctx.session.canAct ? api('GET', '/api/v1/keys') : null,
+  ]);
+  if (org && org.ok) for (const m of org.data.members || []) names.set('user:' + m.userId, m.name ? `${m.name} (${m.email})` : m.email);
+  if (keys && keys.ok) for (const k of keys.data.keys || []) names.set('key:' + k.id, `key “${k.name}”`);
+  return names;
+}
+
+// actor links to the trail filtered by an event's actor.
+function actor(raw, names) {
+  if (!raw) return '';
+  return h('a', { href: '#/audit' + qs({ actor: raw }), title: raw, class: 'actor' }, names.get(raw) || raw);
+}
+
+function draw(box, events, filters, names) {
   const any = Object.values(filters).some(Boolean);
   clear(box, table([
     { label: 'When', cell: (e) => time(e.at) },
     { label: 'Action', cell: (e) => h('code', {}, e.action) },
     { label: 'Decision', cell: (e) => badge(e.decision.replace('_', ' '), e.decision === 'allow' ? 'ok' : e.decision === 'deny' ? 'bad' : 'warn') },
-    { label: 'Actor', cell: (e) => e.actor },
+    { label: 'Actor', cell: (e) => actor(e.actor, names) },
     { label: 'Target', cell: (e) => target(e.target) },
     { label: 'Details', cell: (e) => details(e.details) },
   ], events, any ? 'No events match these filters.' : 'No events yet.'));
