@@ -3,7 +3,6 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -159,44 +158,38 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	b.WaitText("#setting-webhook_secret-value", "not set")
 	assert.Nil(t, b.Fetch("GET", "/api/v1/settings").Body["settings"].(map[string]any)["webhook_secret"])
 
-	// Getting started: the demo, the requests through the gateway, then a
-	// learning pass.
+	// Getting started: the demo's requests go through the gateway, and the
+	// page walks to what they left; then a learning pass.
 	visit(b, p, "start", "Get started")
 	b.WaitText("#onboarding-state", "no runs yet")
 	b.Click("#seed-demo")
-	b.WaitText("#status", "The demo workflow and agent are loaded")
-	b.WaitText("#onboarding-state", "1 workflow and 1 agent")
-	rng := rand.New(rand.NewPCG(5, 6))
-	p.tickets(t, rng, 0, 300)
-	repeat := ticket(rng, 1000)
-	_, _, _ = p.send(t, "support-triage", repeat)
-	route, hitID, _ := p.send(t, "support-triage", repeat)
-	require.Equal(t, "exact_cache", route)
-	b.Navigate(p.pageURL("/"))
-	visit(b, p, "start", "Get started")
-	b.WaitText("#onboarding-state", "has recorded runs")
-	runs := b.Fetch("GET", "/api/v1/runs?limit=100")
-	require.Equal(t, http.StatusOK, runs.Status)
-	ids := map[string]bool{}
-	for _, r := range runs.Body["runs"].([]any) {
-		ids[r.(map[string]any)["id"].(string)] = true
-	}
-	b.WaitText("#demo-runs", "live")
+	b.WaitText("#status", "sample requests went through the gateway")
+	b.WaitText("#onboarding-state", "1 workflow and 1 agent, and has recorded runs")
+	b.WaitText("#demo-runs", "gpt")
 	links := browsertest.Run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#demo-runs a')].map((a) => a.getAttribute('href'))`))
 	require.NotEmpty(t, links)
+	assert.LessOrEqual(t, len(links), 5)
 	for _, l := range links {
-		assert.True(t, ids[strings.TrimPrefix(l, "#/runs/")], "the walk-through links runs that exist: %s", l)
+		require.True(t, strings.HasPrefix(l, "#/runs/run_"), l)
+		assert.Equal(t, http.StatusOK, b.Fetch("GET", "/api/v1/runs/"+strings.TrimPrefix(l, "#/runs/")).Status, "the walk-through links runs that exist: %s", l)
 	}
 	b.WaitText("#demo-cache-hit", "exact_cache")
-	assert.Equal(t, "#/runs/"+hitID, browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#demo-cache-hit').getAttribute('href')`)))
+	hit := strings.TrimPrefix(browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#demo-cache-hit').getAttribute('href')`)), "#/runs/")
+	assert.Equal(t, "exact_cache", b.Fetch("GET", "/api/v1/runs/"+hit).Body["run"].(map[string]any)["route"])
+	b.WaitText("#demo-verdict", "gpt")
 	b.Click("#run-learning")
 	b.WaitText("#status", "The learning pass looked at")
 	b.WaitText("#demo-artifact", "The candidate artifact")
 	b.WaitText("#demo-pattern", "Pattern")
-	artifacts := b.Fetch("GET", "/api/v1/artifacts")
-	require.Len(t, artifacts.Body["artifacts"], 1)
-	artifactID := artifacts.Body["artifacts"].([]any)[0].(map[string]any)["id"].(string)
+	artifactID := strings.TrimPrefix(browsertest.Run(b, chromedp.Evaluate[string](`document.querySelector('#demo-artifact').getAttribute('href')`)), "#/artifacts/")
+	artifact := b.Fetch("GET", "/api/v1/artifacts/"+artifactID)
+	require.Equal(t, http.StatusOK, artifact.Status, artifact.Body)
+	assert.Equal(t, "shadow", artifact.Body["artifact"].(map[string]any)["state"], "a candidate: learnt, not yet serving")
 	b.WaitText("#demo-artifact", artifactID)
+	// Loading it again adds no second workflow or agent.
+	b.Click("#seed-demo")
+	b.WaitText("#status", "sample requests went through the gateway")
+	b.WaitText("#onboarding-state", "1 workflow and 1 agent")
 	shoot(t, b, "start")
 	b.Click("#demo-artifact")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, "#/artifacts/"+artifactID) })

@@ -78,22 +78,32 @@ async function walkthrough(ctx, box, o, runs, made = '', note = null) {
   ]);
   if (!ctx.current()) return;
   const list = latest.ok ? latest.data.runs || [] : [];
-  const ids = runs && runs.length ? runs : list.slice(0, 5).map((r) => r.id);
+  const demo = runs && runs.length > 0;
+  const ids = (demo ? runs : list.map((r) => r.id)).slice(0, SHOWN);
   const byId = new Map(list.map((r) => [r.id, r]));
+  const missing = ids.filter((id) => !byId.has(id));
+  for (const res of await Promise.all(missing.map((id) => api('GET', '/api/v1/runs/' + encodeURIComponent(id))))) {
+    if (res.ok && res.data && res.data.run) byId.set(res.data.run.id, res.data.run);
+  }
+  if (!ctx.current()) return;
   const hit = cached.ok && cached.data.runs && cached.data.runs[0];
   // A verdict: a request a policy blocked or held, else one whose policy
-  // check matched a rule.
-  const verdict = (blocked.ok && blocked.data.runs && blocked.data.runs[0]) ||
+  // check matched a rule, else any request: each has a verdict, an allow
+  // when no rule matched.
+  const ruled = (blocked.ok && blocked.data.runs && blocked.data.runs[0]) ||
     list.find((r) => r.routeExplanation && r.routeExplanation.policy && (r.routeExplanation.policy.rules || []).length > 0);
+  const verdict = ruled || list[0];
   const pattern = patterns.ok && (patterns.data.patterns || [])[0];
   const candidate = artifacts.ok && (artifacts.data.artifacts || []).find((a) => a.state === 'shadow');
   const steps = h('ol', { class: 'steps' },
-    step('Runs', runs && runs.length ? `The demo sent ${plural(runs.length, 'request')} through the gateway:` : 'The newest requests through the gateway:',
+    step('Runs', demo ? `The demo sent ${plural(runs.length, 'request')} through the gateway. The first of them:` : 'The newest requests through the gateway:',
       h('ul', { id: 'demo-runs' }, ids.map((id) => h('li', {}, h('a', { href: '#/runs/' + encodeURIComponent(id) }, runLabel(id, byId.get(id)))))),
       h('a', { href: '#/runs' }, 'All runs')),
     step('The cache', hit ? 'A repeated request was answered from the exact cache, at no provider cost:' : 'No request was answered from the cache yet: send the same request twice.',
       hit ? h('a', { href: '#/runs/' + encodeURIComponent(hit.id), id: 'demo-cache-hit' }, runLabel(hit.id, hit)) : null),
-    step('A policy verdict', verdict ? 'A policy rule decided about this request; its page says which rule matched and why:' : 'No policy rule has matched a request yet.',
+    step('A policy verdict', ruled
+      ? 'A policy rule decided about this request; its page says which rule matched and why:'
+      : verdict ? 'Every request gets a policy verdict. No rule has matched one yet, so this one is an allow; its page shows the check:' : 'No request has been checked yet.',
       verdict ? h('a', { href: '#/runs/' + encodeURIComponent(verdict.id), id: 'demo-verdict' }, runLabel(verdict.id, verdict)) : null,
       ' ', h('a', { href: '#/policies' }, 'The policies')),
     step('A pattern', pattern ? `Similar requests form a pattern (${plural(pattern.runCount, 'run')} so far), from which svc can learn:` : 'No pattern yet: patterns form when similar requests repeat.',
@@ -102,12 +112,15 @@ async function walkthrough(ctx, box, o, runs, made = '', note = null) {
   clear(box, h('h2', { tabindex: '-1' }, 'Follow the demo'), steps);
 }
 
+// SHOWN is how many runs the walk-through links.
+const SHOWN = 5;
+
 function step(title, text, ...more) {
   return h('li', {}, h('h3', {}, title), h('p', {}, text, ' ', more));
 }
 
 function runLabel(id, run) {
-  if (!run) return id;
+  if (!run) return `Run ${id}`;
   return `${run.model || 'run'} · ${run.route} · ${money(run.costUsd)} · ${time(run.createdAt).textContent}`;
 }
 
