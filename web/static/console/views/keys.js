@@ -93,7 +93,14 @@ function revokeControl(ctx, key, reload) {
   const ask = () => {
     const yes = button('Revoke now', async () => {
       const res = await act(ctx, 'POST', `/api/v1/keys/${encodeURIComponent(key.id)}/revoke`, {}, `Key “${key.name}” revoked.`);
-      if (res.ok && ctx.current()) await reload();
+      if (!res.ok || !ctx.current()) return;
+      await reload();
+      // The row's buttons are gone: the focus goes to its state.
+      const row = document.querySelector(`#key-list tr[data-key="${CSS.escape(key.id)}"]`);
+      if (row) {
+        row.setAttribute('tabindex', '-1');
+        row.focus();
+      }
     }, { class: 'danger small', 'data-confirm-revoke': key.id });
     const no = button('Cancel', () => {
       clear(cell, start());

@@ -144,7 +144,10 @@ function memberActions(ctx, st, m, change, remove) {
         button('Remove now', async () => {
           const r = await act(ctx, 'DELETE', `/api/v1/orgs/active/members/${encodeURIComponent(m.userId)}`, undefined,
             `${m.name || m.email} is removed from the organization.`);
-          if (r.ok && ctx.current()) await render(ctx);
+          if (!r.ok || !ctx.current()) return;
+          await render(ctx);
+          document.getElementById('members')?.querySelector('h2')?.setAttribute('tabindex', '-1');
+          document.getElementById('members')?.querySelector('h2')?.focus();
         }, { class: 'danger small', 'data-confirm-remove': m.email }), ' ', no);
       no.focus();
     };
