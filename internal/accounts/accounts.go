@@ -104,6 +104,17 @@ type Store interface {
 	CreateOrg(ctx context.Context, t tenant.Tenant, ownerID string) error
 	RenameOrg(ctx context.Context, tenantID, name string) error
 	Members(ctx context.Context, tenantID string) ([]Member, error)
+	// Member returns userID's membership of tenantID, or errs.NotFound.
+	Member(ctx context.Context, tenantID, userID string) (Member, error)
+	// SetMemberRole and RemoveMember change a membership: errs.NotFound
+	// when userID is not a member of tenantID, ErrLastOwner when the change
+	// would leave the tenant without an owner (decided in the change's
+	// transaction).
+	SetMemberRole(ctx context.Context, tenantID, userID, role string) (Member, error)
+	RemoveMember(ctx context.Context, tenantID, userID string) error
+	// DeleteOrg deletes the tenant and every record of it, in every table,
+	// in one transaction.
+	DeleteOrg(ctx context.Context, tenantID string) error
 
 	CreateUserToken(ctx context.Context, hash [32]byte, kind, userID string, at, expires time.Time) error
 	// ConsumeUserToken marks a live token used and returns its user;
@@ -149,7 +160,10 @@ type Options struct {
 	BaseURL string
 	// AllowSignup is SVC_ALLOW_PUBLIC_SIGNUP.
 	AllowSignup bool
-	Now         func() time.Time
+	// Forget is told of each deleted org, so that nothing of it stays in
+	// memory.
+	Forget []Forgetter
+	Now    func() time.Time
 }
 
 // Service is the accounts domain.

@@ -59,6 +59,7 @@ type memAccounts struct {
 	tokens   map[[32]byte]*tokenRow
 	invites  []*inviteRow
 	verified map[string]time.Time
+	deleted  []string // the tenants DeleteOrg deleted
 	fail     error
 }
 
@@ -454,6 +455,7 @@ type world struct {
 	audit    *audittest.Memory
 	sessions *memSessions
 	manager  *auth.SessionManager
+	forgot   *forgotten
 	clock    *fakeclock.Clock
 	probe    *http.Request // a request of a session, to see the cache invalidated
 }
@@ -466,12 +468,13 @@ var hasher = auth.NewHasher(auth.Argon2Params{MemoryKiB: 64, Time: 1, Threads: 1
 func newWorld(t *testing.T, allowSignup bool) *world {
 	t.Helper()
 	c := fakeclock.New(time.Date(2030, 3, 4, 5, 6, 7, 890_123_456, time.UTC))
-	w := &world{store: newMemAccounts(c.Now()), mail: &outbox{}, audit: &audittest.Memory{}, sessions: &memSessions{}, clock: c}
+	w := &world{store: newMemAccounts(c.Now()), mail: &outbox{}, audit: &audittest.Memory{}, sessions: &memSessions{}, forgot: &forgotten{}, clock: c}
 	var err error
 	w.manager, err = auth.NewSessionManager(context.Background(), w.sessions, false, false, nil)
 	require.NoError(t, err)
 	w.svc = accounts.NewService(accounts.Options{Store: w.store, Sessions: w.manager, Hasher: hasher, Mailer: w.mail,
-		Audit: audit.NewLog(w.audit, hclog.NewNullLogger(), c.Now), BaseURL: baseURL, AllowSignup: allowSignup, Now: c.Now})
+		Audit: audit.NewLog(w.audit, hclog.NewNullLogger(), c.Now), BaseURL: baseURL, AllowSignup: allowSignup, Now: c.Now,
+		Forget: []accounts.Forgetter{w.forgot}})
 
 	rec := httptest.NewRecorder()
 	require.NoError(t, w.manager.Start(context.Background(), rec, httptest.NewRequest("POST", "/", nil), "usr_probe", tenant.DefaultID))
@@ -495,4 +498,104 @@ func (w *world) invalidated() bool {
 	w.sessions.mu.Lock()
 	defer w.sessions.mu.Unlock()
 	return w.sessions.lookups > before
+}
+
+func (m *memAccounts) Member(_ context.Context, tenantID, userID string) (accounts.Member, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.member(tenantID, userID)
+}
+
+func (m *memAccounts) member(tenantID, userID string) (accounts.Member, error) {
+	u := m.byID(userID)
+	if u != nil {
+		for _, ms := range m.members[userID] {
+			if ms.tenantID == tenantID {
+				return accounts.Member{UserID: userID, Email: u.user.Email, Name: u.user.Name, Role: ms.role}, nil
+			}
+		}
+	}
+	return accounts.Member{}, errs.NotFoundf("member not found")
+}
+
+// owners counts the tenant's owners.
+func (m *memAccounts) owners(tenantID string) int {
+	n := 0
+	for _, list := range m.members {
+		for _, ms := range list {
+			if ms.tenantID == tenantID && ms.role == auth.RoleOwner {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// change sets userID's role in tenantID (nil removes the membership)
+// and undoes it when the tenant is left without an owner.
+func (m *memAccounts) change(tenantID, userID string, role *string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.member(tenantID, userID); err != nil {
+		return err
+	}
+	before := append([]membership(nil), m.members[userID]...)
+	var after []membership
+	for _, ms := range before {
+		switch {
+		case ms.tenantID != tenantID:
+			after = append(after, ms)
+		case role != nil:
+			after = append(after, membership{tenantID, *role})
+		}
+	}
+	m.members[userID] = after
+	if m.owners(tenantID) == 0 {
+		m.members[userID] = before
+		return accounts.ErrLastOwner
+	}
+	return nil
+}
+
+func (m *memAccounts) SetMemberRole(ctx context.Context, tenantID, userID, role string) (accounts.Member, error) {
+	if err := m.change(tenantID, userID, &role); err != nil {
+		return accounts.Member{}, err
+	}
+	return m.Member(ctx, tenantID, userID)
+}
+
+func (m *memAccounts) RemoveMember(_ context.Context, tenantID, userID string) error {
+	return m.change(tenantID, userID, nil)
+}
+
+func (m *memAccounts) DeleteOrg(_ context.Context, tenantID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.tenants[tenantID]; !ok {
+		return errs.NotFoundf("organization not found")
+	}
+	delete(m.tenants, tenantID)
+	for userID, list := range m.members {
+		var kept []membership
+		for _, ms := range list {
+			if ms.tenantID != tenantID {
+				kept = append(kept, ms)
+			}
+		}
+		m.members[userID] = kept
+	}
+	m.deleted = append(m.deleted, tenantID)
+	return nil
+}
+
+// forgotten records the tenants the service told to forget.
+type forgotten struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (f *forgotten) ForgetTenant(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ids = append(f.ids, id)
 }

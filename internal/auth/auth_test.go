@@ -323,3 +323,23 @@ func BenchmarkIdentifyTenantKey(b *testing.B) {
 		}
 	}
 }
+
+// A deleted tenant's keys are refused at their next request, though they
+// were cached; another tenant's cached key keeps working.
+func TestKeysOfADeletedTenantAreRefusedAtOnce(t *testing.T) {
+	f := newFixture(t)
+	a := auth.NewAuthenticator(bootstrap, f.keys, nil)
+	_, gone := f.key(t, f.other, auth.NewKey{Name: "gone", Mode: auth.Optimize})
+	_, kept := f.key(t, tenant.DefaultID, auth.NewKey{Name: "kept", Mode: auth.Optimize})
+	for _, token := range []string{gone, kept} {
+		_, err := a.Identify(request("Bearer "+token), auth.ScopeGateway) // now cached
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.store.DeleteOrg(context.Background(), f.other))
+	f.keys.ForgetTenant(f.other)
+	_, err := a.Identify(request("Bearer "+gone), auth.ScopeGateway)
+	assert.Equal(t, errs.Unauthorized, errs.KindOf(err))
+	id, err := a.Identify(request("Bearer "+kept), auth.ScopeGateway)
+	require.NoError(t, err)
+	assert.Equal(t, tenant.DefaultID, id.TenantID)
+}

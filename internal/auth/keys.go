@@ -178,3 +178,16 @@ func (ks *Keys) Lookup(ctx context.Context, token string) (*Key, error) {
 }
 
 var errInvalidToken = errs.E(errs.Unauthorized, "invalid_token", "the bearer token is not valid")
+
+// ForgetTenant drops the cached keys of a deleted tenant, so that their
+// very next request is looked up again, and refused.
+func (ks *Keys) ForgetTenant(tenantID string) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.gen++
+	for h, k := range ks.cache {
+		if k.TenantID == tenantID {
+			delete(ks.cache, h)
+		}
+	}
+}

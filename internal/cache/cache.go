@@ -312,3 +312,7 @@ func (c *Cache) StoreSOM(tenantID, url string, som []byte, ttl time.Duration) bo
 	_, ok := c.Store(tenantID, SOM, SOMKey(tenantID, url), som, Meta{}, ttl)
 	return ok
 }
+
+// ForgetTenant drops every in-memory entry of a deleted tenant; its
+// negative tier went with its rows.
+func (c *Cache) ForgetTenant(tenantID string) { c.mem.invalidate(tenantID, "") }

@@ -186,3 +186,20 @@ func TestSOMTier(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cache.Stat{CacheType: cache.SOM, Entries: 1, Hits: 1}, stats[2])
 }
+
+func TestForgetTenantDropsOnlyItsEntries(t *testing.T) {
+	c, _ := newCache(t, 1<<20)
+	for _, tenantID := range []string{"t_gone", "t_kept"} {
+		for _, tier := range []cache.Tier{cache.ExactResponse, cache.ToolResult} {
+			_, ok := c.Store(tenantID, tier, "k", []byte("answer"), cache.Meta{}, 0)
+			require.True(t, ok)
+		}
+	}
+	c.ForgetTenant("t_gone")
+	for _, tier := range []cache.Tier{cache.ExactResponse, cache.ToolResult} {
+		_, f := c.Lookup("t_gone", tier, "k")
+		assert.Equal(t, cache.Miss, f, "a deleted tenant's %s entry is gone", tier)
+		_, f = c.Lookup("t_kept", tier, "k")
+		assert.Equal(t, cache.Fresh, f, "another tenant's %s entry stays", tier)
+	}
+}

@@ -387,3 +387,89 @@ func (s *Server) acceptInvite(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, signedIn{User: res.User, TenantID: res.TenantID, OrgName: res.OrgName})
 	return nil
 }
+
+type memberResponse struct {
+	Member accounts.Member `json:"member"`
+}
+
+func (s *Server) setMemberRole(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Role string `json:"role"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	m, err := s.Accounts.SetRole(r.Context(), identity(r), r.PathValue("userId"), body.Role)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, memberResponse{Member: m})
+	return nil
+}
+
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Accounts.RemoveMember(r.Context(), identity(r), r.PathValue("userId")); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, okResponse{OK: true})
+	return nil
+}
+
+// leftOrg answers leaving or deleting an org: the org the session moved
+// to, or null when the person has none left and the session ended.
+type leftOrg struct {
+	ActiveOrg *accounts.Org `json:"activeOrg"`
+}
+
+// moveSession moves r's session to next, or ends it when next is nil.
+func (s *Server) moveSession(w http.ResponseWriter, r *http.Request, next *accounts.Org) error {
+	if next == nil {
+		return s.Sessions.End(r.Context(), w, r)
+	}
+	return s.Sessions.Switch(r.Context(), w, r, identity(r).UserID, next.TenantID)
+}
+
+func (s *Server) leaveOrg(w http.ResponseWriter, r *http.Request) error {
+	next, err := s.Accounts.Leave(r.Context(), identity(r))
+	if err != nil {
+		return err
+	}
+	if err := s.moveSession(w, r, next); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, leftOrg{ActiveOrg: next})
+	return nil
+}
+
+func (s *Server) deleteOrg(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Confirm string `json:"confirm"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	next, err := s.Accounts.DeleteOrg(r.Context(), identity(r), body.Confirm)
+	if err != nil {
+		return err
+	}
+	if err := s.moveSession(w, r, next); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, okResponse{OK: true})
+	return nil
+}
+
+func (s *Server) resendVerification(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitAddress(r, abuseBucket); err != nil {
+		return err
+	}
+	if err := s.Accounts.ResendVerification(r.Context(), identity(r)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		Sent bool `json:"sent"`
+	}{true})
+	return nil
+}

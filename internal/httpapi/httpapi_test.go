@@ -52,6 +52,7 @@ type testServer struct {
 	webDNS *recordingDNS
 	// checkpoints signs the ledger's checkpoints when a test seals them.
 	checkpoints *ledger.Checkpointer
+	recorder    *ledger.Recorder
 	clock       *fakeclock.Clock
 }
 
@@ -177,6 +178,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
 	ts.store, ts.keys, ts.jobs, ts.cache = a.Store, a.Keys, a.Jobs, a.Cache
 	ts.accounts, ts.sessions, ts.learning, ts.checkpoints = a.Accounts, a.Sessions, a.Learning, a.Checkpoints
+	ts.recorder = a.Recorder
 	ts.jobs.Register("test.ok", func(context.Context, jobs.Job) error { return nil })
 	ts.jobs.Register("test.bad", func(context.Context, jobs.Job) error { return jobs.Permanent(errors.New("refused by the test")) })
 	// Whatever a test did through the API, every run it left matches the

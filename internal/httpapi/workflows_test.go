@@ -41,10 +41,12 @@ func TestOnboardingThroughSeedDemoAndFirstRun(t *testing.T) {
 
 	res = ts.call(t, "POST", "/api/v1/orgs/active/seed-demo", bootstrap, "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Len(t, res.json["runs"], demoRuns, "the demo traffic, replayed")
+	delete(res.json, "runs")
 	assert.Equal(t, map[string]any{
 		"created":    names(triageWF, demoAgt),
 		"skipped":    names(none, none),
-		"onboarding": onboarding(1, 1, false, false),
+		"onboarding": onboarding(1, 1, true, false),
 	}, res.json)
 
 	list := ts.call(t, "GET", "/api/v1/workflows", bootstrap, "").json["workflows"].([]any)
@@ -63,8 +65,7 @@ func TestOnboardingThroughSeedDemoAndFirstRun(t *testing.T) {
 	require.Len(t, agents, 1)
 	agent := agents[0].(map[string]any)
 	assert.Equal(t, workflows.DemoAgent, agent["name"])
-	assert.Equal(t, "unverified", agent["trust"])
-	assert.InDelta(t, 0, agent["runCount"], 0)
+	assert.InDelta(t, demoRuns, agent["runCount"], 0, "the demo's calls are the demo agent's")
 
 	// Seeding again creates nothing and says so.
 	res = ts.call(t, "POST", "/api/v1/orgs/active/seed-demo", bootstrap, "")
@@ -73,8 +74,6 @@ func TestOnboardingThroughSeedDemoAndFirstRun(t *testing.T) {
 	assert.Equal(t, names(triageWF, demoAgt), res.json["skipped"])
 	assert.Len(t, ts.call(t, "GET", "/api/v1/workflows", bootstrap, "").json["workflows"], 1)
 
-	// The first call shows at once: onboarding syncs the run recorder.
-	ts.chatRun(t, bootstrap, triage)
 	res = ts.call(t, "GET", "/api/v1/orgs/active/onboarding", bootstrap, "")
 	assert.Equal(t, onboarding(1, 1, true, false), res.json)
 
@@ -87,8 +86,8 @@ func TestOnboardingThroughSeedDemoAndFirstRun(t *testing.T) {
 	require.Len(t, seeds, 2, "each seed-demo is audited")
 	assert.Equal(t, "bootstrap", seeds[0]["actor"])
 	assert.Equal(t, workflows.SupportTriageID, seeds[0]["target"])
-	assert.Equal(t, map[string]any{"created": names(none, none), "skipped": names(triageWF, demoAgt)}, seeds[0]["details"],
-		"newest first")
+	assert.Equal(t, map[string]any{"created": names(none, none), "skipped": names(triageWF, demoAgt), "runs": float64(demoRuns)},
+		seeds[0]["details"], "newest first")
 }
 
 func keysOf(m map[string]any) []string {
@@ -124,7 +123,7 @@ func TestSeedDemoSkipsNamesInUse(t *testing.T) {
 	assert.Equal(t, "", wf["template"])
 	assert.Equal(t, map[string]any{"steps": []any{}}, wf["definition"])
 	agent := ts.call(t, "GET", "/api/v1/agents", bootstrap, "").json["agents"].([]any)[0].(map[string]any)
-	assert.InDelta(t, 1, agent["runCount"], 0, "the agent keeps its runs")
+	assert.InDelta(t, 1+demoRuns, agent["runCount"], 0, "the agent keeps its runs")
 }
 
 func TestSeedDemoNeedsAnAdmin(t *testing.T) {
@@ -186,7 +185,9 @@ func TestWorkflowsAndOnboardingTenantIsolation(t *testing.T) {
 	res := ts.call(t, "POST", "/api/v1/orgs/active/seed-demo", theirs, "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	assert.Equal(t, names(triageWF, demoAgt), res.json["created"])
-	assert.Equal(t, onboarding(1, 1, false, false), res.json["onboarding"])
+	assert.Equal(t, onboarding(1, 1, true, false), res.json["onboarding"])
+	assert.InDelta(t, demoRuns, ts.call(t, "GET", "/api/v1/runs?limit=1", theirs, "").json["total"], 0, "their demo's runs, only")
+	assert.InDelta(t, demoRuns+1, ts.call(t, "GET", "/api/v1/runs?limit=1", bootstrap, "").json["total"], 0)
 	mine := ts.call(t, "GET", "/api/v1/workflows", bootstrap, "").json["workflows"].([]any)
 	theirList := ts.call(t, "GET", "/api/v1/workflows", theirs, "").json["workflows"].([]any)
 	require.Len(t, mine, 1)
@@ -216,5 +217,5 @@ func TestDemoSamplesReplayThroughTheGateway(t *testing.T) {
 	}
 	agents := ts.call(t, "GET", "/api/v1/agents", bootstrap, "").json["agents"].([]any)
 	require.Len(t, agents, 1)
-	assert.InDelta(t, len(def.Samples), agents[0].(map[string]any)["runCount"], 0)
+	assert.InDelta(t, len(def.Samples)+demoRuns, agents[0].(map[string]any)["runCount"], 0)
 }

@@ -186,6 +186,19 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
+// ForgetTenant takes a deleted tenant's artifacts out of the serving
+// index, under its reload lock, so that a reload that read them before the
+// deletion cannot put them back.
+func (s *Service) ForgetTenant(tenantID string) {
+	mu, _ := s.reloading.LoadOrStore(tenantID, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	s.index.mu.Lock()
+	delete(s.index.m, tenantID)
+	s.index.mu.Unlock()
+	s.reloading.Delete(tenantID)
+}
+
 // reload rebuilds one tenant's part of the serving index. Reloads of a
 // tenant run one at a time, read and swap together, so that one that read
 // the artifacts before a quarantine cannot finish after the reload that

@@ -492,3 +492,69 @@ func (s *Store) sessionWrite(ctx context.Context, query string, args ...any) err
 		return err
 	})
 }
+
+// Member returns userID's membership of tenantID.
+func (s *Store) Member(ctx context.Context, tenantID, userID string) (accounts.Member, error) {
+	return scanMember(s.read.QueryRowContext(ctx, `SELECT u.id, u.email, u.name, m.role FROM memberships m
+		JOIN users u ON u.id = m.user_id WHERE m.tenant_id = ? AND m.user_id = ?`, tenantID, userID))
+}
+
+func scanMember(row interface{ Scan(...any) error }) (accounts.Member, error) {
+	var m accounts.Member
+	err := row.Scan(&m.UserID, &m.Email, &m.Name, &m.Role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, errs.NotFoundf("member not found")
+	}
+	return m, err
+}
+
+// keepsAnOwner returns accounts.ErrLastOwner when the tenant has no owner
+// left, so that the transaction that made it so rolls back.
+func keepsAnOwner(ctx context.Context, tx *sql.Tx, tenantID string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memberships WHERE tenant_id = ? AND role = ?`,
+		tenantID, auth.RoleOwner).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return accounts.ErrLastOwner
+	}
+	return nil
+}
+
+// SetMemberRole sets userID's role in tenantID, unless that leaves the
+// tenant without an owner.
+func (s *Store) SetMemberRole(ctx context.Context, tenantID, userID, role string) (accounts.Member, error) {
+	var m accounts.Member
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE memberships SET role = ? WHERE tenant_id = ? AND user_id = ?`, role, tenantID, userID)
+		if err != nil {
+			return err
+		}
+		if err := expectOne(res, "member not found"); err != nil {
+			return err
+		}
+		if err := keepsAnOwner(ctx, tx, tenantID); err != nil {
+			return err
+		}
+		m, err = scanMember(tx.QueryRowContext(ctx, `SELECT u.id, u.email, u.name, m.role FROM memberships m
+			JOIN users u ON u.id = m.user_id WHERE m.tenant_id = ? AND m.user_id = ?`, tenantID, userID))
+		return err
+	})
+	return m, err
+}
+
+// RemoveMember ends userID's membership of tenantID, unless that leaves
+// the tenant without an owner.
+func (s *Store) RemoveMember(ctx context.Context, tenantID, userID string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM memberships WHERE tenant_id = ? AND user_id = ?`, tenantID, userID)
+		if err != nil {
+			return err
+		}
+		if err := expectOne(res, "member not found"); err != nil {
+			return err
+		}
+		return keepsAnOwner(ctx, tx, tenantID)
+	})
+}

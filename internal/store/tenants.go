@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
@@ -65,4 +66,42 @@ func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// tenantTables are the tables that hold a tenant's records, each by its
+// tenant_id column, in the order DeleteOrg empties them: a table before
+// the tables it references. A test lists every table with a tenant_id
+// column and fails when one keeps a deleted tenant's rows.
+var tenantTables = []string{
+	"ledger_checkpoints", "ledger_entries",
+	"artifact_evaluations", "artifacts", "patterns", "learning_reports",
+	"side_effects", "feedback", "run_events", "deleted_responses", "runs", "approvals", "agents",
+	"web_snapshots", "web_fetches", "negative_cache", "jobs",
+	"workflows", "onboarding", "org_invites", "memberships", "api_keys", "settings", "audit_events",
+}
+
+// DeleteOrg deletes the tenant and every record of it in one transaction.
+// The ledger's triggers let its entries and checkpoints go only once the
+// tenant is gone, so the tenant's row goes first (foreign keys are checked
+// at the commit). Sessions that had it active heal to the person's first
+// membership when they are next read.
+func (s *Store) DeleteOrg(ctx context.Context, tenantID string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM tenants WHERE id = ?`, tenantID)
+		if err != nil {
+			return err
+		}
+		if err := expectOne(res, "organization not found"); err != nil {
+			return err
+		}
+		for _, table := range tenantTables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE tenant_id = ?`, tenantID); err != nil {
+				return fmt.Errorf("delete from %s: %w", table, err)
+			}
+		}
+		return nil
+	})
 }
