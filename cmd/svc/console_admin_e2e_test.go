@@ -215,6 +215,28 @@ func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
 	b.WaitText(`#audit-events tr[data-action="settings.update"]`, "allow")
 	shoot(t, b, "audit")
 
+	// Paged: fifty events at a time, older ones on request, none twice.
+	for i := range 60 {
+		status, out := p.call(t, "PUT", "/api/v1/settings", "", fmt.Sprintf(`{"key":"approval_pending_limit","value":%d}`, i+1))
+		require.Equal(t, http.StatusOK, status, out)
+	}
+	updates := b.Fetch("GET", "/api/v1/audit?action=settings.update&limit=1000")
+	require.Equal(t, http.StatusOK, updates.Status)
+	total := len(updates.Body["events"].([]any))
+	require.Greater(t, total, 60)
+	visit(b, p, "audit?action=settings.update", "Audit")
+	b.WaitText("#audit-more", "Older events")
+	assert.Equal(t, 50, count(b, "#audit-events tbody tr"))
+	b.Click("#audit-more")
+	b.WaitText("#audit-events + .toolbar", "That is the whole trail for these filters.")
+	assert.Equal(t, total, count(b, "#audit-events tbody tr"), "every event, once")
+	shown := browsertest.Run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#audit-events tbody tr')].map((tr) => tr.dataset.event)`))
+	want := make([]string, total)
+	for i, e := range updates.Body["events"].([]any) {
+		want[i] = e.(map[string]any)["id"].(string)
+	}
+	assert.Equal(t, want, shown, "newest first, as the API lists them")
+
 	// Jobs, by state: the learning timer queues a pass every second, and
 	// the new artifact's webhook fails at the receiver and waits for its
 	// retry, its error shown.

@@ -5,6 +5,7 @@
 import { h, clear, field, form, table, badge, button } from '../lib/dom.js';
 import { time } from '../lib/format.js';
 import { page, api, qs } from '../lib/ui.js';
+import { fieldProblem } from '../lib/forms.js';
 
 const PAGE = 50;
 const DECISIONS = ['allow', 'deny', 'require_approval'];
@@ -19,7 +20,8 @@ export async function render(ctx) {
     since: q.get('since') || '',
     until: q.get('until') || '',
   };
-  ctx.root.append(filterForm(ctx, filters));
+  const filterBox = filterForm(ctx, filters);
+  ctx.root.append(filterBox);
   const names = await actorNames(ctx);
   if (!ctx.current()) return;
   const box = h('div', { id: 'audit-events' });
@@ -30,10 +32,14 @@ export async function render(ctx) {
   // next loads the page of events older than the oldest shown.
   const next = async () => {
     const params = { ...filters, limit: PAGE };
-    if (events.length) params.until = events[events.length - 1].at;
+    // until is exclusive: ask up to just after the oldest event shown, so
+    // that others of the same millisecond come too (the shown ones are
+    // dropped by id).
+    if (events.length) params.until = new Date(Date.parse(events[events.length - 1].at) + 1).toISOString();
     const res = await api('GET', '/api/v1/audit' + qs(params));
     if (!ctx.current()) return;
     if (!res.ok) {
+      fieldProblem(filterBox, res.error);
       clear(more, h('p', { class: 'status', role: 'alert', dataset: { kind: 'error' } }, 'The audit trail could not be loaded: ' + res.error.message));
       return;
     }
@@ -123,7 +129,10 @@ function draw(box, events, filters, names) {
     { label: 'Details', cell: (e) => details(e.details) },
   ], events, any ? 'No events match these filters.' : 'No events yet.'));
   const trs = box.querySelectorAll('tbody tr');
-  events.forEach((e, i) => trs[i].setAttribute('data-action', e.action));
+  events.forEach((e, i) => {
+    trs[i].setAttribute('data-action', e.action);
+    trs[i].setAttribute('data-event', e.id);
+  });
 }
 
 // target links the record an event names when the console has a page for it.
