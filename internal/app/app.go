@@ -87,6 +87,9 @@ type Options struct {
 	Argon2 auth.Argon2Params
 	// Files are the dashboard's files; nil is the embedded ones.
 	Files fs.FS
+	// StreamPing is how often a live stream of runs with nothing to send
+	// pings; zero is httpapi.DefaultStreamPing.
+	StreamPing time.Duration
 }
 
 // App is one svc: New builds it, Start runs it, Close stops it. Its
@@ -262,7 +265,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	approvals := approval.NewService(a.Store, settingsService, now)
 	governor := governance.New(governance.Options{
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
-		Logger: log.Named("policy"),
+		Verdicts: a.Store, Logger: log.Named("policy"),
 	})
 	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now})
 	runs := ledger.NewService(a.Store, recorder, nil)
@@ -321,8 +324,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Gateway:          gw,
 		Runs:             runs,
 		DeletedResponses: a.Store,
+		Feed:             recorder.Feed(),
+		StreamPing:       o.StreamPing,
 		Ledger:           a.Checkpoints,
 		Governor:         governor,
+		Reload:           a.ReloadPolicies,
 		Tracer:           governance.NewTracer(runs, a.Store, governor),
 		Approvals:        approvals,
 		Cache:            a.Cache,
@@ -387,6 +393,9 @@ func (a *App) Start(ctx context.Context) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       a.Logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+	// Shutdown waits for requests to finish, and a live stream of runs
+	// never does by itself: the feed's close ends them as shutdown begins.
+	server.RegisterOnShutdown(a.Recorder.Feed().Close)
 	go func() {
 		if err := server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
 			a.failed <- err
@@ -406,14 +415,18 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// ReloadPolicies loads SVC_POLICY_DIR again. A folder that does not load
-// leaves the rules in force, and the log says why.
-func (a *App) ReloadPolicies() {
-	if err := a.Policies.Reload(); err != nil {
+// ReloadPolicies loads SVC_POLICY_DIR again: on SIGHUP, and for POST
+// /api/v1/policies/reload. A folder that does not load leaves the rules in
+// force, and the log and the error say why; the status is the policies'
+// from then on (GET /api/v1/policies shows it).
+func (a *App) ReloadPolicies() (policy.Status, error) {
+	st, err := a.Policies.Reload()
+	if err != nil {
 		a.Logger.Error("policy reload refused; the previous rules stay in force", "error", err)
-		return
+		return st, err
 	}
-	a.Logger.Info("policies reloaded", "rules", len(a.Policies.Set().Rules()))
+	a.Logger.Info("policies reloaded", "rules", st.Rules)
+	return st, nil
 }
 
 // Failed delivers an error when the server stops on its own.
@@ -423,12 +436,13 @@ func (a *App) Failed() <-chan error { return a.failed }
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
 // Close stops in reverse order of start: the timers, the HTTP server (which
-// lets in-flight requests finish), the job workers (which finish the
-// attempts they run; queued jobs wait for the next start), the learning
-// flusher (which stores the pending shadow evidence), the profiler, the web
-// sessions, the recorder (which stores what is journaled), the checkpointer
-// (whose last checkpoint covers it), the mailer, the plugins, then the
-// database. A second Close does nothing.
+// ends the live streams of runs and lets in-flight requests finish), the
+// job workers (which finish the attempts they run; queued jobs wait for the
+// next start), the learning flusher (which stores the pending shadow
+// evidence), the profiler, the web sessions, the recorder (which ends the
+// live streams of runs no server ended and stores what is journaled), the
+// checkpointer (whose last checkpoint covers it), the mailer, the plugins,
+// then the database. A second Close does nothing.
 func (a *App) Close() error {
 	a.mu.Lock()
 	a.closed = true

@@ -253,3 +253,31 @@ func TestRefusedSecondSvcSignsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, total, "the refused svc signed a checkpoint in the database it was refused")
 }
+
+// A live stream of runs does not hold up Close: the server's shutdown ends
+// it, where it would otherwise wait for it until SVC_SHUTDOWN_TIMEOUT and
+// fail.
+func TestCloseEndsTheLiveStreams(t *testing.T) {
+	provider := &heldProvider{called: make(chan struct{}), release: make(chan struct{})}
+	a, err := app.New(context.Background(), app.Options{
+		Config: configFor(t, map[string]string{"SVC_SHUTDOWN_TIMEOUT": "20s"}), DataDir: t.TempDir(),
+		Provider: provider, Mailer: noMail{},
+	})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(context.Background()))
+	res, err := http.Get("http://" + a.Addr() + "/api/v1/runs/stream")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	_, err = io.Copy(io.Discard, res.Body)
+	assert.NoError(t, err, "the stream ends cleanly")
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits for the stream")
+	}
+}

@@ -6,6 +6,7 @@ package audit
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,11 +34,20 @@ type Event struct {
 	Details  map[string]any `json:"details"`
 }
 
-// Filter narrows a listing.
+// Filter narrows a listing. Empty fields match every event.
 type Filter struct {
-	Decision string // empty for all
-	Limit    int
+	Decision string
+	// Action and Actor match exactly ("key.create", "user:usr_…").
+	Action string
+	Actor  string
+	// Since and Until bound the event's time: Since included, Until not.
+	Since time.Time
+	Until time.Time
+	Limit int
 }
+
+// maxFilterText bounds a filter's text fields.
+const maxFilterText = 200
 
 // Page sizes of a listing.
 const (
@@ -51,6 +61,14 @@ func (f *Filter) Validate() error {
 	case "", Allow, Deny, RequireApproval:
 	default:
 		return errs.Invalidf("decision", "decision must be one of allow, deny, require_approval")
+	}
+	for _, p := range []struct{ name, v string }{{"action", f.Action}, {"actor", f.Actor}} {
+		if len(p.v) > maxFilterText || !utf8.ValidString(p.v) {
+			return errs.Invalidf(p.name, "%s must be text of at most %d bytes", p.name, maxFilterText)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return errs.Invalidf("until", "until must be later than since")
 	}
 	var err error
 	f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit)

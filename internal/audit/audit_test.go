@@ -26,6 +26,16 @@ func TestFilterValidate(t *testing.T) {
 	for _, bad := range []audit.Filter{{Limit: -1}, {Decision: "maybe"}} {
 		assert.Equal(t, errs.Invalid, errs.KindOf(bad.Validate()))
 	}
+	at := time.Unix(1_700_000_000, 0)
+	for param, bad := range map[string]audit.Filter{
+		"action": {Action: string(make([]byte, 201))},
+		"actor":  {Actor: "\xff"},
+		"until":  {Since: at, Until: at},
+	} {
+		err := bad.Validate()
+		assert.Equal(t, errs.Invalid, errs.KindOf(err), param)
+		assert.Equal(t, param, errs.As(err).Param, param)
+	}
 }
 
 func TestRecordFillsIDAndTimeAndSurvivesCancellation(t *testing.T) {

@@ -43,6 +43,8 @@ type Governor struct {
 	audit     *audit.Log
 	notify    Notifier
 	standings *standings
+	verdicts  VerdictStore
+	now       func() time.Time
 	logger    hclog.Logger
 }
 
@@ -53,7 +55,13 @@ type Options struct {
 	Audit     *audit.Log
 	Notifier  Notifier // may be nil
 	Agents    AgentStore
-	Logger    hclog.Logger
+	// Verdicts reads the recorded verdicts back, for the rules' matches
+	// (see verdicts.go); nil counts none.
+	Verdicts VerdictStore
+	// Now is the clock the matches of the last hour and day are counted
+	// by: the audit trail's; nil is time.Now.
+	Now    func() time.Time
+	Logger hclog.Logger
 }
 
 // New returns a governor.
@@ -61,8 +69,14 @@ func New(o Options) *Governor {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Verdicts == nil {
+		o.Verdicts = noVerdicts{}
+	}
 	return &Governor{policies: o.Policies, approvals: o.Approvals, audit: o.Audit, notify: o.Notifier,
-		standings: newStandings(o.Agents), logger: o.Logger}
+		standings: newStandings(o.Agents), verdicts: o.Verdicts, now: o.Now, logger: o.Logger}
 }
 
 // Decision is governance's answer on one call.

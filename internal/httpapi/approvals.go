@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/svc-gateway/svc/internal/approval"
-	"github.com/svc-gateway/svc/internal/policy"
 )
 
 // approvalList answers GET /api/v1/approvals.
@@ -15,11 +14,6 @@ type approvalList struct {
 // approvalAnswer answers a decision on one approval.
 type approvalAnswer struct {
 	Approval approval.Approval `json:"approval"`
-}
-
-// policyList answers GET /api/v1/policies.
-type policyList struct {
-	Policies []policy.Rule `json:"policies"`
 }
 
 // listApprovals is GET /api/v1/approvals: newest first; query status
@@ -56,11 +50,5 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approve bool) er
 		return err
 	}
 	writeJSON(w, http.StatusOK, approvalAnswer{Approval: a})
-	return nil
-}
-
-// listPolicies is GET /api/v1/policies: the rules in force.
-func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, policyList{Policies: s.Governor.Rules()})
 	return nil
 }

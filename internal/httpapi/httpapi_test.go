@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -54,7 +55,12 @@ type testServer struct {
 	checkpoints *ledger.Checkpointer
 	recorder    *ledger.Recorder
 	clock       *fakeclock.Clock
+	// handler is svc's handler, for a test that serves it another way.
+	handler http.Handler
 }
+
+// testStreamPing is how often the live streams of the tests ping.
+const testStreamPing = 20 * time.Millisecond
 
 // recordingDNS records the names looked up and answers those of
 // webhookHosts; any other is "no such host".
@@ -173,6 +179,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Notifier:        ts.notified,
 		Argon2:          testArgon2,
 		Files:           fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
+		StreamPing:      testStreamPing,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
@@ -198,7 +205,8 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		require.NoError(t, err)
 		assert.Empty(t, r.Problems, "the runs the test left do not match the ledger")
 	})
-	ts.Server = httptest.NewServer(a.Handler())
+	ts.handler = a.Handler()
+	ts.Server = httptest.NewServer(ts.handler)
 	t.Cleanup(ts.Close)
 	return ts
 }
@@ -487,6 +495,35 @@ func TestAuditQuery(t *testing.T) {
 	assert.Empty(t, ts.call(t, "GET", "/api/v1/audit?decision=deny", bootstrap, "").json["events"])
 	for _, q := range []string{"limit=abc", "limit=-1", "decision=maybe"} {
 		assert.Equal(t, http.StatusBadRequest, ts.call(t, "GET", "/api/v1/audit?"+q, bootstrap, "").status, q)
+	}
+}
+
+func TestAuditFilters(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	id, _ := ts.createKey(t, bootstrap, `{"name":"k","mode":"observe"}`)
+	require.Equal(t, http.StatusOK, ts.call(t, "POST", "/api/v1/keys/"+id+"/revoke", bootstrap, "").status)
+	events := func(q string) []any {
+		t.Helper()
+		res := ts.call(t, "GET", "/api/v1/audit?"+q, bootstrap, "")
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		return res.json["events"].([]any)
+	}
+	revoked := events("action=key.revoke")
+	require.Len(t, revoked, 1)
+	e := revoked[0].(map[string]any)
+	assert.Equal(t, id, e["target"])
+	assert.Len(t, events("actor="+url.QueryEscape(e["actor"].(string))), 2)
+	assert.Empty(t, events("actor=user:nobody"))
+	at := e["at"].(string)
+	assert.Len(t, events("action=key.revoke&since="+url.QueryEscape(at)), 1, "since is included")
+	assert.Empty(t, events("action=key.revoke&until="+url.QueryEscape(at)), "until is not")
+	for _, tc := range []struct{ q, param string }{
+		{"since=soon", "since"}, {"until=1", "until"}, {"since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "until"},
+		{"action=" + strings.Repeat("a", 201), "action"}, {"actor=%FF", "actor"},
+	} {
+		res := ts.call(t, "GET", "/api/v1/audit?"+tc.q, bootstrap, "")
+		assert.Equal(t, http.StatusBadRequest, res.status, tc.q)
+		assert.Equal(t, tc.param, res.json["error"].(map[string]any)["param"], tc.q)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/browse"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -83,7 +84,9 @@ func answerTypes() (answers, requests map[string]any) {
 		"POST /api/v1/cache/invalidate":          cacheInvalidated{},
 		"POST /api/v1/tool-cache/check":          toolCacheCheckAnswer{},
 		"POST /api/v1/tool-cache/store":          toolCacheStored{},
-		"GET /api/v1/policies":                   policyList{},
+		"GET /api/v1/policies":                   governance.Policies{},
+		"GET /api/v1/policies/{id}/verdicts":     verdictList{},
+		"POST /api/v1/policies/reload":           reloadAnswer{},
 		"GET /api/v1/approvals":                  approvalList{},
 		"POST /api/v1/approvals/{id}/approve":    approvalAnswer{},
 		"POST /api/v1/approvals/{id}/reject":     approvalAnswer{},

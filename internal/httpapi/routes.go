@@ -52,6 +52,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /api/v1/audit", s.api(s.listAudit))
 
 	s.mux.Handle("GET /api/v1/runs", s.api(s.listRuns))
+	s.mux.Handle("GET /api/v1/runs/stream", s.api(s.streamRuns))
 	s.mux.Handle("GET /api/v1/runs/{id}", s.api(s.getRun))
 	s.mux.Handle("GET /api/v1/runs/{id}/integrity", s.api(s.runIntegrity))
 	s.mux.Handle("GET /api/v1/runs/{id}/replay-bundle", s.api(s.replayBundle))
@@ -68,6 +69,8 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /api/v1/tool-cache/store", s.api(s.toolCacheStore))
 
 	s.mux.Handle("GET /api/v1/policies", s.api(s.listPolicies))
+	s.mux.Handle("GET /api/v1/policies/{id}/verdicts", s.api(s.policyVerdicts))
+	s.mux.Handle("POST /api/v1/policies/reload", s.admin(s.reloadPolicies))
 	s.mux.Handle("GET /api/v1/approvals", s.api(s.listApprovals))
 	s.mux.Handle("POST /api/v1/approvals/{id}/approve", s.admin(s.approve))
 	s.mux.Handle("POST /api/v1/approvals/{id}/reject", s.admin(s.reject))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -37,11 +38,18 @@ type runList struct {
 	Total int          `json:"total"`
 }
 
-// listRuns is GET /api/v1/runs: newest first; query route, status, limit,
-// offset.
+// listRuns is GET /api/v1/runs: newest first; query route, status, app,
+// agent, model, since, until, q, limit, offset.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	f := ledger.Filter{Route: r.URL.Query().Get("route"), Status: r.URL.Query().Get("status")}
+	f := runFilter(r)
 	var err error
+	if f.Since, err = queryTime(r, "since"); err != nil {
+		return err
+	}
+	if f.Until, err = queryTime(r, "until"); err != nil {
+		return err
+	}
+	f.Q = r.URL.Query().Get("q")
 	if f.Limit, f.Offset, err = queryPage(r); err != nil {
 		return err
 	}
@@ -51,6 +59,27 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, runList{Runs: runs, Total: total})
 	return nil
+}
+
+// runFilter reads the filter fields the list and the stream of runs share:
+// route, status, app, agent and model; the ledger judges them.
+func runFilter(r *http.Request) ledger.Filter {
+	q := r.URL.Query()
+	return ledger.Filter{Route: q.Get("route"), Status: q.Get("status"), App: q.Get("app"), Agent: q.Get("agent"),
+		Model: q.Get("model")}
+}
+
+// queryTime reads an RFC 3339 time; absent is the zero time.
+func queryTime(r *http.Request, name string) (time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, errs.Invalidf(name, "%s must be a time in RFC 3339 form, such as 2026-01-02T15:04:05Z", name)
+	}
+	return t, nil
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {

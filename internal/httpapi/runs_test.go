@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -230,4 +232,63 @@ func TestRunsTenantIsolation(t *testing.T) {
 	run := ts.run(t, theirToken, theirs)["run"].(map[string]any)
 	assert.Equal(t, "observe", run["mode"], "the key's mode is recorded")
 	assert.Equal(t, 0, len(ts.call(t, "GET", "/api/v1/runs?status=error", theirToken, "").json["runs"].([]any)))
+}
+
+func TestListRunsFilters(t *testing.T) {
+	ts := newServerWith(t, bootstrap, nil, &fakeProvider{})
+	support := ts.chatRun(t, bootstrap, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot")
+	other := ts.chatRun(t, bootstrap, strings.Replace(triage, "charged twice", "billed 100% too much", 1), "X-Svc-App", "billing")
+	bigger := ts.chatRun(t, bootstrap, strings.Replace(triage, "gpt-4o-mini", "gpt-4o", 1), "X-Svc-App", "billing")
+
+	list := func(q string) []string {
+		t.Helper()
+		res := ts.call(t, "GET", "/api/v1/runs?"+q, bootstrap, "")
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		ids := runIDs(res)
+		assert.InDelta(t, len(ids), res.json["total"], 0, q)
+		return ids
+	}
+	assert.Equal(t, []string{support}, list("app=support"))
+	assert.Equal(t, []string{support}, list("agent=triage-bot"))
+	assert.Equal(t, []string{bigger}, list("model=gpt-4o"))
+	assert.Equal(t, []string{bigger, other}, list("app=billing"))
+	assert.Equal(t, []string{other}, list("q=100%25+TOO"), "q searches the request's text, case-insensitive, % literal")
+	assert.Empty(t, list("q=1%25much"), "% is no wildcard")
+	assert.Equal(t, []string{support}, list("q=TRIAGE-bot"), "q searches the agent")
+	assert.Equal(t, []string{other}, list("q="+other), "q searches the id")
+
+	created := func(id string) time.Time {
+		res := ts.call(t, "GET", "/api/v1/runs/"+id, bootstrap, "")
+		at, err := time.Parse(time.RFC3339Nano, res.json["run"].(map[string]any)["createdAt"].(string))
+		require.NoError(t, err)
+		return at
+	}
+	since := created(other).Format(time.RFC3339Nano)
+	assert.NotContains(t, list("since="+url.QueryEscape(since)), support)
+	assert.Contains(t, list("since="+url.QueryEscape(since)), other, "since is included")
+	assert.NotContains(t, list("until="+url.QueryEscape(since)), other, "until is not")
+	assert.Contains(t, list("until="+url.QueryEscape(since)), support)
+
+	// Another tenant's runs never match, and it matches none of these.
+	o, err := ts.store.CreateTenant(context.Background(), "Other")
+	require.NoError(t, err)
+	_, theirToken, err := ts.keys.Create(context.Background(), o.ID, auth.NewKey{Name: "theirs", Mode: auth.Observe})
+	require.NoError(t, err)
+	theirs := ts.chatRun(t, theirToken, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot")
+	assert.Equal(t, []string{support}, list("app=support&q=charged"))
+	assert.Equal(t, []string{theirs}, runIDs(ts.call(t, "GET", "/api/v1/runs?app=support&agent=triage-bot&q=charged", theirToken, "")))
+
+	for _, tc := range []struct{ q, param string }{
+		{"since=yesterday", "since"},
+		{"until=2026-13-01T00:00:00Z", "until"},
+		{"since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "until"},
+		{"q=" + strings.Repeat("x", 201), "q"},
+		{"app=" + strings.Repeat("x", 201), "app"},
+		{"agent=%FF", "agent"},
+		{"model=" + strings.Repeat("x", 201), "model"},
+	} {
+		bad := ts.call(t, "GET", "/api/v1/runs?"+tc.q, bootstrap, "")
+		assert.Equal(t, http.StatusBadRequest, bad.status, tc.q)
+		assert.Equal(t, tc.param, bad.json["error"].(map[string]any)["param"], tc.q)
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -54,11 +55,18 @@ type Deps struct {
 	Runs     *ledger.Service
 	// DeletedResponses keeps which responses the Responses API deleted.
 	DeletedResponses ResponseDeletions
+	// Feed publishes each recorded run to the live streams of its tenant;
+	// StreamPing is how often an idle stream pings (0 is
+	// DefaultStreamPing).
+	Feed       *ledger.Feed
+	StreamPing time.Duration
 	// Ledger lists the signed checkpoints of the run ledger and its key.
 	Ledger *ledger.Checkpointer
 	// Governor applies policies; Tracer appends traced events through it.
-	Governor  *governance.Governor
-	Tracer    *governance.Tracer
+	Governor *governance.Governor
+	Tracer   *governance.Tracer
+	// Reload loads the policy folder again, as SIGHUP does.
+	Reload    func() (policy.Status, error)
 	Approvals *approval.Service
 	Cache     *cache.Cache
 	Jobs      *jobs.Queue
@@ -103,6 +111,8 @@ type Server struct {
 	csrf    *http.CrossOriginProtection
 	files   http.Handler // the dashboard's file server
 	handler http.Handler
+	// streamPing is StreamPing, its default filled.
+	streamPing time.Duration
 }
 
 // New builds the server and its routes.
@@ -110,7 +120,10 @@ func New(d Deps) *Server {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Server{Deps: d, log: d.Logger, mux: http.NewServeMux(), files: http.FileServerFS(d.Web)}
+	s := &Server{Deps: d, log: d.Logger, mux: http.NewServeMux(), files: http.FileServerFS(d.Web), streamPing: d.StreamPing}
+	if s.streamPing <= 0 {
+		s.streamPing = DefaultStreamPing
+	}
 	every := time.Duration(0)
 	if d.Config.RateLimit > 0 {
 		every = time.Minute / time.Duration(d.Config.RateLimit)

@@ -66,7 +66,7 @@ func (s *Server) seedDemo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	runs, err := s.Workflows.ReplayDemo(r.Context(), demoGateway{s.Gateway}, id)
+	runs, err := s.Workflows.ReplayDemo(r.Context(), demoGateway{s.Gateway}, id, s.Config.ProviderName() == "mock")
 	s.Audit.Record(r.Context(), audit.Event{
 		TenantID: id.TenantID, Actor: id.Actor(), Action: "org.seed_demo", Decision: audit.Allow,
 		Target: workflows.SupportTriageID, Details: map[string]any{"created": res.Created, "skipped": res.Skipped, "runs": len(runs)},

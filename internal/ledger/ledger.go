@@ -110,13 +110,32 @@ type Event struct {
 	Hash     Hash            `json:"hash"`
 }
 
-// Filter narrows a run listing.
+// Filter narrows a run listing. Empty fields match every run.
 type Filter struct {
 	Route  string
 	Status string
+	// App, Agent and Model match exactly.
+	App   string
+	Agent string
+	Model string
+	// Since and Until bound the run's time: Since included, Until not.
+	Since time.Time
+	Until time.Time
+	// Q is a case-insensitive search (ASCII letters fold) for text in the
+	// run's id, model, app, agent, request or answer, among the SearchWindow
+	// newest runs that match the other fields.
+	Q      string
 	Limit  int
 	Offset int
 }
+
+// SearchWindow is how many runs, newest first, a search (Filter.Q) reads
+// at most: a search scans the text of every run it reads, so its cost is
+// bounded by this rather than by the size of the ledger.
+const SearchWindow = 10_000
+
+// maxFilterText bounds a filter's text fields.
+const maxFilterText = 200
 
 // Agent is an agent seen through X-Svc-Agent.
 type Agent struct {

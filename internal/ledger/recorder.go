@@ -69,6 +69,7 @@ func NewRecord(run *Run, events []Event, at time.Time) *Record {
 type Recorder struct {
 	store  Store
 	logger hclog.Logger
+	feed   *Feed
 
 	lock *os.File // held while the recorder is open: one process per journal
 
@@ -130,7 +131,7 @@ func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logg
 		lock.Close()
 		return nil, fmt.Errorf("journal %s: %w", dir, err)
 	}
-	r := &Recorder{store: store, logger: logger, journal: j, lock: lock, storedNow: make(chan struct{}), holdLimit: holdLimit,
+	r := &Recorder{store: store, logger: logger, feed: NewFeed(), journal: j, lock: lock, storedNow: make(chan struct{}), holdLimit: holdLimit,
 		segmentLimit: segmentLimit, poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
 	go r.loop()
 	return r, nil
@@ -189,7 +190,9 @@ func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logg
 }
 
 // Record journals rec and returns once it is durable. The write is not
-// tied to ctx: a run whose client went away is still recorded.
+// tied to ctx: a run whose client went away is still recorded. The run is
+// then published on the Feed: durable, though not yet in the store (a
+// read through Service syncs first, so it finds it).
 func (r *Recorder) Record(_ context.Context, rec *Record) error {
 	// Encode before taking the lock, so that concurrent calls share only
 	// the write itself.
@@ -212,8 +215,12 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 	r.appended++
 	r.mu.Unlock()
 	r.wake()
+	r.feed.Publish(rec.Run)
 	return nil
 }
+
+// Feed is where the recorder publishes each run it journals.
+func (r *Recorder) Feed() *Feed { return r.feed }
 
 func (r *Recorder) wake() {
 	select {
@@ -247,8 +254,8 @@ func (r *Recorder) Sync(ctx context.Context) error {
 	return nil
 }
 
-// Close stores what is journaled and stops. Runs recorded after Close are
-// refused.
+// Close ends the live streams of its Feed, stores what is journaled and
+// stops. Runs recorded after Close are refused.
 func (r *Recorder) Close() {
 	r.mu.Lock()
 	if r.closed {
@@ -257,6 +264,7 @@ func (r *Recorder) Close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.feed.Close()
 	close(r.stop)
 	<-r.exited
 	r.mu.Lock()

@@ -52,6 +52,39 @@ func (s *Service) sync(ctx context.Context) error {
 
 // Validate checks f and fills its default limit.
 func (f *Filter) Validate() error {
+	if err := f.validateFields(); err != nil {
+		return err
+	}
+	if len(f.Q) > maxFilterText || !utf8.ValidString(f.Q) {
+		return errs.Invalidf("q", "q must be text of at most %d bytes", maxFilterText)
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return errs.Invalidf("until", "until must be later than since")
+	}
+	var err error
+	if f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
+		return err
+	}
+	f.Offset, err = paging.Offset(f.Offset)
+	return err
+}
+
+// ValidateMatch checks a live stream's filter: route, status, app, agent
+// and model (see Matches); a search, a time range or paging is refused.
+func (f *Filter) ValidateMatch() error {
+	switch {
+	case f.Q != "":
+		return errs.Invalidf("q", "a live stream cannot search; q is for the list")
+	case !f.Since.IsZero() || !f.Until.IsZero():
+		return errs.Invalidf("since", "a live stream has no time range; since and until are for the list")
+	case f.Limit != 0 || f.Offset != 0:
+		return errs.Invalidf("limit", "a live stream has no pages; limit and offset are for the list")
+	}
+	return f.validateFields()
+}
+
+// validateFields checks the fields a list and a live stream share.
+func (f *Filter) validateFields() error {
 	switch f.Route {
 	case "", RouteLive, RouteExactCache, RouteArtifact, RouteBlocked:
 	default:
@@ -62,12 +95,12 @@ func (f *Filter) Validate() error {
 	default:
 		return errs.Invalidf("status", "status must be ok, error or blocked")
 	}
-	var err error
-	if f.Limit, err = paging.Limit(f.Limit, DefaultLimit, MaxLimit); err != nil {
-		return err
+	for _, p := range []struct{ name, v string }{{"app", f.App}, {"agent", f.Agent}, {"model", f.Model}} {
+		if len(p.v) > maxFilterText || !utf8.ValidString(p.v) {
+			return errs.Invalidf(p.name, "%s must be text of at most %d bytes", p.name, maxFilterText)
+		}
 	}
-	f.Offset, err = paging.Offset(f.Offset)
-	return err
+	return nil
 }
 
 // List returns a page of the tenant's runs, newest first, and how many

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -122,31 +125,70 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // Engine holds the current set and replaces it on reload. Readers take the
 // set once per request and keep it for that request.
 type Engine struct {
-	dir string
-	set atomic.Pointer[Set]
+	dir    string
+	now    func() time.Time
+	set    atomic.Pointer[Set]
+	status atomic.Pointer[Status]
+	mu     sync.Mutex // one reload at a time, so each reports its own outcome
+}
+
+// Status is the outcome of the last load or reload of the folder. Rules
+// counts the rules in force after it: the last good set's when it failed.
+type Status struct {
+	At    time.Time `json:"at"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+	Rules int       `json:"rules"`
 }
 
 // NewEngine loads dir.
 func NewEngine(dir string) (*Engine, error) {
-	e := &Engine{dir: dir}
+	return newEngine(dir, time.Now)
+}
+
+// newEngine is NewEngine with the clock that stamps each load's Status.
+func newEngine(dir string, now func() time.Time) (*Engine, error) {
+	e := &Engine{dir: dir, now: now}
 	set, err := Load(dir)
 	if err != nil {
 		return nil, err
 	}
 	e.set.Store(set)
+	e.status.Store(&Status{At: now().UTC(), OK: true, Rules: len(set.rules)})
 	return e, nil
 }
 
 // Set returns the rules in force.
 func (e *Engine) Set() *Set { return e.set.Load() }
 
+// Status returns the outcome of the last load or reload.
+func (e *Engine) Status() Status { return *e.status.Load() }
+
 // Reload loads the folder again. On any error the rules in force stay and
-// the error says why.
-func (e *Engine) Reload() error {
+// the error says why; either way the Status it returns is the Engine's
+// from then on. The error names files relative to the folder, since it is
+// shown to API callers, who need not know where the folder is.
+func (e *Engine) Reload() (Status, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	set, err := Load(e.dir)
+	st := &Status{At: e.now().UTC(), OK: err == nil}
 	if err != nil {
-		return err
+		err = errors.New(e.relative(err.Error()))
+		st.Error, st.Rules = err.Error(), len(e.Set().rules)
+	} else {
+		e.set.Store(set)
+		st.Rules = len(set.rules)
 	}
-	e.set.Store(set)
-	return nil
+	e.status.Store(st)
+	return *st, err
+}
+
+// relative is msg with the folder's path taken out of the file names in it.
+func (e *Engine) relative(msg string) string {
+	if e.dir == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, e.dir+string(filepath.Separator), "")
+	return strings.ReplaceAll(msg, e.dir, "the policy folder")
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/fakeclock"
 )
 
 // folder writes files into a new folder and returns it.
@@ -167,18 +169,28 @@ func TestFilesLoadInNameOrderAndOthersAreIgnored(t *testing.T) {
 
 func TestReloadKeepsTheLastGoodSet(t *testing.T) {
 	dir := folder(t, map[string]string{"p.yaml": "policies:\n" + rule("old", "chat", "true", "deny")})
-	e, err := NewEngine(dir)
+	clock := fakeclock.New(time.Unix(1_800_000_000, 0))
+	e, err := newEngine(dir, clock.Now)
 	require.NoError(t, err)
+	assert.Equal(t, Status{At: clock.Now().UTC(), OK: true, Rules: 1}, e.Status(), "the first load")
 
+	clock.Advance(time.Minute)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("policies:\n"+rule("broken", "chat", "nonsense(", "deny")), 0o600))
-	err = e.Reload()
+	st, err := e.Reload()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "p.yaml")
 	assert.Contains(t, err.Error(), `rule "broken"`)
+	assert.NotContains(t, err.Error(), dir, "the error does not say where the folder is")
+	assert.Equal(t, Status{At: clock.Now().UTC(), OK: false, Error: err.Error(), Rules: 1}, st)
+	assert.Equal(t, st, e.Status())
 	assert.Equal(t, []string{"old"}, ids(e.Set().Evaluate(context.Background(), Chat, chatInput())), "the last good rules stay in force")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("policies:\n"+rule("new", "chat", "true", "require_approval")), 0o600))
-	require.NoError(t, e.Reload())
+	clock.Advance(time.Minute)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("policies:\n"+rule("new", "chat", "true", "require_approval")+rule("new2", "tool", "true", "deny")), 0o600))
+	st, err = e.Reload()
+	require.NoError(t, err)
+	assert.Equal(t, Status{At: clock.Now().UTC(), OK: true, Rules: 2}, st)
+	assert.Equal(t, st, e.Status())
 	assert.Equal(t, []string{"new"}, ids(e.Set().Evaluate(context.Background(), Chat, chatInput())))
 }
 

@@ -29,9 +29,19 @@ func (s *Store) AppendAudit(ctx context.Context, e *audit.Event) error {
 func (s *Store) ListAudit(ctx context.Context, tenantID string, f audit.Filter) ([]audit.Event, error) {
 	q := `SELECT id, at, actor, action, decision, target, details FROM audit_events WHERE tenant_id = ?`
 	args := []any{tenantID}
-	if f.Decision != "" {
-		q += ` AND decision = ?`
-		args = append(args, f.Decision)
+	for _, c := range []struct{ column, v string }{{"decision", f.Decision}, {"action", f.Action}, {"actor", f.Actor}} {
+		if c.v != "" {
+			q += ` AND ` + c.column + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	if !f.Since.IsZero() {
+		q += ` AND at >= ?`
+		args = append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		q += ` AND at < ?`
+		args = append(args, f.Until.UnixMilli())
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
 	args = append(args, f.Limit)

@@ -348,15 +348,9 @@ func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.Store
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
 func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) ([]ledger.Run, int, error) {
-	where := ` WHERE tenant_id = ?`
-	args := []any{tenantID}
-	if f.Route != "" {
-		where += ` AND route = ?`
-		args = append(args, f.Route)
-	}
-	if f.Status != "" {
-		where += ` AND status = ?`
-		args = append(args, f.Status)
+	where, args := runsWhere(tenantID, f)
+	if f.Q != "" {
+		return s.searchRuns(ctx, tenantID, f, where, args)
 	}
 	var total int
 	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total); err != nil {
@@ -367,10 +361,47 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	if err != nil {
 		return nil, 0, err
 	}
+	runs, _, err := scanRuns(rows, tenantID, false)
+	return runs, total, err
+}
+
+// searchRuns is ListRuns with a search: among the SearchWindow newest runs
+// that match the rest of the filter, those whose id, model, app, agent,
+// request or answer holds the text, ASCII letters folded. instr finds the
+// text as it is, with no wildcard to escape (LIKE would read % and _ in
+// it), and one pass reads the window, counting the matches beside the page.
+func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter, where string, args []any) ([]ledger.Run, int, error) {
+	q := asciiLower(f.Q)
+	where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)
+		AND (instr(lower(id), ?) OR instr(lower(model), ?) OR instr(lower(app), ?) OR instr(lower(agent), ?)
+			OR instr(lower(CAST(request AS TEXT)), ?) OR instr(lower(CAST(response AS TEXT)), ?))`
+	args = append(append(args, args...), ledger.SearchWindow, q, q, q, q, q, q)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+`, COUNT(*) OVER () FROM runs`+where+
+		` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	runs, total, err := scanRuns(rows, tenantID, true)
+	if err != nil || len(runs) > 0 || f.Offset == 0 {
+		return runs, total, err
+	}
+	// A page past the end has no row to carry the count.
+	err = s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total)
+	return runs, total, err
+}
+
+// scanRuns reads listed runs, and with counted the total each row carries
+// last.
+func scanRuns(rows *sql.Rows, tenantID string, counted bool) ([]ledger.Run, int, error) {
 	defer rows.Close()
 	runs := []ledger.Run{}
+	total := 0
+	var extra []any
+	if counted {
+		extra = []any{&total}
+	}
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRun(rows, extra...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -378,6 +409,41 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 		runs = append(runs, r)
 	}
 	return runs, total, rows.Err()
+}
+
+// asciiLower folds ASCII letters only, as SQLite's lower does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// runsWhere is the WHERE clause of the tenant's runs that match f's
+// fields, all but its search, and its arguments.
+func runsWhere(tenantID string, f ledger.Filter) (string, []any) {
+	where := ` WHERE tenant_id = ?`
+	args := []any{tenantID}
+	for _, c := range []struct{ column, v string }{
+		{"route", f.Route}, {"status", f.Status}, {"app", f.App}, {"agent", f.Agent}, {"model", f.Model},
+	} {
+		if c.v != "" {
+			where += ` AND ` + c.column + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where += ` AND created_at >= ?`
+		args = append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where += ` AND created_at < ?`
+		args = append(args, f.Until.UnixMilli())
+	}
+	return where, args
 }
 
 // RunEvents returns the run's events in order and the head its row

@@ -61,3 +61,31 @@ func benchInsertRuns(b *testing.B, batch int) {
 		}
 	}
 }
+
+// BenchmarkSearchRuns is a run search that matches nothing, its worst case:
+// it reads the text of every run in its window. Past ledger.SearchWindow
+// runs the cost stays flat however many the tenant has.
+func BenchmarkSearchRuns(b *testing.B) {
+	for _, n := range []int{ledger.SearchWindow / 2, ledger.SearchWindow + ledger.SearchWindow/5, 2 * ledger.SearchWindow} {
+		b.Run(fmt.Sprintf("%d runs", n), func(b *testing.B) {
+			ctx := context.Background()
+			s := storetest.Open(b)
+			at := time.UnixMilli(1_700_000_000_000)
+			for i := 0; i < n; i += 256 {
+				batch := make([]*ledger.Record, 0, 256)
+				for j := i; j < min(n, i+256); j++ {
+					batch = append(batch, benchRun(at.Add(time.Duration(j)*time.Millisecond)))
+				}
+				if err := s.InsertRuns(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "no such text", Limit: 50}); err != nil || total != 0 {
+					b.Fatal(total, err)
+				}
+			}
+		})
+	}
+}

@@ -476,3 +476,106 @@ func TestRetentionDeletesOnlyOldRunsOfTheTenant(t *testing.T) {
 		assert.Equal(t, want, fetches)
 	}
 }
+
+func TestListRunsFiltersByFieldsTimeAndSearch(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
+	mk := func(i int, app, agent, model, text string) *ledger.Record {
+		rec := newRun(tenant.DefaultID, base.Add(time.Duration(i)*time.Minute), ledger.RouteLive, ledger.StatusOK, agent)
+		rec.Run.App, rec.Run.Model = app, model
+		rec.Run.Request = json.RawMessage(`{"messages":[{"role":"user","content":"` + text + `"}]}`)
+		return ledger.NewRecord(rec.Run, rec.Events, rec.Run.CreatedAt)
+	}
+	recs := []*ledger.Record{
+		mk(0, "support", "triage", "gpt-4o-mini", "Refund for ORDER 42"),
+		mk(1, "support", "", "gpt-4o", "100% sure"),
+		mk(2, "billing", "triage", "gpt-4o-mini", "a_b c"),
+		mk(3, "billing", "", "claude", "plain"),
+	}
+	theirs := newRun(other.ID, base, ledger.RouteLive, ledger.StatusOK, "triage")
+	theirs.Run.App = "support"
+	require.NoError(t, s.InsertRuns(ctx, append(recs, ledger.NewRecord(theirs.Run, theirs.Events, base))))
+
+	ids := func(f ledger.Filter) []string {
+		t.Helper()
+		f.Limit = 10
+		runs, total, err := s.ListRuns(ctx, tenant.DefaultID, f)
+		require.NoError(t, err)
+		require.Len(t, runs, total)
+		out := []string{}
+		for _, r := range runs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	id := func(i ...int) []string {
+		out := []string{}
+		for j := len(i) - 1; j >= 0; j-- {
+			out = append(out, recs[i[j]].Run.ID)
+		}
+		return out
+	}
+	assert.Equal(t, id(0, 1), ids(ledger.Filter{App: "support"}), "another tenant's run never matches")
+	assert.Equal(t, id(0, 2), ids(ledger.Filter{Agent: "triage"}))
+	assert.Equal(t, id(0, 2), ids(ledger.Filter{Model: "gpt-4o-mini"}))
+	assert.Equal(t, id(2), ids(ledger.Filter{App: "billing", Agent: "triage"}))
+	assert.Equal(t, id(1, 2, 3), ids(ledger.Filter{Since: base.Add(time.Minute)}), "since is included")
+	assert.Equal(t, id(0, 1), ids(ledger.Filter{Until: base.Add(2 * time.Minute)}), "until is not")
+	assert.Equal(t, id(1), ids(ledger.Filter{Since: base.Add(time.Minute), Until: base.Add(2 * time.Minute)}))
+
+	assert.Equal(t, id(0), ids(ledger.Filter{Q: "order 42"}), "the request's text, in any case")
+	assert.Equal(t, id(3), ids(ledger.Filter{Q: "CLAUDE"}), "the model")
+	assert.Equal(t, id(2, 3), ids(ledger.Filter{Q: "bill"}), "the app")
+	assert.Equal(t, id(1), ids(ledger.Filter{Q: recs[1].Run.ID}), "the run's id")
+	assert.Equal(t, id(1), ids(ledger.Filter{Q: "100%"}), "% is matched literally")
+	assert.Empty(t, ids(ledger.Filter{Q: "1%s"}), "% is no wildcard")
+	assert.Equal(t, id(2), ids(ledger.Filter{Q: "a_b"}), "_ is matched literally")
+	assert.Empty(t, ids(ledger.Filter{Q: "r_er"}), "_ is no wildcard")
+	assert.Empty(t, ids(ledger.Filter{Q: `\`}))
+	assert.Equal(t, id(0), ids(ledger.Filter{Q: "refund", App: "support"}), "a search narrows the other fields")
+	assert.Empty(t, ids(ledger.Filter{Q: "refund", App: "billing"}))
+
+	page, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "bill", Limit: 1})
+	require.NoError(t, err)
+	assert.Len(t, page, 1)
+	assert.Equal(t, 2, total, "a search's total counts every match, not the page")
+	page, total, err = s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "bill", Limit: 1, Offset: 5})
+	require.NoError(t, err)
+	assert.Empty(t, page)
+	assert.Equal(t, 2, total, "also past the last page")
+}
+
+// A search reads at most ledger.SearchWindow runs, the newest that match
+// the other filters: a match older than that is not found, unless the other
+// filters leave it within reach.
+func TestSearchReadsABoundedWindow(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
+	old := newRun(tenant.DefaultID, base, ledger.RouteLive, ledger.StatusOK, "")
+	old.Run.App = "rare"
+	old.Run.Request = json.RawMessage(`{"messages":[{"role":"user","content":"needle"}]}`)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{ledger.NewRecord(old.Run, old.Events, base)}))
+	// SearchWindow newer runs without it, copied in SQL from the first.
+	_, err := s.DB().ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO runs (id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
+			provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
+			latency_ms, explanation, error, request, response, event_count, head_hash)
+		SELECT 'run_copy' || i, tenant_id, created_at + i, route, status, http_status, model, 'common', agent, subject, mode,
+			key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
+			latency_ms, explanation, error, '{}', response, event_count, head_hash
+		FROM runs, n WHERE runs.id = ?`, ledger.SearchWindow, old.Run.ID)
+	require.NoError(t, err)
+
+	_, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "needle", Limit: 10})
+	require.NoError(t, err)
+	assert.Zero(t, total, "the match is past the window")
+	runs, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: "needle", App: "rare", Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total, "within the window of the runs that match the other filters")
+	require.Len(t, runs, 1)
+	assert.Equal(t, old.Run.ID, runs[0].ID)
+}

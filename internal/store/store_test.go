@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -159,6 +160,39 @@ func TestAuditNewestFirstFilteredAndScoped(t *testing.T) {
 	limited, err := s.ListAudit(ctx, tenant.DefaultID, audit.Filter{Limit: 2})
 	require.NoError(t, err)
 	assert.Len(t, limited, 2)
+}
+
+func TestAuditFiltersByActionActorAndTime(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	for i, e := range []struct{ actor, action string }{
+		{"user:a", "key.create"}, {"user:b", "key.create"}, {"user:a", "key.revoke"}, {"key:k", "policy.chat"},
+	} {
+		require.NoError(t, s.AppendAudit(ctx, &audit.Event{ID: fmt.Sprint("aud_", i), TenantID: tenant.DefaultID,
+			At: at.Add(time.Duration(i) * time.Minute), Actor: e.actor, Action: e.action, Decision: audit.Allow}))
+	}
+	require.NoError(t, s.AppendAudit(ctx, &audit.Event{ID: "aud_z", TenantID: other.ID, At: at, Actor: "user:a",
+		Action: "key.create", Decision: audit.Allow}))
+	ids := func(f audit.Filter) []string {
+		t.Helper()
+		f.Limit = 10
+		events, err := s.ListAudit(ctx, tenant.DefaultID, f)
+		require.NoError(t, err)
+		out := []string{}
+		for _, e := range events {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"aud_1", "aud_0"}, ids(audit.Filter{Action: "key.create"}), "another tenant's events never match")
+	assert.Equal(t, []string{"aud_2", "aud_0"}, ids(audit.Filter{Actor: "user:a"}))
+	assert.Equal(t, []string{"aud_0"}, ids(audit.Filter{Actor: "user:a", Action: "key.create"}))
+	assert.Equal(t, []string{"aud_3", "aud_2", "aud_1"}, ids(audit.Filter{Since: at.Add(time.Minute)}), "since is included")
+	assert.Equal(t, []string{"aud_1", "aud_0"}, ids(audit.Filter{Until: at.Add(2 * time.Minute)}), "until is not")
+	assert.Equal(t, []string{"aud_1"}, ids(audit.Filter{Action: "key.create", Since: at.Add(30 * time.Second)}))
 }
 
 func count(t *testing.T, s *store.Store, q string) int {

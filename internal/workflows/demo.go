@@ -38,10 +38,10 @@ var WireTransferTicket = map[string]string{
 
 // DemoTraffic is what the demo sends, in order, as the support-triage
 // workflow's classify step: each sample ticket, the first one again (an
-// exact-cache hit), the wire-transfer ticket (a policy verdict), then
-// DemoTickets made-up tickets (a pattern, and the runs that teach its
+// exact-cache hit), the wire-transfer ticket (a policy verdict), then, when
+// bulk, DemoTickets made-up tickets (a pattern, and the runs that teach its
 // artifact). The made-up tickets are the same at every load.
-func DemoTraffic() ([][]byte, error) {
+func DemoTraffic(bulk bool) ([][]byte, error) {
 	def := SupportTriage().Definition
 	var out [][]byte
 	add := func(input map[string]string) error {
@@ -63,6 +63,9 @@ func DemoTraffic() ([][]byte, error) {
 			return nil, err
 		}
 	}
+	if !bulk {
+		return out, nil
+	}
 	rng := rand.New(rand.NewPCG(24, 7))
 	for n := range DemoTickets {
 		if err := add(Ticket(rng, n)); err != nil {
@@ -76,9 +79,11 @@ func DemoTraffic() ([][]byte, error) {
 // workflow's app and demo agent in id's tenant, in optimize mode whatever
 // id's mode (so that the cache and the policies act), and returns the runs
 // it recorded. A call a policy blocked is a run like the others; any other
-// failure stops the replay and is returned with the runs so far.
-func (s *Service) ReplayDemo(ctx context.Context, gw Gateway, id *auth.Identity) ([]string, error) {
-	traffic, err := DemoTraffic()
+// failure stops the replay and is returned with the runs so far. bulk adds
+// the made-up tickets: svc asks it only of the mock provider, so that
+// loading the demo never makes hundreds of paid calls to a real one.
+func (s *Service) ReplayDemo(ctx context.Context, gw Gateway, id *auth.Identity, bulk bool) ([]string, error) {
+	traffic, err := DemoTraffic(bulk)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func TestReplayDemoSendsTheDemoTrafficAsTheWorkflow(t *testing.T) {
 	gw := &fakeGateway{}
 	caller := &auth.Identity{TenantID: "t_acme", KeyID: "key_1", Via: auth.ViaKey, Mode: auth.Observe, Admin: true,
 		App: "mine", Agent: "someone", Subject: "x"}
-	runs, err := svc.ReplayDemo(context.Background(), gw, caller)
+	runs, err := svc.ReplayDemo(context.Background(), gw, caller, true)
 	require.NoError(t, err)
 
 	def := workflows.SupportTriage().Definition
@@ -74,15 +74,28 @@ func TestReplayDemoSendsTheDemoTrafficAsTheWorkflow(t *testing.T) {
 		seen[c] = true
 	}
 
-	again, err := workflows.DemoTraffic()
+	again, err := workflows.DemoTraffic(true)
 	require.NoError(t, err)
 	assert.Equal(t, gw.bodies, again, "the same traffic at every load")
+}
+
+// A real provider is asked only the samples, the repeat and the wire
+// transfer: loading the demo must not make hundreds of paid calls.
+func TestReplayDemoWithoutBulkSendsOnlyTheShowcase(t *testing.T) {
+	svc, _, _ := newService(t)
+	gw := &fakeGateway{}
+	runs, err := svc.ReplayDemo(context.Background(), gw, &auth.Identity{TenantID: tenant.DefaultID, Via: auth.ViaOpen, Admin: true}, false)
+	require.NoError(t, err)
+	samples := len(workflows.SupportTriage().Definition.Samples)
+	assert.Len(t, gw.bodies, samples+2)
+	assert.Len(t, runs, samples+2)
+	assert.Equal(t, gw.bodies[0], gw.bodies[samples], "still an exact-cache hit")
 }
 
 func TestReplayDemoStopsAtAFailure(t *testing.T) {
 	svc, _, _ := newService(t)
 	gw := &fakeGateway{failAt: 3}
-	runs, err := svc.ReplayDemo(context.Background(), gw, &auth.Identity{TenantID: tenant.DefaultID, Via: auth.ViaOpen, Admin: true})
+	runs, err := svc.ReplayDemo(context.Background(), gw, &auth.Identity{TenantID: tenant.DefaultID, Via: auth.ViaOpen, Admin: true}, true)
 	assert.Equal(t, errs.Upstream, errs.KindOf(err))
 	assert.Len(t, runs, 2, "the runs recorded before it")
 	assert.Len(t, gw.bodies, 3, "nothing sent after it")
