@@ -432,6 +432,9 @@ func TestBrowserConsoleAdminAccountMode(t *testing.T) {
 	assert.False(t, b.Hidden("#invite-form"), "an admin invites")
 	assert.True(t, b.Hidden("#delete-org"), "only an owner deletes the org")
 	assert.True(t, b.Hidden(`[data-change-role="`+adminEmail+`"]`), "an admin does not change an owner's role")
+	assert.True(t, b.Hidden(`[data-remove="`+adminEmail+`"]`), "an admin does not remove an owner")
+	b.WaitText(`[data-change-role="`+melEmail+`"]`, "Change role")
+	assert.Equal(t, 2, count(b, `select[data-role-of="`+melEmail+`"] option`), "an admin grants admin or member, not owner")
 	b.Click("#leave-org")
 	b.Click("#leave-confirm")
 	b.WaitText("#sign-in-title", "Sign in") // Ada had no other org: her session ended
