@@ -150,8 +150,12 @@ func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.
 		var received struct {
 			Origin json.RawMessage `json:"origin"`
 		}
-		if json.Unmarshal(d.Events[0].Payload, &received) == nil {
-			out.Origin = received.Origin
+		if json.Unmarshal(d.Events[0].Payload, &received) == nil && len(received.Origin) > 0 {
+			if err := responses.CheckOrigin(received.Origin); err != nil {
+				s.log.Warn("stored response origin unreadable; serving the response without it", "run_id", run.ID, "error", err)
+			} else {
+				out.Origin = received.Origin
+			}
 		}
 	}
 	return out, nil
