@@ -138,3 +138,14 @@ func TestResponsesSessionWritesAreSameOrigin(t *testing.T) {
 	require.Equal(t, http.StatusOK, logged.status, logged.body)
 	assert.Contains(t, logged.body, `"actor":"user:usr_`, "the person who deleted it is the actor")
 }
+
+// A failed check of the management credentials draws on the address's
+// limit, as a failed management credential does elsewhere.
+func TestResponsesFailedReadsAreRateLimitedByAddress(t *testing.T) {
+	ts := newServer(t, "", map[string]string{"SVC_REQUIRE_LOGIN": "true", "SVC_RATE_LIMIT": "30"}) // burst 3
+	for range 3 {
+		assert.Equal(t, http.StatusUnauthorized, ts.call(t, "GET", "/v1/responses/resp_aaaaaaaaaaaaaaaaaaaa", "", "").status)
+	}
+	res := ts.call(t, "GET", "/v1/responses/resp_aaaaaaaaaaaaaaaaaaaa", "", "")
+	assert.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+}
