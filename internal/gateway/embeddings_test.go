@@ -117,3 +117,12 @@ func TestEmbedSummaryDoesNotCopyTheVectors(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(body)/10), "of a %d-byte answer", len(body))
 }
+
+func BenchmarkEmbedSummary(b *testing.B) {
+	body := embedList(256, 3072)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		embedSummary(body)
+	}
+}
