@@ -156,7 +156,7 @@ func TestBrowserAcceptInviteShowsAnInvalidLink(t *testing.T) {
 }
 
 // A new person opens the accept link, creates their account on the page and
-// lands on the dashboard signed in, in the inviting org.
+// lands in the console signed in, in the inviting org.
 func TestBrowserAcceptInviteAsANewUser(t *testing.T) {
 	p := startAccounts(t)
 	admin := newPerson(t, p)
@@ -185,6 +185,7 @@ func TestBrowserAcceptInviteAsANewUser(t *testing.T) {
 	b.Click("#new-user-submit")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
 	b.WaitText("#whoami", "Signed in as Nora New ("+email+")")
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list", "Default")
 	orgs := b.Fetch("GET", "/api/v1/orgs")
 	require.Equal(t, http.StatusOK, orgs.Status, orgs.Body)
@@ -241,10 +242,12 @@ func TestBrowserAcceptInviteAsAnExistingUser(t *testing.T) {
 	b.Click("#sign-in-submit")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
 	b.WaitText("#whoami", "Signed in as Olga Old ("+email+")")
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list", "Default")
 	b.WaitText("#org-list li[aria-current]", "Second Org")
 
 	// A member sees the new org's onboarding, without the demo button.
+	visit(b, p, "start", "Get started")
 	b.WaitText("#onboarding-state", "no runs yet")
 	assert.True(t, b.Hidden("#seed-demo"), "loading the demo is for owners and admins")
 
@@ -252,6 +255,7 @@ func TestBrowserAcceptInviteAsAnExistingUser(t *testing.T) {
 	b.Choose("#org-select", "Default")
 	b.Click("#switch-submit")
 	b.WaitText("#status", "Switched to Default")
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list li[aria-current]", "Default")
 	me := b.Fetch("GET", "/api/v1/auth/me")
 	require.Equal(t, http.StatusOK, me.Status, me.Body)
@@ -296,6 +300,7 @@ func TestBrowserAcceptInviteWhenSignedIn(t *testing.T) {
 	b.WaitText("#join-email", "olga.old@example.com")
 	b.Click("#join-button")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list li[aria-current]", "Second Org")
 
 	b.Navigate(p.pageURL(noraLink))
@@ -309,11 +314,13 @@ func TestBrowserAcceptInviteWhenSignedIn(t *testing.T) {
 	b.Click("#sign-in-submit")
 	b.WaitURL(func(u string) bool { return strings.HasSuffix(u, p.addr+"/") })
 	b.WaitText("#whoami", "Signed in as Nora New (nora.new@example.com)")
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list li[aria-current]", "Second Org")
 	assertNoPageErrors(t, b)
 }
 
-// The admin loads the demo from the dashboard's onboarding and dismisses it.
+// The admin loads the demo from the console's getting-started page and
+// dismisses it.
 func TestBrowserDashboardOnboarding(t *testing.T) {
 	p := startAccounts(t)
 	b := browsertest.Start(t)
@@ -322,7 +329,9 @@ func TestBrowserDashboardOnboarding(t *testing.T) {
 	b.Fill("#login-password", adminPassword)
 	b.Click("#login-submit")
 	b.WaitText("#whoami", "Signed in as")
+	visit(b, p, "org", "Organization")
 	b.WaitText("#org-list li[aria-current]", "Default")
+	visit(b, p, "start", "Get started")
 	b.WaitText("#onboarding-state", "This organization has")
 
 	b.Click("#seed-demo")

@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -52,14 +50,6 @@ func shoot(t *testing.T, b *browsertest.Browser, name string) {
 	assert.LessOrEqual(t, overflow, 0, "the %s view is wider than a %d px phone", name, phoneWidth)
 	b.Screenshot(name + "-phone")
 	b.Viewport(1280, 900)
-}
-
-// fragment is the console address of route with a query.
-func fragment(route string, query url.Values) string {
-	if len(query) == 0 {
-		return "/#/" + route
-	}
-	return fmt.Sprintf("/#/%s?%s", route, query.Encode())
 }
 
 // In open dev mode (no users) the console opens on the overview as the admin

@@ -18,7 +18,8 @@ var ErrLastOwner = errs.E(errs.Conflict, "last_owner",
 var errOwnerRequired = errs.E(errs.Forbidden, "owner_required", "only an owner of the organization may do this")
 
 // Forgetter drops what a component keeps in memory of a tenant, once the
-// tenant is deleted: cached keys, cached answers, serving artifacts.
+// tenant is deleted: cached keys, cached answers, serving artifacts, live
+// streams of its runs.
 type Forgetter interface {
 	ForgetTenant(tenantID string)
 }

@@ -293,7 +293,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.Accounts = accounts.NewService(accounts.Options{
 		Store: a.Store, Sessions: a.Sessions, Hasher: auth.NewHasher(o.Argon2), Mailer: mailer,
 		Audit: auditLog, Logger: log.Named("accounts"), BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: now,
-		Forget: []accounts.Forgetter{a.Keys, a.Cache, a.Learning},
+		Forget: []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()},
 	})
 	if cfg.AdminEmail != "" {
 		if err := a.Accounts.Bootstrap(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {

@@ -246,13 +246,12 @@ func (g *Gateway) serveEmbedding(c *call, fb *fallbackDetail) []byte {
 
 // embedSummary is what a run keeps of the vectors: how many, their size
 // and encoding, the usage, and the SHA-256 of the answer the client got.
-// The vectors themselves are the cache's to keep, not the ledger's.
+// The vectors themselves are the cache's to keep, not the ledger's, and are
+// never copied here: an answer may be tens of MiB.
 func embedSummary(body []byte) json.RawMessage {
 	var list struct {
-		Model string `json:"model"`
-		Data  []struct {
-			Embedding json.RawMessage `json:"embedding"`
-		} `json:"data"`
+		Model string          `json:"model"`
+		Data  []embedItem     `json:"data"`
 		Usage json.RawMessage `json:"usage"`
 	}
 	sum := sha256.Sum256(body)
@@ -260,10 +259,26 @@ func embedSummary(body []byte) json.RawMessage {
 	if json.Unmarshal(body, &list) == nil {
 		s.Model, s.Vectors, s.Usage = list.Model, len(list.Data), list.Usage
 		if len(list.Data) > 0 {
-			s.Dimensions, s.EncodingFormat = vectorSize(list.Data[0].Embedding)
+			s.Dimensions, s.EncodingFormat = list.Data[0].Embedding.dims, list.Data[0].Embedding.format
 		}
 	}
 	return mustJSON(s)
+}
+
+// embedItem is an item of an embeddings answer as embedSummary reads it:
+// its vector's size, not the vector.
+type embedItem struct {
+	Embedding vectorShape `json:"embedding"`
+}
+
+type vectorShape struct {
+	dims   int
+	format string
+}
+
+func (v *vectorShape) UnmarshalJSON(raw []byte) error {
+	v.dims, v.format = vectorSize(raw)
+	return nil
 }
 
 type embedSummaryJSON struct {

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,5 +73,56 @@ func TestParseEmbedRequestRefusals(t *testing.T) {
 		if param != "" && assert.ErrorAs(t, err, &e, body) {
 			assert.Equal(t, param, e.Param, body)
 		}
+	}
+}
+
+// embedList is an embeddings answer of n float vectors of dims numbers.
+func embedList(n, dims int) []byte {
+	vec := "[" + strings.TrimSuffix(strings.Repeat("-0.012345678,", dims), ",") + "]"
+	var b bytes.Buffer
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":0,"embedding":` + vec + `}`)
+	}
+	b.WriteString(`],"model":"text-embedding-3-large","usage":{"prompt_tokens":5,"total_tokens":5}}`)
+	return b.Bytes()
+}
+
+func TestEmbedSummary(t *testing.T) {
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(embedSummary(embedList(3, 4)), &got))
+	assert.Equal(t, "embeddings.summary", got["object"])
+	assert.Equal(t, "text-embedding-3-large", got["model"])
+	assert.Equal(t, 3.0, got["vectors"])
+	assert.Equal(t, 4.0, got["dimensions"])
+	assert.Equal(t, "float", got["encoding_format"])
+
+	b64 := `{"data":[{"embedding":"AAAAAAAAAAA="}],"model":"m"}`
+	require.NoError(t, json.Unmarshal(embedSummary([]byte(b64)), &got))
+	assert.Equal(t, 2.0, got["dimensions"])
+	assert.Equal(t, "base64", got["encoding_format"])
+}
+
+// The summary copies none of the vectors: what it allocates is a small part
+// of the answer it reads.
+func TestEmbedSummaryDoesNotCopyTheVectors(t *testing.T) {
+	body := embedList(256, 3072) // about 10 MiB
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	embedSummary(body)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(body)/10), "of a %d-byte answer", len(body))
+}
+
+func BenchmarkEmbedSummary(b *testing.B) {
+	body := embedList(256, 3072)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		embedSummary(body)
 	}
 }

@@ -41,8 +41,9 @@ type RuleVerdict struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
-// VerdictWindow bounds what a rule's last match and its recent verdicts are
-// looked for in: the tenant's newest recorded verdicts, at most this many.
+// VerdictWindow bounds what a rule's matches, last match and recent
+// verdicts are counted or looked for in: the tenant's newest recorded
+// verdicts (of the last day, for the counts), at most this many.
 const VerdictWindow = 10_000
 
 // Page sizes of a rule's verdicts.
@@ -55,8 +56,8 @@ const (
 type VerdictStore interface {
 	// RuleMatches counts, per rule id, the tenant's recorded verdicts at
 	// or after day that list the rule, those at or after hour apart, with
-	// the time of the latest.
-	RuleMatches(ctx context.Context, tenantID string, day, hour time.Time) (map[string]Matches, error)
+	// the time of the latest, among the newest window verdicts since day.
+	RuleMatches(ctx context.Context, tenantID string, day, hour time.Time, window int) (map[string]Matches, error)
 	// LastMatches returns, per rule id, the time of the latest of the
 	// tenant's newest window recorded verdicts that lists the rule.
 	LastMatches(ctx context.Context, tenantID string, window int) (map[string]time.Time, error)
@@ -83,7 +84,7 @@ type Policies struct {
 func (g *Governor) Policies(ctx context.Context, tenantID string) (Policies, error) {
 	rules := g.Rules()
 	now := g.now()
-	counts, err := g.verdicts.RuleMatches(ctx, tenantID, now.Add(-24*time.Hour), now.Add(-time.Hour))
+	counts, err := g.verdicts.RuleMatches(ctx, tenantID, now.Add(-24*time.Hour), now.Add(-time.Hour), VerdictWindow)
 	if err != nil {
 		return Policies{}, err
 	}
@@ -132,7 +133,7 @@ func (g *Governor) inForce(ruleID string) bool {
 // noVerdicts is a record of no verdicts.
 type noVerdicts struct{}
 
-func (noVerdicts) RuleMatches(context.Context, string, time.Time, time.Time) (map[string]Matches, error) {
+func (noVerdicts) RuleMatches(context.Context, string, time.Time, time.Time, int) (map[string]Matches, error) {
 	return nil, nil
 }
 

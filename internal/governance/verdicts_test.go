@@ -18,13 +18,14 @@ type fakeVerdicts struct {
 	counts     map[string]governance.Matches
 	last       map[string]time.Time
 	day, hour  time.Time
+	window     int
 	lastAsked  int
 	tenantID   string
 	ruleLimits []int
 }
 
-func (f *fakeVerdicts) RuleMatches(_ context.Context, tenantID string, day, hour time.Time) (map[string]governance.Matches, error) {
-	f.tenantID, f.day, f.hour = tenantID, day, hour
+func (f *fakeVerdicts) RuleMatches(_ context.Context, tenantID string, day, hour time.Time, window int) (map[string]governance.Matches, error) {
+	f.tenantID, f.day, f.hour, f.window = tenantID, day, hour, window
 	return f.counts, nil
 }
 
@@ -67,6 +68,7 @@ func TestPoliciesCountMatchesOfTheTenant(t *testing.T) {
 	assert.Equal(t, "t_a", store.tenantID)
 	assert.Equal(t, clock.Now().Add(-24*time.Hour), store.day)
 	assert.Equal(t, clock.Now().Add(-time.Hour), store.hour)
+	assert.Equal(t, governance.VerdictWindow, store.window, "the counts read the newest verdicts, at most the window")
 	require.Len(t, p.Policies, 3)
 	assert.Equal(t, governance.Matches{LastHour: 2, LastDay: 5, LastAt: &recent}, p.Policies[0].Matches)
 	assert.Equal(t, governance.Matches{LastAt: &longAgo}, p.Policies[1].Matches, "a match before the last day still shows when")

@@ -160,6 +160,13 @@ func newServer(t testing.TB, apiKey string, env map[string]string) *testServer {
 // newServerWith is newServer with the given provider behind the gateway.
 func newServerWith(t testing.TB, apiKey string, env map[string]string, provider pluginapi.Provider) *testServer {
 	t.Helper()
+	return newServerOptions(t, apiKey, env, provider, nil)
+}
+
+// newServerOptions is newServerWith with adjust, when not nil, changing the
+// app's options before it is built.
+func newServerOptions(t testing.TB, apiKey string, env map[string]string, provider pluginapi.Provider, adjust func(*app.Options)) *testServer {
+	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string {
 		if k == "SVC_API_KEY" {
 			return apiKey
@@ -168,7 +175,7 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 	})
 	require.NoError(t, err)
 	ts := &testServer{clock: fakeclock.New(time.Unix(1_800_000_000, 0)), notified: &notifications{}, mail: &mailbox{}, webDNS: &recordingDNS{}}
-	a, err := app.New(context.Background(), app.Options{
+	o := app.Options{
 		Config:          cfg,
 		DataDir:         t.TempDir(),
 		Now:             ts.clock.Now,
@@ -180,7 +187,11 @@ func newServerWith(t testing.TB, apiKey string, env map[string]string, provider 
 		Argon2:          testArgon2,
 		Files:           fstest.MapFS{"index.html": {Data: []byte("<h1>svc</h1>")}},
 		StreamPing:      testStreamPing,
-	})
+	}
+	if adjust != nil {
+		adjust(&o)
+	}
+	a, err := app.New(context.Background(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
 	ts.store, ts.keys, ts.jobs, ts.cache = a.Store, a.Keys, a.Jobs, a.Cache

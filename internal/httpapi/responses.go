@@ -31,8 +31,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenantID := identity(r).TenantID
+	readable := true
 	if in.PreviousResponseID != "" || len(in.References) > 0 {
-		if err := s.mayReadRuns(r); err != nil {
+		if _, readable, err = s.runReader(r); err != nil {
 			return err
 		}
 	}
@@ -41,6 +42,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	var history []json.RawMessage
 	if in.PreviousResponseID != "" {
+		if !readable {
+			return previousNotFound(responseNotFound(in.PreviousResponseID), in.PreviousResponseID)
+		}
 		var prev responses.Response
 		prev, history, err = s.storedResponse(r.Context(), tenantID, in.PreviousResponseID)
 		if err != nil {
@@ -50,9 +54,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 			return errs.Invalidf("previous_response_id", "Previous response with id '%.64s' failed; there is no conversation to continue.", in.PreviousResponseID)
 		}
 	}
-	refs, err := s.references(r.Context(), tenantID, in.References)
-	if err != nil {
-		return err
+	var refs map[string]responses.Item
+	if readable { // else Request.Chat names the first item it cannot find
+		if refs, err = s.references(r.Context(), tenantID, in.References); err != nil {
+			return err
+		}
 	}
 	chatBody, err := in.Chat(history, refs)
 	if err != nil {
@@ -144,8 +150,12 @@ func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.
 		var received struct {
 			Origin json.RawMessage `json:"origin"`
 		}
-		if json.Unmarshal(d.Events[0].Payload, &received) == nil {
-			out.Origin = received.Origin
+		if json.Unmarshal(d.Events[0].Payload, &received) == nil && len(received.Origin) > 0 {
+			if err := responses.CheckOrigin(received.Origin); err != nil {
+				s.log.Warn("stored response origin unreadable; serving the response without it", "run_id", run.ID, "error", err)
+			} else {
+				out.Origin = received.Origin
+			}
 		}
 	}
 	return out, nil
@@ -155,14 +165,44 @@ func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.
 // name another stored run to read.
 const maxReferences = 100
 
-// mayReadRuns lets a /v1 caller read stored runs (a response by id, the
-// conversation of previous_response_id, referenced items) only with
-// credentials the management API would accept for reading them: in account
-// mode a call without them may use the gateway, but never read what others
-// sent through it.
-func (s *Server) mayReadRuns(r *http.Request) error {
-	_, err := s.Auth.Identify(r, auth.ScopeManagement)
-	return err
+// runReader is the identity that may read the /v1 caller's stored runs (a
+// response by id, the conversation of previous_response_id, referenced
+// items): the credentials the management API would accept for reading
+// them. In account mode a call without them may use the gateway, but never
+// read what others sent through it. Their failure draws on the address's
+// limit, as every failed management credential does, and a session that
+// writes passes the management API's same-origin check.
+//
+// same is false when those credentials are of another tenant than the
+// gateway's identity: the handlers then find nothing. Reading the
+// management identity's tenant instead would copy one tenant's
+// conversation into a run recorded in another's ledger, so a stored
+// response is read only when both identities are of its tenant.
+func (s *Server) runReader(r *http.Request) (reader *auth.Identity, same bool, err error) {
+	reader, err = s.Auth.Identify(r, auth.ScopeManagement)
+	if err != nil {
+		if errs.Is(err, errs.Unauthorized) {
+			if lerr := s.limit("ip:" + s.clientKey(r)); lerr != nil {
+				return nil, false, lerr
+			}
+		}
+		return nil, false, err
+	}
+	if reader.Via == auth.ViaSession && !safeMethod(r.Method) {
+		if err := s.sameOrigin(r); err != nil {
+			return nil, false, err
+		}
+	}
+	return reader, reader.TenantID == identity(r).TenantID, nil
+}
+
+// orNotFound is err, or when runReader found the response's tenant is not
+// the caller's, the response not found.
+func orNotFound(err error, id string) error {
+	if err != nil {
+		return err
+	}
+	return responseNotFound(id)
 }
 
 func responseNotFound(id string) error {
@@ -199,8 +239,8 @@ func (s *Server) references(ctx context.Context, tenantID string, ids []string) 
 
 // getResponse is GET /v1/responses/{id}.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
-	if err := s.mayReadRuns(r); err != nil {
-		return err
+	if _, same, err := s.runReader(r); err != nil || !same {
+		return orNotFound(err, r.PathValue("id"))
 	}
 	resp, _, err := s.storedResponse(r.Context(), identity(r).TenantID, r.PathValue("id"))
 	if err != nil {
@@ -219,8 +259,8 @@ const (
 // listInputItems is GET /v1/responses/{id}/input_items: the items the
 // request's own input made, a page in OpenAI's list shape.
 func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) error {
-	if err := s.mayReadRuns(r); err != nil {
-		return err
+	if _, same, err := s.runReader(r); err != nil || !same {
+		return orNotFound(err, r.PathValue("id"))
 	}
 	q := r.URL.Query()
 	limit := defaultInputItems
@@ -264,11 +304,11 @@ type responseDeleted struct {
 // the Responses API no longer reads it (by id, its input items,
 // previous_response_id or item_reference).
 func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
-	if err := s.mayReadRuns(r); err != nil {
-		return err
-	}
-	id := identity(r)
 	respID := r.PathValue("id")
+	id, same, err := s.runReader(r)
+	if err != nil || !same {
+		return orNotFound(err, respID)
+	}
 	if _, _, err := s.storedResponse(r.Context(), id.TenantID, respID); err != nil {
 		return err
 	}
@@ -291,8 +331,8 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 // never one to cancel: OpenAI's answer for a response that was not
 // created with background=true.
 func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) error {
-	if err := s.mayReadRuns(r); err != nil {
-		return err
+	if _, same, err := s.runReader(r); err != nil || !same {
+		return orNotFound(err, r.PathValue("id"))
 	}
 	if _, _, err := s.storedResponse(r.Context(), identity(r).TenantID, r.PathValue("id")); err != nil {
 		return err

@@ -85,3 +85,67 @@ func TestEmbeddingsOneLongTokenArrayIsOneInput(t *testing.T) {
 	res := ts.call(t, "POST", "/v1/embeddings", "", `{"model":"text-embedding-3-small","input":[`+strings.Join(ids, ",")+`]}`)
 	assert.Equal(t, http.StatusOK, res.status, res.body)
 }
+
+// In account mode without SVC_API_KEY a call without a token is the
+// default tenant's; a person signed in to another organization who sends
+// their session cookie with it reads and deletes none of the default
+// tenant's responses: each is not found.
+func TestResponsesOfTheOpenTenantAreNotFoundForAnotherOrgsSession(t *testing.T) {
+	ts := newServer(t, "", accountEnv("SVC_ALLOW_PUBLIC_SIGNUP", "true"))
+	res, r := ts.respond(t, "", `{"model":"gpt-4o-mini","input":"my email is alice@example.com"}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	mallory := ts.browser(t)
+	signup := mallory.do(t, "POST", "/api/v1/auth/signup", `{"email":"mallory@other.test","name":"Mallory","password":"mallory's secret"}`)
+	require.Equal(t, http.StatusCreated, signup.status, signup.body)
+
+	for _, call := range [][2]string{{"GET", ""}, {"GET", "/input_items"}, {"POST", "/cancel"}, {"DELETE", ""}} {
+		got := mallory.do(t, call[0], "/v1/responses/"+r.ID+call[1], "")
+		assert.Equal(t, http.StatusNotFound, got.status, "%s %s: %s", call[0], call[1], got.body)
+		assert.NotContains(t, got.body, "alice@example.com")
+	}
+	next := mallory.do(t, "POST", "/v1/responses", fmt.Sprintf(`{"model":"gpt-4o-mini","input":"repeat what I said","previous_response_id":%q}`, r.ID))
+	assert.Equal(t, http.StatusBadRequest, next.status, next.body)
+	assert.Equal(t, "previous_response_not_found", next.errorCode())
+	ref := mallory.do(t, "POST", "/v1/responses", fmt.Sprintf(`{"model":"gpt-4o-mini","input":[{"type":"item_reference","id":%q}]}`, r.Output[0].ID))
+	assert.Equal(t, http.StatusBadRequest, ref.status, ref.body)
+	assert.NotContains(t, ref.body, "alice@example.com")
+
+	// The response is still there for its own tenant.
+	admin := ts.signedIn(t, adminEmail, adminPassword)
+	got := admin.do(t, "GET", "/v1/responses/"+r.ID, "")
+	assert.Equal(t, http.StatusOK, got.status, got.body)
+}
+
+// A session's write through the Responses API passes the same-origin
+// check the management API applies to cookie writes.
+func TestResponsesSessionWritesAreSameOrigin(t *testing.T) {
+	ts := newServer(t, "", accountEnv())
+	res, r := ts.respond(t, "", `{"model":"gpt-4o-mini","input":"hello"}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	admin := ts.signedIn(t, adminEmail, adminPassword)
+	cross := []string{"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.test"}
+	del := admin.do(t, "DELETE", "/v1/responses/"+r.ID, "", cross...)
+	assert.Equal(t, http.StatusForbidden, del.status, del.body)
+	assert.Equal(t, "cross_origin", del.errorCode())
+	next := admin.do(t, "POST", "/v1/responses", fmt.Sprintf(`{"model":"gpt-4o-mini","input":"again","previous_response_id":%q}`, r.ID), cross...)
+	assert.Equal(t, http.StatusForbidden, next.status, next.body)
+	got := admin.do(t, "GET", "/v1/responses/"+r.ID, "")
+	assert.Equal(t, http.StatusOK, got.status, "not deleted: %s", got.body)
+
+	del = admin.do(t, "DELETE", "/v1/responses/"+r.ID, "")
+	assert.Equal(t, http.StatusOK, del.status, del.body)
+	logged := admin.do(t, "GET", "/api/v1/audit?action=response.delete", "")
+	require.Equal(t, http.StatusOK, logged.status, logged.body)
+	assert.Contains(t, logged.body, `"actor":"user:usr_`, "the person who deleted it is the actor")
+}
+
+// A failed check of the management credentials draws on the address's
+// limit, as a failed management credential does elsewhere.
+func TestResponsesFailedReadsAreRateLimitedByAddress(t *testing.T) {
+	ts := newServer(t, "", map[string]string{"SVC_REQUIRE_LOGIN": "true", "SVC_RATE_LIMIT": "30"}) // burst 3
+	for range 3 {
+		assert.Equal(t, http.StatusUnauthorized, ts.call(t, "GET", "/v1/responses/resp_aaaaaaaaaaaaaaaaaaaa", "", "").status)
+	}
+	res := ts.call(t, "GET", "/v1/responses/resp_aaaaaaaaaaaaaaaaaaaa", "", "")
+	assert.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+}

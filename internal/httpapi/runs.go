@@ -41,16 +41,8 @@ type runList struct {
 // listRuns is GET /api/v1/runs: newest first; query route, status, app,
 // agent, model, since, until, q, limit, offset.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	f := runFilter(r)
-	var err error
-	if f.Since, err = queryTime(r, "since"); err != nil {
-		return err
-	}
-	if f.Until, err = queryTime(r, "until"); err != nil {
-		return err
-	}
-	f.Q = r.URL.Query().Get("q")
-	if f.Limit, f.Offset, err = queryPage(r); err != nil {
+	f, err := listFilter(r)
+	if err != nil {
 		return err
 	}
 	runs, total, err := s.Runs.List(r.Context(), identity(r).TenantID, f)
@@ -61,12 +53,22 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runFilter reads the filter fields the list and the stream of runs share:
-// route, status, app, agent and model; the ledger judges them.
-func runFilter(r *http.Request) ledger.Filter {
+// listFilter reads a filter of runs from r's query: route, status, app,
+// agent, model, since, until, q, limit and offset. The ledger judges the
+// values, and what a live stream cannot apply it refuses there.
+func listFilter(r *http.Request) (ledger.Filter, error) {
 	q := r.URL.Query()
-	return ledger.Filter{Route: q.Get("route"), Status: q.Get("status"), App: q.Get("app"), Agent: q.Get("agent"),
-		Model: q.Get("model")}
+	f := ledger.Filter{Route: q.Get("route"), Status: q.Get("status"), App: q.Get("app"), Agent: q.Get("agent"),
+		Model: q.Get("model"), Q: q.Get("q")}
+	var err error
+	if f.Since, err = queryTime(r, "since"); err != nil {
+		return f, err
+	}
+	if f.Until, err = queryTime(r, "until"); err != nil {
+		return f, err
+	}
+	f.Limit, f.Offset, err = queryPage(r)
+	return f, err
 }
 
 // queryTime reads an RFC 3339 time; absent is the zero time.

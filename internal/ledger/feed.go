@@ -107,11 +107,28 @@ func (f *Feed) Close() {
 	f.subscribers.Store(0)
 }
 
+// ForgetTenant ends every subscription of a deleted tenant and takes them
+// off the feed: their streams end, whoever is still reading them.
+func (f *Feed) ForgetTenant(tenantID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	subs := f.byTen[tenantID]
+	for s := range subs {
+		s.end()
+	}
+	delete(f.byTen, tenantID)
+	f.subscribers.Add(-int64(len(subs)))
+}
+
+// Subscribers returns how many subscriptions of every tenant are on the
+// feed.
+func (f *Feed) Subscribers() int { return int(f.subscribers.Load()) }
+
 // Runs delivers the subscription's runs, oldest first.
 func (s *Subscription) Runs() <-chan *Run { return s.runs }
 
 // Done is closed when the subscription ends: dropped for falling behind,
-// closed, or its feed closed. Runs still buffered may be read, or left.
+// closed, its tenant forgotten, or its feed closed. Runs still buffered may be read, or left.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
 // Dropped reports whether the subscription ended for falling behind.
@@ -125,7 +142,7 @@ func (s *Subscription) Close() {
 	defer f.mu.Unlock()
 	subs := f.byTen[s.tenantID]
 	if _, ok := subs[s]; !ok {
-		return // the feed was closed, which took it off
+		return // the feed was closed, or its tenant forgotten, which took it off
 	}
 	delete(subs, s)
 	if len(subs) == 0 {

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,7 @@ func TestFeedSubscribeRefusesWhatOnlyAListHas(t *testing.T) {
 	f := ledger.NewFeed()
 	for param, filter := range map[string]ledger.Filter{
 		"route": {Route: "teleport"}, "status": {Status: "meh"}, "q": {Q: "x"}, "limit": {Limit: 5},
+		"offset": {Offset: 5}, "since": {Since: time.Unix(1, 0)}, "until": {Until: time.Unix(1, 0)},
 	} {
 		_, err := f.Subscribe("t_a", filter, 0)
 		assert.Equal(t, errs.Invalid, errs.KindOf(err), param)
@@ -103,6 +105,36 @@ func TestFeedCloseEndsEverySubscription(t *testing.T) {
 	later.Close()
 	f.Publish(feedRun("run_1", "t_a", ""))
 	assert.Empty(t, received(later))
+}
+
+func TestFeedForgetTenantEndsItsSubscriptions(t *testing.T) {
+	f := ledger.NewFeed()
+	gone, err := f.Subscribe("t_a", ledger.Filter{}, 0)
+	require.NoError(t, err)
+	alsoGone, err := f.Subscribe("t_a", ledger.Filter{App: "support"}, 0)
+	require.NoError(t, err)
+	stays, err := f.Subscribe("t_b", ledger.Filter{}, 0)
+	require.NoError(t, err)
+	defer stays.Close()
+	require.Equal(t, 3, f.Subscribers())
+
+	f.ForgetTenant("t_a")
+	<-gone.Done()
+	<-alsoGone.Done()
+	assert.False(t, gone.Dropped(), "it did not fall behind")
+	assert.Equal(t, 1, f.Subscribers(), "the tenant's subscriptions are off the feed")
+	gone.Close()
+	alsoGone.Close()
+	assert.Equal(t, 1, f.Subscribers(), "closing them after counts nothing twice")
+	select {
+	case <-stays.Done():
+		t.Fatal("another tenant's subscription ended")
+	default:
+	}
+	f.Publish(feedRun("run_1", "t_a", "support"))
+	f.Publish(feedRun("run_2", "t_b", ""))
+	assert.Empty(t, received(gone))
+	assert.Equal(t, []string{"run_2"}, received(stays))
 }
 
 func TestFeedPublishesNothingAfterClose(t *testing.T) {

@@ -75,10 +75,14 @@ func (f *Filter) ValidateMatch() error {
 	switch {
 	case f.Q != "":
 		return errs.Invalidf("q", "a live stream cannot search; q is for the list")
-	case !f.Since.IsZero() || !f.Until.IsZero():
-		return errs.Invalidf("since", "a live stream has no time range; since and until are for the list")
-	case f.Limit != 0 || f.Offset != 0:
-		return errs.Invalidf("limit", "a live stream has no pages; limit and offset are for the list")
+	case !f.Since.IsZero():
+		return errs.Invalidf("since", "a live stream has no time range; since is for the list")
+	case !f.Until.IsZero():
+		return errs.Invalidf("until", "a live stream has no time range; until is for the list")
+	case f.Limit != 0:
+		return errs.Invalidf("limit", "a live stream has no pages; limit is for the list")
+	case f.Offset != 0:
+		return errs.Invalidf("offset", "a live stream has no pages; offset is for the list")
 	}
 	return f.validateFields()
 }

@@ -38,6 +38,24 @@ func (r *Request) Origin() json.RawMessage {
 	return b
 }
 
+// CheckOrigin reports whether a stored origin reads back; one that does not
+// is left out (readOrigin), the response served without it.
+func CheckOrigin(raw []byte) error {
+	var o Origin
+	return json.Unmarshal(raw, &o)
+}
+
+// readOrigin is a stored origin, or none when raw is empty or does not
+// read back: the run is still the response it answered, its instructions,
+// metadata and input boundary unknown.
+func readOrigin(raw []byte) Origin {
+	var o Origin
+	if len(raw) > 0 && json.Unmarshal(raw, &o) != nil {
+		return Origin{}
+	}
+	return o
+}
+
 // apply sets what the origin keeps on a stored response.
 func (o *Origin) apply(resp *Response) {
 	if len(o.Instructions) > 0 {
@@ -59,8 +77,10 @@ type InputItem struct {
 	ID     string `json:"id"`
 	Status string `json:"status,omitempty"`
 	// A message.
-	Role    string      `json:"role,omitempty"`
-	Content []inputText `json:"content,omitempty"`
+	Role string `json:"role,omitempty"`
+	// Content is a message's, never nil there (the SDKs read a list);
+	// other items have none.
+	Content *[]inputText `json:"content,omitempty"`
 	// A function call and its output.
 	CallID    string  `json:"call_id,omitempty"`
 	Name      string  `json:"name,omitempty"`
@@ -74,10 +94,13 @@ type inputText struct {
 	Type    string `json:"type"`
 	Text    string `json:"text,omitempty"`
 	Refusal string `json:"refusal,omitempty"`
-	// An image or a file, in chat's shape.
-	ImageURL string          `json:"image_url,omitempty"`
-	Detail   string          `json:"detail,omitempty"`
-	File     json.RawMessage `json:"file,omitempty"`
+	// input_image: detail is always there ("auto" unless the request said).
+	ImageURL string `json:"image_url,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	// input_file, flat as the Responses API has it (chat nests it in "file").
+	FileID   string `json:"file_id,omitempty"`
+	FileData string `json:"file_data,omitempty"`
+	Filename string `json:"filename,omitempty"`
 	// output_text's lists, which the SDKs read.
 	Annotations *[]any `json:"annotations,omitempty"`
 }
@@ -103,12 +126,7 @@ func InputItems(run Run) ([]InputItem, error) {
 	if req.Messages == nil {
 		return nil, errNotChat
 	}
-	var o Origin
-	if len(run.Origin) > 0 {
-		if err := json.Unmarshal(run.Origin, &o); err != nil {
-			return nil, err
-		}
-	}
+	o := readOrigin(run.Origin)
 	msgs := req.Messages
 	if o.InputFrom > 0 && o.InputFrom <= len(msgs) {
 		msgs = msgs[o.InputFrom:]
@@ -125,14 +143,14 @@ func InputItems(run Run) ([]InputItem, error) {
 		case "assistant":
 			if text := contentText(m.Content); text != "" || m.Refusal != nil || len(m.ToolCalls) == 0 {
 				empty := []any{}
-				it := InputItem{Type: "message", ID: id("msg"), Status: "completed", Role: "assistant"}
+				content := []inputText{}
 				if text != "" || m.Refusal == nil {
-					it.Content = append(it.Content, inputText{Type: "output_text", Text: text, Annotations: &empty})
+					content = append(content, inputText{Type: "output_text", Text: text, Annotations: &empty})
 				}
 				if m.Refusal != nil {
-					it.Content = append(it.Content, inputText{Type: "refusal", Refusal: *m.Refusal})
+					content = append(content, inputText{Type: "refusal", Refusal: *m.Refusal})
 				}
-				items = append(items, it)
+				items = append(items, InputItem{Type: "message", ID: id("msg"), Status: "completed", Role: "assistant", Content: &content})
 			}
 			for _, tc := range m.ToolCalls {
 				args := tc.Function.Arguments
@@ -141,7 +159,8 @@ func InputItems(run Run) ([]InputItem, error) {
 			}
 			continue
 		}
-		items = append(items, InputItem{Type: "message", ID: id("msg"), Status: "completed", Role: m.Role, Content: inputParts(m.Content)})
+		content := inputParts(m.Content)
+		items = append(items, InputItem{Type: "message", ID: id("msg"), Status: "completed", Role: m.Role, Content: &content})
 	}
 	return items, nil
 }
@@ -174,16 +193,24 @@ func inputParts(raw json.RawMessage) []inputText {
 			URL    string `json:"url"`
 			Detail string `json:"detail"`
 		} `json:"image_url"`
-		File json.RawMessage `json:"file"`
+		File struct {
+			FileID   string `json:"file_id"`
+			FileData string `json:"file_data"`
+			Filename string `json:"filename"`
+		} `json:"file"`
 	}
 	_ = json.Unmarshal(raw, &parts)
 	out := make([]inputText, 0, len(parts))
 	for _, p := range parts {
 		switch {
 		case p.Type == "image_url" && p.ImageURL != nil:
-			out = append(out, inputText{Type: "input_image", ImageURL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
+			detail := p.ImageURL.Detail
+			if detail == "" {
+				detail = "auto"
+			}
+			out = append(out, inputText{Type: "input_image", ImageURL: p.ImageURL.URL, Detail: detail})
 		case p.Type == "file":
-			out = append(out, inputText{Type: "input_file", File: p.File})
+			out = append(out, inputText{Type: "input_file", FileID: p.File.FileID, FileData: p.File.FileData, Filename: p.File.Filename})
 		default:
 			out = append(out, inputText{Type: "input_text", Text: p.Text})
 		}

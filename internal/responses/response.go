@@ -82,7 +82,6 @@ func (r *Request) Response(id string, createdAt int64) Response {
 }
 
 func (resp Response) defaults() Response {
-	resp.AccessPrograms.Cyber = "standard"
 	if len(resp.Instructions) == 0 {
 		resp.Instructions = json.RawMessage("null")
 	}

@@ -130,7 +130,7 @@ func TestResponseFromCompletion(t *testing.T) {
 		"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`)))
 	b, err := json.Marshal(resp)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"id":"resp_aaaaaaaaaaaaaaaaaaaa","object":"response","access_programs":{"cyber":"standard"},"created_at":7,"status":"completed","background":false,
+	assert.JSONEq(t, `{"id":"resp_aaaaaaaaaaaaaaaaaaaa","object":"response","access_programs":null,"created_at":7,"status":"completed","background":false,
 		"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":9,"metadata":{},"model":"m-2024",
 		"output":[
 			{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaa0","status":"completed","role":"assistant",
@@ -337,7 +337,7 @@ func TestStoredRebuildsTheResponseAndItsConversation(t *testing.T) {
 func TestStoredKeepsTheOriginAndInputItems(t *testing.T) {
 	r, err := responses.Parse([]byte(`{"model":"m","instructions":[{"role":"developer","content":"Be brief."}],
 		"metadata":{"k":"v"},"store":false,"previous_response_id":"resp_bbbbbbbbbbbbbbbbbbbb",
-		"input":[{"role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png"}]},
+		"input":[{"role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png","detail":"auto"}]},
 		{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`))
 	require.NoError(t, err)
 	history := []json.RawMessage{json.RawMessage(`{"role":"system","content":"old"}`), json.RawMessage(`{"role":"user","content":"earlier"}`),
@@ -359,7 +359,7 @@ func TestStoredKeepsTheOriginAndInputItems(t *testing.T) {
 	b, _ := json.Marshal(items)
 	assert.JSONEq(t, `[
 		{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaain0","status":"completed","role":"user",
-		 "content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png"}]},
+		 "content":[{"type":"input_text","text":"q"},{"type":"input_image","image_url":"https://x/i.png","detail":"auto"}]},
 		{"type":"function_call","id":"fc_aaaaaaaaaaaaaaaaaaaain1","status":"completed","call_id":"c","name":"f","arguments":"{}"},
 		{"type":"function_call_output","id":"fco_aaaaaaaaaaaaaaaaaaaain2","status":"completed","call_id":"c","output":"ok"}]`, string(b))
 
@@ -378,7 +378,43 @@ func TestStoredKeepsTheOriginAndInputItems(t *testing.T) {
 	items, err = responses.InputItems(run)
 	require.NoError(t, err)
 	require.Len(t, items, 1)
-	assert.Equal(t, "hi", items[0].Content[0].Text)
+	assert.Equal(t, "hi", (*items[0].Content)[0].Text)
+}
+
+// Input items have the shapes of the official SDKs' types: a file part
+// flat, an image's detail always there, a message's content always a list.
+func TestInputItemsShapes(t *testing.T) {
+	run := responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Succeeded: true, Request: []byte(`{"model":"m","messages":[
+		{"role":"user","content":[{"type":"file","file":{"file_id":"file-1","filename":"a.pdf"}},
+			{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"b.pdf"}},
+			{"type":"image_url","image_url":{"url":"https://x/i.png"}},
+			{"type":"image_url","image_url":{"url":"https://x/j.png","detail":"high"}}]},
+		{"role":"user","content":[]}]}`)}
+	items, err := responses.InputItems(run)
+	require.NoError(t, err)
+	b, _ := json.Marshal(items)
+	assert.JSONEq(t, `[
+		{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaain0","status":"completed","role":"user","content":[
+			{"type":"input_file","file_id":"file-1","filename":"a.pdf"},
+			{"type":"input_file","file_data":"data:application/pdf;base64,JVBERi0=","filename":"b.pdf"},
+			{"type":"input_image","image_url":"https://x/i.png","detail":"auto"},
+			{"type":"input_image","image_url":"https://x/j.png","detail":"high"}]},
+		{"type":"message","id":"msg_aaaaaaaaaaaaaaaaaaaain1","status":"completed","role":"user","content":[]}]`, string(b))
+}
+
+// A stored origin that does not read back is left out: the run is still
+// the response it answered.
+func TestStoredWithUnreadableOrigin(t *testing.T) {
+	run := responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Succeeded: true, Origin: []byte(`{"metadata":"not a map","input_from":1}`),
+		Request:  []byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`),
+		Response: []byte(`{"choices":[{"message":{"content":"a"},"finish_reason":"stop"}]}`)}
+	resp, _, err := responses.Stored(run)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{}, resp.Metadata)
+	items, err := responses.InputItems(run)
+	require.NoError(t, err)
+	assert.Len(t, items, 2, "every message is input when the boundary is unknown")
+	assert.Error(t, responses.CheckOrigin(run.Origin))
 }
 
 func TestListInputItemsPages(t *testing.T) {

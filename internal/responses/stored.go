@@ -71,13 +71,8 @@ func Stored(run Run) (Response, []json.RawMessage, error) {
 			resp.Text.Format, _ = json.Marshal(schema)
 		}
 	}
-	if len(run.Origin) > 0 {
-		var o Origin
-		if err := json.Unmarshal(run.Origin, &o); err != nil {
-			return Response{}, nil, err
-		}
-		o.apply(&resp)
-	}
+	o := readOrigin(run.Origin)
+	o.apply(&resp)
 	resp = resp.defaults()
 	if !run.Succeeded {
 		resp.Status = "failed"

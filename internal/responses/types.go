@@ -13,7 +13,7 @@ import "encoding/json"
 type Response struct {
 	ID                 string            `json:"id"`
 	Object             string            `json:"object"`
-	AccessPrograms     accessPrograms    `json:"access_programs"`
+	AccessPrograms     *accessPrograms   `json:"access_programs"`
 	CreatedAt          int64             `json:"created_at"`
 	Status             string            `json:"status"`
 	Background         bool              `json:"background"`
@@ -38,8 +38,9 @@ type Response struct {
 	User               *string           `json:"user"`
 }
 
-// accessPrograms is the access program a response was served under, which
-// the official SDKs require: svc's is always the standard one.
+// accessPrograms is the access program a response was served under. svc
+// selects none: null, which is how OpenAI writes the standard fallback and
+// what the official SDKs' types allow.
 type accessPrograms struct {
 	Cyber string `json:"cyber"`
 }

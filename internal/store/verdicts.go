@@ -16,13 +16,15 @@ var _ governance.VerdictStore = (*Store)(nil)
 var verdictActions = "'" + strings.Join(governance.VerdictActions, "', '") + "'"
 
 // RuleMatches counts, per rule, the tenant's recorded verdicts at or after
-// day that list it, those at or after hour apart, and the latest's time:
-// an index range (tenant, action, time), then each verdict's rules.
-func (s *Store) RuleMatches(ctx context.Context, tenantID string, day, hour time.Time) (map[string]governance.Matches, error) {
+// day that list it, those at or after hour apart, and the latest's time,
+// among the newest window of those verdicts: an index range (tenant,
+// action, time) picks them, and only they have their rules read.
+func (s *Store) RuleMatches(ctx context.Context, tenantID string, day, hour time.Time, window int) (map[string]governance.Matches, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT json_extract(r.value, '$.id'), COUNT(*), SUM(a.at >= ?), MAX(a.at)
 		FROM audit_events a, json_each(a.details, '$.rules') r
-		WHERE a.tenant_id = ? AND a.action IN (`+verdictActions+`) AND a.at >= ?
-		GROUP BY 1`, hour.UnixMilli(), tenantID, day.UnixMilli())
+		WHERE a.seq IN (SELECT seq FROM audit_events WHERE tenant_id = ? AND action IN (`+verdictActions+`) AND at >= ?
+			ORDER BY seq DESC LIMIT ?)
+		GROUP BY 1`, hour.UnixMilli(), tenantID, day.UnixMilli(), window)
 	if err != nil {
 		return nil, err
 	}

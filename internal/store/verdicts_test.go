@@ -39,7 +39,7 @@ func TestRecordedVerdictsCountPerRuleAndTenant(t *testing.T) {
 	verdict(tenant.DefaultID, "key.create", "key_1", "allow", now, "a") // not a verdict
 	verdict(other.ID, "policy.chat", "run_theirs", "deny", now, "a", "b")
 
-	counts, err := s.RuleMatches(ctx, tenant.DefaultID, now.Add(-24*time.Hour), now.Add(-time.Hour))
+	counts, err := s.RuleMatches(ctx, tenant.DefaultID, now.Add(-24*time.Hour), now.Add(-time.Hour), 10)
 	require.NoError(t, err)
 	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
 	assert.Equal(t, map[string]governance.Matches{
@@ -47,6 +47,14 @@ func TestRecordedVerdictsCountPerRuleAndTenant(t *testing.T) {
 		"b": {LastHour: 0, LastDay: 1, LastAt: at(-2 * time.Hour)},
 		"w": {LastHour: 1, LastDay: 1, LastAt: at(-time.Minute)},
 	}, counts)
+	// The window holds the newest verdicts of the day: run_hour and ws_1,
+	// not run_day, nor run_old, which is older than the day anyway.
+	counts, err = s.RuleMatches(ctx, tenant.DefaultID, now.Add(-24*time.Hour), now.Add(-time.Hour), 2)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]governance.Matches{
+		"a": {LastHour: 1, LastDay: 1, LastAt: at(-30 * time.Minute)},
+		"w": {LastHour: 1, LastDay: 1, LastAt: at(-time.Minute)},
+	}, counts, "only the newest window of the day's verdicts are counted")
 
 	last, err := s.LastMatches(ctx, tenant.DefaultID, 10)
 	require.NoError(t, err)

@@ -479,13 +479,19 @@ func (b *bigEmbedder) Embed(context.Context, EmbedRequest) (EmbedResponse, error
 	return EmbedResponse{Body: b.answer}, nil
 }
 
-// An embeddings answer larger than any chat answer crosses the plugin
-// connection: a float batch of 2048 inputs at 1536 dimensions is over the
-// 64 MiB a chat answer may take.
-func TestLargeEmbeddingsAnswerCrosses(t *testing.T) {
+// An embeddings answer gets no more room than a chat answer: one larger
+// than a plugin connection takes fails, and svc never holds it.
+func TestOversizedEmbeddingsAnswerFails(t *testing.T) {
 	impl := &bigEmbedder{answer: bytes.Repeat([]byte("0.012345678,"), (maxMessage+1<<20)/12)}
 	p, _, _ := serveOver(t, &providerServer{impl: impl})
-	res, err := p.(Embedder).Embed(context.Background(), EmbedRequest{Model: "e-1"})
-	require.NoError(t, err)
-	assert.Equal(t, len(impl.answer), len(res.Body))
+	_, err := p.(Embedder).Embed(context.Background(), EmbedRequest{Model: "e-1"})
+	assert.ErrorContains(t, err, "larger than max")
+}
+
+// A plugin without the shared stream refuses an answer too large as the
+// stream does: its server sends no more than svc receives.
+func TestOversizedUnaryChatAnswerFails(t *testing.T) {
+	p, _, _ := serveOver(t, &unaryOnly{impl: &sizedProvider{}})
+	_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("huge")})
+	assert.ErrorContains(t, err, "larger than max")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -55,8 +54,7 @@ func NoEmbeddings(model string) *ProviderError {
 // Embed calls the plugin's Embed; a plugin that does not implement it
 // answers NoEmbeddings.
 func (c *providerClient) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
-	res, err := c.client.Embed(ctx, &pb.EmbedRequest{Body: req.Body, Model: req.Model, RequestId: req.RequestID},
-		grpc.MaxCallRecvMsgSize(maxEmbedMessage))
+	res, err := c.client.Embed(ctx, &pb.EmbedRequest{Body: req.Body, Model: req.Model, RequestId: req.RequestID})
 	if status.Code(err) == codes.Unimplemented {
 		return EmbedResponse{}, NoEmbeddings(req.Model)
 	}

@@ -15,15 +15,15 @@ const (
 
 // maxMessage is the largest message either side of a plugin connection
 // sends or receives: room for a request body as large as an operator may
-// let through and for provider-openai's largest chat answer (32 MiB), where
-// gRPC's default would refuse anything over 4 MiB.
+// let through and for provider-openai's largest answers (32 MiB for chat,
+// 60 MiB for embeddings), where gRPC's default would refuse anything over
+// 4 MiB.
+//
+// An embeddings answer gets no more: gRPC holds a message in several copies
+// while it decodes one, so each MiB allowed here may cost svc a few.
+// provider-openai refuses a larger embeddings answer in words the client
+// can act on (see its maxEmbeddingsResponseBytes).
 const maxMessage = 64 << 20
-
-// maxEmbedMessage is the largest embeddings answer a plugin sends: room
-// for provider-openai's largest, the widest valid batch written as floats
-// (205 MiB; see its maxEmbeddingsResponseBytes). Only the Embed call is
-// let receive it; a plugin's server may send it.
-const maxEmbedMessage = 256 << 20
 
 // DialOptions are the gRPC options of svc's side of a plugin connection
 // (go-plugin's ClientConfig.GRPCDialOptions).
@@ -39,7 +39,7 @@ func DialOptions() []grpc.DialOption {
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow),
-		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxEmbedMessage),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 	}
 }
 

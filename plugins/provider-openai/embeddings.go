@@ -31,7 +31,10 @@ func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return pluginapi.EmbedResponse{}, u.statusError(resp)
 	}
-	body, err := readBody(resp, max(u.maxResponse(), maxEmbeddingsResponseBytes))
+	body, err := readBody(resp, maxEmbeddingsResponseBytes)
+	if errors.Is(err, errTooLarge) {
+		return pluginapi.EmbedResponse{}, errEmbeddingsTooLarge
+	}
 	if err != nil {
 		return pluginapi.EmbedResponse{}, u.readError(ctx, err, "response")
 	}
@@ -63,15 +66,22 @@ func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 	return pluginapi.EmbedResponse{Body: body, Usage: usage}, nil
 }
 
-// maxEmbeddingsResponseBytes bounds an embeddings answer: room for the
-// largest valid batch as floats, 2048 inputs (OpenAI's limit) of 3072
-// dimensions (text-embedding-3-large, the widest), each number at most 24
-// bytes in its shortest form ("-1.2345678901234567e-05"), written one a
-// line as OpenAI pretty-prints it (8 spaces of indent, a comma, a newline:
-// 34 bytes), plus 256 bytes an item for its object and index and 64 KiB
-// for the list's own fields: 214,499,328 bytes, 205 MiB. A chat answer
-// keeps DefaultMaxResponseBytes.
-const maxEmbeddingsResponseBytes = 2048*(3072*(8+24+2)+256) + 64<<10
+// maxEmbeddingsResponseBytes bounds an embeddings answer: what fits in one
+// message of the plugin connection (64 MiB, pluginapi's limit) with room
+// for the message's own fields. The widest valid batch written as floats
+// (2048 inputs of 3072 dimensions) is about 205 MiB, too much for svc to
+// hold per call; a batch this large is refused with errEmbeddingsTooLarge,
+// which says how to ask for less. A chat answer keeps
+// DefaultMaxResponseBytes.
+const maxEmbeddingsResponseBytes = 60 << 20
+
+// errEmbeddingsTooLarge is an embeddings answer over
+// maxEmbeddingsResponseBytes, in words the caller can act on.
+var errEmbeddingsTooLarge = &pluginapi.ProviderError{
+	Status: http.StatusBadGateway, Type: typeUpstream, Code: codeTooLarge,
+	Message: "the provider's embeddings answer is larger than the 60 MiB svc accepts: send fewer inputs per call, " +
+		"or ask for encoding_format \"base64\", about 4 times smaller than floats",
+}
 
 // notServed are the model families an OpenAI upstream lists that svc has
 // no endpoint for (images, audio, moderation, realtime) or that answer the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,6 +145,38 @@ func TestEmbedLargestBatchIsRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, len(res.Body), DefaultMaxResponseBytes, "the batch is over the chat cap")
 	assert.Equal(t, int64(2048), res.Usage.PromptTokens)
+}
+
+// An embeddings answer larger than the plugin connection takes, sized or
+// not, is refused in the provider's shape with what to ask for instead.
+func TestEmbedAnswerOverTheCapIsRefusedInWords(t *testing.T) {
+	for _, sized := range []bool{true, false} {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			head, item := `{"object":"list","data":[`, `{"object":"embedding","index":0,"embedding":[-0.012345678]},`
+			n := (maxEmbeddingsResponseBytes-len(head))/len(item) + 1
+			if sized {
+				w.Header().Set("Content-Length", strconv.Itoa(len(head)+n*len(item)+2))
+			}
+			bw := bufio.NewWriterSize(w, 64<<10)
+			bw.WriteString(head)
+			for range n {
+				if _, err := bw.WriteString(item); err != nil {
+					return
+				}
+			}
+			bw.WriteString("]}")
+			bw.Flush()
+		})
+		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-large","input":["a"]}`))
+		var pe *pluginapi.ProviderError
+		require.ErrorAs(t, err, &pe, "sized=%v", sized)
+		assert.Equal(t, http.StatusBadGateway, pe.Status)
+		assert.Equal(t, codeTooLarge, pe.Code)
+		assert.Contains(t, pe.Message, "fewer inputs")
+		assert.Contains(t, pe.Message, `encoding_format "base64"`)
+	}
+	assert.Less(t, maxEmbeddingsResponseBytes, 64<<20, "room in one plugin message")
 }
 
 func TestModelKind(t *testing.T) {
