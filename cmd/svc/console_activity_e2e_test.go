@@ -35,24 +35,9 @@ func send(t *testing.T, p *proc, token, model, app, agent, text string) (int, st
 		"messages": []map[string]string{{"role": "user", "content": text}},
 	})
 	require.NoError(t, err)
-	req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(string(body)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if app != "" {
-		req.Header.Set("X-Svc-App", app)
-	}
-	if agent != "" {
-		req.Header.Set("X-Svc-Agent", agent)
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	id := res.Header.Get("X-Svc-Run-Id")
+	status, _, id := gatewayChat(t, p, token, app, agent, string(body))
 	require.NotEmpty(t, id, "the gateway names the run")
-	return res.StatusCode, id
+	return status, id
 }
 
 // waitRows waits until the list shows exactly the runs ids, in any order.

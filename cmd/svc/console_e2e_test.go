@@ -1,11 +1,15 @@
 package main_test
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/browsertest"
 )
@@ -70,4 +74,31 @@ func TestBrowserConsoleInOpenDevMode(t *testing.T) {
 	b.WaitText("#view h1", "Not found")
 	assert.True(t, strings.HasSuffix(b.Title(), "· svc"))
 	assertNoPageErrors(t, b)
+}
+
+// gatewayChat sends a chat completion as token (none: open dev mode) with the
+// given app and agent, and returns the status, the JSON answer and the
+// run id.
+func gatewayChat(t *testing.T, p *proc, token, app, agent, body string) (int, map[string]any, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if app != "" {
+		req.Header.Set("X-Svc-App", app)
+	}
+	if agent != "" {
+		req.Header.Set("X-Svc-Agent", agent)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return res.StatusCode, out, res.Header.Get("x-svc-run-id")
 }

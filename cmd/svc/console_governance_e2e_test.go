@@ -1,9 +1,7 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -76,38 +74,11 @@ func (s *shop) setPrice(p string) {
 	s.mu.Unlock()
 }
 
-// govChat sends a chat completion as token (none: open dev mode) with the
-// given app and agent, and returns the status, the JSON answer and the
-// run id.
-func govChat(t *testing.T, p *proc, token, app, agent, body string) (int, map[string]any, string) {
-	t.Helper()
-	req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if app != "" {
-		req.Header.Set("X-Svc-App", app)
-	}
-	if agent != "" {
-		req.Header.Set("X-Svc-Agent", agent)
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	var out map[string]any
-	_ = json.Unmarshal(b, &out)
-	return res.StatusCode, out, res.Header.Get("x-svc-run-id")
-}
-
 // held sends a request the wire-transfers rule holds and returns its
 // approval's id.
 func held(t *testing.T, p *proc, token, agent, text string) string {
 	t.Helper()
-	status, out, _ := govChat(t, p, token, "payments", agent,
+	status, out, _ := gatewayChat(t, p, token, "payments", agent,
 		`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+text+`"}]}`)
 	require.Equal(t, http.StatusForbidden, status, out)
 	id, _ := out["verdict"].(map[string]any)["approvalId"].(string)
@@ -141,11 +112,11 @@ func TestBrowserConsoleGovernanceDecisions(t *testing.T) {
 
 	wire := held(t, p, "", "treasurer", "Please make a wire transfer of $9,000 to ACME Ltd.")
 	other := held(t, p, "", "treasurer", "Another wire transfer of $50 to Bob.")
-	status, out, deniedRun := govChat(t, p, "", "support", "helper", `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`)
+	status, out, deniedRun := gatewayChat(t, p, "", "support", "helper", `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`)
 	require.Equal(t, http.StatusForbidden, status, out)
 	faq := `{"model":"gpt-4o-mini","temperature":0,"messages":[{"role":"user","content":"What are your opening hours?"}]}`
 	for range 2 {
-		status, out, _ = govChat(t, p, "", "faq", "helper", faq)
+		status, out, _ = gatewayChat(t, p, "", "faq", "helper", faq)
 		require.Equal(t, http.StatusOK, status, out)
 	}
 	status, opened := p.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/session"}`)
