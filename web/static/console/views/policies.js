@@ -14,7 +14,8 @@ const TARGETS = [
 ];
 
 export async function render(ctx) {
-  page(ctx, 'Policies', 'The rules in force, read from the policy files. Deny wins over require approval, which wins over allow.');
+  page(ctx, 'Policies', 'The rules in force, read from the policy files. Deny wins over require approval, which wins over allow. ' +
+    'Matches count the verdicts on record in the last day; a request that only allow rules matched changed nothing and is not recorded.');
   const data = await load(ctx, '/api/v1/policies', 'The policies');
   if (!data) return;
   const rules = data.policies || [];
@@ -35,15 +36,23 @@ export async function render(ctx) {
   }
 }
 
+// counted says whether a rule's matches are on record: a request that only
+// allow rules matched changed nothing and is not in the audit trail, so an
+// allow rule's zero means "not recorded", not "never matched".
+function counted(r) {
+  return r.matches && r.effect !== 'allow';
+}
+
 function rulesTable(rules) {
+  const notRecorded = 'not recorded';
   return table([
     { label: 'Rule', cell: (r) => h('div', {}, link('#/policies/' + encodeURIComponent(r.id), r.id, { class: 'rule-link' }),
       r.description ? h('div', { class: 'quiet small' }, r.description) : null) },
     { label: 'Effect', cell: (r) => effectBadge(r.effect) },
     { label: 'Message', cell: (r) => r.reason || '–' },
-    { label: 'Matched, last hour', class: 'num', cell: (r) => (r.matches ? num(r.matches.lastHour) : '–') },
-    { label: 'Last day', class: 'num', cell: (r) => (r.matches ? num(r.matches.lastDay) : '–') },
-    { label: 'Last match', cell: (r) => (!r.matches ? '–' : r.matches.lastAt ? time(r.matches.lastAt) : 'never') },
+    { label: 'Matched, last hour', class: 'num', cell: (r) => (counted(r) || r.matches?.lastHour ? num(r.matches.lastHour) : r.matches ? notRecorded : '–') },
+    { label: 'Last day', class: 'num', cell: (r) => (counted(r) || r.matches?.lastDay ? num(r.matches.lastDay) : r.matches ? notRecorded : '–') },
+    { label: 'Last match', cell: (r) => (!r.matches ? '–' : r.matches.lastAt ? time(r.matches.lastAt) : counted(r) ? 'never' : notRecorded) },
     { label: 'File', cell: (r) => h('code', {}, r.source || '–') },
   ], rules);
 }
