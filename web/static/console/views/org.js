@@ -253,14 +253,15 @@ async function drawInvites(ctx, box) {
   const invites = res.data.invites || [];
   clear(box, table([
     { label: 'Email', cell: (i) => i.email },
-    { label: 'Role', cell: (i) => i.role },
-    { label: 'State', cell: (i) => badge(i.status, i.status === 'pending' ? 'warn' : i.status === 'accepted' ? 'ok' : 'info') },
-    { label: 'Sent', cell: (i) => time(i.createdAt) },
-    { label: 'Expires', cell: (i) => (i.status === 'pending' ? time(i.expiresAt) : '–') },
+    // The action comes second, in reach on a phone.
     { label: 'Action', cell: (i) => (i.status === 'pending' ? button('Revoke', async () => {
       const r = await act(ctx, 'POST', `/api/v1/orgs/active/invites/${encodeURIComponent(i.id)}/revoke`, {}, `The invitation of ${i.email} is revoked.`);
       if (r.ok) await drawInvites(ctx, box);
     }, { class: 'secondary small', 'data-revoke-invite': i.email, 'aria-label': `Revoke the invitation of ${i.email}` }) : '') },
+    { label: 'Role', cell: (i) => i.role },
+    { label: 'State', cell: (i) => badge(i.status, i.status === 'pending' ? 'warn' : i.status === 'accepted' ? 'ok' : 'info') },
+    { label: 'Sent', cell: (i) => time(i.createdAt) },
+    { label: 'Expires', cell: (i) => (i.status === 'pending' ? time(i.expiresAt) : '–') },
   ], invites, 'No invitations yet.'));
 }
 
