@@ -70,6 +70,7 @@ async function signedIn(user) {
   setText('whoami', 'Signed in as ' + label);
   setText('verify-email-address', user.email);
   $('verify-banner').hidden = user.emailVerified !== false;
+  $('resend-verification').disabled = false;
   show('account-bar', 'sign-out');
   session = { mode: 'account', user, role: 'member', canAct: false, tenantId: '', orgName: '', orgs: [] };
   await loadOrgs();
