@@ -57,6 +57,10 @@ async function start() {
 function signedOut() {
   session = null;
   leaveView();
+  // The previous person's page (a key's token, an invitation link) must not
+  // stay in the hidden DOM, nor a view still loading draw into it.
+  generation++;
+  $('view').replaceChildren();
   hide('account-bar', 'console', 'verify-banner');
   startSignedOut(async (user) => signedIn(user));
 }
@@ -66,6 +70,7 @@ async function signedIn(user) {
   setText('whoami', 'Signed in as ' + label);
   setText('verify-email-address', user.email);
   $('verify-banner').hidden = user.emailVerified !== false;
+  $('resend-verification').disabled = false;
   show('account-bar', 'sign-out');
   session = { mode: 'account', user, role: 'member', canAct: false, tenantId: '', orgName: '', orgs: [] };
   await loadOrgs();
@@ -262,10 +267,27 @@ onSubmit($('switch-form'), async () => {
   say('Switched to ' + name + '.', 'ok');
 });
 
-$('resend-verification').addEventListener('click', async () => {
+// The resend button is off while its request runs and after it succeeded,
+// so one click sends one mail; an address verified meanwhile (409
+// already_verified) hides the banner.
+$('resend-verification').addEventListener('click', async (event) => {
+  const b = event.currentTarget;
+  b.disabled = true;
   const res = await api('POST', '/api/v1/auth/verify/resend', {});
-  if (res.ok) say('We sent the link again. It may take a minute to arrive.', 'ok');
-  else say(res.error.message, 'error');
+  if (res.ok) {
+    say('We sent the link again. It may take a minute to arrive.', 'ok');
+    return;
+  }
+  b.disabled = false;
+  if (res.error.code === 'already_verified') {
+    const me = await api('GET', '/api/v1/auth/me');
+    if (me.ok && me.data && me.data.user && me.data.user.emailVerified !== false) {
+      hide('verify-banner');
+      say('Your email address is already verified.', 'ok');
+      return;
+    }
+  }
+  say(res.error.message, 'error');
 });
 
 $('sign-out').addEventListener('click', async () => {
@@ -274,7 +296,9 @@ $('sign-out').addEventListener('click', async () => {
     say(res.error.message, 'error');
     return;
   }
-  window.location.hash = '';
+  // replaceState drops the fragment without a hashchange, whose handler
+  // would wipe the message below.
+  history.replaceState(null, '', window.location.pathname + window.location.search);
   signedOut();
   say('You are signed out.');
 });

@@ -8,6 +8,8 @@ import { page, api, qs } from '../lib/ui.js';
 import { fieldProblem } from '../lib/forms.js';
 
 const PAGE = 50;
+// MAX is the most events the API gives in one answer.
+const MAX = 1000;
 const DECISIONS = ['allow', 'deny', 'require_approval'];
 
 export async function render(ctx) {
@@ -34,8 +36,15 @@ export async function render(ctx) {
     const params = { ...filters, limit: PAGE };
     // until is exclusive: ask up to just after the oldest event shown, so
     // that others of the same millisecond come too (the shown ones are
-    // dropped by id).
-    if (events.length) params.until = new Date(Date.parse(events[events.length - 1].at) + 1).toISOString();
+    // dropped by id). The page is made larger by the shown events of that
+    // millisecond, so that a burst of more than a page in one millisecond
+    // still moves on.
+    if (events.length) {
+      const oldest = Date.parse(events[events.length - 1].at);
+      const tied = events.filter((e) => Date.parse(e.at) === oldest).length;
+      params.until = new Date(oldest + 1).toISOString();
+      params.limit = Math.min(PAGE + tied, MAX);
+    }
     const res = await api('GET', '/api/v1/audit' + qs(params));
     if (!ctx.current()) return;
     if (!res.ok) {
@@ -52,13 +61,25 @@ export async function render(ctx) {
       added++;
     }
     draw(box, events, filters, names);
-    clear(more, got.length >= PAGE && added > 0
+    const full = got.length >= params.limit;
+    let end = null;
+    if (full && added === 0) {
+      end = h('p', { class: 'quiet', id: 'audit-stuck' }, `More than ${MAX - PAGE} events share one millisecond here, so older ones cannot be paged to; narrow the filters (an action, an actor or an earlier Until) to see them.`);
+    } else if (!full && events.length) {
+      end = h('p', { class: 'quiet' }, 'That is the whole trail for these filters.');
+    }
+    clear(more, full && added > 0
       ? button('Older events', async () => {
         const before = events.length;
         await next();
-        box.querySelectorAll('tbody tr')[before]?.querySelector('td')?.focus();
+        // The first new row takes focus, so a keyboard reader goes on from there.
+        const row = box.querySelectorAll('tbody tr')[before];
+        if (row) {
+          row.setAttribute('tabindex', '-1');
+          row.focus();
+        }
       }, { class: 'secondary', id: 'audit-more' })
-      : events.length ? h('p', { class: 'quiet' }, 'That is the whole trail for these filters.') : null);
+      : end);
   };
   await next();
 }

@@ -29,11 +29,19 @@ export async function render(ctx) {
   ctx.root.append(states, box, updated);
   draw(ctx, status, data, states, box, updated);
   // The list follows the queue while it is shown, except while a person
-  // has a payload open.
+  // has a payload open or is moving through the list by keyboard (a redraw
+  // would take their focus away), and while the tab is hidden. Signed out,
+  // it stops and says so.
   const timer = setInterval(async () => {
-    if (box.querySelector('details[open]')) return;
+    if (document.hidden || box.querySelector('details[open]') || box.contains(document.activeElement)) return;
     const res = await api('GET', '/api/v1/jobs' + qs({ status, limit: LIMIT }));
-    if (!ctx.current() || !res.ok) return;
+    if (!ctx.current()) return;
+    if (res.status === 401) {
+      clearInterval(timer);
+      updated.textContent = 'Updates stopped: you are signed out. Sign in again to see the queue.';
+      return;
+    }
+    if (!res.ok) return;
     draw(ctx, status, res.data, states, box, updated);
   }, REFRESH);
   ctx.onLeave(() => clearInterval(timer));

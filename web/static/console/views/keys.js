@@ -39,7 +39,9 @@ function createSection(ctx, fresh, reload) {
     const res = await api('POST', '/api/v1/keys', body);
     if (!ctx.current()) return;
     if (!res.ok) {
+      // The status line must not keep an earlier key's success beside this refusal.
       if (!fieldProblem(el, res.error)) ctx.say(res.error.message, 'error');
+      else ctx.say('');
       return;
     }
     el.reset();
@@ -74,13 +76,15 @@ async function redraw(ctx, box) {
   const keys = data.keys || [];
   clear(box, table([
     { label: 'Name', cell: (k) => k.name },
+    // The action comes second so that a phone reaches it without scrolling
+    // to the table's end.
+    { label: 'Action', cell: (k) => (k.revokedAt ? '' : revokeControl(ctx, k, () => redraw(ctx, box))) },
     { label: 'Token starts', cell: (k) => h('code', {}, k.prefix + '…') },
     { label: 'Mode', cell: (k) => k.mode },
     { label: 'App', cell: (k) => k.appId || h('span', { class: 'quiet' }, 'any') },
     { label: 'Admin', cell: (k) => (k.admin ? badge('admin', 'warn') : 'no') },
     { label: 'Created', cell: (k) => time(k.createdAt) },
     { label: 'State', cell: (k) => (k.revokedAt ? h('span', {}, badge('revoked', 'bad'), ' ', time(k.revokedAt)) : badge('active', 'ok')) },
-    { label: 'Action', cell: (k) => (k.revokedAt ? '' : revokeControl(ctx, k, () => redraw(ctx, box))) },
   ], keys, 'No keys yet. Create one above.'));
   const rows = box.querySelectorAll('tbody tr');
   keys.forEach((k, i) => rows[i].setAttribute('data-key', k.id));

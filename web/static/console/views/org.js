@@ -50,6 +50,15 @@ export async function render(ctx) {
       ? section('Delete this organization', h('p', { id: 'delete-default' }, 'The default organization holds svc’s own traffic and cannot be deleted.'))
       : deleteSection(ctx, org));
   }
+  if (focusAfter) {
+    // The router focuses the heading once render returns; the row is
+    // focused just after that.
+    const email = focusAfter;
+    focusAfter = '';
+    setTimeout(() => {
+      if (ctx.current()) focusMember(email);
+    });
+  }
 }
 
 // orgsSection lists the person's organizations, the active one marked, with
@@ -106,9 +115,10 @@ function membersSection(ctx, st) {
   const rows = org.members || [];
   const box = section('Members', table([
     { label: 'Name', cell: (m) => [m.name || m.email, m.userId === me ? h('span', { class: 'quiet' }, ' (you)') : null] },
+    // Actions come second so that a phone reaches them without scrolling.
+    ...(ctx.session.canAct ? [{ label: 'Actions', cell: (m) => memberActions(ctx, st, m, mayChange(m), mayRemove(m)) }] : []),
     { label: 'Email', cell: (m) => m.email },
     { label: 'Role', cell: (m) => [badge(m.role, m.role === 'member' ? 'info' : 'ok'), m.role === 'owner' && owners === 1 ? h('span', { class: 'quiet' }, ' the only owner') : null] },
-    ...(ctx.session.canAct ? [{ label: 'Actions', cell: (m) => memberActions(ctx, st, m, mayChange(m), mayRemove(m)) }] : []),
   ], rows, 'No members.'));
   box.id = 'members';
   const trs = box.querySelectorAll('tbody tr');
@@ -123,15 +133,44 @@ function memberActions(ctx, st, m, change, remove) {
     const roles = st.mine === 'owner' ? ROLES : ROLES.filter((r) => r !== 'owner');
     const select = h('select', { 'aria-label': `Role of ${m.name || m.email}`, 'data-role-of': m.email },
       roles.map((r) => h('option', { value: r, selected: r === m.role }, r)));
-    cell.append(select, button('Change role', async () => {
-      if (select.value === m.role) {
-        ctx.say(`${m.name || m.email} is already ${m.role === 'owner' ? 'an' : 'a'} ${m.role}.`, 'info');
+    const who = m.name || m.email;
+    const self = m.userId === st.me;
+    const change = async (role) => {
+      const r = await act(ctx, 'PATCH', `/api/v1/orgs/active/members/${encodeURIComponent(m.userId)}`, { role },
+        (d) => (self ? 'You are now ' : `${who} is now `) + (d && d.member ? d.member.role : role) + '.');
+      if (!r.ok || !ctx.current()) return;
+      if (self) {
+        // The person's own rights changed: the whole console is read again,
+        // and the page then focuses their row.
+        focusAfter = m.email;
+        await ctx.refreshSession();
         return;
       }
-      const r = await act(ctx, 'PATCH', `/api/v1/orgs/active/members/${encodeURIComponent(m.userId)}`, { role: select.value },
-        (d) => `${m.name || m.email} is now ${d && d.member ? d.member.role : select.value}.`);
-      if (r.ok) await ctx.refreshSession();
-    }, { class: 'secondary small', 'data-change-role': m.email }));
+      await render(ctx);
+      focusMember(m.email);
+    };
+    // A person's own row asks before changing their role, like Remove: one
+    // click must not take their rights away.
+    const slot = h('span', { class: 'confirm' });
+    const ask = () => {
+      const no = button('Cancel', () => {
+        clear(slot, start());
+        slot.querySelector('button').focus();
+      }, { class: 'secondary small' });
+      clear(slot, h('span', { class: 'confirm-text', id: 'self-role-confirm' }, `Make yourself ${select.value === 'admin' ? 'an' : 'a'} ${select.value}? ${losing(m.role, select.value)}`), ' ',
+        button('Change my role', () => change(select.value), { class: 'danger small', 'data-confirm-role': m.email }), ' ', no);
+      no.focus();
+    };
+    const start = () => button('Change role', () => {
+      if (select.value === m.role) {
+        ctx.say(self ? `You are already ${m.role === 'owner' ? 'an' : 'a'} ${m.role}.` : `${who} is already ${m.role === 'owner' ? 'an' : 'a'} ${m.role}.`, 'info');
+        return;
+      }
+      if (self) ask();
+      else return change(select.value);
+    }, { class: 'secondary small', 'data-change-role': m.email, 'aria-label': self ? 'Change your own role' : `Change the role of ${who}` });
+    slot.append(start());
+    cell.append(select, slot);
   }
   if (remove) {
     const slot = h('span', { class: 'confirm' });
@@ -156,6 +195,28 @@ function memberActions(ctx, st, m, change, remove) {
     cell.append(slot);
   }
   return cell;
+}
+
+// losing says what a person gives up by changing their own role from
+// `from` to `to`.
+function losing(from, to) {
+  const lost = [];
+  if (from === 'owner') lost.push('granting or taking the owner role and deleting the organization');
+  if (to === 'member') lost.push('changing keys, settings, members and invitations');
+  return `You lose ${lost.join(', and ')}; only ${from === 'owner' ? 'an owner' : 'an owner or admin'} can give it back.`;
+}
+
+// focusAfter names the member whose row the next drawing of the page
+// focuses (after a person changed their own role and the console was read
+// again).
+let focusAfter = '';
+
+// focusMember moves focus to a member's row in the members table.
+function focusMember(email) {
+  const row = [...document.querySelectorAll('#members tbody tr')].find((tr) => tr.dataset.member === email);
+  if (!row) return;
+  row.setAttribute('tabindex', '-1');
+  row.focus();
 }
 
 function inviteForm(ctx, box) {
@@ -192,14 +253,15 @@ async function drawInvites(ctx, box) {
   const invites = res.data.invites || [];
   clear(box, table([
     { label: 'Email', cell: (i) => i.email },
-    { label: 'Role', cell: (i) => i.role },
-    { label: 'State', cell: (i) => badge(i.status, i.status === 'pending' ? 'warn' : i.status === 'accepted' ? 'ok' : 'info') },
-    { label: 'Sent', cell: (i) => time(i.createdAt) },
-    { label: 'Expires', cell: (i) => (i.status === 'pending' ? time(i.expiresAt) : '–') },
+    // The action comes second, in reach on a phone.
     { label: 'Action', cell: (i) => (i.status === 'pending' ? button('Revoke', async () => {
       const r = await act(ctx, 'POST', `/api/v1/orgs/active/invites/${encodeURIComponent(i.id)}/revoke`, {}, `The invitation of ${i.email} is revoked.`);
       if (r.ok) await drawInvites(ctx, box);
     }, { class: 'secondary small', 'data-revoke-invite': i.email, 'aria-label': `Revoke the invitation of ${i.email}` }) : '') },
+    { label: 'Role', cell: (i) => i.role },
+    { label: 'State', cell: (i) => badge(i.status, i.status === 'pending' ? 'warn' : i.status === 'accepted' ? 'ok' : 'info') },
+    { label: 'Sent', cell: (i) => time(i.createdAt) },
+    { label: 'Expires', cell: (i) => (i.status === 'pending' ? time(i.expiresAt) : '–') },
   ], invites, 'No invitations yet.'));
 }
 

@@ -100,8 +100,11 @@ function editor(ctx, box, s, v) {
       return;
     }
     ctx.say(`${s.label} saved.`, 'ok');
-    draw(ctx, box, (res.data && res.data.settings) || {});
-    box.querySelector(`[data-setting="${s.key}"] h2`)?.focus();
+    // Only this setting's form is redrawn, so unsaved edits in the others stay.
+    const settings = (res.data && res.data.settings) || {};
+    const fresh = editor(ctx, box, s, settings[s.key]);
+    f.replaceWith(fresh);
+    fresh.querySelector('h2')?.focus();
   };
   const f = form({ class: 'setting', id: `${id}-form`, dataset: { setting: s.key } }, [
     h('h2', { tabindex: '-1' }, s.label, ' ', h('code', { class: 'key' }, s.key)),
@@ -111,7 +114,18 @@ function editor(ctx, box, s, v) {
     h('div', { class: 'toolbar' },
       h('button', { type: 'submit', id: `${id}-save` }, s.kind === 'secret' ? 'Save secret' : 'Save'),
       s.kind === 'secret' && v ? button('Clear secret', () => save(null, f), { class: 'secondary', id: `${id}-clear` }) : null),
-  ], async (values, el) => save(encode(s, values[name]), el));
+  ], async (values, el) => {
+    // A secret is cleared only by its Clear button: an empty save is refused
+    // here, and what was typed is sent as typed (spaces are part of it).
+    if (s.kind === 'secret') {
+      if (values[name] === '') {
+        fieldProblem(el, { param: name, message: 'Type a secret, or use Clear secret.' });
+        return;
+      }
+      return save(values[name], el);
+    }
+    return save(encode(s, values[name]), el);
+  });
   return f;
 }
 

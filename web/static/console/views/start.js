@@ -10,8 +10,15 @@ import { page, load, act, api, qs } from '../lib/ui.js';
 
 export async function render(ctx) {
   page(ctx, 'Get started', 'See what svc does with your traffic in a minute: load the demo, then follow its requests through the console.');
-  const onboarding = await load(ctx, '/api/v1/orgs/active/onboarding', 'The onboarding state');
+  // The provider decides what the demo can show: with a real one it sends
+  // only the samples (paid calls), too few for a candidate artifact.
+  const [onboarding, health] = await Promise.all([
+    load(ctx, '/api/v1/orgs/active/onboarding', 'The onboarding state'),
+    api('GET', '/health'),
+  ]);
   if (!onboarding) return;
+  const provider = health.ok && health.data && health.data.provider ? health.data.provider : 'mock';
+  const real = provider !== 'mock';
   const state = h('p', { id: 'onboarding-state' });
   const guide = h('section', { id: 'onboarding', class: 'panel', 'aria-labelledby': 'onboarding-title' });
   const walk = h('div', { id: 'walkthrough' });
@@ -24,7 +31,7 @@ export async function render(ctx) {
     }, { class: 'link' }));
   const redraw = async (o, runs) => {
     describe(state, o);
-    await walkthrough(ctx, walk, o, runs);
+    await walkthrough(ctx, walk, o, runs, '', null, real ? provider : '');
   };
   const seed = ctx.session.canAct ? button('Load the demo', async () => {
     ctx.say('Loading the demo…');
@@ -49,6 +56,8 @@ export async function render(ctx) {
     ctx.session.canAct
       ? h('p', { id: 'seed-demo-about' }, 'The demo adds a support-triage workflow and an agent, then sends their sample requests through the gateway with the configured provider, so that runs, a cache hit, a policy verdict and a pattern appear. Loading it again adds runs, not duplicates.')
       : h('p', {}, 'An owner or admin of the organization can load the demo.'),
+    real ? h('p', { id: 'demo-provider', class: 'status', dataset: { kind: 'info' } },
+      `With ${provider}, the demo makes 9 calls to it; the candidate artifact needs the mock provider’s 400 made-up tickets.`) : null,
     h('div', { class: 'actions' }, seed, dismiss),
     walk);
   guide.hidden = !!onboarding.dismissed;
@@ -64,7 +73,9 @@ function describe(el, o) {
 
 // walkthrough links to each thing the demo's requests produced. runs are
 // the ids the last load made (null after a reload: the newest runs then).
-async function walkthrough(ctx, box, o, runs, made = '', note = null) {
+// real names the provider when it is not the mock, whose made-up tickets a
+// candidate artifact needs.
+async function walkthrough(ctx, box, o, runs, made = '', note = null, real = '') {
   if (!o.hasRuns && !(runs && runs.length)) {
     clear(box);
     return;
@@ -108,7 +119,7 @@ async function walkthrough(ctx, box, o, runs, made = '', note = null) {
       ' ', h('a', { href: '#/policies' }, 'The policies')),
     step('A pattern', pattern ? `Similar requests form a pattern (${plural(pattern.runCount, 'run')} so far), from which svc can learn:` : 'No pattern yet: patterns form when similar requests repeat.',
       pattern ? h('a', { href: '#/patterns/' + encodeURIComponent(pattern.id), id: 'demo-pattern' }, `Pattern ${pattern.id}: ${plural(pattern.runCount, 'run')}, ${pattern.state}`) : null),
-    learnStep(ctx, made || (candidate && candidate.id), note, (id, why) => walkthrough(ctx, box, o, runs, id, why)));
+    learnStep(ctx, made || (candidate && candidate.id), note, real, (id, why) => walkthrough(ctx, box, o, runs, id, why, real)));
   clear(box, h('h2', { tabindex: '-1' }, 'Follow the demo'), steps);
 }
 
@@ -128,7 +139,7 @@ function runLabel(id, run) {
 // (or an earlier pass) made: one in shadow, which is scored against live
 // answers and serves nothing until it is promoted. After a pass the
 // walk-through is drawn again (redraw), since the pass also finds patterns.
-function learnStep(ctx, candidate, note, redraw) {
+function learnStep(ctx, candidate, note, real, redraw) {
   const out = h('p', { id: 'learning-result', tabindex: '-1' }, candidate ? artifactLink(candidate) : note);
   const run = ctx.session.canAct ? button('Run a learning pass', async () => {
     const res = await act(ctx, 'POST', '/api/v1/learning/tick', {}, (rep) =>
@@ -136,7 +147,9 @@ function learnStep(ctx, candidate, note, redraw) {
     if (!res.ok || !ctx.current()) return;
     const made = (res.data.synthesisReports || []).find((r) => r.artifactId);
     const why = (res.data.synthesisReports || []).map((r) => r.reason).filter(Boolean);
-    await redraw(made ? made.artifactId : '', 'No candidate artifact yet' + (why.length ? ': ' + why[0] : '.'));
+    await redraw(made ? made.artifactId : '', real
+      ? `No candidate artifact: with ${real}, the demo sent only its 9 sample requests, too few for a pattern to be learnt. The mock provider’s 400 made-up tickets make one; start svc without a provider key to see it.`
+      : 'No candidate artifact yet' + (why.length ? ': ' + why[0] : '.'));
     (document.getElementById('demo-artifact') || document.getElementById('learning-result'))?.focus();
   }, { id: 'run-learning' }) : null;
   return h('li', {}, h('h3', {}, 'Learning'),
