@@ -8,12 +8,14 @@ import (
 	"github.com/svc-gateway/svc/internal/ratelimit"
 )
 
-// The per-address buckets of the account endpoints, on top of the standard
-// limiter: one shared by signup, invite-create and invite-accept (the
-// spec's), one for password guesses and reset requests.
+// The buckets of the account endpoints, on top of the standard limiter:
+// per address, one shared by signup, invite-create and invite-accept (the
+// spec's) and one for password guesses and reset requests; per person, one
+// for resending the verification email.
 const (
-	abuseBucket = "abuse:"
-	loginBucket = "login:"
+	abuseBucket  = "abuse:"
+	loginBucket  = "login:"
+	verifyBucket = "verify:" // per person: resending the verification email
 )
 
 // limitAddress draws one token of bucket for r's client address.
@@ -462,8 +464,11 @@ func (s *Server) deleteOrg(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) resendVerification(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limitAddress(r, abuseBucket); err != nil {
-		return err
+	// A bucket of the person's own: the mail goes to one address, and an
+	// impatient click must not use up the address's bucket that invitations
+	// share.
+	if ok, wait := s.abuseLimiter.Allow(verifyBucket + identity(r).UserID); !ok {
+		return ratelimit.Exceeded("too many verification emails asked for", wait)
 	}
 	if err := s.Accounts.ResendVerification(r.Context(), identity(r)); err != nil {
 		return err

@@ -276,6 +276,15 @@ func TestResendVerification(t *testing.T) {
 	res = b.do(t, "POST", "/api/v1/auth/verify/resend", "")
 	assert.Equal(t, http.StatusConflict, res.status)
 	assert.Equal(t, "already_verified", res.errorCode())
+
+	// Resends draw on a bucket of the person's own, not on the address's
+	// that invitations share.
+	for res.status != http.StatusTooManyRequests {
+		res = b.do(t, "POST", "/api/v1/auth/verify/resend", "")
+		require.Contains(t, []int{http.StatusConflict, http.StatusTooManyRequests}, res.status, res.body)
+	}
+	res = b.do(t, "POST", "/api/v1/orgs/active/invites", `{"email":"kim@acme.com","role":"member"}`)
+	assert.Equal(t, http.StatusCreated, res.status, "the address's bucket is untouched: %s", res.body)
 	res = ts.call(t, "POST", "/api/v1/auth/verify/resend", bootstrap, "")
 	assert.Equal(t, http.StatusUnauthorized, res.status, "a key has no address to verify")
 	assert.Contains(t, b.do(t, "GET", "/api/v1/audit", "").body, `"auth.verification_resent"`)
