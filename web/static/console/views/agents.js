@@ -35,14 +35,13 @@ export async function render(ctx) {
   const s = section(`Recent decisions of ${name}`);
   s.classList.add('agent-runs');
   ctx.root.append(s);
-  const res = await api('GET', '/api/v1/runs' + qs({ agent: name, limit: 50 }));
+  const res = await api('GET', '/api/v1/runs' + qs({ agent: name, limit: 20 }));
   if (!ctx.current()) return;
   if (!res.ok) {
     s.append(problem(res.error, 'Its runs could not be loaded: '));
     return;
   }
-  // Only this agent's runs, whether or not the list was filtered for us.
-  const runs = ((res.data && res.data.runs) || []).filter((r) => r.agent === name).slice(0, 20);
+  const runs = (res.data && res.data.runs) || [];
   s.append(table([
     { label: 'Run', cell: (r) => link('#/runs/' + encodeURIComponent(r.id), r.id) },
     { label: 'When', cell: (r) => time(r.createdAt) },

@@ -76,17 +76,8 @@ function orgsSection(ctx, res) {
   const create = form({ id: 'create-org', class: 'inline-form' }, [
     field('New organization’s name', h('input', { name: 'name', id: 'new-org-name', required: true, maxlength: 200, autocomplete: 'organization' })),
     h('button', { type: 'submit', id: 'create-org-submit', class: 'secondary' }, 'Create organization'),
-  ], async (values, f) => {
-    clearProblems(f);
-    const r = await api('POST', '/api/v1/orgs', { name: values.name.trim() });
-    if (!ctx.current()) return;
-    if (!r.ok) {
-      if (!fieldProblem(f, r.error)) ctx.say(r.error.message, 'error');
-      return;
-    }
-    await ctx.refreshSession();
-    ctx.say(`${r.data.org.name} is created, and you are its owner. It is now your active organization.`, 'ok');
-  });
+  ], (values, f) => sendName(ctx, f, 'POST', '/api/v1/orgs', values,
+    (data) => `${data.org.name} is created, and you are its owner. It is now your active organization.`));
   return section('Your organizations', list, create);
 }
 
@@ -94,17 +85,22 @@ function renameForm(ctx, org) {
   return form({ id: 'rename-org', class: 'inline-form' }, [
     field('Name', h('input', { name: 'name', id: 'org-rename', value: org.name, required: true, maxlength: 200 })),
     h('button', { type: 'submit', class: 'secondary' }, 'Rename'),
-  ], async (values, f) => {
-    clearProblems(f);
-    const r = await api('PATCH', '/api/v1/orgs/active', { name: values.name.trim() });
-    if (!ctx.current()) return;
-    if (!r.ok) {
-      if (!fieldProblem(f, r.error)) ctx.say(r.error.message, 'error');
-      return;
-    }
-    await ctx.refreshSession();
-    ctx.say('Renamed to ' + r.data.name + '.', 'ok');
-  });
+  ], (values, f) => sendName(ctx, f, 'PATCH', '/api/v1/orgs/active', values, (data) => 'Renamed to ' + data.name + '.'));
+}
+
+// sendName sends an organization's name typed in form f (to create or to
+// rename one), shows a refusal under the field it names, and on success
+// reads the session again and says done(answer).
+async function sendName(ctx, f, method, path, values, done) {
+  clearProblems(f);
+  const r = await api(method, path, { name: values.name.trim() });
+  if (!ctx.current()) return;
+  if (!r.ok) {
+    if (!fieldProblem(f, r.error)) ctx.say(r.error.message, 'error');
+    return;
+  }
+  await ctx.refreshSession();
+  ctx.say(done(r.data), 'ok');
 }
 
 function membersSection(ctx, st) {
