@@ -436,6 +436,9 @@ func TestBrowserConsoleAdminAccountMode(t *testing.T) {
 	b.Click("#create-org-submit")
 	b.WaitText("#org-list li[aria-current]", "Side Project")
 	b.WaitText("#status", "Side Project is created")
+	// The view draws itself again for the new org: wait for its deletion form.
+	b.WaitGone("#view[aria-busy]")
+	b.WaitText("#delete-org", "Delete this organization")
 	assert.True(t, disabled(b, "#delete-org"), "nothing typed yet")
 	b.Fill("#delete-confirm", "Side Projec")
 	assert.True(t, disabled(b, "#delete-org"), "the name does not match")
