@@ -23,6 +23,9 @@ const (
 	Chat Target = "chat" // each chat request, before the provider
 	Tool Target = "tool" // each tool call: returned by the model, or traced
 	Web  Target = "web"  // each action of a web session
+	// Provider is each candidate provider of a chat request, before the
+	// call: a deny takes that provider out of the call's route.
+	Provider Target = "provider"
 )
 
 // Effect is what a matching rule asks for.
@@ -115,6 +118,17 @@ type Request struct {
 	Subject  string    `cel:"subject"`
 	Messages []Message `cel:"messages"`
 	Tools    []string  `cel:"tools"` // names of the offered tools
+	// Providers are the names of the providers the call may go to, in
+	// the order they would be tried.
+	Providers []string `cel:"providers"`
+}
+
+// Candidate is one candidate provider of a chat request, as `provider` in
+// CEL.
+type Candidate struct {
+	Name   string `cel:"name"`   // the instance's name in the providers file
+	Plugin string `cel:"plugin"` // openai, anthropic, mock, or a plugin binary's path
+	Model  string `cel:"model"`  // the model it would be asked for
 }
 
 // Message is one chat message with its text.
