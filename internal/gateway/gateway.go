@@ -19,6 +19,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -45,6 +46,9 @@ type Gateway struct {
 
 // Options configure a Gateway.
 type Options struct {
+	// Router sends each call to its providers. Nil: Provider alone, named
+	// ProviderName, one attempt per call (the tests' stand-ins).
+	Router       *providers.Router
 	Provider     pluginapi.Provider
 	ProviderName string // "mock" or "openai", recorded on runs
 	Recorder     Recorder
