@@ -35,8 +35,8 @@ type Provider struct {
 	// Models are the names or globs (path.Match syntax) of the models the
 	// instance serves; empty serves every model.
 	Models  []string
-	Weight  int           // its share among the equals of a weighted route; at least 1
-	Timeout time.Duration // one attempt, until its answer (a stream: its first chunk); 0: none
+	Weight  int            // its share among the equals of a weighted route; at least 1
+	Timeout time.Duration  // one attempt, until its answer (a stream: its first chunk); 0: none
 	Prices  *pricing.Table // this instance's own prices, where they differ from the table; nil: none
 	Breaker BreakerConfig
 	// Impl calls the instance. It is also a pluginapi.Embedder when the
