@@ -116,6 +116,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &a.in.Web, true
 	case "agent":
 		return &a.in.Agent, true
+	case "provider":
+		return &a.in.Candidate, true
 	}
 	return nil, false
 }

@@ -58,14 +58,10 @@ func (in *Input) size(t Target) int {
 	n := len(in.Tenant) + len(in.Mode) + len(in.Agent.Name) + len(in.Agent.Trust)
 	switch t {
 	case Chat:
-		r := &in.Request
-		n += len(r.Model) + len(r.App) + len(r.Agent) + len(r.Subject)
-		for i := range r.Messages {
-			n += 1 + len(r.Messages[i].Role) + len(r.Messages[i].Content)
-		}
-		for _, name := range r.Tools {
-			n += 1 + len(name)
-		}
+		n += in.Request.size()
+	case Provider:
+		c := &in.Candidate
+		n += in.Request.size() + len(c.Name) + len(c.Plugin) + len(c.Model)
 	case Tool:
 		n += len(in.Tool.Name) + in.Tool.Args.size
 	case Web:
@@ -74,6 +70,21 @@ func (in *Input) size(t Target) int {
 		for k, v := range w.Fields {
 			n += 1 + len(k) + len(v)
 		}
+	}
+	return n
+}
+
+// size is how many bytes of the request a condition can read.
+func (r *Request) size() int {
+	n := len(r.Model) + len(r.App) + len(r.Agent) + len(r.Subject)
+	for i := range r.Messages {
+		n += 1 + len(r.Messages[i].Role) + len(r.Messages[i].Content)
+	}
+	for _, name := range r.Tools {
+		n += 1 + len(name)
+	}
+	for _, name := range r.Providers {
+		n += 1 + len(name)
 	}
 	return n
 }

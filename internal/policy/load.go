@@ -152,10 +152,15 @@ func compile(env *cel.Env, impls map[string]*functions.Overload, source string, 
 	switch {
 	case r.ID == "":
 		return nil, errors.New("id is required")
-	case !slices.Contains([]Target{Chat, Tool, Web}, r.Target):
-		return nil, fmt.Errorf("target must be chat, tool or web, not %q", fr.Target)
+	case !slices.Contains([]Target{Chat, Tool, Web, Provider}, r.Target):
+		return nil, fmt.Errorf("target must be chat, tool, web or provider, not %q", fr.Target)
 	case !slices.Contains([]Effect{Allow, RequireApproval, Deny}, r.Effect):
 		return nil, fmt.Errorf("effect must be allow, deny or require_approval, not %q", fr.Effect)
+	case r.Target == Provider && r.Effect == RequireApproval:
+		// A candidate provider is judged while the call is routed: there is
+		// nothing a person could approve, only a provider to use or skip.
+		return nil, errors.New("effect require_approval is not allowed on target provider: a provider rule " +
+			"only allows or denies a candidate provider, and a call is never held for one (use deny)")
 	case strings.TrimSpace(r.When) == "":
 		return nil, errors.New("when is required (a CEL expression)")
 	}

@@ -1,6 +1,6 @@
 // Package policy is svc's CEL policy engine. Operators write rules in
-// files: each rule has a target (chat, tool or web), a CEL condition and an
-// effect. Every condition is parsed, type-checked and planned once, when the
+// files: each rule has a target (chat, tool, web or provider), a CEL
+// condition and an effect. Every condition is parsed, type-checked and planned once, when the
 // files are loaded; a request only evaluates the programs. Deny wins over
 // require_approval, which wins over allow.
 package policy
@@ -99,15 +99,16 @@ func (v Verdict) Denied() bool {
 }
 
 // Input is everything a condition can see. Only the part of the target is
-// filled: request for chat, tool for tool, web for web; tenant, mode and
-// agent always.
+// filled: request for chat, tool for tool, web for web, request and
+// candidate for provider; tenant, mode and agent always.
 type Input struct {
-	Tenant  string
-	Mode    string
-	Request Request
-	Tool    ToolCall
-	Web     WebAction
-	Agent   Agent
+	Tenant    string
+	Mode      string
+	Request   Request
+	Tool      ToolCall
+	Web       WebAction
+	Agent     Agent
+	Candidate Candidate // the provider judged, as `provider`
 }
 
 // Request is a chat request, as `request` in CEL.
@@ -187,7 +188,7 @@ type Agent struct {
 func newEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		ext.NativeTypes(reflect.TypeFor[Request](), reflect.TypeFor[Message](), reflect.TypeFor[ToolCall](),
-			reflect.TypeFor[WebAction](), reflect.TypeFor[Agent](), ext.ParseStructTags(true)),
+			reflect.TypeFor[WebAction](), reflect.TypeFor[Agent](), reflect.TypeFor[Candidate](), ext.ParseStructTags(true)),
 		ext.Strings(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.Variable("tenant", cel.StringType),
@@ -196,5 +197,6 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable("tool", cel.ObjectType("policy.ToolCall")),
 		cel.Variable("web", cel.ObjectType("policy.WebAction")),
 		cel.Variable("agent", cel.ObjectType("policy.Agent")),
+		cel.Variable("provider", cel.ObjectType("policy.Candidate")),
 	)
 }
