@@ -237,7 +237,7 @@ func newWorld(t *testing.T, rules string) *world {
 }
 
 // engine loads rules, the text of one policy file.
-func engine(t *testing.T, rules string) *policy.Engine {
+func engine(t testing.TB, rules string) *policy.Engine {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rules), 0o600))

@@ -132,11 +132,7 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 	id := c.ID
 	in.Tenant, in.Mode = id.TenantID, string(id.Mode)
 	if id.Agent != "" {
-		st, err := g.standings.get(ctx, id.TenantID, id.Agent)
-		if err != nil {
-			g.logger.Warn("agent standing unavailable; treating the agent as new", "agent", id.Agent, "error", err)
-		}
-		in.Agent = policy.Agent{Name: id.Agent, Trust: st.Trust}
+		in.Agent = g.agent(ctx, id)
 	}
 	set := g.policies.Set()
 	d := Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}
@@ -156,6 +152,19 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 		g.record(ctx, c, d)
 	}
 	return d, nil
+}
+
+// agent is the calling agent as rules see it, with its trust; the zero
+// Agent when the call names none.
+func (g *Governor) agent(ctx context.Context, id *auth.Identity) policy.Agent {
+	if id.Agent == "" {
+		return policy.Agent{}
+	}
+	st, err := g.standings.get(ctx, id.TenantID, id.Agent)
+	if err != nil {
+		g.logger.Warn("agent standing unavailable; treating the agent as new", "agent", id.Agent, "error", err)
+	}
+	return policy.Agent{Name: id.Agent, Trust: st.Trust}
 }
 
 // holdOrPass turns a require_approval verdict into an allow when an
@@ -198,8 +207,7 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 // record audits a decision and tells the webhook about a block.
 func (g *Governor) record(ctx context.Context, c Call, d Decision) {
 	v := d.Verdict
-	details := map[string]any{"target": string(c.Target), "rules": v.Rules, "enforced": d.Enforced, "mode": string(c.ID.Mode),
-		"app": c.ID.App, "agent": c.ID.Agent, "subject": c.ID.Subject}
+	details := verdictDetails(c.ID, c.Target, v.Rules, d.Enforced)
 	if v.ApprovalID != "" {
 		details["approvalId"] = v.ApprovalID
 	}
@@ -208,6 +216,13 @@ func (g *Governor) record(ctx context.Context, c Call, d Decision) {
 	if d.Enforced && v.Decision == policy.Deny {
 		g.send(ctx, c.ID.TenantID, EventPolicyBlocked, map[string]any{"runId": c.RunID, "target": string(c.Target), "verdict": v})
 	}
+}
+
+// verdictDetails are the details of a recorded verdict's audit event;
+// the recorded verdicts' matches read its rules.
+func verdictDetails(id *auth.Identity, t policy.Target, rules []policy.RuleResult, enforced bool) map[string]any {
+	return map[string]any{"target": string(t), "rules": rules, "enforced": enforced, "mode": string(id.Mode),
+		"app": id.App, "agent": id.Agent, "subject": id.Subject}
 }
 
 func (g *Governor) send(ctx context.Context, tenantID, event string, data any) {

@@ -12,12 +12,14 @@ import (
 // The record of verdicts a rule's matches are read from is the audit trail:
 // Decide audits every verdict that is not a plain allow (action
 // policy.chat, policy.tool or policy.web, the matched rules in its
-// details), so the counts are durable and survive a restart. A request
+// details), and JudgeProviders a call's provider verdicts (policy.provider,
+// each rule once per call), so the counts are durable and survive a restart. A request
 // that only allow rules matched changed nothing and leaves no record: an
 // allow rule counts only in the verdicts that were recorded.
 
 // VerdictActions are the audit actions of recorded verdicts.
-var VerdictActions = []string{"policy." + string(policy.Chat), "policy." + string(policy.Tool), "policy." + string(policy.Web)}
+var VerdictActions = []string{"policy." + string(policy.Chat), "policy." + string(policy.Tool), "policy." + string(policy.Web),
+	"policy." + string(policy.Provider)}
 
 // Matches is how often a rule matched lately, in the tenant's recorded
 // verdicts.
@@ -30,11 +32,11 @@ type Matches struct {
 // RuleVerdict is one recorded verdict that a rule took part in.
 type RuleVerdict struct {
 	At       time.Time `json:"at"`
-	Target   string    `json:"target"`   // chat, tool or web
+	Target   string    `json:"target"`   // chat, tool, web or provider
 	Effect   string    `json:"effect"`   // the rule's
 	Decision string    `json:"decision"` // the verdict's
-	// RunID is the run the verdict was on (chat and tool), SessionID the
-	// web session (web).
+	// RunID is the run the verdict was on (chat, tool and provider),
+	// SessionID the web session (web).
 	RunID      string `json:"runId,omitempty"`
 	SessionID  string `json:"sessionId,omitempty"`
 	ApprovalID string `json:"approvalId,omitempty"`

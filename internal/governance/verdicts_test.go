@@ -94,3 +94,14 @@ func TestVerdictsOfARule(t *testing.T) {
 	_, err = g.Verdicts(ctx, "t_a", "hot", -1)
 	assert.Equal(t, errs.Invalid, errs.KindOf(err))
 }
+
+func TestProviderVerdictsAreRecordedVerdicts(t *testing.T) {
+	assert.Equal(t, []string{"policy.chat", "policy.tool", "policy.web", "policy.provider"}, governance.VerdictActions,
+		"the matches of provider rules are read from their audit events")
+
+	w := newWorld(t, providerRules)
+	w.judge(t, key(), routedRequest("eu-portal", "cust-7"))
+	events := w.audit.Events()
+	require.Len(t, events, 1)
+	assert.Contains(t, governance.VerdictActions, events[0].Action, "JudgeProviders records under a verdict action")
+}

@@ -82,3 +82,23 @@ func TestRecordedVerdictsCountPerRuleAndTenant(t *testing.T) {
 	require.Len(t, vs, 1)
 	assert.Equal(t, "run_theirs", vs[0].RunID)
 }
+
+func TestProviderVerdictsCountForTheirRules(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	now := time.UnixMilli(1_800_000_000_000).UTC()
+	require.NoError(t, s.AppendAudit(ctx, &audit.Event{ID: "aud_1", TenantID: tenant.DefaultID, At: now.Add(-time.Minute),
+		Actor: "key:k", Action: "policy.provider", Decision: "deny", Target: "run_1",
+		Details: map[string]any{"target": "provider", "enforced": true,
+			"rules":     []any{map[string]any{"id": "eu-stays-off-us", "effect": "deny", "reason": "EU traffic stays in the EU"}},
+			"providers": []any{map[string]any{"provider": "openai-us", "decision": "deny", "enforced": true, "rules": []string{"eu-stays-off-us"}}}}}))
+
+	counts, err := s.RuleMatches(ctx, tenant.DefaultID, now.Add(-24*time.Hour), now.Add(-time.Hour), 10)
+	require.NoError(t, err)
+	at := now.Add(-time.Minute)
+	assert.Equal(t, map[string]governance.Matches{"eu-stays-off-us": {LastHour: 1, LastDay: 1, LastAt: &at}}, counts)
+	vs, err := s.RuleVerdicts(ctx, tenant.DefaultID, "eu-stays-off-us", 10, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []governance.RuleVerdict{{At: at, Target: "provider", Effect: "deny", Decision: "deny", RunID: "run_1",
+		Reason: "EU traffic stays in the EU"}}, vs)
+}
