@@ -326,6 +326,11 @@ func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
 	b.WaitText("#run-explanation", "It saved nothing: the request was refused before any call.")
 	b.WaitText("#run-integrity", "Verified")
 
+	// The examples' provider rules are listed under their own target.
+	visit(b, p, "policies", "Policies")
+	b.WaitText(`section[data-target="provider"] h2`, "Candidate providers (2)")
+	b.WaitText(`section[data-target="provider"]`, "eu-portal-stays-off-us")
+
 	// The sentences of a route explanation, from the function the run's
 	// page uses, for a verdict with rules, an artifact and a fallback.
 	raw := browsertest.Run(b, chromedp.Evaluate[[]byte](`import('/console/views/run.js').then((m) => m.explain({

@@ -247,6 +247,25 @@ func TestExamplePoliciesLoadAndDecide(t *testing.T) {
 
 	submit := &Input{Web: WebAction{Action: "submit", URL: "https://pay.example.com/transfer", Host: "pay.example.com", Level: 3}}
 	assert.Equal(t, RequireApproval, set.Evaluate(context.Background(), Web, submit).Decision)
+
+	// Provider rules judge each candidate of a call.
+	candidates := []Candidate{{Name: "openai-us", Plugin: "openai", Model: "gpt-4o"},
+		{Name: "openai-eu", Plugin: "openai", Model: "gpt-4o"}, {Name: "local-vllm", Plugin: "openai", Model: "llama-3.1-8b"}}
+	judge := func(app, subject string) map[string]Effect {
+		out := map[string]Effect{}
+		for _, c := range candidates {
+			in := chatInput()
+			in.Request.App, in.Request.Subject, in.Request.Providers = app, subject, []string{"openai-us", "openai-eu", "local-vllm"}
+			in.Candidate = c
+			out[c.Name] = set.Evaluate(context.Background(), Provider, in).Decision
+		}
+		return out
+	}
+	assert.Equal(t, map[string]Effect{"openai-us": Deny, "openai-eu": Allow, "local-vllm": Allow}, judge("eu-portal", ""),
+		"the EU portal stays off the US provider")
+	assert.Equal(t, map[string]Effect{"openai-us": Allow, "openai-eu": Allow, "local-vllm": Allow}, judge("billing", ""))
+	assert.Equal(t, map[string]Effect{"openai-us": Deny, "openai-eu": Deny, "local-vllm": Allow}, judge("billing", "patient-records"),
+		"patient records only go to the local model")
 }
 
 // typicalRules are 20 chat rules of the kinds operators write.

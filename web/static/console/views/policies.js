@@ -9,6 +9,7 @@ import { effectBadge, refusal } from '../lib/governance.js';
 // The targets, in the order a request meets them.
 const TARGETS = [
   { id: 'chat', title: 'Chat requests', intro: 'Evaluated on each chat request before the provider.' },
+  { id: 'provider', title: 'Candidate providers', intro: 'Evaluated on each provider a chat request may go to, before the call: a deny skips that provider.' },
   { id: 'tool', title: 'Tool calls', intro: 'Evaluated on each tool call a model returns or an agent traces.' },
   { id: 'web', title: 'Web actions', intro: 'Evaluated on each action of a web session.' },
 ];
