@@ -221,7 +221,10 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		return pluginapi.ChatResponse{}, p.readError(ctx, dl, err, "response")
 	}
 	var msg msgResponse
-	if err := json.Unmarshal(raw, &msg); err != nil || msg.Type != "message" {
+	// The documentation's own examples sometimes leave "type" out; an id
+	// or content is what makes a message.
+	if err := json.Unmarshal(raw, &msg); err != nil || !isObject(raw) ||
+		msg.Type != "" && msg.Type != "message" || msg.ID == "" && msg.Content == nil {
 		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
 			Message: "provider returned a response that is not a message",
