@@ -260,6 +260,8 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 			schema := t.Function.Parameters
 			if isNull(schema) {
 				schema = emptySchema
+			} else if !isObject(schema) {
+				return nil, invalid(param+".function.parameters", "parameters must be a JSON Schema object")
 			}
 			out.Tools = append(out.Tools, msgTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
 		}

@@ -202,6 +202,7 @@ func TestTranslateRefuses(t *testing.T) {
 		{"a tool call without an id", `{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f"}}]}]}`, "messages[1].tool_calls[0]"},
 		{"a tool message without tool_call_id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id"},
 		{"a tool that is not a function", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"code_interpreter"}]}`, "tools[0].type"},
+		{"tool parameters that are not an object", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters"},
 		{"a tool without a name", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{}}]}`, "tools[0].function.name"},
 		{"an unknown tool_choice", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"sometimes"}`, "tool_choice"},
 		{"a named tool_choice without tools", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, "tool_choice"},
