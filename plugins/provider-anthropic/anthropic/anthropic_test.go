@@ -454,3 +454,12 @@ func TestModelsErrors(t *testing.T) {
 	_, err = g.provider(t).Models(context.Background())
 	assert.Equal(t, "upstream_bad_response", requireProviderError(t, err).Code)
 }
+
+func TestHeadersCannotCarryAKey(t *testing.T) {
+	f := newFake(t, serveJSON("message.json"))
+	f.key = ""
+	p := f.provider(t, func(c *pluginapi.ProviderConfig) { c.Headers = map[string]string{"X-Api-Key": "smuggled"} })
+	_, err := p.Chat(context.Background(), chatReq(hello))
+	require.NoError(t, err)
+	assert.Empty(t, f.last(t).header.Values("X-Api-Key"), "only the configured key is ever sent as x-api-key")
+}

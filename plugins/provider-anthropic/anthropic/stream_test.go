@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -369,4 +370,25 @@ func TestReadEvents(t *testing.T) {
 		})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a=1\n2", "={}", "b=x"}, got)
+}
+
+// endless is a body that never ends a line, counting what was read.
+type endless struct{ read int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	e.read += len(p)
+	if e.read > 64<<20 {
+		return len(p), io.EOF
+	}
+	return len(p), nil
+}
+
+func TestReadEventsStopsReadingALongLine(t *testing.T) {
+	body := &endless{}
+	err := readEvents(body, 1<<20, func(_, _ []byte) error { return nil })
+	require.ErrorIs(t, err, errTooLarge)
+	assert.Less(t, body.read, 2<<20, "reading stops soon after the bound, not at the line's end")
 }
