@@ -6,16 +6,22 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
+
+// readers holds the buffered readers of streams, 32 KiB each.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 // readEvents reads a server-sent event stream and calls f with each
 // event's name and data (several data lines joined by "\n"). Lines end in
 // LF or CRLF; an event or line longer than limit is errTooLarge. It returns
 // f's error, the reader's, or nil at EOF.
 func readEvents(r io.Reader, limit int64, f func(event, data []byte) error) error {
-	br := bufio.NewReaderSize(r, 32<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	var event, data, long []byte
 	lines := 0
 	dispatch := func() error {
