@@ -221,6 +221,9 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		return pluginapi.ChatResponse{}, p.readError(ctx, dl, err, "response")
 	}
 	var msg msgResponse
+	if e := (apiError{}); json.Unmarshal(raw, &e) == nil && e.Type == "error" {
+		return pluginapi.ChatResponse{}, p.errorEvent(e.Error.Type, e.Error.Message)
+	}
 	// The documentation's own examples sometimes leave "type" out; an id
 	// or content is what makes a message.
 	if err := json.Unmarshal(raw, &msg); err != nil || !isObject(raw) ||
@@ -371,6 +374,16 @@ var statusOfType = map[string]int{
 	"rate_limit_error":      http.StatusTooManyRequests,
 	"api_error":             http.StatusInternalServerError,
 	"overloaded_error":      529,
+}
+
+// errorEvent maps an error reported after a 2xx status (in a stream's
+// error event, or a body): the status is the one its type comes with.
+func (p *Provider) errorEvent(typ, msg string) *pluginapi.ProviderError {
+	status, ok := statusOfType[typ]
+	if !ok {
+		status = http.StatusBadGateway
+	}
+	return p.mapError(status, typ, msg)
 }
 
 // statusError reads a non-2xx answer, releases the connection and maps it.

@@ -334,6 +334,17 @@ func TestBadSuccessBodies(t *testing.T) {
 	}
 }
 
+func TestErrorBodyWithA200(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(testdata(t, "error_overloaded.json"))
+	})
+	_, err := f.provider(t).Chat(context.Background(), chatReq(hello))
+	pe := requireProviderError(t, err)
+	assert.Equal(t, 529, pe.Status)
+	assert.Equal(t, "overloaded_error", pe.Code)
+}
+
 func TestResponseSizeBound(t *testing.T) {
 	big := `{"id":"msg_1","type":"message","role":"assistant","model":"m","stop_reason":"end_turn","content":[{"type":"text","text":"` +
 		strings.Repeat("a", 4096) + `"}],"usage":{"input_tokens":1,"output_tokens":1}}`

@@ -56,6 +56,7 @@ type chatMessage struct {
 type chatPart struct {
 	Type     string `json:"type"`
 	Text     string `json:"text"`
+	Refusal  string `json:"refusal"` // an assistant's earlier refusal
 	ImageURL *struct {
 		URL string `json:"url"`
 	} `json:"image_url"`
@@ -346,10 +347,14 @@ func plainText(raw json.RawMessage, param string) (string, error) {
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
-		if p.Type != "text" {
+		switch p.Type {
+		case "text":
+			texts = append(texts, p.Text)
+		case "refusal": // what the assistant said, for the record of the conversation
+			texts = append(texts, p.Refusal)
+		default:
 			return "", invalid(param+"["+strconv.Itoa(j)+"].type", "only text parts are allowed here")
 		}
-		texts = append(texts, p.Text)
 	}
 	return strings.Join(texts, "\n"), nil
 }

@@ -243,11 +243,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		if ev.Error != nil {
 			typ, msg = ev.Error.Type, ev.Error.Message
 		}
-		status, ok := statusOfType[typ]
-		if !ok {
-			status = http.StatusBadGateway
-		}
-		return p.mapError(status, typ, msg)
+		return p.errorEvent(typ, msg)
 	}
 	// ping and event types added later are ignored, as the API asks.
 	return nil

@@ -31,6 +31,12 @@ func TestTranslate(t *testing.T) {
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`,
 		},
 		{
+			"an assistant's refusal part is kept as its text",
+			`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]},{"role":"user","content":"b"}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"a"}]},
+			  {"role":"assistant","content":[{"type":"text","text":"I can't help with that."}]},{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
+		},
+		{
 			"max_tokens is kept",
 			`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`,
 			`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`,
