@@ -174,9 +174,9 @@ func (p *Provider) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	return models, err
 }
 
-// deadline bounds ctx by the configured timeout; stop ends the bound (once
-// the answer or the first event came), and timedOut reports whether it
-// fired.
+// deadline bounds a call by the configured timeout: stop ends the bound
+// (once the answer or the first event came), and fired reports that it
+// cancelled the call.
 type deadline struct {
 	timer *time.Timer
 	fired atomic.Bool
@@ -221,13 +221,13 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		return pluginapi.ChatResponse{}, p.readError(ctx, dl, err, "response")
 	}
 	var msg msgResponse
-	if e := (apiError{}); json.Unmarshal(raw, &e) == nil && e.Type == "error" {
-		return pluginapi.ChatResponse{}, p.errorEvent(e.Error.Type, e.Error.Message)
+	err = json.Unmarshal(raw, &msg)
+	if err == nil && msg.Type == "error" && msg.Error != nil {
+		return pluginapi.ChatResponse{}, p.errorEvent(msg.Error.Type, msg.Error.Message)
 	}
 	// The documentation's own examples sometimes leave "type" out; an id
 	// or content is what makes a message.
-	if err := json.Unmarshal(raw, &msg); err != nil || !isObject(raw) ||
-		msg.Type != "" && msg.Type != "message" || msg.ID == "" && msg.Content == nil {
+	if err != nil || !isObject(raw) || msg.Type != "" && msg.Type != "message" || msg.ID == "" && msg.Content == nil {
 		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
 			Message: "provider returned a response that is not a message",

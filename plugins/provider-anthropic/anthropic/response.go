@@ -17,6 +17,10 @@ type msgResponse struct {
 	Content    []respBlock `json:"content"`
 	StopReason string      `json:"stop_reason"`
 	Usage      msgUsage    `json:"usage"`
+	Error      *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"` // an error body ({"type":"error",…}) sent with a 2xx
 }
 
 type respBlock struct {
