@@ -405,7 +405,8 @@ func (p *Provider) statusError(resp *http.Response) error {
 // what svc's client sees. The upstream status is kept, so that svc can tell
 // a caller's mistake (4xx, answered as is) from a failure to retry or fall
 // back from (429, 5xx including 529 overloaded); 401 and 403 keep their
-// status but not the upstream's words, which are about svc's key.
+// status but not the upstream's words, which are about svc's key; a 402
+// (billing_error, the operator's account) is a 502.
 func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderError {
 	msg = truncate(p.sanitize(msg), maxMessageBytes)
 	typ = p.sanitize(typ)
@@ -415,6 +416,13 @@ func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderErro
 			Status: status, Type: typeUpstream, Code: codeAuth,
 			Message: "provider rejected svc's credentials (HTTP " + strconv.Itoa(status) + " " + orDefault(typ, "error") +
 				"); the operator must check the provider's API key",
+		}
+	case status == http.StatusPaymentRequired:
+		// The operator's account, not the caller's request: a failure of
+		// the provider, which svc may fall back from.
+		return &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: orDefault(typ, "billing_error"),
+			Message: "provider refused the call for the operator's account (HTTP 402): " + orDefault(msg, "payment required"),
 		}
 	case status == http.StatusTooManyRequests:
 		return &pluginapi.ProviderError{
