@@ -40,6 +40,17 @@ var Defaults = map[string]Price{
 	"o3":            {Input: 2.00, Output: 8.00},
 	"o3-mini":       {Input: 1.10, Output: 4.40},
 	"o4-mini":       {Input: 1.10, Output: 4.40},
+	// Anthropic's list prices (docs.anthropic.com, "Pricing"). Cache reads
+	// and writes have prices of their own there; the table has one input
+	// price, so a cached token is priced as an input token. claude-opus-4
+	// and claude-sonnet-4 are left out: a dated name extends them, so
+	// claude-opus-4-5, a model of another price, would be priced as them.
+	"claude-opus-4-1":   {Input: 15.00, Output: 75.00},
+	"claude-sonnet-4-5": {Input: 3.00, Output: 15.00},
+	"claude-haiku-4-5":  {Input: 1.00, Output: 5.00},
+	"claude-3-7-sonnet": {Input: 3.00, Output: 15.00},
+	"claude-3-5-haiku":  {Input: 0.80, Output: 4.00},
+	"claude-3-haiku":    {Input: 0.25, Output: 1.25},
 	// Embedding models bill their input only.
 	"text-embedding-3-small": {Input: 0.02},
 	"text-embedding-3-large": {Input: 0.13},

@@ -85,3 +85,28 @@ func TestEmbeddingModelsPriceTheirInput(t *testing.T) {
 		assert.InDelta(t, perMillion, usd, 1e-12, model)
 	}
 }
+
+func TestAnthropicPrices(t *testing.T) {
+	tbl := pricing.New(pricing.Defaults)
+	for model, want := range map[string]pricing.Price{
+		"claude-sonnet-4-5-20250929": {Input: 3, Output: 15},
+		"claude-sonnet-4-5":          {Input: 3, Output: 15},
+		"claude-haiku-4-5-20251001":  {Input: 1, Output: 5},
+		"claude-opus-4-1-20250805":   {Input: 15, Output: 75},
+		"claude-3-7-sonnet-20250219": {Input: 3, Output: 15},
+		"claude-3-5-haiku-20241022":  {Input: 0.80, Output: 4},
+		"claude-3-haiku-20240307":    {Input: 0.25, Output: 1.25},
+	} {
+		got, ok := tbl.Lookup(model)
+		require.True(t, ok, model)
+		assert.Equal(t, want, got, model)
+	}
+	// A model of another price is not taken for a snapshot of a listed one.
+	for _, model := range []string{"claude-opus-4-5", "claude-opus-4-20250514", "claude-sonnet-4-5-haiku"} {
+		_, ok := tbl.Lookup(model)
+		assert.False(t, ok, model)
+	}
+	usd, ok := tbl.Cost("claude-haiku-4-5", 1_000_000, 1_000_000)
+	require.True(t, ok)
+	assert.InDelta(t, 6.0, usd, 1e-12)
+}

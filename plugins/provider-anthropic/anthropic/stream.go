@@ -1,0 +1,271 @@
+package anthropic
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// readers holds the buffered readers of streams, 32 KiB each.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+// readEvents reads a server-sent event stream and calls f with each
+// event's name and data (several data lines joined by "\n"). Lines end in
+// LF or CRLF; an event or line longer than limit is errTooLarge. It returns
+// f's error, the reader's, or nil at EOF.
+func readEvents(r io.Reader, limit int64, f func(event, data []byte) error) error {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); readers.Put(br) }()
+	var event, data, long []byte
+	lines := 0
+	dispatch := func() error {
+		if lines == 0 {
+			event = event[:0]
+			return nil
+		}
+		err := f(event, data)
+		event, data, lines = event[:0], data[:0], 0
+		return err
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a long line: gather it
+			long = append(long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				if int64(len(long)) > limit {
+					return errTooLarge
+				}
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if int64(len(line)) > limit {
+			return errTooLarge
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if derr := dispatch(); derr != nil || err == io.EOF {
+				return derr
+			}
+			continue
+		}
+		if line[0] != ':' { // not a comment
+			name, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(name) {
+			case "event":
+				event = append(event[:0], value...)
+			case "data":
+				if lines > 0 {
+					data = append(data, '\n')
+				}
+				if int64(len(data)+len(value)) > limit {
+					return errTooLarge
+				}
+				data = append(data, value...)
+				lines++
+			}
+		}
+		if err == io.EOF {
+			return dispatch()
+		}
+	}
+}
+
+// ---- the events (https://docs.anthropic.com/en/docs/build-with-claude/streaming) ----
+
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		ID    string   `json:"id"`
+		Model string   `json:"model"`
+		Usage msgUsage `json:"usage"`
+	} `json:"message"`
+	Index        int        `json:"index"`
+	ContentBlock *respBlock `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *msgUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// ---- the chunks ----
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usageOut     `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int             `json:"index"`
+	Delta        chunkDelta      `json:"delta"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []outToolCall `json:"tool_calls,omitempty"`
+}
+
+// streamTranslator turns the Messages API's events into
+// chat.completion.chunks: message_start → the role chunk; a text block's
+// deltas → content; a tool_use block's start → a tool call (index, id,
+// name) and its input_json_delta → argument fragments; message_delta →
+// the finish chunk; message_stop → the usage-only chunk when asked; an
+// error event → the error.
+type streamTranslator struct {
+	includeUsage bool
+	created      int64
+	send         func(pluginapi.ChatChunk) error
+	sendErr      error // send's failure, returned as is
+
+	id, model string
+	usage     msgUsage
+	tools     map[int]int // content block index → tool call index
+	finished  bool
+	stopped   bool
+}
+
+func (t *streamTranslator) event(p *Provider, name, data []byte) error {
+	if t.stopped {
+		return nil // after message_stop nothing more is expected
+	}
+	var ev streamEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+			Message: "provider sent an unreadable stream event",
+		}
+	}
+	if ev.Type == "" {
+		ev.Type = string(name)
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			t.id, t.model, t.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
+		}
+		empty := ""
+		return t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil)
+	case "content_block_start":
+		b := ev.ContentBlock
+		if b == nil {
+			return nil
+		}
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				return t.emit(chunkDelta{Content: &b.Text}, nil, nil)
+			}
+		case "tool_use":
+			if t.tools == nil {
+				t.tools = make(map[int]int, 2)
+			}
+			i := len(t.tools)
+			t.tools[ev.Index] = i
+			tc := outToolCall{Index: &i, ID: b.ID, Type: "function"}
+			tc.Function.Name = b.Name
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+		}
+	case "content_block_delta":
+		d := ev.Delta
+		if d == nil {
+			return nil
+		}
+		switch d.Type {
+		case "text_delta":
+			if d.Text != "" {
+				return t.emit(chunkDelta{Content: &d.Text}, nil, nil)
+			}
+		case "input_json_delta":
+			i, ok := t.tools[ev.Index]
+			if !ok || d.PartialJSON == "" {
+				return nil
+			}
+			tc := outToolCall{Index: &i}
+			tc.Function.Arguments = d.PartialJSON
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+		}
+		// thinking, signature and citation deltas have no chunk form
+	case "message_delta":
+		if u := ev.Usage; u != nil {
+			// output_tokens is cumulative; the input counts, when present,
+			// are the final ones.
+			t.usage.OutputTokens = u.OutputTokens
+			if u.InputTokens > 0 || u.CacheCreationInputTokens > 0 || u.CacheReadInputTokens > 0 {
+				t.usage.InputTokens, t.usage.CacheCreationInputTokens, t.usage.CacheReadInputTokens =
+					u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens
+			}
+		}
+		if ev.Delta != nil && ev.Delta.StopReason != "" && !t.finished {
+			t.finished = true
+			reason := finishReason(ev.Delta.StopReason)
+			return t.emit(chunkDelta{}, &reason, nil)
+		}
+	case "message_stop":
+		t.stopped = true
+		if !t.finished { // a stop reason never came: end the choice anyway
+			t.finished = true
+			reason := "stop"
+			if err := t.emit(chunkDelta{}, &reason, nil); err != nil {
+				return err
+			}
+		}
+		if t.includeUsage {
+			usage, _ := t.usage.out()
+			return t.emit(chunkDelta{}, nil, usage)
+		}
+	case "error":
+		typ, msg := "", ""
+		if ev.Error != nil {
+			typ, msg = ev.Error.Type, ev.Error.Message
+		}
+		return p.errorEvent(typ, msg)
+	}
+	// ping and event types added later are ignored, as the API asks.
+	return nil
+}
+
+// emit sends one chunk: a delta (with a finish reason when it ends the
+// choice), or with usage the usage-only chunk that has no choices.
+func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) error {
+	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model}
+	out := pluginapi.ChatChunk{}
+	if usage != nil {
+		c.Choices = []chunkChoice{}
+		c.Usage = usage
+		u := pluginapi.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens}
+		out.Usage, out.UsageOnly = &u, true
+	} else {
+		c.Choices = []chunkChoice{{Delta: d, Logprobs: rawNull, FinishReason: finish}}
+	}
+	out.Data, _ = json.Marshal(c) // plain structs always marshal
+	if err := t.send(out); err != nil {
+		t.sendErr = err
+		return err
+	}
+	return nil
+}
