@@ -1,4 +1,4 @@
-package main
+package mock
 
 import (
 	"bytes"
@@ -324,18 +324,6 @@ func TestModels(t *testing.T) {
 	models[0].ID = "changed"
 	again, _ := (&Mock{}).Models(context.Background())
 	assert.Equal(t, "gpt-4o-mini", again[0].ID, "callers get a copy")
-}
-
-func TestLatencyFromEnv(t *testing.T) {
-	for in, want := range map[string]time.Duration{"": 0, "0": 0, "250": 250 * time.Millisecond, " 15 ": 15 * time.Millisecond} {
-		got, err := latencyFromEnv(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"abc", "-5", "1.5", "10ms", "99999999999999"} {
-		_, err := latencyFromEnv(in)
-		assert.Error(t, err, in)
-	}
 }
 
 func TestProviderErrorIsTyped(t *testing.T) {

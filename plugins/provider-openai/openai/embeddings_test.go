@@ -1,4 +1,4 @@
-package main
+package openai
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ func TestEmbedPassesBodyThrough(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, respBody)
 	})
-	res, err := New(srv.URL+"/v1", testKey).Embed(context.Background(), embedReq(reqBody))
+	res, err := newUpstream(srv.URL+"/v1", testKey).Embed(context.Background(), embedReq(reqBody))
 	require.NoError(t, err)
 	assert.Equal(t, http.MethodPost, method)
 	assert.Equal(t, "/v1/embeddings", path)
@@ -49,7 +49,7 @@ func TestEmbedUnknownModelIsTheUpstreams404(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"error":{"message":"The model `+"`text-embedding-9`"+` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`)
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	_, err := u.Embed(context.Background(), embedReq(`{"model":"text-embedding-9","input":"a"}`))
 	pe := requireProviderError(t, err)
 	assert.Equal(t, pluginapi.ProviderError{Status: 404, Type: "invalid_request_error", Code: "model_not_found",
@@ -75,7 +75,7 @@ func TestEmbedErrorMapping(t *testing.T) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, tc.body)
 			})
-			_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+			_, err := newUpstream(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
 			pe := requireProviderError(t, err)
 			assert.Equal(t, tc.want.Status, pe.Status)
 			assert.Equal(t, tc.want.Code, pe.Code)
@@ -96,7 +96,7 @@ func TestEmbedBadSuccessBodies(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, body)
 		})
-		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+		_, err := newUpstream(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
 		assert.Equal(t, http.StatusBadGateway, requireProviderError(t, err).Status, name)
 	}
 }
@@ -107,7 +107,7 @@ func TestModelsMarkEmbeddingsAndLeaveOutWhatSvcCannotAnswer(t *testing.T) {
 			`{"id":"whisper-1"},{"id":"gpt-4o-mini-tts"},{"id":"omni-moderation-latest"},{"id":"gpt-4o-realtime-preview"},`+
 			`{"id":"o3-pro"},{"id":"nomic-embed-text:latest"},{"id":"llama3.1:8b"}]}`)
 	})
-	models, err := New(srv.URL, testKey).Models(context.Background())
+	models, err := newUpstream(srv.URL, testKey).Models(context.Background())
 	require.NoError(t, err)
 	kinds := map[string]string{}
 	for _, m := range models {
@@ -141,7 +141,7 @@ func TestEmbedLargestBatchIsRead(t *testing.T) {
 		bw.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":2048,"total_tokens":2048}}`)
 		bw.Flush()
 	})
-	res, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-small","input":["a"]}`))
+	res, err := newUpstream(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-small","input":["a"]}`))
 	require.NoError(t, err)
 	assert.Greater(t, len(res.Body), DefaultMaxResponseBytes, "the batch is over the chat cap")
 	assert.Equal(t, int64(2048), res.Usage.PromptTokens)
@@ -168,7 +168,7 @@ func TestEmbedAnswerOverTheCapIsRefusedInWords(t *testing.T) {
 			bw.WriteString("]}")
 			bw.Flush()
 		})
-		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-large","input":["a"]}`))
+		_, err := newUpstream(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-large","input":["a"]}`))
 		var pe *pluginapi.ProviderError
 		require.ErrorAs(t, err, &pe, "sized=%v", sized)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)

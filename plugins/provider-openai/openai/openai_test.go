@@ -1,4 +1,4 @@
-package main
+package openai
 
 import (
 	"bytes"
@@ -120,7 +120,7 @@ func TestChatPassesBodyAndHeadersThrough(t *testing.T) {
 		io.WriteString(w, respBody)
 	})
 
-	u := New(srv.URL+"/v1/", testKey) // trailing slash tolerated
+	u := newUpstream(srv.URL+"/v1/", testKey) // trailing slash tolerated
 	res, err := u.Chat(context.Background(), chatReq(reqBody))
 	require.NoError(t, err)
 
@@ -144,7 +144,7 @@ func TestChatWithoutRequestIDSendsNoHeader(t *testing.T) {
 	})
 	req := chatReq(simpleBody)
 	req.RequestID = ""
-	_, err := New(srv.URL, testKey).Chat(context.Background(), req)
+	_, err := newUpstream(srv.URL, testKey).Chat(context.Background(), req)
 	require.NoError(t, err)
 	_, present := header["X-Request-Id"]
 	assert.False(t, present)
@@ -168,7 +168,7 @@ func TestChatUsageParsing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tc.body) })
-			res, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
+			res, err := newUpstream(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, res.Usage)
 			assert.Equal(t, tc.body, string(res.Body))
@@ -186,7 +186,7 @@ func TestChatResponseSizeBound(t *testing.T) {
 				}
 				io.WriteString(w, big)
 			})
-			u := New(srv.URL, testKey)
+			u := newUpstream(srv.URL, testKey)
 			u.MaxResponseBytes = 1024
 			_, err := u.Chat(context.Background(), chatReq(simpleBody))
 			pe := requireProviderError(t, err)
@@ -204,14 +204,14 @@ func TestChatResponseSizeBound(t *testing.T) {
 func TestChatBadSuccessBodies(t *testing.T) {
 	t.Run("not JSON", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>oops</html>") })
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
+		_, err := newUpstream(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.Equal(t, codeBadResponse, pe.Code)
 	})
 	t.Run("JSON but not an object", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `["x"]`) })
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
+		_, err := newUpstream(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.Equal(t, codeBadResponse, pe.Code)
@@ -220,7 +220,7 @@ func TestChatBadSuccessBodies(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `{"error":{"message":"engine overloaded","type":"server_error","code":null}}`)
 		})
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
+		_, err := newUpstream(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.Equal(t, "server_error", pe.Type)
@@ -351,7 +351,7 @@ func TestErrorMapping(t *testing.T) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, tc.body)
 			})
-			u := New(srv.URL, testKey)
+			u := newUpstream(srv.URL, testKey)
 			u.Logger = logger
 			check := func(t *testing.T, err error) {
 				pe := requireProviderError(t, err)
@@ -422,7 +422,7 @@ func TestRateLimitKeepsTheUpstreamsRetryAfter(t *testing.T) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(status)
 		})
-		u := New(srv.URL, testKey)
+		u := newUpstream(srv.URL, testKey)
 		_, err := u.Chat(context.Background(), chatReq(simpleBody))
 		assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "Chat, HTTP %d", status)
 		_, err = collect(t, u, chatReq(simpleBody))
@@ -439,7 +439,7 @@ func TestTimeout(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) })
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	u.Client = &http.Client{Timeout: 100 * time.Millisecond}
 
 	for name, call := range map[string]func() error{
@@ -470,7 +470,7 @@ func TestStreamTimeoutWaitingForHeaders(t *testing.T) {
 		case <-release:
 		}
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	u.Client.Transport.(*http.Transport).ResponseHeaderTimeout = 100 * time.Millisecond
 	err := u.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
 	pe := requireProviderError(t, err)
@@ -487,7 +487,7 @@ func TestContextDeadlineIsATimeout(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := New(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
+	_, err := newUpstream(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
 	pe := requireProviderError(t, err)
 	assert.Equal(t, codeTimeout, pe.Code)
 }
@@ -498,7 +498,7 @@ func TestConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	u := New("http://"+addr+"/v1", testKey)
+	u := newUpstream("http://"+addr+"/v1", testKey)
 	check := func(t *testing.T, err error) {
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
@@ -544,7 +544,7 @@ func TestChatCancellationReachesUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-arrived; cancel() }()
 
-	_, err := New(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
+	_, err := newUpstream(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
 	require.ErrorIs(t, err, context.Canceled)
 	select {
 	case <-upstreamDone:
@@ -577,7 +577,7 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 			defer cancel()
 			go func() { <-arrived; cancel() }()
 
-			err := New(srv.URL, testKey).StreamChat(ctx, chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
+			err := newUpstream(srv.URL, testKey).StreamChat(ctx, chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
 			require.ErrorIs(t, err, context.Canceled)
 			select {
 			case <-upstreamDone:
@@ -601,7 +601,7 @@ func TestStreamSendErrorStops(t *testing.T) {
 	})
 	gone := errors.New("client went away")
 	calls := 0
-	err := New(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error {
+	err := newUpstream(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error {
 		calls++
 		return gone
 	})
@@ -645,7 +645,7 @@ func TestConnectionReuse(t *testing.T) {
 			}
 		}
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	ctx := context.Background()
 	noop := func(pluginapi.ChatChunk) error { return nil }
 	withID := func(id string, usage bool) pluginapi.ChatRequest {
@@ -690,7 +690,7 @@ func TestConnectionReuse(t *testing.T) {
 }
 
 func TestNewClientIsTuned(t *testing.T) {
-	u := New("https://example.invalid/v1", testKey)
+	u := newUpstream("https://example.invalid/v1", testKey)
 	require.NotNil(t, u.Client)
 	assert.Zero(t, u.Client.Timeout, "an overall timeout would cut streams")
 	tr, ok := u.Client.Transport.(*http.Transport)
@@ -718,7 +718,7 @@ func TestModels(t *testing.T) {
 			`{"id":"","object":"model"},`+
 			`{"id":"float","created":1.7e9,"owned_by":"x"}]}`)
 	})
-	models, err := New(srv.URL+"/v1", testKey).Models(context.Background())
+	models, err := newUpstream(srv.URL+"/v1", testKey).Models(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, http.MethodGet, method)
 	assert.Equal(t, "/v1/models", path)
@@ -736,14 +736,14 @@ func TestModelsErrors(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"error":{"message":"bad key `+testKey+`"}}`)
 		})
-		_, err := New(srv.URL, testKey).Models(context.Background())
+		_, err := newUpstream(srv.URL, testKey).Models(context.Background())
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.NotContains(t, pe.Error(), testKey)
 	})
 	t.Run("invalid JSON", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"data":`) })
-		_, err := New(srv.URL, testKey).Models(context.Background())
+		_, err := newUpstream(srv.URL, testKey).Models(context.Background())
 		pe := requireProviderError(t, err)
 		assert.Equal(t, codeBadResponse, pe.Code)
 	})
@@ -815,7 +815,7 @@ func TestStreamChatRequest(t *testing.T) {
 	})
 	req := chatReq(`{"model":"m","messages":[],"stream":true,"stream_options":{"continuous_usage_stats":false},"seed":7}`)
 	req.IncludeUsage = true
-	_, err := collect(t, New(srv.URL, testKey), req)
+	_, err := collect(t, newUpstream(srv.URL, testKey), req)
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer "+testKey, got.header.Get("Authorization"))
 	assert.Equal(t, "application/json", got.header.Get("Content-Type"))
@@ -824,7 +824,7 @@ func TestStreamChatRequest(t *testing.T) {
 	assert.JSONEq(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"continuous_usage_stats":false,"include_usage":true},"seed":7}`, string(got.body))
 
 	t.Run("invalid body", func(t *testing.T) {
-		_, err := collect(t, New(srv.URL, testKey), chatReq(`[1]`))
+		_, err := collect(t, newUpstream(srv.URL, testKey), chatReq(`[1]`))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadRequest, pe.Status)
 	})
@@ -848,7 +848,7 @@ func TestStreamChatSendsEachChunkAsItArrives(t *testing.T) {
 	})
 	var chunks []string
 	var firstBeforeEnd bool
-	err := New(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(c pluginapi.ChatChunk) error {
+	err := newUpstream(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(c pluginapi.ChatChunk) error {
 		chunks = append(chunks, string(c.Data))
 		if len(chunks) == 1 {
 			firstBeforeEnd = !upstreamFinished.Load()
@@ -874,7 +874,7 @@ func TestStreamUsage(t *testing.T) {
 	})
 	req := chatReq(simpleBody)
 	req.IncludeUsage = true
-	chunks, err := collect(t, New(srv.URL, testKey), req)
+	chunks, err := collect(t, newUpstream(srv.URL, testKey), req)
 	require.NoError(t, err)
 	require.Len(t, chunks, 3)
 
@@ -919,7 +919,7 @@ func TestStreamInStreamErrors(t *testing.T) {
 				}
 				writeSSE(w, append(tc.events, "data: {\"choices\":[{\"delta\":{\"content\":\"late\"}}]}\n\n", "data: [DONE]\n\n")...)
 			})
-			chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+			chunks, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 			pe := requireProviderError(t, err)
 			assert.Len(t, chunks, tc.wantChunks)
 			assert.Equal(t, tc.want.Status, pe.Status)
@@ -937,7 +937,7 @@ func TestStreamBadSuccessBodies(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html><body>Bad gateway, try later</body></html>\n")
 		})
-		chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		chunks, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 		pe := requireProviderError(t, err)
 		assert.Empty(t, chunks)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
@@ -948,7 +948,7 @@ func TestStreamBadSuccessBodies(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"private answer"}}]}`)
 		})
-		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		_, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
 		assert.Contains(t, pe.Message, "answered without streaming")
@@ -972,7 +972,7 @@ func TestStreamEndsAtDoneWhenTheBodyStaysOpen(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+		_, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 		done <- err
 	}()
 	select {
@@ -992,7 +992,7 @@ func TestStreamInterrupted(t *testing.T) {
 			conn.Close()
 		}
 	})
-	chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+	chunks, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 	pe := requireProviderError(t, err)
 	assert.Len(t, chunks, 1)
 	assert.Equal(t, http.StatusBadGateway, pe.Status)
@@ -1003,7 +1003,7 @@ func TestStreamOverCRLF(t *testing.T) {
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, ": connected\r\n\r\n", "data: {\"a\":1}\r\n\r\n", "event: message\r\ndata: {\"b\":\r\ndata: 2}\r\n\r\n", "data: [DONE]\r\n\r\n")
 	})
-	chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
+	chunks, err := collect(t, newUpstream(srv.URL, testKey), chatReq(simpleBody))
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"a":1}`, "{\"b\":\n2}"}, chunkData(chunks))
 }
@@ -1017,7 +1017,7 @@ func BenchmarkChat(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(resp)
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	req := chatReq(simpleBody)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
