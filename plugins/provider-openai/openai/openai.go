@@ -106,7 +106,17 @@ type Upstream struct {
 	extra         http.Header
 	ownAgent      bool // extra has no User-Agent: send svc's
 	timeoutErr    *pluginapi.ProviderError
+
+	// afterFunc starts the timer of a stream's first chunk: time.AfterFunc,
+	// unless a test stands in for it.
+	afterFunc func(time.Duration, func()) stopper
 }
+
+// stopper is a timer: Stop reports whether it stopped the timer before it
+// fired.
+type stopper interface{ Stop() bool }
+
+func afterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
 
 var (
 	_ pluginapi.Provider = (*Upstream)(nil)
@@ -343,7 +353,11 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 func (u *Upstream) streamFirstChunkWithin(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := time.AfterFunc(u.Timeout, func() { cancel(errTimeout) })
+	start := u.afterFunc
+	if start == nil {
+		start = afterFunc
+	}
+	timer := start(u.Timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
 	started := false
 	return u.streamChat(ctx, req, func(c pluginapi.ChatChunk) error {
