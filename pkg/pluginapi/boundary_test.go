@@ -22,28 +22,38 @@ type listed struct {
 
 // outsidePkg lists each package of module under pkg/ or plugins/ that
 // depends on a package of the module outside pkg/ (internal/, cmd/,
-// another plugin), as "importer → dependency". Plugins are built against
-// pkg/ alone so that a third party could write any of them; pkg/ keeps
-// off internal/ so that it can be imported at all. A plugin's own packages
-// (plugins/x importing plugins/x/y, so that svc can also run it in
-// process) are the plugin's. The standard library and other modules are
-// not svc's to fence.
+// another plugin), as "importer → dependency"; a plugin's own packages
+// (plugins/<name>/...) are its to use. Plugins are built against pkg/
+// alone so that a third party could write any of them; pkg/ keeps off
+// internal/ so that it can be imported at all. The standard library and
+// other modules are not svc's to fence.
 func outsidePkg(module string, pkgs []listed) []string {
 	var bad []string
 	public := module + "/pkg/"
 	for _, p := range pkgs {
-		own := "\x00" // matches nothing
-		if name, ok := strings.CutPrefix(p.ImportPath, module+"/plugins/"); ok {
-			name, _, _ = strings.Cut(name, "/")
-			own = module + "/plugins/" + name + "/"
-		}
+		own := pluginRoot(module, p.ImportPath)
 		for _, d := range p.Deps {
-			if strings.HasPrefix(d, module+"/") && !strings.HasPrefix(d, public) && !strings.HasPrefix(d, own) {
-				bad = append(bad, p.ImportPath+" → "+d)
+			if !strings.HasPrefix(d, module+"/") || strings.HasPrefix(d, public) {
+				continue
 			}
+			if own != "" && (d == own || strings.HasPrefix(d, own+"/")) {
+				continue
+			}
+			bad = append(bad, p.ImportPath+" → "+d)
 		}
 	}
 	return bad
+}
+
+// pluginRoot is the plugin an import path of module belongs to
+// (module/plugins/<name>), or "" when it is no plugin's.
+func pluginRoot(module, path string) string {
+	rest, ok := strings.CutPrefix(path, module+"/plugins/")
+	if !ok || rest == "" {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return module + "/plugins/" + name
 }
 
 // Only go list knows what a build of these packages pulls in (build tags,
@@ -82,8 +92,10 @@ func TestOutsidePkgNamesEachCrossing(t *testing.T) {
 		{ImportPath: m + "/plugins/a", Deps: []string{"context", m + "/pkg/som", "golang.org/x/net/html", m + "/internal/errs"}},
 		{ImportPath: m + "/pkg/som", Deps: []string{m + "/internal/errs", m + "/pkg/netguard", m + "/pkgx"}},
 		{ImportPath: m + "/plugins/b", Deps: []string{m + "/plugins/a", m + "/cmd/svc", "example.com/svcother/internal/x"}},
-		{ImportPath: m + "/plugins/c", Deps: []string{m + "/plugins/c/impl", m + "/plugins/cd/impl", m + "/plugins/a/impl"}},
-		{ImportPath: m + "/plugins/c/impl", Deps: []string{m + "/plugins/c/impl/sub", m + "/plugins/a"}},
+		// A plugin's own packages are its own; another plugin's are not,
+		// nor is a plugin whose name starts alike.
+		{ImportPath: m + "/plugins/c", Deps: []string{m + "/plugins/c/impl", m + "/plugins/c/impl/sub", m + "/plugins/a/impl", m + "/plugins/cc/impl"}},
+		{ImportPath: m + "/plugins/c/impl", Deps: []string{m + "/plugins/c/impl/sub", m + "/plugins/c", m + "/internal/errs"}},
 	})
 	assert.Equal(t, []string{
 		m + "/plugins/a → " + m + "/internal/errs",
@@ -91,9 +103,9 @@ func TestOutsidePkgNamesEachCrossing(t *testing.T) {
 		m + "/pkg/som → " + m + "/pkgx",
 		m + "/plugins/b → " + m + "/plugins/a",
 		m + "/plugins/b → " + m + "/cmd/svc",
-		m + "/plugins/c → " + m + "/plugins/cd/impl",
 		m + "/plugins/c → " + m + "/plugins/a/impl",
-		m + "/plugins/c/impl → " + m + "/plugins/a",
+		m + "/plugins/c → " + m + "/plugins/cc/impl",
+		m + "/plugins/c/impl → " + m + "/internal/errs",
 	}, got)
 }
 

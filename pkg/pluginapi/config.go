@@ -51,15 +51,15 @@ func (cfg ProviderConfig) Env() []string {
 	if cfg.BaseURL != "" {
 		env = append(env, EnvProviderBaseURL+"="+cfg.BaseURL)
 	}
-	if cfg.Timeout > 0 {
-		env = append(env, EnvProviderTimeoutMS+"="+strconv.FormatInt(cfg.Timeout.Milliseconds(), 10))
+	if cfg.Timeout > 0 { // at least 1 ms: 0 would mean none
+		env = append(env, EnvProviderTimeoutMS+"="+strconv.FormatInt(max(cfg.Timeout.Milliseconds(), 1), 10))
 	}
 	if len(cfg.Headers) > 0 {
 		b, _ := json.Marshal(cfg.Headers) // a map of strings always marshals
 		env = append(env, EnvProviderHeaders+"="+string(b))
 	}
 	if cfg.MockLatency > 0 {
-		env = append(env, EnvMockLatencyMS+"="+strconv.FormatInt(cfg.MockLatency.Milliseconds(), 10))
+		env = append(env, EnvMockLatencyMS+"="+strconv.FormatInt(max(cfg.MockLatency.Milliseconds(), 1), 10))
 	}
 	return env
 }

@@ -80,6 +80,11 @@ func (c *providerClient) StreamChat(ctx context.Context, req ChatRequest, send f
 		if err != nil {
 			return fromStatus(ctx, err)
 		}
+		// Chunks the plugin sent before it saw a cancel may still arrive:
+		// none goes to send once the caller is gone, as in process.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		out := ChatChunk{Data: chunk.GetData(), UsageOnly: chunk.GetUsageOnly()}
 		if chunk.Usage != nil {
 			u := fromPBUsage(chunk.Usage)

@@ -189,6 +189,21 @@ func TestStreamCancellationReachesThePlugin(t *testing.T) {
 	}
 }
 
+// Chunks already on their way when the caller cancels are not passed to
+// send: the stream stops at the cancel, as a provider in process stops.
+func TestNoChunkIsSentAfterTheCallersCancel(t *testing.T) {
+	p := provider(t, &fakeProvider{chunks: 50})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	err := p.StreamChat(ctx, pluginapi.ChatRequest{}, func(pluginapi.ChatChunk) error {
+		n++
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, n)
+}
+
 func TestSendFailureStopsTheStream(t *testing.T) {
 	p := provider(t, &fakeProvider{chunks: 50})
 	stop := errors.New("client went away")

@@ -1,4 +1,4 @@
-package main
+package openai
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/pluginapi/providertest"
 )
 
 const testKey = "sk-test-SECRET-0123456789abcdef"
@@ -70,10 +71,17 @@ func writeSSE(w http.ResponseWriter, events ...string) {
 	}
 }
 
-func collect(t *testing.T, u *Upstream, req pluginapi.ChatRequest) ([]pluginapi.ChatChunk, error) {
+// modes runs f with the Upstream of baseURL and testKey in both of the
+// modes svc runs a provider in: in its process, and as a plugin.
+func modes(t *testing.T, baseURL string, f func(t *testing.T, p pluginapi.Provider)) {
+	t.Helper()
+	providertest.Modes(t, newUpstream(baseURL, testKey), f)
+}
+
+func collect(t *testing.T, p pluginapi.Provider, req pluginapi.ChatRequest) ([]pluginapi.ChatChunk, error) {
 	t.Helper()
 	var chunks []pluginapi.ChatChunk
-	err := u.StreamChat(context.Background(), req, func(c pluginapi.ChatChunk) error {
+	err := p.StreamChat(context.Background(), req, func(c pluginapi.ChatChunk) error {
 		chunks = append(chunks, c)
 		return nil
 	})
@@ -120,20 +128,22 @@ func TestChatPassesBodyAndHeadersThrough(t *testing.T) {
 		io.WriteString(w, respBody)
 	})
 
-	u := New(srv.URL+"/v1/", testKey) // trailing slash tolerated
-	res, err := u.Chat(context.Background(), chatReq(reqBody))
-	require.NoError(t, err)
+	modes(t, srv.URL+"/v1/", func(t *testing.T, p pluginapi.Provider) { // trailing slash tolerated
+		res, err := p.Chat(context.Background(), chatReq(reqBody))
+		require.NoError(t, err)
 
-	assert.Equal(t, http.MethodPost, got.method)
-	assert.Equal(t, "/v1/chat/completions", got.path)
-	assert.Equal(t, []byte(reqBody), got.body, "body must be passed through byte for byte")
-	assert.Equal(t, "Bearer "+testKey, got.header.Get("Authorization"))
-	assert.Equal(t, "application/json", got.header.Get("Content-Type"))
-	assert.Equal(t, "application/json", got.header.Get("Accept"))
-	assert.Equal(t, "run_123", got.header.Get("X-Request-Id"))
+		assert.Equal(t, http.MethodPost, got.method)
+		assert.Equal(t, "/v1/chat/completions", got.path)
+		assert.Equal(t, []byte(reqBody), got.body, "body must be passed through byte for byte")
+		assert.Equal(t, "Bearer "+testKey, got.header.Get("Authorization"))
+		assert.Equal(t, "application/json", got.header.Get("Content-Type"))
+		assert.Equal(t, "application/json", got.header.Get("Accept"))
+		assert.Equal(t, "svc-provider-openai", got.header.Get("User-Agent"))
+		assert.Equal(t, "run_123", got.header.Get("X-Request-Id"))
 
-	assert.Equal(t, []byte(respBody), res.Body, "response body must come back unchanged")
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}, res.Usage)
+		assert.Equal(t, []byte(respBody), res.Body, "response body must come back unchanged")
+		assert.Equal(t, pluginapi.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}, res.Usage)
+	})
 }
 
 func TestChatWithoutRequestIDSendsNoHeader(t *testing.T) {
@@ -144,10 +154,12 @@ func TestChatWithoutRequestIDSendsNoHeader(t *testing.T) {
 	})
 	req := chatReq(simpleBody)
 	req.RequestID = ""
-	_, err := New(srv.URL, testKey).Chat(context.Background(), req)
-	require.NoError(t, err)
-	_, present := header["X-Request-Id"]
-	assert.False(t, present)
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		_, err := p.Chat(context.Background(), req)
+		require.NoError(t, err)
+		_, present := header["X-Request-Id"]
+		assert.False(t, present)
+	})
 }
 
 func TestChatUsageParsing(t *testing.T) {
@@ -168,10 +180,12 @@ func TestChatUsageParsing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tc.body) })
-			res, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, res.Usage)
-			assert.Equal(t, tc.body, string(res.Body))
+			modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+				res, err := p.Chat(context.Background(), chatReq(simpleBody))
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, res.Usage)
+				assert.Equal(t, tc.body, string(res.Body))
+			})
 		})
 	}
 }
@@ -186,17 +200,22 @@ func TestChatResponseSizeBound(t *testing.T) {
 				}
 				io.WriteString(w, big)
 			})
-			u := New(srv.URL, testKey)
-			u.MaxResponseBytes = 1024
-			_, err := u.Chat(context.Background(), chatReq(simpleBody))
-			pe := requireProviderError(t, err)
-			assert.Equal(t, http.StatusBadGateway, pe.Status)
-			assert.Equal(t, codeTooLarge, pe.Code)
+			small := newUpstream(srv.URL, testKey)
+			small.MaxResponseBytes = 1024
+			providertest.Modes(t, small, func(t *testing.T, p pluginapi.Provider) {
+				_, err := p.Chat(context.Background(), chatReq(simpleBody))
+				pe := requireProviderError(t, err)
+				assert.Equal(t, http.StatusBadGateway, pe.Status)
+				assert.Equal(t, codeTooLarge, pe.Code)
+			})
 
-			u.MaxResponseBytes = int64(len(big)) // exactly at the limit is fine
-			res, err := u.Chat(context.Background(), chatReq(simpleBody))
-			require.NoError(t, err)
-			assert.Equal(t, big, string(res.Body))
+			exact := newUpstream(srv.URL, testKey)
+			exact.MaxResponseBytes = int64(len(big)) // exactly at the limit is fine
+			providertest.Modes(t, exact, func(t *testing.T, p pluginapi.Provider) {
+				res, err := p.Chat(context.Background(), chatReq(simpleBody))
+				require.NoError(t, err)
+				assert.Equal(t, big, string(res.Body))
+			})
 		})
 	}
 }
@@ -204,27 +223,33 @@ func TestChatResponseSizeBound(t *testing.T) {
 func TestChatBadSuccessBodies(t *testing.T) {
 	t.Run("not JSON", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>oops</html>") })
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Equal(t, codeBadResponse, pe.Code)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Chat(context.Background(), chatReq(simpleBody))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Equal(t, codeBadResponse, pe.Code)
+		})
 	})
 	t.Run("JSON but not an object", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `["x"]`) })
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Equal(t, codeBadResponse, pe.Code)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Chat(context.Background(), chatReq(simpleBody))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Equal(t, codeBadResponse, pe.Code)
+		})
 	})
 	t.Run("error object with 200", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `{"error":{"message":"engine overloaded","type":"server_error","code":null}}`)
 		})
-		_, err := New(srv.URL, testKey).Chat(context.Background(), chatReq(simpleBody))
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Equal(t, "server_error", pe.Type)
-		assert.Contains(t, pe.Message, "engine overloaded")
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Chat(context.Background(), chatReq(simpleBody))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Equal(t, "server_error", pe.Type)
+			assert.Contains(t, pe.Message, "engine overloaded")
+		})
 	})
 }
 
@@ -351,7 +376,7 @@ func TestErrorMapping(t *testing.T) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, tc.body)
 			})
-			u := New(srv.URL, testKey)
+			u := newUpstream(srv.URL, testKey)
 			u.Logger = logger
 			check := func(t *testing.T, err error) {
 				pe := requireProviderError(t, err)
@@ -368,14 +393,16 @@ func TestErrorMapping(t *testing.T) {
 					assert.LessOrEqual(t, len(pe.Message), tc.maxLen)
 				}
 			}
-			t.Run("Chat", func(t *testing.T) {
-				_, err := u.Chat(context.Background(), chatReq(simpleBody))
-				check(t, err)
-			})
-			t.Run("StreamChat", func(t *testing.T) {
-				chunks, err := collect(t, u, chatReq(simpleBody))
-				check(t, err)
-				assert.Empty(t, chunks)
+			providertest.Modes(t, u, func(t *testing.T, p pluginapi.Provider) {
+				t.Run("Chat", func(t *testing.T) {
+					_, err := p.Chat(context.Background(), chatReq(simpleBody))
+					check(t, err)
+				})
+				t.Run("StreamChat", func(t *testing.T) {
+					chunks, err := collect(t, p, chatReq(simpleBody))
+					check(t, err)
+					assert.Empty(t, chunks)
+				})
 			})
 		})
 	}
@@ -422,11 +449,12 @@ func TestRateLimitKeepsTheUpstreamsRetryAfter(t *testing.T) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(status)
 		})
-		u := New(srv.URL, testKey)
-		_, err := u.Chat(context.Background(), chatReq(simpleBody))
-		assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "Chat, HTTP %d", status)
-		_, err = collect(t, u, chatReq(simpleBody))
-		assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "StreamChat, HTTP %d", status)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Chat(context.Background(), chatReq(simpleBody))
+			assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "Chat, HTTP %d", status)
+			_, err = collect(t, p, chatReq(simpleBody))
+			assert.Equal(t, want, requireProviderError(t, err).RetryAfter, "StreamChat, HTTP %d", status)
+		})
 	}
 }
 
@@ -439,27 +467,29 @@ func TestTimeout(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) })
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	u.Client = &http.Client{Timeout: 100 * time.Millisecond}
 
-	for name, call := range map[string]func() error{
-		"Chat": func() error { _, err := u.Chat(context.Background(), chatReq(simpleBody)); return err },
-		"StreamChat": func() error {
-			return u.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
-		},
-		"Models": func() error { _, err := u.Models(context.Background()); return err },
-	} {
-		t.Run(name, func(t *testing.T) {
-			start := time.Now()
-			err := call()
-			pe := requireProviderError(t, err)
-			assert.Equal(t, http.StatusBadGateway, pe.Status)
-			assert.Equal(t, "upstream_error", pe.Type)
-			assert.Equal(t, codeTimeout, pe.Code)
-			assert.Equal(t, "provider timed out", pe.Message)
-			assert.Less(t, time.Since(start), 5*time.Second)
-		})
-	}
+	providertest.Modes(t, u, func(t *testing.T, p pluginapi.Provider) {
+		for name, call := range map[string]func() error{
+			"Chat": func() error { _, err := p.Chat(context.Background(), chatReq(simpleBody)); return err },
+			"StreamChat": func() error {
+				return p.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
+			},
+			"Models": func() error { _, err := p.Models(context.Background()); return err },
+		} {
+			t.Run(name, func(t *testing.T) {
+				start := time.Now()
+				err := call()
+				pe := requireProviderError(t, err)
+				assert.Equal(t, http.StatusBadGateway, pe.Status)
+				assert.Equal(t, "upstream_error", pe.Type)
+				assert.Equal(t, codeTimeout, pe.Code)
+				assert.Equal(t, "provider timed out", pe.Message)
+				assert.Less(t, time.Since(start), 5*time.Second)
+			})
+		}
+	})
 }
 
 func TestStreamTimeoutWaitingForHeaders(t *testing.T) {
@@ -470,11 +500,13 @@ func TestStreamTimeoutWaitingForHeaders(t *testing.T) {
 		case <-release:
 		}
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	u.Client.Transport.(*http.Transport).ResponseHeaderTimeout = 100 * time.Millisecond
-	err := u.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
-	pe := requireProviderError(t, err)
-	assert.Equal(t, "provider timed out", pe.Message)
+	providertest.Modes(t, u, func(t *testing.T, p pluginapi.Provider) {
+		err := p.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
+		pe := requireProviderError(t, err)
+		assert.Equal(t, "provider timed out", pe.Message)
+	})
 }
 
 func TestContextDeadlineIsATimeout(t *testing.T) {
@@ -485,10 +517,25 @@ func TestContextDeadlineIsATimeout(t *testing.T) {
 		case <-release:
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := New(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := p.Chat(ctx, chatReq(simpleBody))
+		requireTimeout(t, err)
+	})
+}
+
+// requireTimeout checks that err is a call's timeout. The caller's own
+// deadline is a 502 upstream_timeout from the provider; over a plugin
+// connection, where svc's side of the call ends at the same deadline,
+// either that or context.DeadlineExceeded, whichever comes first.
+func requireTimeout(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
 	pe := requireProviderError(t, err)
+	assert.Equal(t, http.StatusBadGateway, pe.Status)
 	assert.Equal(t, codeTimeout, pe.Code)
 }
 
@@ -498,7 +545,7 @@ func TestConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	u := New("http://"+addr+"/v1", testKey)
+	u := newUpstream("http://"+addr+"/v1", testKey)
 	check := func(t *testing.T, err error) {
 		pe := requireProviderError(t, err)
 		assert.Equal(t, http.StatusBadGateway, pe.Status)
@@ -509,11 +556,13 @@ func TestConnectionRefused(t *testing.T) {
 		assert.NotContains(t, pe.Message, "/chat/completions", "the provider URL is not repeated")
 		assert.NotContains(t, pe.Error(), testKey)
 	}
-	_, err = u.Chat(context.Background(), chatReq(simpleBody))
-	check(t, err)
-	check(t, u.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil }))
-	_, err = u.Models(context.Background())
-	check(t, err)
+	providertest.Modes(t, u, func(t *testing.T, p pluginapi.Provider) {
+		_, err := p.Chat(context.Background(), chatReq(simpleBody))
+		check(t, err)
+		check(t, p.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil }))
+		_, err = p.Models(context.Background())
+		check(t, err)
+	})
 }
 
 func TestSanitize(t *testing.T) {
@@ -530,8 +579,7 @@ func TestSanitize(t *testing.T) {
 // ---- cancellation ----
 
 func TestChatCancellationReachesUpstream(t *testing.T) {
-	arrived := make(chan struct{})
-	upstreamDone := make(chan struct{})
+	var arrived, upstreamDone chan struct{} // each mode's, made before its call
 	release := neverClosed()
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
@@ -541,16 +589,20 @@ func TestChatCancellationReachesUpstream(t *testing.T) {
 		case <-release:
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-arrived; cancel() }()
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		arrived, upstreamDone = make(chan struct{}), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { <-arrived; cancel() }()
 
-	_, err := New(srv.URL, testKey).Chat(ctx, chatReq(simpleBody))
-	require.ErrorIs(t, err, context.Canceled)
-	select {
-	case <-upstreamDone:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the upstream request was not cancelled")
-	}
+		_, err := p.Chat(ctx, chatReq(simpleBody))
+		require.ErrorIs(t, err, context.Canceled)
+		select {
+		case <-upstreamDone:
+		case <-time.After(2 * time.Second):
+			t.Fatal("the upstream request was not cancelled")
+		}
+	})
 }
 
 func TestStreamCancellationReachesUpstream(t *testing.T) {
@@ -559,8 +611,7 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 		first bool // the upstream sends a chunk before blocking
 	}{{"before headers", false}, {"mid-stream", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			arrived := make(chan struct{})
-			upstreamDone := make(chan struct{})
+			var arrived, upstreamDone chan struct{} // each mode's, made before its call
 			release := neverClosed()
 			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 				if tc.first {
@@ -573,23 +624,26 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 				case <-release:
 				}
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go func() { <-arrived; cancel() }()
+			modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+				arrived, upstreamDone = make(chan struct{}), make(chan struct{})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() { <-arrived; cancel() }()
 
-			err := New(srv.URL, testKey).StreamChat(ctx, chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
-			require.ErrorIs(t, err, context.Canceled)
-			select {
-			case <-upstreamDone:
-			case <-time.After(2 * time.Second):
-				t.Fatal("the upstream request was not cancelled")
-			}
+				err := p.StreamChat(ctx, chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
+				require.ErrorIs(t, err, context.Canceled)
+				select {
+				case <-upstreamDone:
+				case <-time.After(2 * time.Second):
+					t.Fatal("the upstream request was not cancelled")
+				}
+			})
 		})
 	}
 }
 
 func TestStreamSendErrorStops(t *testing.T) {
-	upstreamDone := make(chan struct{})
+	var upstreamDone chan struct{} // each mode's, made before its call
 	release := neverClosed()
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
@@ -600,18 +654,21 @@ func TestStreamSendErrorStops(t *testing.T) {
 		}
 	})
 	gone := errors.New("client went away")
-	calls := 0
-	err := New(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error {
-		calls++
-		return gone
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		upstreamDone = make(chan struct{})
+		calls := 0
+		err := p.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error {
+			calls++
+			return gone
+		})
+		require.ErrorIs(t, err, gone)
+		assert.Equal(t, 1, calls)
+		select {
+		case <-upstreamDone:
+		case <-time.After(2 * time.Second):
+			t.Fatal("the upstream connection was not released")
+		}
 	})
-	require.ErrorIs(t, err, gone)
-	assert.Equal(t, 1, calls)
-	select {
-	case <-upstreamDone:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the upstream connection was not released")
-	}
 }
 
 // ---- keep-alive ----
@@ -645,52 +702,55 @@ func TestConnectionReuse(t *testing.T) {
 			}
 		}
 	})
-	u := New(srv.URL, testKey)
-	ctx := context.Background()
-	noop := func(pluginapi.ChatChunk) error { return nil }
-	withID := func(id string, usage bool) pluginapi.ChatRequest {
-		req := chatReq(simpleBody)
-		req.RequestID, req.IncludeUsage = id, usage
-		return req
-	}
-	type step struct {
-		name    string
-		call    func() error
-		wantErr bool
-	}
-	var steps []step
-	add := func(n int, s step) {
-		for range n {
-			steps = append(steps, s)
+	// One Upstream in both modes: the plugin's calls go on over the
+	// connection the in-process calls opened.
+	providertest.Modes(t, newUpstream(srv.URL, testKey), func(t *testing.T, p pluginapi.Provider) {
+		ctx := context.Background()
+		noop := func(pluginapi.ChatChunk) error { return nil }
+		withID := func(id string, usage bool) pluginapi.ChatRequest {
+			req := chatReq(simpleBody)
+			req.RequestID, req.IncludeUsage = id, usage
+			return req
 		}
-	}
-	add(10, step{"chat", func() error { _, err := u.Chat(ctx, withID("ok", false)); return err }, false})
-	add(3, step{"chat 400", func() error { _, err := u.Chat(ctx, withID("fail", false)); return err }, true})
-	add(3, step{"stream 400", func() error { return u.StreamChat(ctx, withID("fail", false), noop) }, true})
-	add(2, step{"chat, chunked 200 KiB", func() error { _, err := u.Chat(ctx, withID("big", false)); return err }, false})
-	add(5, step{"stream", func() error {
-		chunks, err := collect(t, u, withID("ok", true))
-		if err == nil && len(chunks) != 2 {
-			err = fmt.Errorf("got %d chunks", len(chunks))
+		type step struct {
+			name    string
+			call    func() error
+			wantErr bool
 		}
-		return err
-	}, false})
-	add(2, step{"models", func() error { _, err := u.Models(ctx); return err }, false})
-	add(2, step{"chat again", func() error { _, err := u.Chat(ctx, withID("ok", false)); return err }, false})
+		var steps []step
+		add := func(n int, s step) {
+			for range n {
+				steps = append(steps, s)
+			}
+		}
+		add(10, step{"chat", func() error { _, err := p.Chat(ctx, withID("ok", false)); return err }, false})
+		add(3, step{"chat 400", func() error { _, err := p.Chat(ctx, withID("fail", false)); return err }, true})
+		add(3, step{"stream 400", func() error { return p.StreamChat(ctx, withID("fail", false), noop) }, true})
+		add(2, step{"chat, chunked 200 KiB", func() error { _, err := p.Chat(ctx, withID("big", false)); return err }, false})
+		add(5, step{"stream", func() error {
+			chunks, err := collect(t, p, withID("ok", true))
+			if err == nil && len(chunks) != 2 {
+				err = fmt.Errorf("got %d chunks", len(chunks))
+			}
+			return err
+		}, false})
+		add(2, step{"models", func() error { _, err := p.Models(ctx); return err }, false})
+		add(2, step{"chat again", func() error { _, err := p.Chat(ctx, withID("ok", false)); return err }, false})
 
-	for i, s := range steps {
-		err := s.call()
-		if s.wantErr {
-			require.Error(t, err, "call %d (%s)", i, s.name)
-		} else {
-			require.NoError(t, err, "call %d (%s)", i, s.name)
+		for i, s := range steps {
+			err := s.call()
+			if s.wantErr {
+				require.Error(t, err, "call %d (%s)", i, s.name)
+			} else {
+				require.NoError(t, err, "call %d (%s)", i, s.name)
+			}
+			require.Equal(t, int32(1), newConns.Load(), "call %d (%s) opened a new connection: sequential calls must reuse one", i, s.name)
 		}
-		require.Equal(t, int32(1), newConns.Load(), "call %d (%s) opened a new connection: sequential calls must reuse one", i, s.name)
-	}
+	})
 }
 
 func TestNewClientIsTuned(t *testing.T) {
-	u := New("https://example.invalid/v1", testKey)
+	u := newUpstream("https://example.invalid/v1", testKey)
 	require.NotNil(t, u.Client)
 	assert.Zero(t, u.Client.Timeout, "an overall timeout would cut streams")
 	tr, ok := u.Client.Transport.(*http.Transport)
@@ -718,16 +778,18 @@ func TestModels(t *testing.T) {
 			`{"id":"","object":"model"},`+
 			`{"id":"float","created":1.7e9,"owned_by":"x"}]}`)
 	})
-	models, err := New(srv.URL+"/v1", testKey).Models(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, http.MethodGet, method)
-	assert.Equal(t, "/v1/models", path)
-	assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
-	assert.Equal(t, []pluginapi.Model{
-		{ID: "gpt-4o", OwnedBy: "system", Created: 1715367049, Kind: pluginapi.KindChat},
-		{ID: "local", OwnedBy: "me", Kind: pluginapi.KindChat},
-		{ID: "float", OwnedBy: "x", Created: 1700000000, Kind: pluginapi.KindChat},
-	}, models)
+	modes(t, srv.URL+"/v1", func(t *testing.T, p pluginapi.Provider) {
+		models, err := p.Models(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, http.MethodGet, method)
+		assert.Equal(t, "/v1/models", path)
+		assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
+		assert.Equal(t, []pluginapi.Model{
+			{ID: "gpt-4o", OwnedBy: "system", Created: 1715367049, Kind: pluginapi.KindChat},
+			{ID: "local", OwnedBy: "me", Kind: pluginapi.KindChat},
+			{ID: "float", OwnedBy: "x", Created: 1700000000, Kind: pluginapi.KindChat},
+		}, models)
+	})
 }
 
 func TestModelsErrors(t *testing.T) {
@@ -736,16 +798,20 @@ func TestModelsErrors(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"error":{"message":"bad key `+testKey+`"}}`)
 		})
-		_, err := New(srv.URL, testKey).Models(context.Background())
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.NotContains(t, pe.Error(), testKey)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Models(context.Background())
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.NotContains(t, pe.Error(), testKey)
+		})
 	})
 	t.Run("invalid JSON", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"data":`) })
-		_, err := New(srv.URL, testKey).Models(context.Background())
-		pe := requireProviderError(t, err)
-		assert.Equal(t, codeBadResponse, pe.Code)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := p.Models(context.Background())
+			pe := requireProviderError(t, err)
+			assert.Equal(t, codeBadResponse, pe.Code)
+		})
 	})
 }
 
@@ -815,25 +881,27 @@ func TestStreamChatRequest(t *testing.T) {
 	})
 	req := chatReq(`{"model":"m","messages":[],"stream":true,"stream_options":{"continuous_usage_stats":false},"seed":7}`)
 	req.IncludeUsage = true
-	_, err := collect(t, New(srv.URL, testKey), req)
-	require.NoError(t, err)
-	assert.Equal(t, "Bearer "+testKey, got.header.Get("Authorization"))
-	assert.Equal(t, "application/json", got.header.Get("Content-Type"))
-	assert.Equal(t, "text/event-stream", got.header.Get("Accept"))
-	assert.Equal(t, "run_123", got.header.Get("X-Request-Id"))
-	assert.JSONEq(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"continuous_usage_stats":false,"include_usage":true},"seed":7}`, string(got.body))
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		_, err := collect(t, p, req)
+		require.NoError(t, err)
+		assert.Equal(t, "Bearer "+testKey, got.header.Get("Authorization"))
+		assert.Equal(t, "application/json", got.header.Get("Content-Type"))
+		assert.Equal(t, "text/event-stream", got.header.Get("Accept"))
+		assert.Equal(t, "run_123", got.header.Get("X-Request-Id"))
+		assert.JSONEq(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"continuous_usage_stats":false,"include_usage":true},"seed":7}`, string(got.body))
 
-	t.Run("invalid body", func(t *testing.T) {
-		_, err := collect(t, New(srv.URL, testKey), chatReq(`[1]`))
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadRequest, pe.Status)
+		t.Run("invalid body", func(t *testing.T) {
+			_, err := collect(t, p, chatReq(`[1]`))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadRequest, pe.Status)
+		})
 	})
 }
 
 // ---- streaming ----
 
 func TestStreamChatSendsEachChunkAsItArrives(t *testing.T) {
-	release := make(chan struct{})
+	var release chan struct{} // each mode's, made before its call
 	var upstreamFinished atomic.Bool
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, "data: {\"id\":\"1\",\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n")
@@ -846,22 +914,26 @@ func TestStreamChatSendsEachChunkAsItArrives(t *testing.T) {
 		upstreamFinished.Store(true)
 		writeSSE(w, "data: {\"id\":\"1\",\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n", "data: [DONE]\n\n")
 	})
-	var chunks []string
-	var firstBeforeEnd bool
-	err := New(srv.URL, testKey).StreamChat(context.Background(), chatReq(simpleBody), func(c pluginapi.ChatChunk) error {
-		chunks = append(chunks, string(c.Data))
-		if len(chunks) == 1 {
-			firstBeforeEnd = !upstreamFinished.Load()
-			close(release)
-		}
-		return nil
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		release = make(chan struct{})
+		upstreamFinished.Store(false)
+		var chunks []string
+		var firstBeforeEnd bool
+		err := p.StreamChat(context.Background(), chatReq(simpleBody), func(c pluginapi.ChatChunk) error {
+			chunks = append(chunks, string(c.Data))
+			if len(chunks) == 1 {
+				firstBeforeEnd = !upstreamFinished.Load()
+				close(release)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.True(t, firstBeforeEnd, "send must be called before the upstream finishes the stream")
+		assert.Equal(t, []string{
+			`{"id":"1","choices":[{"delta":{"content":"Hel"}}]}`,
+			`{"id":"1","choices":[{"delta":{"content":"lo"}}]}`,
+		}, chunks)
 	})
-	require.NoError(t, err)
-	assert.True(t, firstBeforeEnd, "send must be called before the upstream finishes the stream")
-	assert.Equal(t, []string{
-		`{"id":"1","choices":[{"delta":{"content":"Hel"}}]}`,
-		`{"id":"1","choices":[{"delta":{"content":"lo"}}]}`,
-	}, chunks)
 }
 
 func TestStreamUsage(t *testing.T) {
@@ -874,20 +946,22 @@ func TestStreamUsage(t *testing.T) {
 	})
 	req := chatReq(simpleBody)
 	req.IncludeUsage = true
-	chunks, err := collect(t, New(srv.URL, testKey), req)
-	require.NoError(t, err)
-	require.Len(t, chunks, 3)
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, req)
+		require.NoError(t, err)
+		require.Len(t, chunks, 3)
 
-	assert.Nil(t, chunks[0].Usage)
-	assert.False(t, chunks[0].UsageOnly)
+		assert.Nil(t, chunks[0].Usage)
+		assert.False(t, chunks[0].UsageOnly)
 
-	require.NotNil(t, chunks[1].Usage, "usage on a chunk with choices")
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5}, *chunks[1].Usage)
-	assert.False(t, chunks[1].UsageOnly)
+		require.NotNil(t, chunks[1].Usage, "usage on a chunk with choices")
+		assert.Equal(t, pluginapi.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5}, *chunks[1].Usage)
+		assert.False(t, chunks[1].UsageOnly)
 
-	require.NotNil(t, chunks[2].Usage)
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 9, CompletionTokens: 10, TotalTokens: 19}, *chunks[2].Usage)
-	assert.True(t, chunks[2].UsageOnly, "empty choices + usage is a usage-only chunk")
+		require.NotNil(t, chunks[2].Usage)
+		assert.Equal(t, pluginapi.Usage{PromptTokens: 9, CompletionTokens: 10, TotalTokens: 19}, *chunks[2].Usage)
+		assert.True(t, chunks[2].UsageOnly, "empty choices + usage is a usage-only chunk")
+	})
 }
 
 func TestStreamInStreamErrors(t *testing.T) {
@@ -919,14 +993,16 @@ func TestStreamInStreamErrors(t *testing.T) {
 				}
 				writeSSE(w, append(tc.events, "data: {\"choices\":[{\"delta\":{\"content\":\"late\"}}]}\n\n", "data: [DONE]\n\n")...)
 			})
-			chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-			pe := requireProviderError(t, err)
-			assert.Len(t, chunks, tc.wantChunks)
-			assert.Equal(t, tc.want.Status, pe.Status)
-			assert.Equal(t, tc.want.Type, pe.Type)
-			assert.Equal(t, tc.want.Code, pe.Code)
-			assert.Contains(t, pe.Message, tc.want.Message)
-			assert.NotContains(t, pe.Error(), testKey)
+			modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+				chunks, err := collect(t, p, chatReq(simpleBody))
+				pe := requireProviderError(t, err)
+				assert.Len(t, chunks, tc.wantChunks)
+				assert.Equal(t, tc.want.Status, pe.Status)
+				assert.Equal(t, tc.want.Type, pe.Type)
+				assert.Equal(t, tc.want.Code, pe.Code)
+				assert.Contains(t, pe.Message, tc.want.Message)
+				assert.NotContains(t, pe.Error(), testKey)
+			})
 		})
 	}
 }
@@ -937,22 +1013,26 @@ func TestStreamBadSuccessBodies(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html><body>Bad gateway, try later</body></html>\n")
 		})
-		chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-		pe := requireProviderError(t, err)
-		assert.Empty(t, chunks)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Contains(t, pe.Message, "without an event stream")
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			chunks, err := collect(t, p, chatReq(simpleBody))
+			pe := requireProviderError(t, err)
+			assert.Empty(t, chunks)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Contains(t, pe.Message, "without an event stream")
+		})
 	})
 	t.Run("a completion, not a stream", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"private answer"}}]}`)
 		})
-		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-		pe := requireProviderError(t, err)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Contains(t, pe.Message, "answered without streaming")
-		assert.NotContains(t, pe.Message, "private answer", "the answer is not an error message")
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := collect(t, p, chatReq(simpleBody))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Contains(t, pe.Message, "answered without streaming")
+			assert.NotContains(t, pe.Message, "private answer", "the answer is not an error message")
+		})
 	})
 }
 
@@ -970,17 +1050,19 @@ func TestStreamEndsAtDoneWhenTheBodyStaysOpen(t *testing.T) {
 			}
 		}
 	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the stream did not end at [DONE]")
-	}
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := collect(t, p, chatReq(simpleBody))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the stream did not end at [DONE]")
+		}
+	})
 }
 
 func TestStreamInterrupted(t *testing.T) {
@@ -992,20 +1074,24 @@ func TestStreamInterrupted(t *testing.T) {
 			conn.Close()
 		}
 	})
-	chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-	pe := requireProviderError(t, err)
-	assert.Len(t, chunks, 1)
-	assert.Equal(t, http.StatusBadGateway, pe.Status)
-	assert.Contains(t, pe.Message, "interrupted")
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, chatReq(simpleBody))
+		pe := requireProviderError(t, err)
+		assert.Len(t, chunks, 1)
+		assert.Equal(t, http.StatusBadGateway, pe.Status)
+		assert.Contains(t, pe.Message, "interrupted")
+	})
 }
 
 func TestStreamOverCRLF(t *testing.T) {
 	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, ": connected\r\n\r\n", "data: {\"a\":1}\r\n\r\n", "event: message\r\ndata: {\"b\":\r\ndata: 2}\r\n\r\n", "data: [DONE]\r\n\r\n")
 	})
-	chunks, err := collect(t, New(srv.URL, testKey), chatReq(simpleBody))
-	require.NoError(t, err)
-	assert.Equal(t, []string{`{"a":1}`, "{\"b\":\n2}"}, chunkData(chunks))
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, chatReq(simpleBody))
+		require.NoError(t, err)
+		assert.Equal(t, []string{`{"a":1}`, "{\"b\":\n2}"}, chunkData(chunks))
+	})
 }
 
 // ---- benchmarks ----
@@ -1017,7 +1103,7 @@ func BenchmarkChat(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(resp)
 	})
-	u := New(srv.URL, testKey)
+	u := newUpstream(srv.URL, testKey)
 	req := chatReq(simpleBody)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -1,4 +1,4 @@
-package main
+package mock
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/pluginapi/providertest"
 )
 
 // Test helpers: request builders and decoded response shapes.
@@ -63,9 +64,9 @@ type completion struct {
 	} `json:"usage"`
 }
 
-func chat(t testing.TB, b []byte) (completion, pluginapi.ChatResponse) {
+func chat(t testing.TB, p pluginapi.Provider, b []byte) (completion, pluginapi.ChatResponse) {
 	t.Helper()
-	resp, err := (&Mock{}).Chat(context.Background(), pluginapi.ChatRequest{Body: b, Model: "gpt-4o-mini"})
+	resp, err := p.Chat(context.Background(), pluginapi.ChatRequest{Body: b, Model: "gpt-4o-mini"})
 	require.NoError(t, err)
 	var c completion
 	require.NoError(t, json.Unmarshal(resp.Body, &c), string(resp.Body))
@@ -74,9 +75,9 @@ func chat(t testing.TB, b []byte) (completion, pluginapi.ChatResponse) {
 }
 
 // content returns the answer text of a non-tool answer.
-func content(t testing.TB, b []byte) string {
+func content(t testing.TB, p pluginapi.Provider, b []byte) string {
 	t.Helper()
-	c, _ := chat(t, b)
+	c, _ := chat(t, p, b)
 	require.NotNil(t, c.Choices[0].Message.Content, "content is null")
 	return *c.Choices[0].Message.Content
 }
@@ -115,10 +116,10 @@ type streamed struct {
 	chunks []chunk
 }
 
-func stream(t testing.TB, b []byte, includeUsage bool) streamed {
+func stream(t testing.TB, p pluginapi.Provider, b []byte, includeUsage bool) streamed {
 	t.Helper()
 	var s streamed
-	err := (&Mock{}).StreamChat(context.Background(), pluginapi.ChatRequest{Body: b, IncludeUsage: includeUsage},
+	err := p.StreamChat(context.Background(), pluginapi.ChatRequest{Body: b, IncludeUsage: includeUsage},
 		func(c pluginapi.ChatChunk) error {
 			var ch chunk
 			require.NoError(t, json.Unmarshal(c.Data, &ch), string(c.Data))
@@ -161,4 +162,11 @@ func (s streamed) args() (name, id, args string) {
 		}
 	}
 	return
+}
+
+// modes runs f with the mock in both of the modes svc runs a provider in:
+// in its process, and as a plugin.
+func modes(t *testing.T, f func(t *testing.T, p pluginapi.Provider)) {
+	t.Helper()
+	providertest.Modes(t, &Mock{}, f)
 }

@@ -1,8 +1,13 @@
-package main
+// Package mock is svc's deterministic provider, served by the
+// svc-provider-mock plugin or run inside svc's process.
+package mock
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -24,6 +29,16 @@ type Mock struct {
 }
 
 var _ pluginapi.Provider = (*Mock)(nil)
+
+// New returns the mock for cfg: only its MockLatency counts, as the mock
+// has no upstream. log is unused (the mock has nothing to report) and may
+// be nil; it is taken so that every provider is built alike.
+func New(cfg pluginapi.ProviderConfig, _ hclog.Logger) (pluginapi.Provider, error) {
+	if cfg.MockLatency < 0 {
+		return nil, errors.New("mock latency must not be negative")
+	}
+	return &Mock{Latency: cfg.MockLatency}, nil
+}
 
 // Chat answers a non-streaming request.
 func (m *Mock) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {

@@ -1,4 +1,4 @@
-package main
+package openai
 
 import (
 	"bufio"
@@ -14,6 +14,14 @@ import (
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
+
+// embedder is p's Embedder, which both modes have.
+func embedder(t *testing.T, p pluginapi.Provider) pluginapi.Embedder {
+	t.Helper()
+	e, ok := p.(pluginapi.Embedder)
+	require.True(t, ok, "%T is no Embedder", p)
+	return e
+}
 
 func embedReq(body string) pluginapi.EmbedRequest {
 	return pluginapi.EmbedRequest{Body: []byte(body), Model: "text-embedding-3-small", RequestID: "run_9"}
@@ -32,15 +40,17 @@ func TestEmbedPassesBodyThrough(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, respBody)
 	})
-	res, err := New(srv.URL+"/v1", testKey).Embed(context.Background(), embedReq(reqBody))
-	require.NoError(t, err)
-	assert.Equal(t, http.MethodPost, method)
-	assert.Equal(t, "/v1/embeddings", path)
-	assert.Equal(t, reqBody, string(got), "the body reaches the upstream byte for byte")
-	assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
-	assert.Equal(t, "run_9", header.Get("X-Request-Id"))
-	assert.Equal(t, respBody, string(res.Body), "the answer comes back unchanged")
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 5, TotalTokens: 5}, res.Usage)
+	modes(t, srv.URL+"/v1", func(t *testing.T, p pluginapi.Provider) {
+		res, err := embedder(t, p).Embed(context.Background(), embedReq(reqBody))
+		require.NoError(t, err)
+		assert.Equal(t, http.MethodPost, method)
+		assert.Equal(t, "/v1/embeddings", path)
+		assert.Equal(t, reqBody, string(got), "the body reaches the upstream byte for byte")
+		assert.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
+		assert.Equal(t, "run_9", header.Get("X-Request-Id"))
+		assert.Equal(t, respBody, string(res.Body), "the answer comes back unchanged")
+		assert.Equal(t, pluginapi.Usage{PromptTokens: 5, TotalTokens: 5}, res.Usage)
+	})
 }
 
 func TestEmbedUnknownModelIsTheUpstreams404(t *testing.T) {
@@ -49,15 +59,16 @@ func TestEmbedUnknownModelIsTheUpstreams404(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"error":{"message":"The model `+"`text-embedding-9`"+` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`)
 	})
-	u := New(srv.URL, testKey)
-	_, err := u.Embed(context.Background(), embedReq(`{"model":"text-embedding-9","input":"a"}`))
-	pe := requireProviderError(t, err)
-	assert.Equal(t, pluginapi.ProviderError{Status: 404, Type: "invalid_request_error", Code: "model_not_found",
-		Message: "The model `text-embedding-9` does not exist or you do not have access to it."}, *pe)
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		_, err := embedder(t, p).Embed(context.Background(), embedReq(`{"model":"text-embedding-9","input":"a"}`))
+		pe := requireProviderError(t, err)
+		assert.Equal(t, pluginapi.ProviderError{Status: 404, Type: "invalid_request_error", Code: "model_not_found",
+			Message: "The model `text-embedding-9` does not exist or you do not have access to it."}, *pe)
 
-	// The same for chat: an unknown chat model is the upstream's 404.
-	_, err = u.Chat(context.Background(), chatReq(`{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`))
-	assert.Equal(t, "model_not_found", requireProviderError(t, err).Code)
+		// The same for chat: an unknown chat model is the upstream's 404.
+		_, err = p.Chat(context.Background(), chatReq(`{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`))
+		assert.Equal(t, "model_not_found", requireProviderError(t, err).Code)
+	})
 }
 
 func TestEmbedErrorMapping(t *testing.T) {
@@ -75,11 +86,13 @@ func TestEmbedErrorMapping(t *testing.T) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, tc.body)
 			})
-			_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
-			pe := requireProviderError(t, err)
-			assert.Equal(t, tc.want.Status, pe.Status)
-			assert.Equal(t, tc.want.Code, pe.Code)
-			assert.NotContains(t, pe.Error(), testKey)
+			modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+				_, err := embedder(t, p).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+				pe := requireProviderError(t, err)
+				assert.Equal(t, tc.want.Status, pe.Status)
+				assert.Equal(t, tc.want.Code, pe.Code)
+				assert.NotContains(t, pe.Error(), testKey)
+			})
 		})
 	}
 }
@@ -96,8 +109,10 @@ func TestEmbedBadSuccessBodies(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, body)
 		})
-		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
-		assert.Equal(t, http.StatusBadGateway, requireProviderError(t, err).Status, name)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := embedder(t, p).Embed(context.Background(), embedReq(`{"model":"m","input":"a"}`))
+			assert.Equal(t, http.StatusBadGateway, requireProviderError(t, err).Status, name)
+		})
 	}
 }
 
@@ -107,14 +122,16 @@ func TestModelsMarkEmbeddingsAndLeaveOutWhatSvcCannotAnswer(t *testing.T) {
 			`{"id":"whisper-1"},{"id":"gpt-4o-mini-tts"},{"id":"omni-moderation-latest"},{"id":"gpt-4o-realtime-preview"},`+
 			`{"id":"o3-pro"},{"id":"nomic-embed-text:latest"},{"id":"llama3.1:8b"}]}`)
 	})
-	models, err := New(srv.URL, testKey).Models(context.Background())
-	require.NoError(t, err)
-	kinds := map[string]string{}
-	for _, m := range models {
-		kinds[m.ID] = m.Kind
-	}
-	assert.Equal(t, map[string]string{"gpt-4o-mini": "chat", "text-embedding-3-large": "embedding",
-		"nomic-embed-text:latest": "embedding", "llama3.1:8b": "chat"}, kinds)
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		models, err := p.Models(context.Background())
+		require.NoError(t, err)
+		kinds := map[string]string{}
+		for _, m := range models {
+			kinds[m.ID] = m.Kind
+		}
+		assert.Equal(t, map[string]string{"gpt-4o-mini": "chat", "text-embedding-3-large": "embedding",
+			"nomic-embed-text:latest": "embedding", "llama3.1:8b": "chat"}, kinds)
+	})
 }
 
 // A float batch of 2048 inputs at 1536 dimensions is larger than a chat
@@ -141,10 +158,12 @@ func TestEmbedLargestBatchIsRead(t *testing.T) {
 		bw.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":2048,"total_tokens":2048}}`)
 		bw.Flush()
 	})
-	res, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-small","input":["a"]}`))
-	require.NoError(t, err)
-	assert.Greater(t, len(res.Body), DefaultMaxResponseBytes, "the batch is over the chat cap")
-	assert.Equal(t, int64(2048), res.Usage.PromptTokens)
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		res, err := embedder(t, p).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-small","input":["a"]}`))
+		require.NoError(t, err)
+		assert.Greater(t, len(res.Body), DefaultMaxResponseBytes, "the batch is over the chat cap")
+		assert.Equal(t, int64(2048), res.Usage.PromptTokens)
+	})
 }
 
 // An embeddings answer larger than the plugin connection takes, sized or
@@ -168,13 +187,15 @@ func TestEmbedAnswerOverTheCapIsRefusedInWords(t *testing.T) {
 			bw.WriteString("]}")
 			bw.Flush()
 		})
-		_, err := New(srv.URL, testKey).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-large","input":["a"]}`))
-		var pe *pluginapi.ProviderError
-		require.ErrorAs(t, err, &pe, "sized=%v", sized)
-		assert.Equal(t, http.StatusBadGateway, pe.Status)
-		assert.Equal(t, codeTooLarge, pe.Code)
-		assert.Contains(t, pe.Message, "fewer inputs")
-		assert.Contains(t, pe.Message, `encoding_format "base64"`)
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			_, err := embedder(t, p).Embed(context.Background(), embedReq(`{"model":"text-embedding-3-large","input":["a"]}`))
+			var pe *pluginapi.ProviderError
+			require.ErrorAs(t, err, &pe, "sized=%v", sized)
+			assert.Equal(t, http.StatusBadGateway, pe.Status)
+			assert.Equal(t, codeTooLarge, pe.Code)
+			assert.Contains(t, pe.Message, "fewer inputs")
+			assert.Contains(t, pe.Message, `encoding_format "base64"`)
+		})
 	}
 	assert.Less(t, maxEmbeddingsResponseBytes, 64<<20, "room in one plugin message")
 }

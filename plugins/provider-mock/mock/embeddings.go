@@ -1,4 +1,4 @@
-package main
+package mock
 
 // Embeddings: deterministic vectors in which texts that share words, word
 // pairs and spellings lie close together, so that a search demo works

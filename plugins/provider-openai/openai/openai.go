@@ -1,10 +1,13 @@
-package main
+// Package openai is svc's provider for any OpenAI-compatible upstream,
+// served by the svc-provider-openai plugin or run inside svc's process.
+package openai
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,7 +24,7 @@ import (
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
-// DefaultBaseURL is the upstream used when PROVIDER_BASE_URL is not set.
+// DefaultBaseURL is the upstream used when the configuration names none.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 const (
@@ -77,8 +80,16 @@ var (
 // afterwards.
 type Upstream struct {
 	BaseURL string // e.g. https://api.openai.com/v1 (a trailing slash is ignored)
-	APIKey  string // sent as "Authorization: Bearer <key>"; never logged
+	APIKey  string // sent as "Authorization: Bearer <key>"; never logged; "" sends no Authorization
 	Client  *http.Client
+
+	// Timeout, when positive, bounds one call: until the whole answer is
+	// read, or a stream's first chunk. It ends in a 502 upstream_timeout.
+	Timeout time.Duration
+	// Headers are added to every upstream request. Those the provider sets
+	// itself (Authorization, Content-Type, Accept, X-Request-Id) are never
+	// taken from here; a User-Agent here replaces svc's.
+	Headers map[string]string
 
 	// Logger receives one line per upstream failure (secrets removed).
 	// Nil means no logging.
@@ -91,18 +102,78 @@ type Upstream struct {
 	chatURL       string
 	modelsURL     string
 	embeddingsURL string
-	auth          []string
+	auth          []string // nil: no key, no Authorization header
+	extra         http.Header
+	ownAgent      bool // extra has no User-Agent: send svc's
+	timeoutErr    *pluginapi.ProviderError
+
+	// afterFunc starts the timer of a stream's first chunk: time.AfterFunc,
+	// unless a test stands in for it.
+	afterFunc func(time.Duration, func()) stopper
 }
+
+// stopper is a timer: Stop reports whether it stopped the timer before it
+// fired.
+type stopper interface{ Stop() bool }
+
+func afterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
 
 var (
 	_ pluginapi.Provider = (*Upstream)(nil)
 	_ pluginapi.Embedder = (*Upstream)(nil)
 )
 
-// New returns an Upstream for baseURL using apiKey, with an HTTP client tuned
-// for many concurrent keep-alive calls to one host.
-func New(baseURL, apiKey string) *Upstream {
+// New returns the provider for cfg: its BaseURL (DefaultBaseURL when
+// empty), APIKey (empty: no Authorization header, for a local upstream such
+// as vLLM or Ollama), Timeout and Headers, with an HTTP client tuned for
+// many concurrent keep-alive calls to one host. log receives one line per
+// upstream failure, never the key; nil logs nothing.
+func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, error) {
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, errors.New("the provider's base URL must be an absolute http(s) URL")
+	}
+	if cfg.Timeout < 0 {
+		return nil, errors.New("the provider's timeout must not be negative")
+	}
+	for name, value := range cfg.Headers {
+		if !validHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
+			return nil, fmt.Errorf("the provider's header %q is not a valid HTTP header", name)
+		}
+	}
+	up := newUpstream(base, strings.TrimSpace(cfg.APIKey))
+	up.Timeout, up.Headers, up.Logger = cfg.Timeout, cfg.Headers, log
+	if log != nil && log.IsDebug() {
+		log.Debug("provider configured", "base_url", u.Redacted(), "key", cfg.APIKey != "",
+			"timeout", cfg.Timeout.String(), "headers", len(cfg.Headers))
+	}
+	return up, nil
+}
+
+// newUpstream returns an Upstream for baseURL using apiKey, with the client
+// NewHTTPClient returns.
+func newUpstream(baseURL, apiKey string) *Upstream {
 	return &Upstream{BaseURL: baseURL, APIKey: apiKey, Client: NewHTTPClient()}
+}
+
+// validHeaderName reports whether name is an HTTP field name (RFC 9110's
+// token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // NewHTTPClient returns the client New uses. It has no overall Timeout,
@@ -144,8 +215,44 @@ func (u *Upstream) init() {
 		u.chatURL = base + "/chat/completions"
 		u.modelsURL = base + "/models"
 		u.embeddingsURL = base + "/embeddings"
-		u.auth = []string{"Bearer " + u.APIKey}
+		if u.APIKey != "" {
+			u.auth = []string{"Bearer " + u.APIKey}
+		}
+		u.ownAgent = true
+		for name, value := range u.Headers {
+			name = http.CanonicalHeaderKey(name)
+			switch name {
+			case headerAuthorize, headerContentTyp, headerAccept, headerRequestID, "Host":
+				continue // the provider's own
+			case headerUserAgent:
+				u.ownAgent = false
+			}
+			if u.extra == nil {
+				u.extra = make(http.Header, len(u.Headers))
+			}
+			u.extra[name] = []string{value}
+		}
+		u.timeoutErr = &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeTimeout,
+			Message: "provider timed out after " + u.Timeout.String(),
+		}
 	})
+}
+
+// errTimeout is the cause of a context that Timeout ended.
+var errTimeout = errors.New("provider timeout")
+
+// withTimeout bounds a call's ctx by Timeout, when set.
+func (u *Upstream) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if u.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, u.Timeout, errTimeout)
+}
+
+// timedOut reports whether Timeout ended ctx (and not the caller).
+func timedOut(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), errTimeout)
 }
 
 func (u *Upstream) client() *http.Client {
@@ -167,7 +274,9 @@ func (u *Upstream) maxResponse() int64 {
 // unchanged and the upstream's body comes back unchanged.
 func (u *Upstream) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	u.init()
+	ctx, cancel := u.withTimeout(ctx)
 	res, err := u.chat(ctx, req)
+	cancel()
 	if err != nil {
 		u.logError("chat", err, req.RequestID)
 	}
@@ -176,10 +285,16 @@ func (u *Upstream) Chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 
 // StreamChat implements pluginapi.Provider: it asks the upstream to stream
 // (and to report usage when req.IncludeUsage) and calls send once per
-// chat.completion.chunk as each arrives.
+// chat.completion.chunk as each arrives. Timeout bounds the wait for the
+// first chunk only: a stream that has begun takes as long as it takes.
 func (u *Upstream) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
 	u.init()
-	err := u.streamChat(ctx, req, send)
+	var err error
+	if u.Timeout > 0 {
+		err = u.streamFirstChunkWithin(ctx, req, send)
+	} else {
+		err = u.streamChat(ctx, req, send)
+	}
 	if err != nil {
 		u.logError("stream", err, req.RequestID)
 	}
@@ -189,7 +304,9 @@ func (u *Upstream) StreamChat(ctx context.Context, req pluginapi.ChatRequest, se
 // Models implements pluginapi.Provider from GET {BaseURL}/models.
 func (u *Upstream) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	u.init()
+	ctx, cancel := u.withTimeout(ctx)
 	models, err := u.models(ctx)
+	cancel()
 	if err != nil {
 		u.logError("models", err, "")
 	}
@@ -229,6 +346,29 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 		usage = parsed.Usage.usage()
 	}
 	return pluginapi.ChatResponse{Body: body, Usage: usage}, nil
+}
+
+// streamFirstChunkWithin is streamChat with Timeout on its first chunk: a
+// timer cancels the call unless the first chunk stops it in time.
+func (u *Upstream) streamFirstChunkWithin(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := u.afterFunc
+	if start == nil {
+		start = afterFunc
+	}
+	timer := start(u.Timeout, func() { cancel(errTimeout) })
+	defer timer.Stop()
+	started := false
+	return u.streamChat(ctx, req, func(c pluginapi.ChatChunk) error {
+		if !started {
+			if !timer.Stop() { // too late: the call is being cancelled
+				return u.timeoutErr
+			}
+			started = true
+		}
+		return send(c)
+	})
 }
 
 func (u *Upstream) streamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
@@ -329,9 +469,16 @@ func (u *Upstream) do(ctx context.Context, method, target string, body []byte, r
 		}
 	}
 	h := r.Header
-	h[headerAuthorize] = u.auth
+	for name, v := range u.extra {
+		h[name] = v
+	}
+	if u.auth != nil {
+		h[headerAuthorize] = u.auth
+	}
 	h[headerAccept] = accept
-	h[headerUserAgent] = hdrUserAgent
+	if u.ownAgent {
+		h[headerUserAgent] = hdrUserAgent
+	}
 	if body != nil {
 		h[headerContentTyp] = hdrJSON
 	}
@@ -365,6 +512,9 @@ func (u *Upstream) readError(ctx context.Context, err error, what string) error 
 // failure maps a network failure: the client's cancellation stays itself, a
 // timeout and anything else become a 502, described after prefix.
 func (u *Upstream) failure(ctx context.Context, err error, prefix string) error {
+	if timedOut(ctx) {
+		return u.timeoutErr
+	}
 	if cerr := ctx.Err(); errors.Is(cerr, context.Canceled) {
 		return cerr
 	}
@@ -448,7 +598,7 @@ func (u *Upstream) mapStatus(status int, body []byte) *pluginapi.ProviderError {
 		return &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeAuth,
 			Message: "provider rejected svc's credentials (HTTP " + strconv.Itoa(status) +
-				"); the operator must check PROVIDER_API_KEY",
+				"); the operator must check the provider's key",
 		}
 	case status == http.StatusTooManyRequests:
 		return &pluginapi.ProviderError{

@@ -1,4 +1,4 @@
-package main
+package openai
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 // model answers 404 model_not_found, passed on in its own words.
 func (u *Upstream) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
 	u.init()
+	ctx, cancel := u.withTimeout(ctx)
 	res, err := u.embed(ctx, req)
+	cancel()
 	if err != nil {
 		u.logError("embeddings", err, req.RequestID)
 	}
