@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/pluginapi/providertest"
 )
 
 const hello = `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hello, Claude"}]}`
@@ -66,7 +67,7 @@ func decodeCompletion(t *testing.T, b []byte) completionJSON {
 
 func TestChat(t *testing.T) {
 	f := newFake(t, serveJSON("message.json"))
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		res, err := p.Chat(context.Background(), chatReq(hello))
 		require.NoError(t, err)
 		c := decodeCompletion(t, res.Body)
@@ -97,7 +98,7 @@ func TestChatHeaders(t *testing.T) {
 	p := f.provider(t, func(c *pluginapi.ProviderConfig) {
 		c.Headers = map[string]string{"anthropic-beta": "prompt-caching-2024-07-31", "X-Team": "search", "x-api-key": "not-this-one"}
 	})
-	bothModes(t, p, func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, p, func(t *testing.T, p pluginapi.Provider) {
 		_, err := p.Chat(context.Background(), chatReq(hello))
 		require.NoError(t, err)
 		h := f.last(t).header
@@ -126,7 +127,7 @@ func TestChatToolUse(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"What's the weather like in San Francisco?"}],
 	  "tools":[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a given location",
 	  "parameters":{"type":"object","properties":{"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}}}]}`
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		res, err := p.Chat(context.Background(), chatReq(body))
 		require.NoError(t, err)
 		c := decodeCompletion(t, res.Body)
@@ -180,7 +181,7 @@ func TestFinishReasons(t *testing.T) {
 
 func TestChatCacheUsage(t *testing.T) {
 	f := newFake(t, serveJSON("message_cached.json"))
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		res, err := p.Chat(context.Background(), chatReq(hello))
 		require.NoError(t, err)
 		// input_tokens 21 + cache_creation 188086 + cache_read 0
@@ -207,7 +208,7 @@ func TestChatCacheUsage(t *testing.T) {
 // The translation's refusals never reach the upstream.
 func TestChatRefusesBeforeCallingUpstream(t *testing.T) {
 	f := newFake(t, serveJSON("message.json"))
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		_, err := p.Chat(context.Background(), chatReq(`{"model":"m","n":3,"messages":[{"role":"user","content":"Hi"}]}`))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, 400, pe.Status)
@@ -245,7 +246,7 @@ func TestErrorMapping(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
 				writeError(w, tc.status, tc.typ, "the upstream said so, key "+testKey)
 			})
-			bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+			providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 				_, err := p.Chat(context.Background(), chatReq(hello))
 				pe := requireProviderError(t, err)
 				assert.Equal(t, tc.wantStatus, pe.Status)
@@ -274,7 +275,7 @@ func TestOverloadedIsRetryable(t *testing.T) {
 		w.WriteHeader(529)
 		_, _ = w.Write(testdata(t, "error_overloaded.json"))
 	})
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		_, err := p.Chat(context.Background(), chatReq(hello))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, 529, pe.Status, "kept: svc retries and falls back on a 5xx")
@@ -303,7 +304,7 @@ func TestRateLimitRetryAfter(t *testing.T) {
 				}
 				writeError(w, 429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")
 			})
-			bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+			providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 				_, err := p.Chat(context.Background(), chatReq(hello))
 				pe := requireProviderError(t, err)
 				assert.Equal(t, 429, pe.Status)
@@ -430,7 +431,7 @@ func TestModels(t *testing.T) {
 	for i := 0; i < 2500; i++ { // three pages of 1000
 		f.models = append(f.models, "claude-"+strings.Repeat("x", i%3)+"-"+time.Unix(int64(i), 0).UTC().Format("150405"))
 	}
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		models, err := p.Models(context.Background())
 		require.NoError(t, err)
 		require.Len(t, models, 2500)

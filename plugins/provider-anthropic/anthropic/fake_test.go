@@ -12,29 +12,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/go-plugin"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 const testKey = "sk-ant-test-SECRET-0123456789"
-
-// bothModes runs f on p itself (in process) and on p served over a real
-// go-plugin gRPC connection (plugin), as svc runs a provider either way.
-func bothModes(t *testing.T, p pluginapi.Provider, f func(t *testing.T, p pluginapi.Provider)) {
-	t.Helper()
-	t.Run("in_process", func(t *testing.T) { f(t, p) })
-	t.Run("plugin", func(t *testing.T) {
-		client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
-			pluginapi.ProviderName: &pluginapi.ProviderPlugin{Impl: p},
-		})
-		t.Cleanup(func() { _ = client.Close() })
-		v, err := client.Dispense(pluginapi.ProviderName)
-		require.NoError(t, err)
-		f(t, v.(pluginapi.Provider))
-	})
-}
 
 // ---- a fake Messages API, after Anthropic's published documentation ----
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
+	"github.com/svc-gateway/svc/pkg/pluginapi/providertest"
 )
 
 const helloStream = `{"model":"claude-opus-4-1","stream":true,"messages":[{"role":"user","content":"Hello"}]}`
@@ -123,7 +124,7 @@ func assemble(t *testing.T, chunks []pluginapi.ChatChunk) (assembled, []chunkJSO
 
 func TestStreamText(t *testing.T) {
 	f := newFake(t, serveSSE("stream_text.sse"))
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		chunks, err := collect(t, p, streamReq(helloStream, true))
 		require.NoError(t, err)
 		a, parsed := assemble(t, chunks)
@@ -168,7 +169,7 @@ func TestStreamToolUse(t *testing.T) {
 	f := newFake(t, serveSSE("stream_tool_use.sse"))
 	body := `{"model":"claude-opus-4-1","stream":true,"messages":[{"role":"user","content":"What is the weather like in San Francisco?"}],
 	  "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}]}`
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		chunks, err := collect(t, p, streamReq(body, true))
 		require.NoError(t, err)
 		a, parsed := assemble(t, chunks)
@@ -251,7 +252,7 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
 
 `
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) { writeStream(w, midStream) })
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		chunks, err := collect(t, p, streamReq(helloStream, true))
 		pe := requireProviderError(t, err)
 		assert.Equal(t, 529, pe.Status)
@@ -349,7 +350,7 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 		<-r.Context().Done()
 		close(gone)
 	})
-	bothModes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
 		gone = make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
 		err := p.StreamChat(ctx, streamReq(helloStream, true), func(pluginapi.ChatChunk) error {
