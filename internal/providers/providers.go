@@ -162,6 +162,15 @@ type Plan struct {
 	set *Set
 	// forbidden are the candidates a policy forbids, with the reason.
 	forbidden map[string]string
+	// st is the router's state for set; order holds, for each candidate,
+	// its provider's index in set.Providers.
+	st    *state
+	order []int
+	// Room for the common plan of one candidate and one attempt, so that
+	// planning and calling one provider costs a single allocation.
+	one      [1]Candidate
+	oneIdx   [1]int
+	attempt1 [1]Attempt
 }
 
 // Forbid takes a candidate out of the plan before the call: it is listed
