@@ -132,11 +132,13 @@ type governor struct {
 	providers map[string]string
 	observe   bool
 	requests  []policy.Request // what JudgeProviders saw
+	inputs    []policy.Request // what Decide saw
 }
 
 func (g *governor) Has(t policy.Target) bool { return g.targets[t] }
 
-func (g *governor) Decide(context.Context, governance.Call, *policy.Input) (governance.Decision, error) {
+func (g *governor) Decide(_ context.Context, _ governance.Call, in *policy.Input) (governance.Decision, error) {
+	g.inputs = append(g.inputs, in.Request)
 	return g.decision, g.err
 }
 
