@@ -34,12 +34,12 @@ type Gateway struct {
 	router    *providers.Router
 	recorder  Recorder
 	governor  Governor
-	cache        *cache.Cache
-	redaction    Redaction
-	learner      Learner
-	canary       Canary
-	now          func() time.Time
-	secrets      []string // never shown in an error
+	cache     *cache.Cache
+	redaction Redaction
+	learner   Learner
+	canary    Canary
+	now       func() time.Time
+	secrets   []string // never shown in an error
 }
 
 // Options configure a Gateway.
@@ -52,13 +52,13 @@ type Options struct {
 	Recorder     Recorder
 	// Prices is the price table; the router prices calls with it, where a
 	// provider has no price of its own.
-	Prices *pricing.Table
-	Governor     Governor     // nil: no policies
-	Cache        *cache.Cache // nil: no exact cache
-	Redaction    Redaction    // nil: runs keep their text as it was
-	Learner      Learner      // nil: no artifacts
-	Canary       Canary       // nil: no canary
-	Now          func() time.Time
+	Prices    *pricing.Table
+	Governor  Governor     // nil: no policies
+	Cache     *cache.Cache // nil: no exact cache
+	Redaction Redaction    // nil: runs keep their text as it was
+	Learner   Learner      // nil: no artifacts
+	Canary    Canary       // nil: no canary
+	Now       func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
 }
