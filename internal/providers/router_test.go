@@ -30,8 +30,10 @@ type fake struct {
 	took  time.Duration // each call moves the clock this much
 	// midStream, when set, is returned after a stream's first chunk.
 	midStream error
-	// gate, when set, holds each call until it is closed.
-	gate chan struct{}
+	// gate, when set, holds the call numbered gateAt (from 0) until it is
+	// closed.
+	gate   chan struct{}
+	gateAt int
 
 	mu     sync.Mutex
 	script []error
@@ -48,7 +50,7 @@ func (f *fake) next(ctx context.Context, req pluginapi.ChatRequest) error {
 		err = f.script[min(n, len(f.script)-1)]
 	}
 	f.mu.Unlock()
-	if f.gate != nil {
+	if f.gate != nil && n == f.gateAt {
 		<-f.gate
 	}
 	if f.clock != nil {
@@ -343,7 +345,7 @@ func TestHalfOpenBreakerLetsOneProbeAtATime(t *testing.T) {
 
 	gate := make(chan struct{})
 	a := h.script("a", nil)
-	a.gate = gate
+	a.gate, a.gateAt = gate, 1 // the probe
 	done := make(chan *Plan)
 	go func() {
 		p, _ := h.r.Plan("m")
