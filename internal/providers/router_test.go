@@ -80,6 +80,9 @@ func (f *fake) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send f
 	if f.midStream != nil {
 		return f.midStream
 	}
+	if err := ctx.Err(); err != nil {
+		return err // the upstream connection is cut with the context
+	}
 	return send(pluginapi.ChatChunk{Data: []byte(`{"from":"` + f.name + `","n":2}`)})
 }
 
