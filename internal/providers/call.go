@@ -194,6 +194,7 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 	var last error
 	made, noEmbeddings := 0, 0
 	deadline, hasDeadline := ctx.Deadline()
+calls:
 	for made < maxAttempts {
 		progressed := false
 		for i := 0; i < n && made < maxAttempts; i++ {
@@ -233,7 +234,7 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 					if errors.Is(ctx.Err(), context.Canceled) {
 						return context.Canceled
 					}
-					break // the call's deadline passed while waiting
+					break calls // the call's deadline passed while waiting
 				}
 			}
 			ok, probe, reason := h.admit(r.now())
@@ -254,6 +255,9 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 				return nil
 			case verdictSent, verdictStop:
 				return err
+			case verdictDeadline:
+				last = err
+				break calls
 			case verdictNext:
 				t.out = true
 			case verdictRetry:
@@ -290,6 +294,9 @@ const (
 	verdictNext  // the provider's configuration failed (401, 403, 404): another provider may answer
 	verdictStop  // the caller's fault, or the caller gone: no attempt can do better
 	verdictSent  // a stream failed after its first chunk: it is not replayed
+	// verdictDeadline: the call's own deadline passed: no attempt has time
+	// left, and those made are told.
+	verdictDeadline
 )
 
 // attempt makes one attempt and tells its outcome.
@@ -325,7 +332,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 			err = context.Canceled
 		}
 	case ctx.Err() != nil:
-		a.Outcome, a.Error, v, result = OutcomeTimeout, "timed out: the call's deadline passed", verdictStop, resultNeutral
+		a.Outcome, a.Error, v, result = OutcomeTimeout, "timed out: the call's deadline passed", verdictDeadline, resultNeutral
 	case timedOut:
 		a.Outcome, a.Error = OutcomeTimeout, "timed out after "+prov.Timeout.String()
 		if errors.Is(err, errTimedOut) || !errors.Is(err, context.DeadlineExceeded) {

@@ -870,3 +870,19 @@ func (nopProvider) StreamChat(context.Context, pluginapi.ChatRequest, func(plugi
 }
 
 func (nopProvider) Models(context.Context) ([]pluginapi.Model, error) { return nil, nil }
+
+func TestTheCallsDeadlineEndsItWithItsAttemptsTold(t *testing.T) {
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	h.script("a", status(503, "down"))
+	h.script("b", hang)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	p, err := h.r.Plan("m")
+	require.NoError(t, err)
+	_, err = h.r.Chat(ctx, p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"})
+	var ex *ExhaustedError
+	require.ErrorAs(t, err, &ex)
+	assert.Equal(t, []string{"a:error", "b:timeout"}, outcomes(p), "no third attempt: no time is left")
+	assert.Contains(t, err.Error(), "b: timed out: the call's deadline passed")
+	assert.Equal(t, BreakerClosed, h.r.Status().Providers[1].Breaker.State)
+}
