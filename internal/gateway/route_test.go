@@ -306,3 +306,60 @@ func TestExistingRunsKeepTheirExplanationJSON(t *testing.T) {
 	assert.JSONEq(t, `{"route":"live","reason":"r","rejected":[{"route":"exact_cache","reason":"x"}],`+
 		`"policy":{"decision":"allow","rules":[],"enforced":false},"cache":null,"artifact":null,"estimatedSavingsUsd":0,"fallback":null}`, string(b))
 }
+
+// embedder is a provider that serves embeddings.
+type embedder struct{ *provider }
+
+func (e embedder) Embed(context.Context, pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	return pluginapi.EmbedResponse{Body: []byte(`{"object":"list","model":"gpt-e","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}]}`),
+		Usage: pluginapi.Usage{PromptTokens: 3, TotalTokens: 3}}, nil
+}
+
+func TestEmbeddingsGoToAProviderThatServesThem(t *testing.T) {
+	rec := &recorder{}
+	a, b := &provider{}, &provider{}
+	set := &providers.Set{
+		Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: embedder{b}}},
+		Retries:   providers.Retries{MaxAttempts: 2},
+	}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec,
+		Prices: pricing.New(map[string]pricing.Price{"gpt-e": {Input: 1}})})
+	req, err := gateway.ParseEmbedRequest([]byte(`{"model":"gpt-e","input":"hello"}`))
+	require.NoError(t, err)
+	res, err := gw.Embed(context.Background(), caller(auth.Optimize), req)
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Body), `"embedding"`)
+	assert.Zero(t, a.called())
+	assert.Equal(t, 1, b.called())
+	run := rec.last(t).Run
+	assert.Equal(t, "b", run.Provider)
+	assert.InDelta(t, 3/1e6, run.CostUSD, 1e-12)
+	assert.Contains(t, explanation(t, rec.last(t))["rejected"], map[string]any{"route": "live", "provider": "a", "reason": "model not served: no embeddings"})
+}
+
+func TestModelsListEveryProviderAndTheRoutes(t *testing.T) {
+	set := &providers.Set{
+		Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: &listing{models: []pluginapi.Model{{ID: "gpt-4o"}}}},
+			{Name: "b", Plugin: "openai", Impl: &listing{models: []pluginapi.Model{{ID: "gpt-4o"}, {ID: "llama"}}}}},
+		Routes: []providers.Route{{Model: "fast", Targets: []providers.Target{{Provider: "b", Model: "llama"}}}},
+	}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: &recorder{}})
+	models, err := gw.Models(context.Background())
+	require.NoError(t, err)
+	var ids []string
+	for _, m := range models {
+		ids = append(ids, m.ID+"/"+m.OwnedBy)
+	}
+	assert.Equal(t, []string{"gpt-4o/", "llama/", "fast/svc"}, ids)
+}
+
+// listing is a provider with a model list.
+type listing struct {
+	provider
+	models []pluginapi.Model
+}
+
+func (l *listing) Models(context.Context) ([]pluginapi.Model, error) { return l.models, nil }
