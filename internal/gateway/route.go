@@ -177,14 +177,30 @@ func attemptStatus(a providers.Attempt) int {
 func (g *Gateway) exhaustedError(ex *providers.ExhaustedError) error {
 	msg := g.scrub(ex.Error())
 	var wait time.Duration
+	shorter := func(ms int64) {
+		if d := time.Duration(ms) * time.Millisecond; d > 0 && (wait == 0 || d < wait) {
+			wait = d
+		}
+	}
 	limited := len(ex.Attempts) > 0
 	for _, a := range ex.Attempts {
 		if a.Outcome != providers.OutcomeRateLimited {
 			limited = false
 			break
 		}
-		if d := time.Duration(a.RetryAfterMS) * time.Millisecond; d > 0 && (wait == 0 || d < wait) {
-			wait = d
+		shorter(a.RetryAfterMS)
+	}
+	if len(ex.Attempts) == 0 { // none tried: rate limited if each was skipped as such
+		for _, s := range ex.Skipped {
+			if s.Reason == providers.ReasonNotServed {
+				continue
+			}
+			if s.RetryAfterMS == 0 {
+				limited = false
+				break
+			}
+			limited = true
+			shorter(s.RetryAfterMS)
 		}
 	}
 	if limited {

@@ -246,6 +246,16 @@ func TestEveryProviderRateLimitedIs429WithTheShortestWait(t *testing.T) {
 	assert.Equal(t, "rate_limited", errs.Code(err))
 	assert.Equal(t, 5*time.Second, errs.As(err).Retry)
 	assert.Equal(t, 429, f.recorder.last(t).Run.HTTPStatus)
+
+	// Both are now rate limited for every call: none is asked, and the
+	// answer is still a 429 with the shortest wait left.
+	f.clock.Advance(2 * time.Second)
+	_, err = f.complete(t, auth.Optimize)
+	require.Error(t, err)
+	assert.Equal(t, 429, httpstatus.Of(err))
+	assert.Equal(t, 3*time.Second, errs.As(err).Retry)
+	assert.Equal(t, 1, f.a.called())
+	assert.Equal(t, 1, f.b.called())
 }
 
 func TestAModelNoProviderServesIs404(t *testing.T) {

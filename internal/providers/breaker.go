@@ -37,33 +37,36 @@ func (h *health) configure(cfg BreakerConfig) {
 	h.mu.Unlock()
 }
 
-// admit says whether a call may try the provider now; when not, why. A
-// half-open breaker admits one probe at a time: probe is then true, and
-// the caller must report the attempt's outcome with done.
-func (h *health) admit(now time.Time) (ok, probe bool, reason string) {
+// admit says whether a call may try the provider now; when not, why, and
+// for a rate limit how long is left. A half-open breaker admits one probe
+// at a time: probe is then true, and the caller must report the attempt's
+// outcome with done. A rate limit keeps out only a call that has another
+// provider to go to (limits): a provider's only call asks it, as without a
+// router.
+func (h *health) admit(now time.Time, limits bool) (ok, probe bool, reason string, limitedFor time.Duration) {
 	if !h.troubled.Load() {
-		return true, false, ""
+		return true, false, "", 0
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if now.Before(h.rateLimitedUntil) {
-		return false, false, "rate limited until " + h.rateLimitedUntil.UTC().Format(time.RFC3339)
+	if limits && now.Before(h.rateLimitedUntil) {
+		return false, false, "rate limited until " + h.rateLimitedUntil.UTC().Format(time.RFC3339), h.rateLimitedUntil.Sub(now)
 	}
 	switch h.state {
 	case BreakerOpen:
 		if now.Before(h.openUntil) {
-			return false, false, "circuit breaker open until " + h.openUntil.UTC().Format(time.RFC3339)
+			return false, false, "circuit breaker open until " + h.openUntil.UTC().Format(time.RFC3339), 0
 		}
 		h.state = BreakerHalfOpen
 		fallthrough
 	case BreakerHalfOpen:
 		if h.probing {
-			return false, false, "circuit breaker half open: a probe is in flight"
+			return false, false, "circuit breaker half open: a probe is in flight", 0
 		}
 		h.probing = true
-		return true, true, ""
+		return true, true, "", 0
 	}
-	return true, false, ""
+	return true, false, "", 0
 }
 
 // Attempt results as the breaker counts them.

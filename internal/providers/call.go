@@ -237,10 +237,10 @@ calls:
 					break calls // the call's deadline passed while waiting
 				}
 			}
-			ok, probe, reason := h.admit(r.now())
+			ok, probe, reason, limitedFor := h.admit(r.now(), n > 1)
 			if !ok {
 				t.out = true
-				p.skip(c.Provider, reason)
+				p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
 				continue
 			}
 			made++

@@ -143,6 +143,9 @@ type Attempt struct {
 type Skipped struct {
 	Provider string `json:"provider"`
 	Reason   string `json:"reason"`
+	// RetryAfterMS is, for a provider skipped as rate limited, how long
+	// its limit has left.
+	RetryAfterMS int64 `json:"retryAfterMs,omitempty"`
 }
 
 // Plan is one call's route: the candidates in the order they will be

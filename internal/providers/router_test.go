@@ -272,7 +272,9 @@ func TestALongRetryAfterSkipsTheProviderAndRateLimitsIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b:ok"}, outcomes(p))
 	until := t0.Add(time.Minute).Format(time.RFC3339)
-	assert.Equal(t, []Skipped{{Provider: "a", Reason: "rate limited until " + until}}, p.Skipped)
+	require.Len(t, p.Skipped, 1)
+	assert.Equal(t, "rate limited until "+until, p.Skipped[0].Reason)
+	assert.InDelta(t, time.Minute.Milliseconds(), p.Skipped[0].RetryAfterMS, 10, "less the backoff waited since")
 	st := h.r.Status().Providers[0]
 	require.NotNil(t, st.RateLimitedUntil)
 
@@ -885,4 +887,31 @@ func TestTheCallsDeadlineEndsItWithItsAttemptsTold(t *testing.T) {
 	assert.Equal(t, []string{"a:error", "b:timeout"}, outcomes(p), "no third attempt: no time is left")
 	assert.Contains(t, err.Error(), "b: timed out: the call's deadline passed")
 	assert.Equal(t, BreakerClosed, h.r.Status().Providers[1].Breaker.State)
+}
+
+func TestARateLimitKeepsOutOnlyACallWithAnotherProvider(t *testing.T) {
+	// One provider: each call asks it, as without a router.
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai"}}, Retries: Retries{MaxAttempts: 1}}
+	h := newHarness(t, set)
+	h.script("a", rateLimited(time.Minute), nil)
+	_, _, err := h.chat(t, "m")
+	var pe *pluginapi.ProviderError
+	require.ErrorAs(t, err, &pe)
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:ok"}, outcomes(p))
+
+	// Two, both limited: neither is asked, and the skips say how long is left.
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{}))
+	h.script("a", rateLimited(time.Minute))
+	h.script("b", rateLimited(10*time.Second))
+	_, _, err = h.chat(t, "m")
+	require.Error(t, err)
+	h.clock.Advance(4 * time.Second)
+	p, _, err = h.chat(t, "m")
+	var ex *ExhaustedError
+	require.ErrorAs(t, err, &ex)
+	assert.Empty(t, p.Attempts)
+	assert.Equal(t, []int64{56000, 6000}, []int64{p.Skipped[0].RetryAfterMS, p.Skipped[1].RetryAfterMS})
+	assert.Equal(t, 2, h.fakes["a"].callCount()+h.fakes["b"].callCount())
 }
