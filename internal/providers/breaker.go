@@ -43,10 +43,11 @@ func (h *health) configure(cfg BreakerConfig) {
 // outcome with done. A rate limit keeps out only a call that has another
 // provider to go to (limits): a provider's only call asks it, as without a
 // router.
-func (h *health) admit(now time.Time, limits bool) (ok, probe bool, reason string, limitedFor time.Duration) {
+func (h *health) admit(clock func() time.Time, limits bool) (ok, probe bool, reason string, limitedFor time.Duration) {
 	if !h.troubled.Load() {
-		return true, false, "", 0
+		return true, false, "", 0 // without reading the clock
 	}
+	now := clock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if limits && now.Before(h.rateLimitedUntil) {

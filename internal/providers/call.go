@@ -237,7 +237,7 @@ calls:
 					break calls // the call's deadline passed while waiting
 				}
 			}
-			ok, probe, reason, limitedFor := h.admit(r.now(), n > 1)
+			ok, probe, reason, limitedFor := h.admit(r.now, n > 1)
 			if !ok {
 				t.out = true
 				p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
