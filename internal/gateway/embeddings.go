@@ -193,6 +193,9 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 	c := g.begin(id, &req.Request)
 	c.run.Explanation.Reason = "no cached vectors for this input: the provider embedded it"
 	c.reject(ledger.RouteArtifact, "embeddings are not learned: no artifact answers them")
+	if err := g.route(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
@@ -202,7 +205,7 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 		body = g.serveEmbedding(c, nil)
 	} else {
 		c.calledProvider = true
-		res, err := g.embed(ctx, pluginapi.EmbedRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
+		res, err := g.router.Embed(ctx, c.plan, pluginapi.EmbedRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
 		if err != nil {
 			fb := g.fallback(c, err)
 			if fb == nil {
@@ -211,7 +214,7 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 			body = g.serveEmbedding(c, fb)
 		} else {
 			body = res.Body
-			g.price(c.run, &res.Usage)
+			g.price(c, &res.Usage)
 		}
 	}
 	c.run.Response = embedSummary(body)
@@ -220,16 +223,6 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 	}
 	g.storeExact(c, body)
 	return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
-}
-
-// embed calls the provider's embeddings; a provider that has none answers
-// as the provider would for a model it does not serve.
-func (g *Gateway) embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
-	e, ok := g.provider.(pluginapi.Embedder)
-	if !ok {
-		return pluginapi.EmbedResponse{}, pluginapi.NoEmbeddings(req.Model)
-	}
-	return e.Embed(ctx, req)
 }
 
 // serveEmbedding answers from the exact cache, saying why that is sound.

@@ -31,17 +31,15 @@ type Recorder interface {
 
 // Gateway runs chat-completions calls.
 type Gateway struct {
-	provider     pluginapi.Provider
-	providerName string
-	recorder     Recorder
-	prices       *pricing.Table
-	governor     Governor
-	cache        *cache.Cache
-	redaction    Redaction
-	learner      Learner
-	canary       Canary
-	now          func() time.Time
-	secrets      []string // never shown in an error
+	router    *providers.Router
+	recorder  Recorder
+	governor  Governor
+	cache     *cache.Cache
+	redaction Redaction
+	learner   Learner
+	canary    Canary
+	now       func() time.Time
+	secrets   []string // never shown in an error
 }
 
 // Options configure a Gateway.
@@ -52,13 +50,15 @@ type Options struct {
 	Provider     pluginapi.Provider
 	ProviderName string // "mock" or "openai", recorded on runs
 	Recorder     Recorder
-	Prices       *pricing.Table
-	Governor     Governor     // nil: no policies
-	Cache        *cache.Cache // nil: no exact cache
-	Redaction    Redaction    // nil: runs keep their text as it was
-	Learner      Learner      // nil: no artifacts
-	Canary       Canary       // nil: no canary
-	Now          func() time.Time
+	// Prices is the price table; the router prices calls with it, where a
+	// provider has no price of its own.
+	Prices    *pricing.Table
+	Governor  Governor     // nil: no policies
+	Cache     *cache.Cache // nil: no exact cache
+	Redaction Redaction    // nil: runs keep their text as it was
+	Learner   Learner      // nil: no artifacts
+	Canary    Canary       // nil: no canary
+	Now       func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
 }
@@ -74,7 +74,14 @@ func New(o Options) *Gateway {
 			secrets = append(secrets, s)
 		}
 	}
-	return &Gateway{provider: o.Provider, providerName: o.ProviderName, recorder: o.Recorder, prices: o.Prices,
+	router := o.Router
+	if router == nil {
+		router = providers.NewRouter(providers.Single(o.ProviderName, o.ProviderName, o.Provider), o.Now)
+	}
+	if o.Prices != nil {
+		router.SetPrices(o.Prices)
+	}
+	return &Gateway{router: router, recorder: o.Recorder,
 		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, learner: o.Learner, canary: o.Canary, now: o.Now,
 		secrets: secrets}
 }
@@ -102,6 +109,7 @@ type call struct {
 	chatVerdicts, toolVerdicts []ledger.Event
 	standing                   *ledger.Standing // the agent's standing after the verdicts
 	calledProvider             bool
+	plan                       *providers.Plan // the providers the call goes to, and, once made, its attempts
 	exact                      *exactLookup    // what the exact cache had; nil when not looked up
 	hit                        *cache.Entry    // the cached answer served, if one was
 	art                        *artifactLookup // what the serving index had; nil when nothing
@@ -113,7 +121,7 @@ func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 	return &call{id: id, req: req, start: start, run: &ledger.Run{
 		ID: ids.Ordered("run", start), TenantID: id.TenantID, CreatedAt: start.UTC().Truncate(time.Millisecond),
 		Route: ledger.RouteLive, Model: req.Model, App: id.App, Agent: id.Agent, Subject: id.Subject,
-		Mode: string(id.Mode), KeyID: id.KeyID, Provider: g.providerName, Stream: req.Stream, Request: req.Body,
+		Mode: string(id.Mode), KeyID: id.KeyID, Stream: req.Stream, Request: req.Body,
 		Explanation: liveExplanation(),
 	}}
 }
@@ -122,6 +130,9 @@ func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 // The run id is returned with the error too, when a run was recorded.
 func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (Result, error) {
 	c := g.begin(id, req)
+	if err := g.route(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
@@ -140,7 +151,7 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 		return Result{RunID: c.run.ID, Route: c.run.Route, Body: body}, nil
 	} else {
 		c.calledProvider = true
-		res, err := g.provider.Chat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
+		res, err := g.router.Chat(ctx, c.plan, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, RequestID: c.run.ID})
 		if err != nil {
 			fb := g.fallback(c, err)
 			if fb == nil {
@@ -150,7 +161,7 @@ func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request)
 		} else {
 			body = res.Body
 			c.run.Response = res.Body
-			g.price(c.run, &res.Usage)
+			g.price(c, &res.Usage)
 			g.shadowEvaluate(c, body)
 		}
 	}
@@ -216,6 +227,9 @@ func leftIf(err error) error {
 func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, client Sink) (Result, error) {
 	sink := clientSink{sink: client}
 	c := g.begin(id, req)
+	if err := g.route(ctx, c); err != nil {
+		return Result{RunID: c.run.ID, Route: c.run.Route}, err
+	}
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
@@ -238,7 +252,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		started bool
 		chunks  = make([]json.RawMessage, 0, 32)
 	)
-	err := g.provider.StreamChat(ctx, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
+	err := g.router.StreamChat(ctx, c.plan, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
 		func(ch pluginapi.ChatChunk) error {
 			if ch.Usage != nil {
 				usage = ch.Usage
@@ -267,14 +281,14 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 			// The client has the status line and part of an answer: the
 			// run records what happened, with usage unknown unless the
 			// provider reported it before failing.
-			g.price(c.run, usage)
+			g.price(c, usage)
 		} else if fb := g.fallback(c, err); fb != nil {
 			c.run.Response = nil
 			return g.streamExact(ctx, c, sink, fb)
 		}
 		return res, g.fail(ctx, c, err)
 	}
-	g.price(c.run, usage)
+	g.price(c, usage)
 	if c.art != nil {
 		if body, ok := assembleCompletion(chunks, nil, answerText); ok {
 			g.shadowEvaluate(c, body)
@@ -367,21 +381,23 @@ func (g *Gateway) replay(sink Sink, c *call, chunks []json.RawMessage) error {
 	return nil
 }
 
-// Models lists the provider's models.
+// Models lists the models of every provider, and the routes' aliases.
 func (g *Gateway) Models(ctx context.Context) ([]pluginapi.Model, error) {
-	models, err := g.provider.Models(ctx)
+	models, err := g.router.Models(ctx)
 	if err != nil {
 		return nil, g.providerError(err)
 	}
 	return models, nil
 }
 
-// price fills usage and cost; a call whose usage is unknown is flagged as
-// such rather than priced at zero silently.
-func (g *Gateway) price(run *ledger.Run, u *pluginapi.Usage) {
+// price fills usage and cost, at the price of the provider that answered;
+// a call whose usage is unknown is flagged as such rather than priced at
+// zero silently.
+func (g *Gateway) price(c *call, u *pluginapi.Usage) {
+	run := c.run
 	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0) {
 		run.UsageUnknown = true
-		_, known := g.prices.Lookup(run.Model)
+		_, known := g.router.Cost(c.plan, 0, 0)
 		run.PriceUnknown = !known
 		return
 	}
@@ -390,7 +406,7 @@ func (g *Gateway) price(run *ledger.Run, u *pluginapi.Usage) {
 	if run.TotalTokens == 0 {
 		run.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	cost, known := g.prices.Cost(run.Model, u.PromptTokens, u.CompletionTokens)
+	cost, known := g.router.Cost(c.plan, u.PromptTokens, u.CompletionTokens)
 	run.CostUSD, run.PriceUnknown = cost, !known
 }
 
@@ -400,7 +416,7 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 	var left *clientLeft
 	if errors.As(err, &left) || errors.Is(err, context.Canceled) {
 		if c.calledProvider && !c.run.UsageUnknown && c.run.TotalTokens == 0 {
-			g.price(c.run, nil) // the provider was called, and may bill: usage unknown, not 0
+			g.price(c, nil) // the provider was called, and may bill: usage unknown, not 0
 		}
 		if rerr := g.finish(ctx, c, httpstatus.ClientClosed, "the client went away"); rerr != nil {
 			return rerr
@@ -458,26 +474,37 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		run.SavedMS = max(0, c.art.serve.AvgLatencyMS-run.LatencyMS)
 		c.art.detail.SavedMS = run.SavedMS
 	}
+	g.explainProviders(c)
+	attempt := 0 // the number of the attempt the call's outcome tells of
+	if c.plan != nil {
+		attempt = len(c.plan.Attempts)
+	}
 	switch {
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
+	case c.providerFailure != nil && attempt > 1: // a cached answer stood in for the failed providers
+		events = g.failedAttempts(events, c, end, true)
 	case c.providerFailure != nil: // a cached answer stood in for the failed provider
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure),
+			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure), Attempt: attempt,
 		})})
 	case status == httpstatus.ClientClosed: // the call was cut, not failed
+		events = g.failedAttempts(events, c, end, false)
 		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, PromptTokens: run.PromptTokens,
 			CompletionTokens: run.CompletionTokens, UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
+		events = g.failedAttempts(events, c, end, false)
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: httpstatus.Of(nil), PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
-			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
+			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
+	case attempt > 1: // every provider failed: each attempt is told
+		events = g.failedAttempts(events, c, end, true)
 	default:
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
-			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS,
+			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
 	}
 	if c.hit != nil {
@@ -537,6 +564,10 @@ type providerEvent struct {
 	CostUSD          float64 `json:"costUsd,omitempty"`
 	LatencyMS        float64 `json:"latencyMs"`
 	Error            string  `json:"error,omitempty"`
+	// Attempt numbers the attempt among the call's, from 1; UpstreamStatus
+	// is the status the provider answered that attempt with.
+	Attempt        int `json:"attempt,omitempty"`
+	UpstreamStatus int `json:"upstreamStatus,omitempty"`
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -552,9 +583,12 @@ func mustJSON(v any) json.RawMessage {
 func (g *Gateway) providerError(err error) error {
 	var pe *pluginapi.ProviderError
 	var unavailable *pluginapi.UnavailableError
+	var exhausted *providers.ExhaustedError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
+	case errors.As(err, &exhausted):
+		return g.exhaustedError(exhausted)
 	case errors.As(err, &pe):
 		// The refusal is the cause, its text scrubbed: a 4xx the client
 		// caused keeps the provider's status through it (httpstatus.Of).

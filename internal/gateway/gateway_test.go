@@ -127,12 +127,35 @@ type governor struct {
 	targets  map[policy.Target]bool
 	decision governance.Decision
 	err      error
+	// providers maps a provider to the rule that denies it; observe
+	// records the denies without enforcing them.
+	providers map[string]string
+	observe   bool
+	requests  []policy.Request // what JudgeProviders saw
+	inputs    []policy.Request // what Decide saw
 }
 
 func (g *governor) Has(t policy.Target) bool { return g.targets[t] }
 
-func (g *governor) Decide(context.Context, governance.Call, *policy.Input) (governance.Decision, error) {
+func (g *governor) Decide(_ context.Context, _ governance.Call, in *policy.Input) (governance.Decision, error) {
+	g.inputs = append(g.inputs, in.Request)
 	return g.decision, g.err
+}
+
+func (g *governor) JudgeProviders(_ context.Context, _ *auth.Identity, _ string, req policy.Request, cands []policy.Candidate) ([]governance.ProviderVerdict, error) {
+	g.requests = append(g.requests, req)
+	if g.providers == nil {
+		return nil, nil
+	}
+	out := make([]governance.ProviderVerdict, len(cands))
+	for i, c := range cands {
+		out[i] = governance.ProviderVerdict{Provider: c.Name, Verdict: policy.Verdict{Decision: policy.Allow, Rules: []policy.RuleResult{}}}
+		if rule, ok := g.providers[c.Name]; ok {
+			out[i].Verdict = policy.Verdict{Decision: policy.Deny, Rules: []policy.RuleResult{{ID: rule, Effect: policy.Deny, Reason: "not " + c.Name}}}
+			out[i].Enforced = !g.observe
+		}
+	}
+	return out, nil
 }
 
 // learner serves one tenant's artifacts from a real index, and keeps the

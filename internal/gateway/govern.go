@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
@@ -15,31 +16,49 @@ import (
 	"github.com/svc-gateway/svc/internal/policy"
 )
 
-// Governor decides on chat requests and the tool calls models return.
+// Governor decides on chat requests, the providers they may go to, and
+// the tool calls models return.
 type Governor interface {
 	Has(t policy.Target) bool
 	Decide(ctx context.Context, c governance.Call, in *policy.Input) (governance.Decision, error)
+	// JudgeProviders puts each candidate provider of a call before the
+	// provider rules: a verdict a candidate, or nil when there is no rule.
+	JudgeProviders(ctx context.Context, id *auth.Identity, runID string, req policy.Request, candidates []policy.Candidate) ([]governance.ProviderVerdict, error)
 }
 
-// governChat puts the request before the chat policies. It returns the
-// error to answer with when they block it, after recording the blocked run.
+var _ Governor = (*governance.Governor)(nil)
+
+// governChat puts the request before the chat policies, then its
+// candidate providers before the provider policies. It returns the error
+// to answer with when they block it, after recording the blocked run.
 func (g *Gateway) governChat(ctx context.Context, c *call) error {
-	if g.governor == nil || (c.id.Agent == "" && !g.governor.Has(policy.Chat)) {
+	if g.governor == nil {
 		return nil
 	}
+	if c.id.Agent != "" || g.governor.Has(policy.Chat) {
+		in := &policy.Input{Request: c.policyRequest()}
+		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
+		d, err := g.governor.Decide(ctx, call, in)
+		if err != nil {
+			return g.abort(ctx, c, err)
+		}
+		c.decided(d, policy.Chat, "")
+		if d.Enforced {
+			return g.block(ctx, c, d.Verdict)
+		}
+	}
+	return g.governProviders(ctx, c)
+}
+
+// policyRequest is the request as the chat and provider rules see it.
+func (c *call) policyRequest() policy.Request {
 	req := c.req
-	in := &policy.Input{Request: policy.Request{Model: req.Model, App: c.id.App, Agent: c.id.Agent,
-		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools}}
-	call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
-	d, err := g.governor.Decide(ctx, call, in)
-	if err != nil {
-		return g.abort(ctx, c, err)
+	names := make([]string, len(c.plan.Candidates))
+	for i, cand := range c.plan.Candidates {
+		names[i] = cand.Provider
 	}
-	c.decided(d, policy.Chat, "")
-	if d.Enforced {
-		return g.block(ctx, c, d.Verdict)
-	}
-	return nil
+	return policy.Request{Model: req.Model, App: c.id.App, Agent: c.id.Agent,
+		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools, Providers: names}
 }
 
 // governToolCalls puts each tool call of a non-streamed answer before the
@@ -124,6 +143,7 @@ func (c *call) decided(d governance.Decision, target policy.Target, tool string)
 type verdictEvent struct {
 	Target     string              `json:"target"`
 	Tool       string              `json:"tool,omitempty"`
+	Provider   string              `json:"provider,omitempty"`
 	Decision   string              `json:"decision"`
 	Rules      []ledger.RuleResult `json:"rules"`
 	Enforced   bool                `json:"enforced"`

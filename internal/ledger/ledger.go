@@ -72,12 +72,22 @@ type RouteExplanation struct {
 	Artifact            any           `json:"artifact"`
 	EstimatedSavingsUSD float64       `json:"estimatedSavingsUsd"`
 	Fallback            any           `json:"fallback"`
+	// Provider is the provider instance that answered a live call;
+	// Attempts are the calls made to providers ([]providers.Attempt), and
+	// Candidates the providers the call could go to, in order
+	// ([]providers.Candidate). Runs recorded before there were several
+	// providers have none, and their JSON (and digest) is as it was.
+	Provider   string `json:"provider,omitempty"`
+	Attempts   any    `json:"attempts,omitempty"`
+	Candidates any    `json:"candidates,omitempty"`
 }
 
 // Alternative is a route not taken, and why.
 type Alternative struct {
 	Route  string `json:"route"`
 	Reason string `json:"reason"`
+	// Provider is a provider of the live route that was not tried.
+	Provider string `json:"provider,omitempty"`
 }
 
 // Verdict is the policy decision on a run.

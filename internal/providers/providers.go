@@ -143,6 +143,9 @@ type Attempt struct {
 type Skipped struct {
 	Provider string `json:"provider"`
 	Reason   string `json:"reason"`
+	// RetryAfterMS is, for a provider skipped as rate limited, how long
+	// its limit has left.
+	RetryAfterMS int64 `json:"retryAfterMs,omitempty"`
 }
 
 // Plan is one call's route: the candidates in the order they will be
@@ -162,6 +165,15 @@ type Plan struct {
 	set *Set
 	// forbidden are the candidates a policy forbids, with the reason.
 	forbidden map[string]string
+	// st is the router's state for set; order holds, for each candidate,
+	// its provider's index in set.Providers.
+	st    *state
+	order []int
+	// Room for the common plan of one candidate and one attempt, so that
+	// planning and calling one provider costs a single allocation.
+	one      [1]Candidate
+	oneIdx   [1]int
+	attempt1 [1]Attempt
 }
 
 // Forbid takes a candidate out of the plan before the call: it is listed

@@ -1,16 +1,36 @@
 package providers
 
 import (
+	"context"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // Router sends each call to the providers of the current Set. It is safe
 // for concurrent use; Swap replaces the set without stopping calls in
 // flight, which finish on the set their plan was made from.
 type Router struct {
-	set atomic.Pointer[Set]
-	now func() time.Time
+	state  atomic.Pointer[state]
+	prices atomic.Pointer[pricing.Table]
+	loaded atomic.Pointer[loadStatus]
+	swapMu sync.Mutex // one Swap at a time, so that each sees the state it replaces
+	now    func() time.Time
+	// sleep waits d or until ctx is done; float64 draws in [0, 1): the
+	// tests' stand-ins keep them from real time and chance.
+	sleep   func(ctx context.Context, d time.Duration) error
+	float64 func() float64
+}
+
+// loadStatus is what the loader said of the last load.
+type loadStatus struct {
+	source string
+	at     time.Time
+	err    string
 }
 
 // NewRouter returns a router over set.
@@ -18,16 +38,178 @@ func NewRouter(set *Set, now func() time.Time) *Router {
 	if now == nil {
 		now = time.Now
 	}
-	r := &Router{now: now}
-	r.set.Store(set)
+	r := &Router{now: now, sleep: sleep, float64: rand.Float64}
+	r.state.Store(newState(set, nil))
+	r.loaded.Store(&loadStatus{source: set.Source, at: now()})
 	return r
 }
 
-// Swap makes set the current one.
-func (r *Router) Swap(set *Set) { r.set.Store(set) }
+// Single is the environment's set: one provider, serving every model, one
+// attempt per call, no breaker, no timeout.
+func Single(name, plugin string, impl pluginapi.Provider) *Set {
+	return &Set{
+		Providers: []*Provider{{Name: name, Plugin: plugin, Mode: ModePlugin, Weight: 1, Impl: impl,
+			Fingerprint: "env:" + name + ":" + plugin}},
+		Retries: Retries{MaxAttempts: 1},
+	}
+}
+
+// Swap makes set the current one. A provider of the same Name and
+// Fingerprint as one of the set it replaces keeps its breaker, rate limit
+// and counts.
+func (r *Router) Swap(set *Set) {
+	r.swapMu.Lock()
+	defer r.swapMu.Unlock()
+	r.state.Store(newState(set, r.state.Load()))
+}
 
 // Current is the set calls are planned on now.
-func (r *Router) Current() *Set { return r.set.Load() }
+func (r *Router) Current() *Set { return r.state.Load().set }
+
+// SetLoadStatus records the outcome of the last load of the providers
+// file, for Status: source is the file, at when it was read, err why it
+// failed (nil: it loaded, and the set was swapped in). A failed reload
+// leaves the last good set serving; Status says so.
+func (r *Router) SetLoadStatus(source string, at time.Time, err error) {
+	ls := &loadStatus{source: source, at: at}
+	if err != nil {
+		ls.err = err.Error()
+	}
+	r.loaded.Store(ls)
+}
+
+// SetPrices gives the router the price table Cost falls back on.
+func (r *Router) SetPrices(t *pricing.Table) { r.prices.Store(t) }
+
+// Prices is the table SetPrices gave; nil before.
+func (r *Router) Prices() *pricing.Table { return r.prices.Load() }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Models lists the models of every provider (those its models match),
+// the first provider naming a model owning it, and then each route's
+// model that is no glob, owned by svc. A provider that fails to list is
+// left out, unless every one fails.
+func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	set := r.Current()
+	var out []pluginapi.Model
+	seen := map[string]bool{}
+	var firstErr error
+	failed := 0
+	for _, p := range set.Providers {
+		models, err := p.Impl.Models(ctx)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			failed++
+			continue
+		}
+		for _, m := range models {
+			if !seen[m.ID] && serves(p, m.ID) {
+				seen[m.ID] = true
+				out = append(out, m)
+			}
+		}
+	}
+	if failed == len(set.Providers) && firstErr != nil {
+		return nil, firstErr
+	}
+	for _, rt := range set.Routes {
+		if !isGlob(rt.Model) && !seen[rt.Model] {
+			seen[rt.Model] = true
+			out = append(out, pluginapi.Model{ID: rt.Model, OwnedBy: "svc", Kind: pluginapi.KindChat})
+		}
+	}
+	return out, nil
+}
+
+// Cost prices a call of the plan: at the answering provider's own price
+// for the model it was asked for, else the table's for that model, else
+// the table's for the model the caller named. Without an answer, the last
+// provider tried stands for it.
+func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float64, known bool) {
+	table := r.prices.Load()
+	upstream := p.Model
+	var prov *Provider
+	name := p.Answered
+	if name == "" && len(p.Attempts) > 0 {
+		name = p.Attempts[len(p.Attempts)-1].Provider
+	}
+	if name == "" && len(p.Candidates) > 0 {
+		name = p.Candidates[0].Provider
+	}
+	for i, c := range p.Candidates {
+		if c.Provider == name {
+			upstream = c.Model
+			if p.set != nil {
+				prov = p.set.Providers[p.order[i]]
+			}
+			break
+		}
+	}
+	if prov != nil && prov.Prices != nil {
+		if usd, ok := prov.Prices.Cost(upstream, promptTokens, completionTokens); ok {
+			return usd, true
+		}
+	}
+	if table == nil {
+		return 0, false
+	}
+	if usd, ok := table.Cost(upstream, promptTokens, completionTokens); ok || upstream == p.Model {
+		return usd, ok
+	}
+	return table.Cost(p.Model, promptTokens, completionTokens)
+}
+
+// Status is the set's configuration and each provider's health now.
+func (r *Router) Status() Status {
+	st := r.state.Load()
+	ls := r.loaded.Load()
+	now := r.now()
+	s := Status{Source: ls.source, LoadedAt: ls.at.UTC(), OK: ls.err == "", Error: ls.err,
+		Retries: RetriesStatus{MaxAttempts: max(st.set.Retries.MaxAttempts, 1), BackoffMS: st.set.Retries.Backoff.Milliseconds(),
+			MaxBackoffMS: st.set.Retries.MaxBackoff.Milliseconds()},
+		Providers: make([]ProviderStatus, 0, len(st.set.Providers)), Routes: make([]RouteStatus, 0, len(st.set.Routes))}
+	for i, p := range st.set.Providers {
+		h := st.health[i]
+		ps := ProviderStatus{Name: p.Name, Plugin: p.Plugin, Mode: p.Mode, BaseURL: p.BaseURL, Models: p.Models,
+			Weight: max(p.Weight, 1), TimeoutMS: p.Timeout.Milliseconds(),
+			Stats: ProviderStats{Attempts: h.attempts.Load(), Failures: h.failures.Load()}}
+		if ps.Mode == "" {
+			ps.Mode = ModePlugin
+		}
+		if ps.Models == nil {
+			ps.Models = []string{}
+		}
+		ps.Breaker, ps.RateLimitedUntil, ps.LastError, ps.LastErrorAt = h.status(now)
+		s.Providers = append(s.Providers, ps)
+	}
+	for _, rt := range st.set.Routes {
+		rs := RouteStatus{Model: rt.Model, Strategy: rt.Strategy, Targets: make([]TargetStatus, 0, len(rt.Targets))}
+		if rs.Strategy == "" {
+			rs.Strategy = Ordered
+		}
+		for _, t := range rt.Targets {
+			w := t.Weight
+			if i, ok := st.byName[t.Provider]; ok && w <= 0 {
+				w = max(st.set.Providers[i].Weight, 1)
+			}
+			rs.Targets = append(rs.Targets, TargetStatus{Provider: t.Provider, Model: t.Model, Weight: w})
+		}
+		s.Routes = append(s.Routes, rs)
+	}
+	return s
+}
 
 // Status is the providers' configuration and health, for the API: never a
 // key.

@@ -1,0 +1,210 @@
+package gateway
+
+// The providers of a call: its plan, the provider rules' say on each
+// candidate, and what the run records of the attempts the router made.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/httpstatus"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// route plans the call's providers. A model no provider serves is answered
+// 404 model_not_found, its run recorded.
+func (g *Gateway) route(ctx context.Context, c *call) error {
+	p, err := g.router.Plan(c.req.Model)
+	if err != nil {
+		if rerr := g.finish(ctx, c, httpstatus.Of(err), errs.Public(err)); rerr != nil {
+			return rerr
+		}
+		return err
+	}
+	c.plan = p
+	c.run.Provider = p.Candidates[0].Provider
+	return nil
+}
+
+// governProviders puts each candidate provider before the provider rules.
+// A deny where policies are enforced takes the candidate out of the plan;
+// when it takes every one, the call is blocked, naming the rules.
+func (g *Gateway) governProviders(ctx context.Context, c *call) error {
+	if !g.governor.Has(policy.Provider) {
+		return nil
+	}
+	cands := make([]policy.Candidate, len(c.plan.Candidates))
+	for i, cand := range c.plan.Candidates {
+		cands[i] = policy.Candidate{Name: cand.Provider, Plugin: cand.Plugin, Model: cand.Model}
+	}
+	verdicts, err := g.governor.JudgeProviders(ctx, c.id, c.run.ID, c.policyRequest(), cands)
+	if err != nil {
+		return g.abort(ctx, c, err)
+	}
+	forbidden := map[string]bool{}
+	var denied []policy.RuleResult
+	for _, v := range verdicts {
+		if len(v.Verdict.Rules) == 0 {
+			continue
+		}
+		lv := governance.LedgerVerdict(governance.Decision{Verdict: v.Verdict, Enforced: v.Enforced})
+		c.chatVerdicts = append(c.chatVerdicts, ledger.Event{Type: "policy.evaluated", Payload: mustJSON(verdictEvent{
+			Target: string(policy.Provider), Provider: v.Provider, Decision: lv.Decision, Rules: lv.Rules, Enforced: lv.Enforced})})
+		pol := &c.run.Explanation.Policy
+		for _, r := range lv.Rules {
+			if !hasRule(pol.Rules, r.ID) {
+				pol.Rules = append(pol.Rules, r)
+			}
+		}
+		if !v.Enforced || !v.Verdict.Blocks() {
+			continue
+		}
+		var ids []string
+		for _, r := range v.Verdict.Rules {
+			if r.Effect == policy.Deny {
+				ids = append(ids, r.ID)
+				denied = append(denied, r)
+			}
+		}
+		c.plan.Forbid(v.Provider, "forbidden by policy rule "+strings.Join(ids, ", "))
+		forbidden[v.Provider] = true
+	}
+	for _, cand := range c.plan.Candidates {
+		if !forbidden[cand.Provider] {
+			return nil
+		}
+	}
+	verdict := policy.Verdict{Decision: policy.Deny, Rules: denied}
+	c.run.Explanation.Policy = governance.LedgerVerdict(governance.Decision{Verdict: verdict, Enforced: true})
+	return g.block(ctx, c, verdict)
+}
+
+func hasRule(rules []ledger.RuleResult, id string) bool {
+	for _, r := range rules {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// providerFallback is a run's routeExplanation.fallback when a provider
+// other than the first tried answered.
+type providerFallback struct {
+	Used     bool   `json:"used"`
+	Tier     string `json:"tier"` // "provider"
+	Provider string `json:"provider"`
+	From     string `json:"from"`
+	Reason   string `json:"reason"`
+}
+
+// explainProviders records on the run what the router did: who answered,
+// every attempt, the candidates, those not tried and why, and a fallback
+// from the first provider tried to another.
+func (g *Gateway) explainProviders(c *call) {
+	p := c.plan
+	if p == nil || !c.calledProvider {
+		return
+	}
+	run, ex := c.run, &c.run.Explanation
+	switch {
+	case p.Answered != "":
+		run.Provider = p.Answered
+	case len(p.Attempts) > 0:
+		run.Provider = p.Attempts[len(p.Attempts)-1].Provider
+	}
+	ex.Provider = p.Answered
+	if len(p.Attempts) > 0 {
+		attempts := make([]providers.Attempt, len(p.Attempts))
+		for i, a := range p.Attempts {
+			a.Error = g.scrub(a.Error)
+			attempts[i] = a
+		}
+		ex.Attempts = attempts
+	}
+	ex.Candidates = p.Candidates
+	for _, s := range p.Skipped {
+		ex.Rejected = append(ex.Rejected, ledger.Alternative{Route: ledger.RouteLive, Provider: s.Provider, Reason: s.Reason})
+	}
+	if first := p.Attempts; p.Answered != "" && len(first) > 1 && first[0].Provider != p.Answered && ex.Fallback == nil {
+		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: first[0].Provider,
+			Reason: g.scrub(first[0].Error)}
+	}
+}
+
+// failedAttempts are the provider.failed events of a call's failed
+// attempts but the last when last is false (the call's own outcome tells
+// of it).
+func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time, last bool) []ledger.Event {
+	if c.plan == nil {
+		return events
+	}
+	attempts := c.plan.Attempts
+	if !last && len(attempts) > 0 {
+		attempts = attempts[:len(attempts)-1]
+	}
+	for i, a := range attempts {
+		if a.Outcome == providers.OutcomeOK || a.Outcome == providers.OutcomeCancelled {
+			continue
+		}
+		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: mustJSON(providerEvent{
+			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.scrub(a.Error),
+			LatencyMS: a.LatencyMS, Attempt: i + 1})})
+	}
+	return events
+}
+
+// attemptStatus is the status a failed attempt would have been answered
+// with, alone: a provider's refusal of the caller's request keeps its
+// status, any other failure is 502.
+func attemptStatus(a providers.Attempt) int {
+	if a.Status == 0 {
+		return http.StatusBadGateway
+	}
+	return httpstatus.Of(&errs.Error{Kind: httpstatus.KindOf(a.Status), Err: &pluginapi.ProviderError{Status: a.Status}})
+}
+
+// exhaustedError is the answer when no provider answered: 502
+// providers_failed naming the attempts, or, when every attempt was rate
+// limited, 429 with the shortest wait asked.
+func (g *Gateway) exhaustedError(ex *providers.ExhaustedError) error {
+	msg := g.scrub(ex.Error())
+	var wait time.Duration
+	shorter := func(ms int64) {
+		if d := time.Duration(ms) * time.Millisecond; d > 0 && (wait == 0 || d < wait) {
+			wait = d
+		}
+	}
+	limited := len(ex.Attempts) > 0
+	for _, a := range ex.Attempts {
+		if a.Outcome != providers.OutcomeRateLimited {
+			limited = false
+			break
+		}
+		shorter(a.RetryAfterMS)
+	}
+	if len(ex.Attempts) == 0 { // none tried: rate limited if each was skipped as such
+		for _, s := range ex.Skipped {
+			if s.Reason == providers.ReasonNotServed {
+				continue
+			}
+			if s.RetryAfterMS == 0 {
+				limited = false
+				break
+			}
+			limited = true
+			shorter(s.RetryAfterMS)
+		}
+	}
+	if limited {
+		return &errs.Error{Kind: errs.RateLimited, Code: "rate_limited", Type: "rate_limit_error", Public: msg, Retry: wait}
+	}
+	return &errs.Error{Kind: errs.Upstream, Code: "providers_failed", Type: "upstream_error", Public: msg}
+}

@@ -1,0 +1,457 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// ExhaustedError is a call that no provider answered: every attempt failed,
+// or none could be made. Last is the last attempt's error (nil when none
+// was made).
+type ExhaustedError struct {
+	Attempts []Attempt
+	Skipped  []Skipped
+	Last     error
+}
+
+// Error names every attempt, with its latency, and every provider skipped.
+func (e *ExhaustedError) Error() string {
+	var b strings.Builder
+	if len(e.Attempts) == 0 {
+		b.WriteString("no provider available: ")
+	} else {
+		b.WriteString("all providers failed: ")
+	}
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b.WriteString("; ")
+		}
+		n++
+	}
+	for _, a := range e.Attempts {
+		sep()
+		b.WriteString(a.Provider)
+		b.WriteString(": ")
+		b.WriteString(a.describe())
+	}
+	for _, s := range e.Skipped {
+		if s.Reason == ReasonNotServed {
+			continue
+		}
+		sep()
+		b.WriteString(s.Provider)
+		b.WriteString(": ")
+		b.WriteString(s.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap returns the last attempt's error.
+func (e *ExhaustedError) Unwrap() error { return e.Last }
+
+// describe is an attempt as the exhausted error tells it: "503 upstream
+// error (12 ms)", "timed out after 2s".
+func (a Attempt) describe() string {
+	if a.Outcome == OutcomeTimeout {
+		return a.Error
+	}
+	s := a.Error
+	if a.Status != 0 {
+		s = strconv.Itoa(a.Status) + " " + s
+	}
+	return s + " (" + strconv.FormatFloat(math.Round(a.LatencyMS*10)/10, 'f', -1, 64) + " ms)"
+}
+
+// Chat answers req through the plan's providers.
+func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	var res pluginapi.ChatResponse
+	var body bodies
+	err := r.execute(ctx, p, callChat, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
+		cr := req
+		if model != req.Model {
+			b, err := body.forModel(req.Body, model)
+			if err != nil {
+				return false, err
+			}
+			cr.Body, cr.Model = b, model
+		}
+		out, err := prov.Impl.Chat(ctx, cr)
+		if err == nil {
+			res = out
+		}
+		return false, err
+	})
+	return res, err
+}
+
+// StreamChat streams req's answer through the plan's providers: a
+// provider that fails before its first chunk reached send is retried or
+// fallen back from; after it, its error is returned as it is, as a stream
+// begun is never replayed.
+func (r *Router) StreamChat(ctx context.Context, p *Plan, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	var body bodies
+	return r.execute(ctx, p, callStream, func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (bool, error) {
+		cr := req
+		if model != req.Model {
+			b, err := body.forModel(req.Body, model)
+			if err != nil {
+				return false, err
+			}
+			cr.Body, cr.Model = b, model
+		}
+		var sent bool
+		var sendErr error
+		err := prov.Impl.StreamChat(ctx, cr, func(ch pluginapi.ChatChunk) error {
+			if !sent {
+				if !timer.stop() {
+					return errTimedOut // the attempt's time ran out as its first chunk came
+				}
+				sent = true
+			}
+			if err := send(ch); err != nil {
+				sendErr = err
+				return err
+			}
+			return nil
+		})
+		if sendErr != nil && errors.Is(err, sendErr) {
+			return true, &clientGone{err}
+		}
+		return sent, err
+	})
+}
+
+// Embed answers req through the plan's providers. A provider that is not
+// an Embedder serves no embeddings: it is skipped as not serving the model.
+func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	var res pluginapi.EmbedResponse
+	var body bodies
+	err := r.execute(ctx, p, callEmbed, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
+		er := req
+		if model != req.Model {
+			b, err := body.forModel(req.Body, model)
+			if err != nil {
+				return false, err
+			}
+			er.Body, er.Model = b, model
+		}
+		out, err := prov.Impl.(pluginapi.Embedder).Embed(ctx, er)
+		if err == nil {
+			res = out
+		}
+		return false, err
+	})
+	return res, err
+}
+
+// What a call asks of a provider.
+const (
+	callChat = iota
+	callStream
+	callEmbed
+)
+
+// ReasonNoEmbeddings skips a provider that serves no embeddings.
+const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
+
+// tryFunc makes one attempt on prov, asking for model. sent says that a
+// streamed chunk reached the client: the call cannot be retried.
+type tryFunc func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (sent bool, err error)
+
+// tried is what one call knows of one of its candidates.
+type tried struct {
+	n          int           // attempts made on it
+	out        bool          // not to be tried again in this call
+	retryAfter time.Duration // what its last 429 asked
+}
+
+// execute makes the plan's attempts, per the attempt rules: in the plan's
+// order, then again from the first, with backoff, until one answers, the
+// failure is the caller's, or MaxAttempts are spent.
+func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) error {
+	st := p.st
+	set := st.set
+	maxAttempts := max(set.Retries.MaxAttempts, 1)
+	n := len(p.Candidates)
+	var one [1]tried
+	tr := one[:]
+	if n > 1 {
+		tr = make([]tried, n)
+	}
+	if p.Attempts == nil {
+		p.Attempts = p.attempt1[:0]
+	}
+	var last error
+	made, noEmbeddings := 0, 0
+	deadline, hasDeadline := ctx.Deadline()
+calls:
+	for made < maxAttempts {
+		progressed := false
+		for i := 0; i < n && made < maxAttempts; i++ {
+			t := &tr[i]
+			if t.out {
+				continue
+			}
+			c := &p.Candidates[i]
+			prov, h := set.Providers[p.order[i]], st.health[p.order[i]]
+			if reason, ok := p.forbidden[c.Provider]; ok {
+				t.out = true
+				p.skip(c.Provider, reason)
+				continue
+			}
+			if kind == callEmbed {
+				if _, ok := prov.Impl.(pluginapi.Embedder); !ok {
+					t.out = true
+					noEmbeddings++
+					p.skip(c.Provider, ReasonNoEmbeddings)
+					continue
+				}
+			}
+			var wait time.Duration
+			if t.n > 0 {
+				wait = r.backoff(set.Retries, t.n)
+				if t.retryAfter > wait {
+					if t.retryAfter > set.Retries.MaxBackoff || hasDeadline && t.retryAfter > deadline.Sub(r.now()) {
+						t.out = true
+						p.skip(c.Provider, "asked to retry after "+t.retryAfter.String()+", longer than the call can wait")
+						continue
+					}
+					wait = t.retryAfter
+				}
+			}
+			if wait > 0 {
+				if err := r.sleep(ctx, wait); err != nil {
+					if errors.Is(ctx.Err(), context.Canceled) {
+						return context.Canceled
+					}
+					break calls // the call's deadline passed while waiting
+				}
+			}
+			ok, probe, reason, limitedFor := h.admit(r.now, n > 1)
+			if !ok {
+				t.out = true
+				p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
+				continue
+			}
+			made++
+			progressed = true
+			t.n++
+			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			a.WaitedMS = ms(wait)
+			p.Attempts = append(p.Attempts, a)
+			switch v {
+			case verdictOK:
+				p.Answered = c.Provider
+				return nil
+			case verdictSent, verdictStop:
+				return err
+			case verdictDeadline:
+				last = err
+				break calls
+			case verdictNext:
+				t.out = true
+			case verdictRetry:
+				t.retryAfter = time.Duration(a.RetryAfterMS) * time.Millisecond
+			}
+			last = err
+		}
+		if !progressed {
+			break
+		}
+	}
+	for i := range tr {
+		if !tr[i].out && tr[i].n == 0 {
+			p.skip(p.Candidates[i].Provider, ReasonExhausted)
+		}
+	}
+	if kind == callEmbed && made == 0 && noEmbeddings == n {
+		return pluginapi.NoEmbeddings(p.Model)
+	}
+	if made == 1 && n == 1 {
+		return last
+	}
+	return &ExhaustedError{Attempts: p.Attempts, Skipped: p.Skipped, Last: last}
+}
+
+func (p *Plan) skip(provider, reason string) {
+	p.Skipped = append(p.Skipped, Skipped{Provider: provider, Reason: reason})
+}
+
+// What an attempt's outcome means for the call.
+const (
+	verdictOK    = iota
+	verdictRetry // the provider failed: another attempt may answer
+	verdictNext  // the provider's configuration failed (401, 403, 404): another provider may answer
+	verdictStop  // the caller's fault, or the caller gone: no attempt can do better
+	verdictSent  // a stream failed after its first chunk: it is not replayed
+	// verdictDeadline: the call's own deadline passed: no attempt has time
+	// left, and those made are told.
+	verdictDeadline
+)
+
+// attempt makes one attempt and tells its outcome.
+func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model string, probe bool, kind int, try tryFunc) (Attempt, int, error) {
+	actx, timer := ctx, (*attemptTimer)(nil)
+	if prov.Timeout > 0 {
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer = &attemptTimer{t: time.AfterFunc(prov.Timeout, func() { cancel(errTimedOut) })}
+	}
+	start := r.now()
+	sent, err := try(actx, prov, model, timer)
+	timer.stop()
+	end := r.now()
+	a := Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
+	if err == nil {
+		h.done(end, probe, resultOK, "", 0)
+		return a, verdictOK, nil
+	}
+	timedOut := errors.Is(err, errTimedOut) || prov.Timeout > 0 && errors.Is(context.Cause(actx), errTimedOut) && ctx.Err() == nil
+	v, result, rateLimitedFor := verdictRetry, resultFailure, time.Duration(0)
+	var pe *pluginapi.ProviderError
+	var unavailable *pluginapi.UnavailableError
+	var gone *clientGone
+	switch {
+	case errors.As(err, &gone):
+		a.Outcome, a.Error, v, result = OutcomeCancelled, "the client went away", verdictSent, resultNeutral
+		err = gone.err
+	case errors.Is(ctx.Err(), context.Canceled):
+		a.Outcome, a.Error, v, result = OutcomeCancelled, "the client went away", verdictStop, resultNeutral
+		if !sent {
+			err = context.Canceled
+		}
+	case ctx.Err() != nil:
+		a.Outcome, a.Error, v, result = OutcomeTimeout, "timed out: the call's deadline passed", verdictDeadline, resultNeutral
+	case timedOut:
+		a.Outcome, a.Error = OutcomeTimeout, "timed out after "+prov.Timeout.String()
+		if errors.Is(err, errTimedOut) || !errors.Is(err, context.DeadlineExceeded) {
+			err = context.DeadlineExceeded // as a provider's own timeout reads
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		a.Outcome, a.Error = OutcomeTimeout, "timed out"
+	case errors.As(err, &pe):
+		a.Status, a.Error = pe.Status, pe.Message
+		switch {
+		case pe.Status == http.StatusTooManyRequests:
+			a.Outcome, a.RetryAfterMS = OutcomeRateLimited, pe.RetryAfter.Milliseconds()
+			rateLimitedFor = pe.RetryAfter
+		case pe.Status == http.StatusRequestTimeout || pe.Status >= 500 || pe.Status == 0:
+			a.Outcome = OutcomeError
+		case pe.Status == http.StatusUnauthorized || pe.Status == http.StatusForbidden || pe.Status == http.StatusNotFound:
+			a.Outcome, v = OutcomeRefused, verdictNext
+		default: // the caller's request is at fault: the provider is well
+			a.Outcome, v, result = OutcomeRefused, verdictStop, resultOK
+		}
+	case errors.As(err, &unavailable), errors.Is(err, context.Canceled):
+		a.Outcome, a.Error = OutcomeUnavailable, err.Error()
+	default:
+		a.Outcome, a.Error = OutcomeError, err.Error()
+	}
+	if sent && v != verdictSent {
+		v = verdictSent
+	}
+	h.done(end, probe, result, a.Error, rateLimitedFor)
+	return a, v, err
+}
+
+// errTimedOut is an attempt's cause when its Timeout passed.
+var errTimedOut = errors.New("the attempt timed out")
+
+// clientGone is a stream cut because send failed: the client went away.
+type clientGone struct{ err error }
+
+func (e *clientGone) Error() string { return e.err.Error() }
+func (e *clientGone) Unwrap() error { return e.err }
+
+// attemptTimer is an attempt's Timeout; a stream stops it at its first
+// chunk. A nil one never fires.
+type attemptTimer struct{ t *time.Timer }
+
+// stop stops the timer; false when it fired already.
+func (a *attemptTimer) stop() bool {
+	if a == nil {
+		return true
+	}
+	return a.t.Stop()
+}
+
+// backoff is the wait before the (n+1)th attempt on a provider:
+// min(MaxBackoff, Backoff·2^(n-1)) with full jitter.
+func (r *Router) backoff(rt Retries, n int) time.Duration {
+	if rt.Backoff <= 0 {
+		return 0
+	}
+	ceiling := rt.Backoff << min(n-1, 30)
+	if ceiling <= 0 || rt.MaxBackoff > 0 && ceiling > rt.MaxBackoff {
+		ceiling = rt.MaxBackoff
+	}
+	return time.Duration(r.float64() * float64(ceiling))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// bodies rewrites a request body's "model" for a provider that names the
+// model otherwise, once per model of a call.
+type bodies struct {
+	model string
+	body  []byte
+}
+
+func (b *bodies) forModel(body []byte, model string) ([]byte, error) {
+	if b.body != nil && b.model == model {
+		return b.body, nil
+	}
+	out, err := withModel(body, model)
+	if err != nil {
+		return nil, err
+	}
+	b.model, b.body = model, out
+	return out, nil
+}
+
+// withModel returns body with its top-level "model" set to model: the one
+// value replaced in place, every other byte as it was.
+func withModel(body []byte, model string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("the request body is not a JSON object")
+	}
+	quoted, _ := json.Marshal(model)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if key, _ := tok.(string); key == "model" {
+			end := int(dec.InputOffset())
+			start := end - len(raw)
+			out := make([]byte, 0, len(body)-len(raw)+len(quoted))
+			out = append(out, body[:start]...)
+			out = append(out, quoted...)
+			return append(out, body[end:]...), nil
+		}
+	}
+	out := make([]byte, 0, len(body)+len(quoted)+10)
+	out = append(out, `{"model":`...)
+	out = append(out, quoted...)
+	rest := bytes.TrimSpace(body)[1:]
+	if len(bytes.TrimSpace(rest)) > 1 {
+		out = append(out, ',')
+	}
+	return append(out, rest...), nil
+}
