@@ -96,6 +96,9 @@ var (
 // it as an unavailable provider.
 var errRetired = &pluginapi.UnavailableError{Err: errors.New("the provider instance was closed by a reload")}
 
+// Unwrap is the opened instance.
+func (c *counted) Unwrap() pluginapi.Provider { return c.inst }
+
 func (c *counted) enter() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
