@@ -397,10 +397,17 @@ func typeProblem(err error) string {
 		if te.Type.Kind() == reflect.String && durationFields[field[strings.LastIndexByte(field, '.')+1:]] {
 			return fmt.Sprintf("%s: must be a duration written as a string (500ms, 30s), not %s", field, article(te.Value))
 		}
-		if field == "" {
-			return fmt.Sprintf("must be %s, not %s", strictjson.TypeWords(te.Type), article(te.Value))
+		want, got := strictjson.TypeWords(te.Type), article(te.Value)
+		if k := te.Type.Kind(); k >= reflect.Int && k <= reflect.Uint64 {
+			want = "a whole number"
 		}
-		return fmt.Sprintf("%s: must be %s, not %s", field, strictjson.TypeWords(te.Type), article(te.Value))
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			got = n // encoding/json says "number 2.5"
+		}
+		if field == "" {
+			return fmt.Sprintf("must be %s, not %s", want, got)
+		}
+		return fmt.Sprintf("%s: must be %s, not %s", field, want, got)
 	}
 	return err.Error()
 }

@@ -42,7 +42,7 @@ func Build(ctx context.Context, f *File, opener Opener, old *Set) (*Set, error) 
 				}
 				return nil, fmt.Errorf("%s: providers[%d] (name %q): %w", baseName(f.Source), i, s.Name, err)
 			}
-			c := &counted{inst: inst}
+			c := &counted{inst: inst, done: make(chan struct{})}
 			opened = append(opened, c)
 			p.Impl = c
 		}
@@ -83,7 +83,7 @@ type counted struct {
 	inFlight int
 	retired  bool // no longer in the current set: closes when idle
 	closed   bool
-	idle     chan struct{} // closed once closed is; made by Wait
+	done     chan struct{} // closed once the instance is
 }
 
 var (
@@ -139,24 +139,7 @@ func (c *counted) retire() {
 
 func (c *counted) close() {
 	c.inst.Close()
-	c.mu.Lock()
-	if c.idle != nil {
-		close(c.idle)
-	}
-	c.idle = closedChan
-	c.mu.Unlock()
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// closedDone is closed once the instance is: for tests and shutdown.
-func (c *counted) closedDone() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.idle == nil {
-		c.idle = make(chan struct{})
-	}
-	return c.idle
+	close(c.done)
 }
 
 func (c *counted) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {

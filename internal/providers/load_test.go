@@ -178,7 +178,7 @@ func TestReloadClosesARemovedInstanceAfterItsCallInFlight(t *testing.T) {
 
 	close(b.release)
 	require.NoError(t, <-done, "the call in flight finished on its instance")
-	<-old.Providers[1].Impl.(*counted).closedDone()
+	<-old.Providers[1].Impl.(*counted).done
 	assert.True(t, b.isClosed(), "closed once its last call ended")
 
 	_, err := old.Providers[1].Impl.Chat(context.Background(), pluginapi.ChatRequest{})
