@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -75,16 +76,20 @@ func Retire(old, next *Set) {
 func (s *Set) Close() { Retire(s, nil) }
 
 // counted is an opened instance that counts the calls in flight on it, so
-// that a reload that drops it closes it only after the last one ends.
+// that a reload that drops it closes it only after the last one ends. The
+// count and two flags share one word, changed by compare-and-swap: a call
+// costs two atomic operations, no lock.
 type counted struct {
-	inst Instance
-
-	mu       sync.Mutex
-	inFlight int
-	retired  bool // no longer in the current set: closes when idle
-	closed   bool
-	done     chan struct{} // closed once the instance is
+	inst  Instance
+	state atomic.Int64  // calls in flight, | retiredBit | closedBit
+	done  chan struct{} // closed once the instance is
 }
+
+const (
+	retiredBit = 1 << 62 // no longer in the current set: closes when idle
+	closedBit  = 1 << 61 // closed: calls are refused
+	countMask  = closedBit - 1
+)
 
 var (
 	_ pluginapi.Provider = (*counted)(nil)
@@ -99,47 +104,42 @@ var errRetired = &pluginapi.UnavailableError{Err: errors.New("the provider insta
 // Unwrap is the opened instance.
 func (c *counted) Unwrap() pluginapi.Provider { return c.inst }
 
+// enter counts a call in, unless the instance is closed.
 func (c *counted) enter() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return errRetired
+	for {
+		s := c.state.Load()
+		if s&closedBit != 0 {
+			return errRetired
+		}
+		if c.state.CompareAndSwap(s, s+1) {
+			return nil
+		}
 	}
-	c.inFlight++
-	return nil
 }
 
+// leave counts a call out; the last call out of a retired instance closes
+// it.
 func (c *counted) leave() {
-	c.mu.Lock()
-	c.inFlight--
-	done := c.retired && c.inFlight == 0 && !c.closed
-	if done {
-		c.closed = true
-	}
-	c.mu.Unlock()
-	if done {
-		c.close()
+	if c.state.Add(-1) == retiredBit {
+		c.closeIdle()
 	}
 }
 
 // retire marks the instance out of use, and closes it now when no call is
 // in flight on it.
 func (c *counted) retire() {
-	c.mu.Lock()
-	c.retired = true
-	done := c.inFlight == 0 && !c.closed
-	if done {
-		c.closed = true
-	}
-	c.mu.Unlock()
-	if done {
-		c.close()
+	if c.state.Or(retiredBit)&(countMask|retiredBit) == 0 {
+		c.closeIdle()
 	}
 }
 
-func (c *counted) close() {
-	c.inst.Close()
-	close(c.done)
+// closeIdle closes a retired instance that no call is in, once: a call
+// that slipped in since makes the swap fail, and its leave closes it.
+func (c *counted) closeIdle() {
+	if c.state.CompareAndSwap(retiredBit, retiredBit|closedBit) {
+		c.inst.Close()
+		close(c.done)
+	}
 }
 
 func (c *counted) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {

@@ -217,3 +217,57 @@ func TestStatusNeverShowsAKey(t *testing.T) {
 	st := m.Router().Status()
 	assert.NotContains(t, strings.ToLower(jsonOf(t, st)), "sk-env-secret")
 }
+
+// BenchmarkCountedChat is the reference count's cost on every call to an
+// instance of a providers file, beside the instance called directly.
+func BenchmarkCountedChat(b *testing.B) {
+	inst := &fakeInstance{name: "a"}
+	ctx, req := context.Background(), pluginapi.ChatRequest{}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = inst.Chat(ctx, req)
+		}
+	})
+	c := &counted{inst: inst, done: make(chan struct{})}
+	b.Run("counted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = c.Chat(ctx, req)
+		}
+	})
+	b.Run("counted-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, _ = c.Chat(ctx, req)
+			}
+		})
+	})
+}
+
+// Calls racing a retire never reach a closed instance: each either runs
+// on the open instance or is refused as unavailable, and the instance is
+// closed once, after the last.
+func TestRetireRacingCalls(t *testing.T) {
+	for range 50 {
+		inst := &fakeInstance{name: "a"}
+		c := &counted{inst: inst, done: make(chan struct{})}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 20 {
+					_, err := c.Chat(context.Background(), pluginapi.ChatRequest{})
+					if err != nil {
+						var unavailable *pluginapi.UnavailableError
+						require.ErrorAs(t, err, &unavailable, "a call reached the closed instance")
+					}
+				}
+			})
+		}
+		c.retire()
+		wg.Wait()
+		<-c.done
+		assert.True(t, inst.isClosed())
+	}
+}
