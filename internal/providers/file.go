@@ -656,7 +656,11 @@ func (p *parser) key(entry string, fp fileProvider) string {
 			return v
 		}
 	case fp.APIKeyFile != "":
-		b, err := p.readFile(fp.APIKeyFile)
+		keyFile := fp.APIKeyFile
+		if !filepath.IsAbs(keyFile) {
+			keyFile = filepath.Join(p.dir, keyFile) // beside the providers file, as a plugin's path
+		}
+		b, err := p.readFile(keyFile)
 		v := strings.TrimSpace(string(b))
 		switch {
 		case err != nil:

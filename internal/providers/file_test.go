@@ -27,6 +27,8 @@ func testFiles(name string) ([]byte, error) {
 	switch name {
 	case "/run/secrets/anthropic":
 		return []byte("  sk-ant-file-secret\n"), nil
+	case "/etc/svc/secrets/relative":
+		return []byte("sk-relative"), nil
 	case "/run/secrets/empty":
 		return []byte("\n"), nil
 	}
@@ -113,6 +115,9 @@ func TestParseAFullFile(t *testing.T) {
 	assert.Equal(t, BreakerConfig{Failures: 0, Cooldown: 10 * time.Second}, l.Breaker, "the override")
 
 	assert.Equal(t, "sk-ant-file-secret", f.Providers[2].Config.APIKey, "a key file's contents, trimmed")
+	rel, err := parse("p.yaml", "providers:\n  - name: a\n    plugin: mock\n    api_key_file: secrets/relative\n")
+	require.NoError(t, err)
+	assert.Equal(t, "sk-relative", rel.Providers[0].Config.APIKey, "a relative key file is the providers file's folder's")
 	assert.Equal(t, "/etc/svc/bin/svc-provider-custom", f.Providers[3].Plugin, "a relative plugin path is the file's folder's")
 
 	require.Len(t, f.Routes, 2)
