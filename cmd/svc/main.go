@@ -38,8 +38,8 @@ func main() {
 	os.Exit(run())
 }
 
-// run serves until SIGINT or SIGTERM (SIGHUP reloads the policies) and
-// returns the exit code.
+// run serves until SIGINT or SIGTERM (SIGHUP reloads the policies and the
+// providers file) and returns the exit code.
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -75,6 +75,7 @@ wait:
 		select {
 		case <-hup:
 			a.ReloadPolicies()
+			_, _ = a.ReloadProviders(ctx) // a refused file is logged; the last good set serves
 		case <-ctx.Done():
 			break wait
 		case err := <-a.Failed():

@@ -36,6 +36,7 @@ import (
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/version"
@@ -66,8 +67,10 @@ type Options struct {
 	// were made in. Nil is time.Now.
 	Now func() time.Time
 	// Provider stands in for the plugin host: no plugin process starts,
-	// the gateway calls Provider, and no external page compiler is
-	// installed. Mailer is then required, the email slot being the host's.
+	// the gateway calls Provider (a set of one provider), and no external
+	// page compiler is installed. Mailer is then required, the email slot
+	// being the host's. With SVC_PROVIDERS_FILE the file's instances serve
+	// instead.
 	Provider pluginapi.Provider
 	// ProviderSecrets are strings the gateway never shows, beside
 	// PROVIDER_API_KEY: a stand-in provider's key.
@@ -117,6 +120,12 @@ type App struct {
 	// Checkpoints signs the ledger's checkpoints, in the background from
 	// Start; tests seal them with Seal.
 	Checkpoints *ledger.Checkpointer
+	// Providers routes each call to the provider instances of the current
+	// set: the providers file's, or the one provider of the environment.
+	Providers *providers.Router
+
+	// providersFile reloads SVC_PROVIDERS_FILE; nil without one.
+	providersFile *providers.Manager
 
 	devices  *auth.Devices
 	handler  http.Handler
@@ -237,6 +246,29 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			mailer = m
 		}
 	}
+	secrets := append([]string{cfg.ProviderAPIKey}, o.ProviderSecrets...)
+	providerName := cfg.ProviderName()
+	if cfg.ProvidersFile != "" {
+		// Each instance's process starts now: a file that does not load, or
+		// a plugin that does not start, stops svc with the file's words.
+		a.providersFile, err = providers.Load(ctx, providers.ManagerOptions{
+			Path: cfg.ProvidersFile, Opener: plugins.NewOpener(&cfg, log.Named("plugin")), Logger: log.Named("providers"), Now: now,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("providers (SVC_PROVIDERS_FILE):\n%w", err)
+		}
+		a.pushFunc("providers", a.providersFile.Close)
+		a.Providers = a.providersFile.Router()
+		secrets = append(secrets, a.providersFile.Keys()...)
+		provider, providerName = firstProvider{a.Providers}, a.Providers.Current().Providers[0].Name
+	} else {
+		plugin := cfg.ProviderName()
+		if cfg.ProviderPlugin != "" && o.Provider == nil {
+			plugin = cfg.ProviderPlugin
+		}
+		a.Providers = providers.NewRouter(providers.Single(providerName, plugin, provider), now)
+		a.Providers.SetLoadStatus("", now(), nil)
+	}
 	// The checkpointer stops after the recorder, so that its last
 	// checkpoint covers the recorder's last runs; its stop goes on the
 	// stack first but it is made only once the recorder holds the journal's
@@ -276,9 +308,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	a.Jobs.Register(learning.JobType, a.Learning.RunJob)
 	gw := gateway.New(gateway.Options{
-		Provider: provider, ProviderName: cfg.ProviderName(), Recorder: recorder,
+		Router: a.Providers, Provider: provider, ProviderName: providerName, Recorder: recorder,
 		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
-		Secrets: append([]string{cfg.ProviderAPIKey}, o.ProviderSecrets...),
+		Secrets: secrets,
 		Learner: a.Learning, Canary: settingsService,
 	})
 
@@ -329,6 +361,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Ledger:           a.Checkpoints,
 		Governor:         governor,
 		Reload:           a.ReloadPolicies,
+		Providers:        a.Providers,
+		ReloadProviders:  a.ReloadProviders,
 		Tracer:           governance.NewTracer(runs, a.Store, governor),
 		Approvals:        approvals,
 		Cache:            a.Cache,
@@ -410,9 +444,50 @@ func (a *App) Start(ctx context.Context) error {
 	})
 
 	a.startTimers()
-	a.Logger.Info("listening", "addr", a.listener.Addr().String(), "version", version.Version,
-		"provider", cfg.ProviderName(), "auth", a.Auth.Access(ctx).Describe(), "db", cfg.DBPath)
+	providerKV := []any{"provider", cfg.ProviderName()}
+	if a.providersFile != nil {
+		providerKV = []any{"providers", strings.Join(providers.Names(a.Providers.Current()), ",")}
+	}
+	a.Logger.Info("listening", append(append([]any{"addr", a.listener.Addr().String(), "version", version.Version},
+		providerKV...), "auth", a.Auth.Access(ctx).Describe(), "db", cfg.DBPath)...)
 	return nil
+}
+
+// ReloadProviders loads SVC_PROVIDERS_FILE again: on SIGHUP, and for POST
+// /api/v1/providers/reload. A file that does not load leaves the last good
+// set serving; the log, the error and the status say why. Without a file
+// there is nothing to reload, and the status is returned as it is.
+func (a *App) ReloadProviders(ctx context.Context) (providers.Status, error) {
+	if a.providersFile == nil {
+		return a.Providers.Status(), nil
+	}
+	err := a.providersFile.Reload(ctx)
+	return a.Providers.Status(), err
+}
+
+// firstProvider calls the first provider of the router's current set: the
+// gateway's Provider beside its Router, so that a reload reaches it too.
+type firstProvider struct{ r *providers.Router }
+
+func (f firstProvider) impl() pluginapi.Provider { return f.r.Current().Providers[0].Impl }
+
+func (f firstProvider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return f.impl().Chat(ctx, req)
+}
+
+func (f firstProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	return f.impl().StreamChat(ctx, req, send)
+}
+
+func (f firstProvider) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	return f.impl().Models(ctx)
+}
+
+func (f firstProvider) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	if e, ok := f.impl().(pluginapi.Embedder); ok {
+		return e.Embed(ctx, req)
+	}
+	return pluginapi.EmbedResponse{}, pluginapi.NoEmbeddings(req.Model)
 }
 
 // ReloadPolicies loads SVC_POLICY_DIR again: on SIGHUP, and for POST

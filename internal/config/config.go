@@ -37,6 +37,9 @@ type Config struct {
 
 	ProviderAPIKey  string // PROVIDER_API_KEY: set means the live provider
 	ProviderBaseURL string // PROVIDER_BASE_URL
+	// ProvidersFile declares several provider instances and their routes
+	// (SVC_PROVIDERS_FILE); set, it replaces the provider variables above.
+	ProvidersFile string
 
 	PriceFile string // SVC_PRICE_FILE: per-model prices laid over the built-in table
 	PprofAddr string // SVC_PPROF_ADDR: where to serve Go's profiler, for operators measuring svc
@@ -126,6 +129,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_SOM_PLUGIN", "unset", "binary for the external page compiler"},
 	{"PROVIDER_API_KEY", "unset (mock provider)", "key of the live OpenAI-compatible provider"},
 	{"PROVIDER_BASE_URL", "https://api.openai.com/v1", "base URL of the live provider"},
+	{"SVC_PROVIDERS_FILE", "unset (one provider from the variables above)", "YAML or JSON file of provider instances, routes, retries and circuit breakers (docs/providers.md); reloaded on SIGHUP"},
 	{"MOCK_LATENCY_MS", "0", "fixed latency of the mock provider, for benchmarks"},
 	{"SVC_PLUGIN_GOMAXPROCS", "a quarter of the CPUs, at least 1", "GOMAXPROCS of each plugin process (a plugin mostly relays bytes; a small runtime wastes less CPU waking idle threads)"},
 	{"SVC_TRUSTED_PROXIES", "unset", "comma-separated IPs or CIDRs of reverse proxies in front of svc: their X-Forwarded-For names the client for per-address limits"},
@@ -174,6 +178,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		SOMPlugin:                p.str("SVC_SOM_PLUGIN", ""),
 		ProviderAPIKey:           p.str("PROVIDER_API_KEY", ""),
 		ProviderBaseURL:          p.httpURL("PROVIDER_BASE_URL", "https://api.openai.com/v1"),
+		ProvidersFile:            p.str("SVC_PROVIDERS_FILE", ""),
 		MockLatencyMS:            p.intRange("MOCK_LATENCY_MS", 0, 0, 600_000),
 		PluginProcs:              p.intRange("SVC_PLUGIN_GOMAXPROCS", 0, 0, 4096),
 		PriceFile:                p.str("SVC_PRICE_FILE", ""),

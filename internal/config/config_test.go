@@ -45,7 +45,7 @@ func TestValues(t *testing.T) {
 		"SVC_AUTO_PROMOTE": "true", "SVC_WEB_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1:8080",
 		"SVC_APP_BASE_URL": "https://svc.example.com/", "SVC_PLUGIN_DIR": "/opt/svc/plugins", "SMTP_TLS": "TLS",
 		"SVC_PLUGIN_GOMAXPROCS": "3", "SVC_LEDGER_KEY_FILE": "/etc/svc/ledger.key", "SVC_LEDGER_CHECKPOINT_RUNS": "50",
-		"SVC_LEDGER_CHECKPOINT_INTERVAL": "15s",
+		"SVC_LEDGER_CHECKPOINT_INTERVAL": "15s", "SVC_PROVIDERS_FILE": "/etc/svc/providers.yaml",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:0", c.Addr)
@@ -57,6 +57,7 @@ func TestValues(t *testing.T) {
 	assert.True(t, c.AutoPromote)
 	assert.Equal(t, "https://svc.example.com", c.AppBaseURL, "trailing slash trimmed")
 	assert.Equal(t, "/opt/svc/plugins", c.PluginDir)
+	assert.Equal(t, "/etc/svc/providers.yaml", c.ProvidersFile)
 	assert.Equal(t, "tls", c.SMTPTLS)
 	assert.Equal(t, 3, c.PluginGOMAXPROCS())
 	assert.Equal(t, "/etc/svc/ledger.key", c.LedgerKeyFile)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/version"
 )
 
@@ -19,7 +20,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	res := healthResponse{
 		OK:           s.Store.Ping(r.Context()) == nil,
 		Version:      version.Version,
-		Provider:     s.Config.ProviderName(),
+		Provider:     s.providerName(),
 		External:     s.External,
 		PublicSignup: s.Config.AllowPublicSignup,
 	}
@@ -29,4 +30,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, status, res)
 	return nil
+}
+
+// providerName is what /health names as the provider: the environment's
+// one, or, with a providers file, the distinct plugins of its instances
+// ("openai,anthropic").
+func (s *Server) providerName() string {
+	if s.Config.ProvidersFile == "" || s.Providers == nil {
+		return s.Config.ProviderName()
+	}
+	return providers.Plugins(s.Providers.Current())
 }

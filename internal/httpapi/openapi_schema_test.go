@@ -15,6 +15,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/responses"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
@@ -87,6 +88,8 @@ func answerTypes() (answers, requests map[string]any) {
 		"GET /api/v1/policies":                   governance.Policies{},
 		"GET /api/v1/policies/{id}/verdicts":     verdictList{},
 		"POST /api/v1/policies/reload":           reloadAnswer{},
+		"GET /api/v1/providers":                  providers.Status{},
+		"POST /api/v1/providers/reload":          providers.Status{},
 		"GET /api/v1/approvals":                  approvalList{},
 		"POST /api/v1/approvals/{id}/approve":    approvalAnswer{},
 		"POST /api/v1/approvals/{id}/reject":     approvalAnswer{},

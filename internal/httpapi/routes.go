@@ -71,6 +71,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /api/v1/policies", s.api(s.listPolicies))
 	s.mux.Handle("GET /api/v1/policies/{id}/verdicts", s.api(s.policyVerdicts))
 	s.mux.Handle("POST /api/v1/policies/reload", s.admin(s.reloadPolicies))
+	s.mux.Handle("GET /api/v1/providers", s.admin(s.listProviders))
+	s.mux.Handle("POST /api/v1/providers/reload", s.admin(s.reloadProviders))
 	s.mux.Handle("GET /api/v1/approvals", s.api(s.listApprovals))
 	s.mux.Handle("POST /api/v1/approvals/{id}/approve", s.admin(s.approve))
 	s.mux.Handle("POST /api/v1/approvals/{id}/reject", s.admin(s.reject))

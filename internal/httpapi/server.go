@@ -25,6 +25,7 @@ import (
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -66,10 +67,15 @@ type Deps struct {
 	Governor *governance.Governor
 	Tracer   *governance.Tracer
 	// Reload loads the policy folder again, as SIGHUP does.
-	Reload    func() (policy.Status, error)
-	Approvals *approval.Service
-	Cache     *cache.Cache
-	Jobs      *jobs.Queue
+	Reload func() (policy.Status, error)
+	// Providers routes the gateway's calls; its Status answers GET
+	// /api/v1/providers. ReloadProviders loads SVC_PROVIDERS_FILE again,
+	// as SIGHUP does.
+	Providers       *providers.Router
+	ReloadProviders func(ctx context.Context) (providers.Status, error)
+	Approvals       *approval.Service
+	Cache           *cache.Cache
+	Jobs            *jobs.Queue
 	// Learning answers patterns, artifacts and learning passes, and turns
 	// ratings of artifact-served runs into evidence.
 	Learning *learning.Service

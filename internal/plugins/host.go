@@ -41,16 +41,21 @@ func SOMBinary(cfg *config.Config) string {
 }
 
 // Start finds the plugins and starts the provider, so that a missing or
-// broken binary stops svc at start with a message naming the file.
+// broken binary stops svc at start with a message naming the file. With a
+// providers file (SVC_PROVIDERS_FILE) there is no provider slot here: the
+// Opener starts each instance the file declares.
 func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
 	h := &Host{logger: logger}
 	var err error
-	h.provider, err = NewSlot(pluginapi.ProviderName, ProviderBinary(cfg), ProviderEnv(cfg), logger)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := h.provider.Dispense(context.Background()); err != nil {
-		return nil, err
+	if cfg.ProvidersFile == "" {
+		h.provider, err = NewSlot(pluginapi.ProviderName, ProviderBinary(cfg), ProviderEnv(cfg), logger)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.provider.Dispense(context.Background()); err != nil {
+			h.provider.Kill()
+			return nil, err
+		}
 	}
 	// The email transport starts on its first message; a missing binary
 	// stops svc now.
@@ -77,8 +82,13 @@ func Start(cfg *config.Config, logger hclog.Logger) (*Host, error) {
 }
 
 // Provider returns the provider slot as a Provider: each call uses the
-// running plugin, restarting it when it died.
-func (h *Host) Provider() pluginapi.Provider { return &provider{slot: h.provider} }
+// running plugin, restarting it when it died. Nil with a providers file.
+func (h *Host) Provider() pluginapi.Provider {
+	if h.provider == nil {
+		return nil
+	}
+	return &provider{slot: h.provider}
+}
 
 // ProviderSlot exposes the provider's slot, for tests that kill it.
 func (h *Host) ProviderSlot() *Slot { return h.provider }

@@ -1,0 +1,115 @@
+package plugins_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/plugins"
+	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/testbin"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// slotted is an instance in plugin mode.
+type slotted interface{ Slot() *plugins.Slot }
+
+func TestOpenerStartsAProcessPerInstance(t *testing.T) {
+	o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": testbin.PluginDir(t)}), hclog.NewNullLogger())
+	ctx := context.Background()
+	a, err := o.Open(ctx, "a", "mock", providers.ModePlugin, pluginapi.ProviderConfig{})
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	b, err := o.Open(ctx, "b", "mock", providers.ModePlugin, pluginapi.ProviderConfig{BaseURL: "http://127.0.0.1:9/v1", Headers: map[string]string{"X-Team": "b"}})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+
+	pa, pb := a.(slotted).Slot().Pid(), b.(slotted).Slot().Pid()
+	assert.NotZero(t, pa, "started at once")
+	assert.NotZero(t, pb)
+	assert.NotEqual(t, pa, pb, "the same binary serves two instances, each its own process")
+	assert.Equal(t, filepath.Join(testbin.PluginDir(t), "svc-provider-mock"), a.(slotted).Slot().Path())
+	chat(t, a)
+	chat(t, b)
+	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pb)); err == nil {
+		env := strings.Split(string(environ), "\x00")
+		assert.Contains(t, env, "PROVIDER_BASE_URL=http://127.0.0.1:9/v1", "the instance's configuration")
+		assert.Contains(t, env, `PROVIDER_HEADERS={"X-Team":"b"}`)
+		assert.Contains(t, env, "GOMAXPROCS="+fmt.Sprint(max(1, runtime.NumCPU()/4)), "the base environment")
+	}
+
+	// A dead process is restarted once, as the provider slot's.
+	require.NoError(t, syscall.Kill(pa, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return a.(slotted).Slot().Pid() == 0 }, 30*time.Second, 10*time.Millisecond)
+	chat(t, a)
+	assert.NotEqual(t, pa, a.(slotted).Slot().Pid())
+
+	b.Close()
+	require.Eventually(t, func() bool { return testbin.Ended(pb) }, 30*time.Second, 10*time.Millisecond, "Close kills the process")
+}
+
+func TestOpenerRefusesABrokenBinaryByName(t *testing.T) {
+	dir := t.TempDir()
+	o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": dir}), hclog.NewNullLogger())
+	_, err := o.Open(context.Background(), "a", "openai", providers.ModePlugin, pluginapi.ProviderConfig{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "svc-provider-openai"))
+
+	broken := filepath.Join(dir, "broken")
+	require.NoError(t, os.WriteFile(broken, []byte("#!/bin/sh\nexit 3\n"), 0o755))
+	_, err = o.Open(context.Background(), "b", broken, providers.ModePlugin, pluginapi.ProviderConfig{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), broken)
+}
+
+// echoProvider is a built-in provider a test registers.
+type echoProvider struct{ cfg pluginapi.ProviderConfig }
+
+func (p *echoProvider) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{Body: []byte(p.cfg.BaseURL)}, nil
+}
+
+func (p *echoProvider) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {
+	return nil
+}
+
+func (p *echoProvider) Models(context.Context) ([]pluginapi.Model, error) { return nil, nil }
+
+func TestOpenerRunsABuiltinInProcess(t *testing.T) {
+	plugins.Builtins["echo"] = func(cfg pluginapi.ProviderConfig, _ hclog.Logger) (pluginapi.Provider, error) {
+		return &echoProvider{cfg: cfg}, nil
+	}
+	t.Cleanup(func() { delete(plugins.Builtins, "echo") })
+	o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": t.TempDir()}), hclog.NewNullLogger())
+	inst, err := o.Open(context.Background(), "e", "echo", providers.ModeInProcess, pluginapi.ProviderConfig{BaseURL: "http://upstream"})
+	require.NoError(t, err)
+	defer inst.Close()
+	_, isSlot := inst.(slotted)
+	assert.False(t, isSlot, "no process")
+	res, err := inst.Chat(context.Background(), pluginapi.ChatRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "http://upstream", string(res.Body), "the instance's configuration, given directly")
+	_, err = inst.(pluginapi.Embedder).Embed(context.Background(), pluginapi.EmbedRequest{Model: "m"})
+	var pe *pluginapi.ProviderError
+	require.ErrorAs(t, err, &pe, "no embeddings: the provider's own 404")
+
+	_, err = o.Open(context.Background(), "x", "anthropic", providers.ModeInProcess, pluginapi.ProviderConfig{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the anthropic provider cannot run in_process")
+}
+
+func TestNoProviderSlotBesideAProvidersFile(t *testing.T) {
+	h, _ := startHost(t, map[string]string{"SVC_PROVIDERS_FILE": "/etc/svc/providers.yaml"})
+	assert.Nil(t, h.Provider(), "the opener starts the file's instances")
+	assert.Nil(t, h.ProviderSlot())
+}

@@ -1,0 +1,821 @@
+package providers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/strictjson"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// The first-party plugins: svc finds their binaries as
+// SVC_PLUGIN_DIR/svc-provider-<name>, and may run them in its process.
+var firstParty = []string{"openai", "anthropic", "mock"}
+
+// FirstParty reports whether plugin names a first-party provider rather
+// than a plugin binary's path.
+func FirstParty(plugin string) bool { return slices.Contains(firstParty, plugin) }
+
+// Defaults of the providers file.
+const (
+	DefaultMaxAttempts = 3
+	DefaultBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff  = 2 * time.Second
+	DefaultFailures    = 5
+	DefaultCooldown    = 30 * time.Second
+	DefaultTimeout     = 60 * time.Second
+)
+
+// maxFileSize bounds a providers file.
+const maxFileSize = 1 << 20
+
+// Limits that keep a file's numbers to what an operator could mean.
+const (
+	maxAttempts = 20
+	maxWeight   = 1_000_000
+	maxDuration = 24 * time.Hour
+)
+
+// namePattern is a provider's name: it is recorded on runs and named in
+// policies and routes.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// headerName is an HTTP header's name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// reservedHeaders carry the key or the address: the plugin sets them.
+var reservedHeaders = []string{"authorization", "x-api-key", "host"}
+
+// File is a providers file, parsed and validated, its keys read: what Build
+// opens into a Set.
+type File struct {
+	Source    string // the file's path
+	Providers []Spec // in the file's order
+	Routes    []Route
+	Retries   Retries
+}
+
+// Spec is one provider instance before it is opened.
+type Spec struct {
+	Provider // Impl is nil; Fingerprint is set
+	// Config is what the instance is told, its key included: never logged.
+	Config pluginapi.ProviderConfig
+}
+
+// The file as written. Durations are strings, read once the entry is known
+// so that an error can name it; pointers tell a field left out from a zero.
+type fileDoc struct {
+	Retries   *fileRetries   `json:"retries"`
+	Breaker   *fileBreaker   `json:"breaker"`
+	Providers []fileProvider `json:"providers"`
+	Routes    []fileRoute    `json:"routes"`
+}
+
+type fileRetries struct {
+	MaxAttempts *int   `json:"max_attempts"`
+	Backoff     string `json:"backoff"`
+	MaxBackoff  string `json:"max_backoff"`
+}
+
+type fileBreaker struct {
+	Failures *int   `json:"failures"`
+	Cooldown string `json:"cooldown"`
+}
+
+type fileProvider struct {
+	Name    string `json:"name"`
+	Plugin  string `json:"plugin"`
+	Mode    string `json:"mode"`
+	BaseURL string `json:"base_url"`
+	// APIKey is read only to be refused with a message that says what to
+	// write instead.
+	APIKey     *string              `json:"api_key"`
+	APIKeyEnv  string               `json:"api_key_env"`
+	APIKeyFile string               `json:"api_key_file"`
+	Models     []string             `json:"models"`
+	Weight     *int                 `json:"weight"`
+	Timeout    string               `json:"timeout"`
+	Headers    map[string]string    `json:"headers"`
+	Prices     map[string]filePrice `json:"prices"`
+	Breaker    *fileBreaker         `json:"breaker"`
+}
+
+type filePrice struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+type fileRoute struct {
+	Model    string       `json:"model"`
+	Strategy string       `json:"strategy"`
+	Targets  []fileTarget `json:"targets"`
+}
+
+type fileTarget struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Weight   *int   `json:"weight"`
+}
+
+// rawDoc is fileDoc with its entries left as JSON, each decoded alone so
+// that a wrong type is reported with its entry.
+type rawDoc struct {
+	Retries   json.RawMessage   `json:"retries"`
+	Breaker   json.RawMessage   `json:"breaker"`
+	Providers []json.RawMessage `json:"providers"`
+	Routes    []json.RawMessage `json:"routes"`
+}
+
+// Env looks a variable of svc's environment up (os.LookupEnv).
+type Env func(name string) (string, bool)
+
+// ReadFile reads a file (os.ReadFile): an api_key_file.
+type ReadFile func(name string) ([]byte, error)
+
+// Parse reads the providers file at source, whose contents are data:
+// strict YAML or JSON (by the name's extension, else by the first
+// character), every field validated, every key read through env and
+// readFile. The error lists every problem found, each naming the file,
+// the entry and the field.
+func Parse(source string, data []byte, env Env, readFile ReadFile) (*File, error) {
+	p := &parser{file: filepath.Base(source), dir: filepath.Dir(source), env: env, readFile: readFile}
+	f := p.parse(data)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	f.Source = source
+	return f, nil
+}
+
+// parser collects the problems of one file.
+type parser struct {
+	file     string // the file's name, which every message starts with
+	dir      string // relative plugin paths are read from here
+	env      Env
+	readFile ReadFile
+	errs     []error
+}
+
+// fail records a problem of the entry (may be "") and field (may be "").
+func (p *parser) fail(entry, field, format string, args ...any) {
+	where := p.file + ":"
+	if entry != "" {
+		where += " " + entry + ":"
+	}
+	if field != "" {
+		where += " " + field + ":"
+	}
+	p.errs = append(p.errs, errors.New(where+" "+fmt.Sprintf(format, args...)))
+}
+
+func (p *parser) parse(data []byte) *File {
+	if len(data) > maxFileSize {
+		p.fail("", "", "the file is larger than %d bytes", maxFileSize)
+		return nil
+	}
+	doc, ok := p.toJSON(data)
+	if !ok {
+		return nil
+	}
+	if err := strictjson.Check(doc, &fileDoc{}, strictjson.RefuseUnknown); err != nil {
+		var ke *strictjson.KeyError
+		if errors.As(err, &ke) {
+			p.fail(ke.Path, "", "%s", keyProblem(ke))
+		} else {
+			p.fail("", "", "not a providers file: %v", jsonSyntax(doc))
+		}
+		return nil
+	}
+	var raw rawDoc
+	if err := json.Unmarshal(doc, &raw); err != nil {
+		p.fail("", "", "not a providers file: %s", typeProblem(err))
+		return nil
+	}
+	f := &File{}
+	f.Retries = p.retries(raw.Retries)
+	defaultBreaker := BreakerConfig{Failures: DefaultFailures, Cooldown: DefaultCooldown}
+	if len(raw.Breaker) > 0 && string(raw.Breaker) != "null" {
+		var b fileBreaker
+		if p.decode(raw.Breaker, &b, "breaker") {
+			defaultBreaker = p.breaker("breaker", "", &b, defaultBreaker)
+		}
+	}
+	if len(raw.Providers) == 0 {
+		p.fail("", "providers", "at least one provider is required")
+	}
+	names := map[string]int{}
+	declared := map[string]bool{} // every name written, valid entry or not
+	for i, r := range raw.Providers {
+		declared[nameOf(r)] = true
+		s, ok := p.provider(i, r, defaultBreaker)
+		if !ok {
+			continue
+		}
+		if first, dup := names[s.Name]; dup {
+			p.fail(providerEntry(i, s.Name), "name", "already used by providers[%d]", first)
+			continue
+		}
+		names[s.Name] = i
+		f.Providers = append(f.Providers, s)
+	}
+	byName := make(map[string]*Spec, len(f.Providers))
+	for i := range f.Providers {
+		byName[f.Providers[i].Name] = &f.Providers[i]
+	}
+	routed := map[string]int{}
+	for i, r := range raw.Routes {
+		route, ok := p.route(i, r, byName, declared)
+		if !ok {
+			continue
+		}
+		if first, dup := routed[route.Model]; dup {
+			p.fail(routeEntry(i, route.Model), "model", "already routed by routes[%d], which wins", first)
+			continue
+		}
+		routed[route.Model] = i
+		f.Routes = append(f.Routes, route)
+	}
+	return f
+}
+
+// toJSON gives the document as JSON: a YAML one converted, once its
+// duplicate keys and non-string keys are refused.
+func (p *parser) toJSON(data []byte) ([]byte, bool) {
+	ext := strings.ToLower(filepath.Ext(p.file))
+	isJSON := ext == ".json" || (ext != ".yaml" && ext != ".yml" && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")))
+	if isJSON {
+		if !json.Valid(data) {
+			p.fail("", "", "not a providers file: %v", jsonSyntax(data))
+			return nil, false
+		}
+		return data, true
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.fail("", "", "the file is empty")
+		} else {
+			var te *yaml.TypeError
+			if errors.As(err, &te) { // duplicate keys, one line each
+				for _, e := range te.Errors {
+					p.fail("", "", "%s", e)
+				}
+			} else {
+				p.fail("", "", "not a providers file: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			}
+		}
+		return nil, false
+	}
+	var more any
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		p.fail("", "", "a providers file holds one YAML document")
+		return nil, false
+	}
+	if v == nil {
+		p.fail("", "", "the file is empty")
+		return nil, false
+	}
+	v, err := jsonable(v, "")
+	if err != nil {
+		p.fail("", "", "%v", err)
+		return nil, false
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.fail("", "", "not a providers file: %v", err)
+		return nil, false
+	}
+	return b, true
+}
+
+// jsonable converts a decoded YAML value to one encoding/json writes:
+// mappings with keys other than strings, and numbers JSON cannot hold, are
+// refused with their place.
+func jsonable(v any, at string) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			c, err := jsonable(e, joinField(at, k))
+			if err != nil {
+				return nil, err
+			}
+			v[k] = c
+		}
+		return v, nil
+	case map[any]any:
+		for k := range v {
+			if _, ok := k.(string); !ok {
+				return nil, fmt.Errorf("%s: keys must be strings, not %v", orTop(at), k)
+			}
+		}
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k.(string)] = e
+		}
+		return jsonable(m, at)
+	case []any:
+		for i, e := range v {
+			c, err := jsonable(e, fmt.Sprintf("%s[%d]", at, i))
+			if err != nil {
+				return nil, err
+			}
+			v[i] = c
+		}
+		return v, nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("%s: %v is not a number a providers file may hold", orTop(at), v)
+		}
+	case time.Time:
+		return v.Format(time.RFC3339Nano), nil
+	}
+	return v, nil
+}
+
+func joinField(at, k string) string {
+	if at == "" {
+		return k
+	}
+	return at + "." + k
+}
+
+func orTop(at string) string {
+	if at == "" {
+		return "the document"
+	}
+	return at
+}
+
+// jsonSyntax says where a document stops being JSON.
+func jsonSyntax(data []byte) error {
+	var v any
+	err := json.Unmarshal(data, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("invalid JSON at byte %d: %s", se.Offset, se.Error())
+	}
+	if err == nil {
+		return errors.New("invalid JSON")
+	}
+	return err
+}
+
+// keyProblem words a refused key.
+func keyProblem(ke *strictjson.KeyError) string {
+	switch ke.Problem {
+	case strictjson.Duplicate:
+		return fmt.Sprintf("duplicate key %q", ke.Key)
+	case strictjson.CaseVariant:
+		return fmt.Sprintf("unknown field %q (did you mean %q?)", ke.Key, ke.Other)
+	}
+	return fmt.Sprintf("unknown field %q", ke.Key)
+}
+
+// typeProblem words a value of the wrong type.
+func typeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if te.Type.Kind() == reflect.String && durationFields[field[strings.LastIndexByte(field, '.')+1:]] {
+			return fmt.Sprintf("%s: must be a duration written as a string (500ms, 30s), not %s", field, article(te.Value))
+		}
+		want, got := strictjson.TypeWords(te.Type), article(te.Value)
+		if k := te.Type.Kind(); k >= reflect.Int && k <= reflect.Uint64 {
+			want = "a whole number"
+		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			got = n // encoding/json says "number 2.5"
+		}
+		if field == "" {
+			return fmt.Sprintf("must be %s, not %s", want, got)
+		}
+		return fmt.Sprintf("%s: must be %s, not %s", field, want, got)
+	}
+	return err.Error()
+}
+
+// durationFields are the fields read as Go durations.
+var durationFields = map[string]bool{"timeout": true, "backoff": true, "max_backoff": true, "cooldown": true}
+
+// article puts "a" or "an" before a JSON value's kind.
+func article(kind string) string {
+	if kind == "" {
+		return "that value"
+	}
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// decode reads one entry strictly, recording a wrong type against entry.
+func (p *parser) decode(raw json.RawMessage, v any, entry string) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		p.fail(entry, "", "%s", typeProblem(err))
+		return false
+	}
+	return true
+}
+
+func providerEntry(i int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("providers[%d]", i)
+	}
+	return fmt.Sprintf("providers[%d] (name %q)", i, name)
+}
+
+func routeEntry(i int, model string) string {
+	if model == "" {
+		return fmt.Sprintf("routes[%d]", i)
+	}
+	return fmt.Sprintf("routes[%d] (model %q)", i, model)
+}
+
+// duration reads a Go duration between 0 and maxDuration; "" is def.
+func (p *parser) duration(entry, field, v string, def time.Duration, positive bool) time.Duration {
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		p.fail(entry, field, "%q is not a duration (write it like 500ms, 30s or 2m)", clip(v))
+	case d < 0 || (positive && d == 0):
+		p.fail(entry, field, "must be more than 0, not %s", v)
+	case d > maxDuration:
+		p.fail(entry, field, "must be at most %s, not %s", maxDuration, v)
+	default:
+		return d
+	}
+	return def
+}
+
+// clip bounds a value quoted in a message.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:80], "") + "…"
+}
+
+func (p *parser) retries(raw json.RawMessage) Retries {
+	r := Retries{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}
+	if len(raw) == 0 || string(raw) == "null" {
+		return r
+	}
+	var fr fileRetries
+	if !p.decode(raw, &fr, "retries") {
+		return r
+	}
+	if fr.MaxAttempts != nil {
+		if *fr.MaxAttempts < 1 || *fr.MaxAttempts > maxAttempts {
+			p.fail("retries", "max_attempts", "must be between 1 and %d, not %d", maxAttempts, *fr.MaxAttempts)
+		} else {
+			r.MaxAttempts = *fr.MaxAttempts
+		}
+	}
+	r.Backoff = p.duration("retries", "backoff", fr.Backoff, DefaultBackoff, false)
+	r.MaxBackoff = p.duration("retries", "max_backoff", fr.MaxBackoff, max(DefaultMaxBackoff, r.Backoff), false)
+	if r.MaxBackoff < r.Backoff {
+		p.fail("retries", "max_backoff", "must be at least backoff (%s), not %s", r.Backoff, r.MaxBackoff)
+	}
+	return r
+}
+
+// breaker reads a breaker over def; field is "" for the top-level one.
+func (p *parser) breaker(entry, field string, b *fileBreaker, def BreakerConfig) BreakerConfig {
+	out := def
+	prefix := ""
+	if field != "" {
+		prefix = field + "."
+	}
+	if b.Failures != nil {
+		if *b.Failures < 0 || *b.Failures > 1000 {
+			p.fail(entry, prefix+"failures", "must be between 0 (off) and 1000, not %d", *b.Failures)
+		} else {
+			out.Failures = *b.Failures
+		}
+	}
+	out.Cooldown = p.duration(entry, prefix+"cooldown", b.Cooldown, def.Cooldown, true)
+	return out
+}
+
+// provider reads and checks one provider entry.
+func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConfig) (Spec, bool) {
+	var fp fileProvider
+	if !p.decode(raw, &fp, providerEntry(i, nameOf(raw))) {
+		return Spec{}, false
+	}
+	before := len(p.errs)
+	entry := providerEntry(i, fp.Name)
+	s := Spec{Provider: Provider{Name: fp.Name, Plugin: fp.Plugin, Mode: fp.Mode, BaseURL: fp.BaseURL,
+		Models: fp.Models, Weight: 1, Timeout: DefaultTimeout, Breaker: defaultBreaker}}
+	switch {
+	case fp.Name == "":
+		p.fail(entry, "name", "is required")
+	case !namePattern.MatchString(fp.Name):
+		p.fail(entry, "name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters")
+	}
+	switch {
+	case fp.Plugin == "":
+		p.fail(entry, "plugin", "is required: openai, anthropic, mock, or the path of a provider plugin binary")
+	case FirstParty(fp.Plugin):
+	case strings.ContainsRune(fp.Plugin, '/'):
+		if !filepath.IsAbs(fp.Plugin) {
+			s.Plugin = filepath.Join(p.dir, fp.Plugin)
+		}
+	default:
+		p.fail(entry, "plugin", "must be openai, anthropic, mock, or the path of a provider plugin binary (containing a /), not %q", clip(fp.Plugin))
+	}
+	switch fp.Mode {
+	case "":
+		s.Mode = ModePlugin
+	case ModePlugin:
+	case ModeInProcess:
+		if !FirstParty(fp.Plugin) {
+			p.fail(entry, "mode", "in_process runs only the first-party providers (openai, anthropic, mock), not %q", clip(fp.Plugin))
+		}
+	default:
+		p.fail(entry, "mode", "must be plugin or in_process, not %q", clip(fp.Mode))
+	}
+	if fp.BaseURL != "" {
+		u, err := url.Parse(fp.BaseURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			p.fail(entry, "base_url", "must be an absolute http(s) URL")
+		case u.User != nil:
+			p.fail(entry, "base_url", "must not hold credentials: name the key with api_key_env or api_key_file")
+		case u.RawQuery != "" || u.Fragment != "":
+			p.fail(entry, "base_url", "must not have a query or a fragment")
+		default:
+			s.Config.BaseURL = strings.TrimRight(fp.BaseURL, "/")
+		}
+	}
+	s.Config.APIKey = p.key(entry, fp)
+	for j, m := range fp.Models {
+		if err := checkGlob(m); err != nil {
+			p.fail(entry, fmt.Sprintf("models[%d]", j), "%v", err)
+		}
+	}
+	if fp.Weight != nil {
+		if *fp.Weight < 1 || *fp.Weight > maxWeight {
+			p.fail(entry, "weight", "must be between 1 and %d, not %d", maxWeight, *fp.Weight)
+		} else {
+			s.Weight = *fp.Weight
+		}
+	}
+	s.Timeout = p.duration(entry, "timeout", fp.Timeout, DefaultTimeout, true)
+	s.Config.Timeout = s.Timeout
+	for _, h := range sortedKeys(fp.Headers) {
+		v := fp.Headers[h]
+		switch {
+		case !headerName.MatchString(h):
+			p.fail(entry, "headers", "%q is not a header name", clip(h))
+		case slices.Contains(reservedHeaders, strings.ToLower(h)):
+			p.fail(entry, "headers", "%s is set by the plugin from the instance's key and base_url, not here", h)
+		case strings.ContainsAny(v, "\r\n\x00"):
+			p.fail(entry, "headers."+h, "must not hold a line break")
+		}
+	}
+	if len(fp.Headers) > 0 {
+		s.Config.Headers = fp.Headers
+	}
+	if len(fp.Prices) > 0 {
+		prices := make(map[string]pricing.Price, len(fp.Prices))
+		for _, m := range sortedKeys(fp.Prices) {
+			pr := fp.Prices[m]
+			switch {
+			case strings.TrimSpace(m) == "":
+				p.fail(entry, "prices", "a model name is required")
+			case pr.Input < 0 || pr.Output < 0:
+				p.fail(entry, "prices."+m, "prices must be 0 or more")
+			}
+			prices[m] = pricing.Price{Input: pr.Input, Output: pr.Output}
+		}
+		s.Prices = pricing.New(prices)
+	}
+	if fp.Breaker != nil {
+		s.Breaker = p.breaker(entry, "breaker", fp.Breaker, defaultBreaker)
+	}
+	if len(p.errs) > before {
+		return Spec{}, false
+	}
+	s.Fingerprint = fingerprint(&s, fp.Prices)
+	return s, true
+}
+
+// nameOf is an entry's name, when it has a string one, for the message
+// about a value of a wrong type.
+func nameOf(raw json.RawMessage) string {
+	var n struct {
+		Name any `json:"name"`
+	}
+	_ = json.Unmarshal(raw, &n)
+	s, _ := n.Name.(string)
+	return s
+}
+
+// key reads the instance's key from where the entry says it is.
+func (p *parser) key(entry string, fp fileProvider) string {
+	if fp.APIKey != nil {
+		p.fail(entry, "api_key", "a key is never written in the providers file: name the variable that holds it with api_key_env, or the file with api_key_file")
+		return ""
+	}
+	switch {
+	case fp.APIKeyEnv != "" && fp.APIKeyFile != "":
+		p.fail(entry, "api_key_env", "set api_key_env or api_key_file, not both")
+	case fp.APIKeyEnv != "":
+		v, ok := p.env(fp.APIKeyEnv)
+		v = strings.TrimSpace(v)
+		switch {
+		case !ok:
+			p.fail(entry, "api_key_env", "%s is not set in svc's environment", clip(fp.APIKeyEnv))
+		case v == "":
+			p.fail(entry, "api_key_env", "%s is empty", clip(fp.APIKeyEnv))
+		default:
+			return v
+		}
+	case fp.APIKeyFile != "":
+		keyFile := fp.APIKeyFile
+		if !filepath.IsAbs(keyFile) {
+			keyFile = filepath.Join(p.dir, keyFile) // beside the providers file, as a plugin's path
+		}
+		b, err := p.readFile(keyFile)
+		v := strings.TrimSpace(string(b))
+		switch {
+		case err != nil:
+			p.fail(entry, "api_key_file", "cannot be read: %v", pathless(err))
+		case v == "":
+			p.fail(entry, "api_key_file", "%s is empty", clip(fp.APIKeyFile))
+		default:
+			return v
+		}
+	}
+	return ""
+}
+
+// pathless is a file error without the path, which the message names
+// already.
+func pathless(err error) error {
+	var pe interface{ Unwrap() error }
+	if errors.As(err, &pe) && pe.Unwrap() != nil {
+		return pe.Unwrap()
+	}
+	return err
+}
+
+// checkGlob refuses an empty name and a malformed glob.
+func checkGlob(g string) error {
+	if strings.TrimSpace(g) == "" {
+		return errors.New("a model name or glob is required")
+	}
+	if _, err := path.Match(g, ""); err != nil {
+		return fmt.Errorf("%q is not a valid glob", clip(g))
+	}
+	return nil
+}
+
+// isGlob reports whether a model name has glob characters.
+func isGlob(m string) bool { return strings.ContainsAny(m, `*?[\`) }
+
+// Serves reports whether a provider's models match the model named
+// upstream: every model when it lists none.
+func (p *Provider) Serves(model string) bool {
+	if len(p.Models) == 0 {
+		return true
+	}
+	for _, g := range p.Models {
+		if ok, _ := path.Match(g, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// route reads and checks one route entry against the valid providers
+// byName; a target naming a provider whose entry was refused is not
+// refused again.
+func (p *parser) route(i int, raw json.RawMessage, byName map[string]*Spec, declared map[string]bool) (Route, bool) {
+	var fr fileRoute
+	if !p.decode(raw, &fr, routeEntry(i, modelOf(raw))) {
+		return Route{}, false
+	}
+	before := len(p.errs)
+	entry := routeEntry(i, fr.Model)
+	r := Route{Model: fr.Model, Strategy: fr.Strategy}
+	if err := checkGlob(fr.Model); err != nil {
+		p.fail(entry, "model", "%v", err)
+	}
+	switch fr.Strategy {
+	case "":
+		r.Strategy = Ordered
+	case Ordered, Weighted:
+	default:
+		p.fail(entry, "strategy", "must be ordered or weighted, not %q", clip(fr.Strategy))
+	}
+	if len(fr.Targets) == 0 {
+		p.fail(entry, "targets", "at least one target is required")
+	}
+	for j, t := range fr.Targets {
+		field := fmt.Sprintf("targets[%d]", j)
+		target := Target{Provider: t.Provider, Model: t.Model}
+		spec, ok := byName[t.Provider]
+		switch {
+		case t.Provider == "":
+			p.fail(entry, field+".provider", "is required")
+		case !ok && !declared[t.Provider]:
+			p.fail(entry, field+".provider", "no provider is named %q", clip(t.Provider))
+		}
+		if t.Model != "" {
+			if err := checkGlob(t.Model); err != nil || isGlob(t.Model) {
+				p.fail(entry, field+".model", "must be a model name, not a glob")
+			}
+		}
+		upstream := t.Model
+		if upstream == "" {
+			upstream = fr.Model
+		}
+		if ok && !isGlob(upstream) && !spec.Serves(upstream) {
+			p.fail(entry, field+".model", "provider %q does not serve %q (its models: %s)", t.Provider, clip(upstream),
+				strings.Join(spec.Models, ", "))
+		}
+		if t.Weight != nil {
+			switch {
+			case r.Strategy != Weighted:
+				p.fail(entry, field+".weight", "is for weighted routes; this one is %s", r.Strategy)
+			case *t.Weight < 1 || *t.Weight > maxWeight:
+				p.fail(entry, field+".weight", "must be between 1 and %d, not %d", maxWeight, *t.Weight)
+			default:
+				target.Weight = *t.Weight
+			}
+		}
+		if target.Weight == 0 && r.Strategy == Weighted && ok {
+			target.Weight = spec.Weight
+		}
+		r.Targets = append(r.Targets, target)
+	}
+	return r, len(p.errs) == before
+}
+
+// modelOf is a route's model, when it has a string one.
+func modelOf(raw json.RawMessage) string {
+	var m struct {
+		Model any `json:"model"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	s, _ := m.Model.(string)
+	return s
+}
+
+// fingerprint digests everything an instance is configured with, its key
+// as a hash: a reload keeps the instance when it is the same.
+func fingerprint(s *Spec, prices map[string]filePrice) string {
+	keyHash := ""
+	if s.Config.APIKey != "" {
+		h := sha256.Sum256([]byte(s.Config.APIKey))
+		keyHash = hex.EncodeToString(h[:])
+	}
+	b, _ := json.Marshal(struct { // every field marshals
+		Name, Plugin, Mode, BaseURL string
+		Models                      []string
+		Weight                      int
+		Timeout                     time.Duration
+		Headers                     map[string]string // encoding/json sorts map keys
+		Prices                      map[string]filePrice
+		Breaker                     BreakerConfig
+		KeyHash                     string
+	}{s.Name, s.Plugin, s.Mode, s.Config.BaseURL, s.Models, s.Weight, s.Timeout, s.Config.Headers, prices, s.Breaker, keyHash})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// sortedKeys are a map's keys in order, so that messages come in the same
+// order every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

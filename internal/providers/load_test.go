@@ -1,0 +1,273 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// fakeOpener opens fakeInstances and remembers them by name.
+type fakeOpener struct {
+	mu     sync.Mutex
+	opened map[string][]*fakeInstance
+	fail   string // the name whose opening fails
+}
+
+func (o *fakeOpener) Open(_ context.Context, name, plugin, mode string, cfg pluginapi.ProviderConfig) (Instance, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if name == o.fail {
+		return nil, errors.New("start plugin svc-provider-" + plugin + ": exec format error")
+	}
+	if o.opened == nil {
+		o.opened = map[string][]*fakeInstance{}
+	}
+	i := &fakeInstance{name: name, cfg: cfg, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	o.opened[name] = append(o.opened[name], i)
+	return i, nil
+}
+
+func (o *fakeOpener) last(name string) *fakeInstance {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.opened[name]
+	return l[len(l)-1]
+}
+
+func (o *fakeOpener) count(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.opened[name])
+}
+
+// fakeInstance answers chat calls; a call with Model "hold" waits for
+// release.
+type fakeInstance struct {
+	name    string
+	cfg     pluginapi.ProviderConfig
+	release chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	closed  bool
+}
+
+func (i *fakeInstance) Chat(_ context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	if req.Model == "hold" {
+		i.entered <- struct{}{}
+		<-i.release
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return pluginapi.ChatResponse{}, errors.New("called after close")
+	}
+	return pluginapi.ChatResponse{Body: []byte(i.name)}, nil
+}
+
+func (i *fakeInstance) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {
+	return nil
+}
+
+func (i *fakeInstance) Models(context.Context) ([]pluginapi.Model, error) { return nil, nil }
+
+func (i *fakeInstance) Close() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.closed = true
+}
+
+func (i *fakeInstance) isClosed() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.closed
+}
+
+// managed writes doc to a providers file and loads it.
+func managed(t *testing.T, doc string) (*Manager, *fakeOpener, func(string)) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	write := func(doc string) { require.NoError(t, os.WriteFile(path, []byte(doc), 0o600)) }
+	write(doc)
+	opener := &fakeOpener{}
+	m, err := Load(context.Background(), ManagerOptions{Path: path, Opener: opener, Env: testEnv})
+	require.NoError(t, err)
+	t.Cleanup(m.Close)
+	return m, opener, write
+}
+
+const twoMocks = "providers:\n  - name: a\n    plugin: mock\n  - name: b\n    plugin: mock\n    api_key_env: OPENAI_KEY\n"
+
+func TestLoadOpensEachInstance(t *testing.T) {
+	m, opener, _ := managed(t, twoMocks)
+	set := m.Router().Current()
+	require.Len(t, set.Providers, 2)
+	assert.Equal(t, "sk-env-secret", opener.last("b").cfg.APIKey, "each instance is told its key")
+	assert.Equal(t, 60*time.Second, opener.last("b").cfg.Timeout)
+	res, err := set.Providers[1].Impl.Chat(context.Background(), pluginapi.ChatRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "b", string(res.Body))
+	assert.Equal(t, []string{"sk-env-secret"}, m.Keys())
+	st := m.Router().Status()
+	assert.True(t, st.OK)
+	assert.Equal(t, []string{"a", "b"}, Names(set))
+	assert.Equal(t, "mock", Plugins(set))
+}
+
+func TestLoadRefusesABadFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("providers:\n  - name: a\n    plugin: nope\n"), 0o600))
+	_, err := Load(context.Background(), ManagerOptions{Path: path, Opener: &fakeOpener{}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[0] (name "a"): plugin:`)
+
+	_, err = Load(context.Background(), ManagerOptions{Path: filepath.Join(t.TempDir(), "missing.yaml"), Opener: &fakeOpener{}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.yaml: cannot be read")
+}
+
+func TestLoadClosesWhatItOpenedWhenAnInstanceFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(twoMocks), 0o600))
+	opener := &fakeOpener{fail: "b"}
+	_, err := Load(context.Background(), ManagerOptions{Path: path, Opener: opener, Env: testEnv})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[1] (name "b"): start plugin svc-provider-mock`)
+	assert.True(t, opener.last("a").isClosed(), "the instance opened before is closed")
+}
+
+func TestReloadKeepsUnchangedInstances(t *testing.T) {
+	m, opener, write := managed(t, twoMocks)
+	before := m.Router().Current()
+	write(twoMocks + "    weight: 2\n  - name: c\n    plugin: mock\n")
+	require.NoError(t, m.Reload(context.Background()))
+	after := m.Router().Current()
+	require.Len(t, after.Providers, 3)
+	assert.Same(t, before.Providers[0].Impl, after.Providers[0].Impl, "a unchanged: same instance, same process")
+	assert.NotSame(t, before.Providers[1].Impl, after.Providers[1].Impl, "b changed: a new instance")
+	assert.Equal(t, 1, opener.count("a"))
+	assert.Equal(t, 2, opener.count("b"))
+	assert.Equal(t, 1, opener.count("c"))
+	assert.True(t, opener.opened["b"][0].isClosed(), "the old b is closed, no call being in flight on it")
+	assert.False(t, opener.last("a").isClosed())
+}
+
+func TestReloadClosesARemovedInstanceAfterItsCallInFlight(t *testing.T) {
+	m, opener, write := managed(t, twoMocks)
+	old := m.Router().Current()
+	b := opener.last("b")
+	done := make(chan error, 1)
+	go func() {
+		_, err := old.Providers[1].Impl.Chat(context.Background(), pluginapi.ChatRequest{Model: "hold"})
+		done <- err
+	}()
+	<-b.entered // the call is in flight
+	write("providers:\n  - name: a\n    plugin: mock\n")
+	require.NoError(t, m.Reload(context.Background()))
+	assert.Len(t, m.Router().Current().Providers, 1)
+	assert.False(t, b.isClosed(), "closed under a call in flight")
+
+	close(b.release)
+	require.NoError(t, <-done, "the call in flight finished on its instance")
+	<-old.Providers[1].Impl.(*counted).done
+	assert.True(t, b.isClosed(), "closed once its last call ended")
+
+	_, err := old.Providers[1].Impl.Chat(context.Background(), pluginapi.ChatRequest{})
+	var unavailable *pluginapi.UnavailableError
+	require.ErrorAs(t, err, &unavailable, "a late call on the closed instance is refused as unavailable")
+	assert.Contains(t, err.Error(), "closed by a reload")
+}
+
+func TestABadReloadKeepsTheLastSet(t *testing.T) {
+	m, opener, write := managed(t, twoMocks)
+	before := m.Router().Current()
+	write("providers:\n  - name: a\n    plugin: mock\n    timeout: soon\n")
+	err := m.Reload(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[0] (name "a"): timeout:`)
+	assert.Same(t, before, m.Router().Current(), "the last good set serves")
+	st := m.Router().Status()
+	assert.False(t, st.OK)
+	assert.Equal(t, err.Error(), st.Error)
+	assert.Len(t, st.Providers, 2)
+	assert.False(t, opener.last("a").isClosed())
+
+	opener.fail = "c"
+	write(twoMocks + "  - name: c\n    plugin: mock\n")
+	require.Error(t, m.Reload(context.Background()))
+	assert.Same(t, before, m.Router().Current(), "an instance that does not open fails the reload")
+
+	write(twoMocks)
+	require.NoError(t, m.Reload(context.Background()))
+	assert.True(t, m.Router().Status().OK, "a good reload clears the error")
+	assert.Equal(t, 1, opener.count("a"))
+}
+
+func TestStatusNeverShowsAKey(t *testing.T) {
+	m, _, _ := managed(t, twoMocks)
+	st := m.Router().Status()
+	assert.NotContains(t, strings.ToLower(jsonOf(t, st)), "sk-env-secret")
+}
+
+// BenchmarkCountedChat is the reference count's cost on every call to an
+// instance of a providers file, beside the instance called directly.
+func BenchmarkCountedChat(b *testing.B) {
+	inst := &fakeInstance{name: "a"}
+	ctx, req := context.Background(), pluginapi.ChatRequest{}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = inst.Chat(ctx, req)
+		}
+	})
+	c := &counted{inst: inst, done: make(chan struct{})}
+	b.Run("counted", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = c.Chat(ctx, req)
+		}
+	})
+	b.Run("counted-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, _ = c.Chat(ctx, req)
+			}
+		})
+	})
+}
+
+// Calls racing a retire never reach a closed instance: each either runs
+// on the open instance or is refused as unavailable, and the instance is
+// closed once, after the last.
+func TestRetireRacingCalls(t *testing.T) {
+	for range 50 {
+		inst := &fakeInstance{name: "a"}
+		c := &counted{inst: inst, done: make(chan struct{})}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 20 {
+					_, err := c.Chat(context.Background(), pluginapi.ChatRequest{})
+					if err != nil {
+						var unavailable *pluginapi.UnavailableError
+						require.ErrorAs(t, err, &unavailable, "a call reached the closed instance")
+					}
+				}
+			})
+		}
+		c.retire()
+		wg.Wait()
+		<-c.done
+		assert.True(t, inst.isClosed())
+	}
+}
