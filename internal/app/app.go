@@ -259,8 +259,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 		a.pushFunc("providers", a.providersFile.Close)
 		a.Providers = a.providersFile.Router()
-		secrets = append(secrets, a.providersFile.Keys()...)
-		provider, providerName = firstProvider{a.Providers}, a.Providers.Current().Providers[0].Name
 	} else {
 		plugin := cfg.ProviderName()
 		if cfg.ProviderPlugin != "" && o.Provider == nil {
@@ -463,31 +461,6 @@ func (a *App) ReloadProviders(ctx context.Context) (providers.Status, error) {
 	}
 	err := a.providersFile.Reload(ctx)
 	return a.Providers.Status(), err
-}
-
-// firstProvider calls the first provider of the router's current set: the
-// gateway's Provider beside its Router, so that a reload reaches it too.
-type firstProvider struct{ r *providers.Router }
-
-func (f firstProvider) impl() pluginapi.Provider { return f.r.Current().Providers[0].Impl }
-
-func (f firstProvider) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
-	return f.impl().Chat(ctx, req)
-}
-
-func (f firstProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
-	return f.impl().StreamChat(ctx, req, send)
-}
-
-func (f firstProvider) Models(ctx context.Context) ([]pluginapi.Model, error) {
-	return f.impl().Models(ctx)
-}
-
-func (f firstProvider) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
-	if e, ok := f.impl().(pluginapi.Embedder); ok {
-		return e.Embed(ctx, req)
-	}
-	return pluginapi.EmbedResponse{}, pluginapi.NoEmbeddings(req.Model)
 }
 
 // ReloadPolicies loads SVC_POLICY_DIR again: on SIGHUP, and for POST

@@ -615,5 +615,8 @@ func (g *Gateway) scrub(s string) string {
 	for _, secret := range g.secrets {
 		s = strings.ReplaceAll(s, secret, "[redacted]")
 	}
+	for _, secret := range g.router.Secrets() {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
 	return s
 }

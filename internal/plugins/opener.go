@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -42,6 +43,10 @@ func ProviderPluginPath(cfg *config.Config, plugin string) string {
 // is missing or does not run fails the load with its name.
 func (o *Opener) Open(ctx context.Context, name, plugin, mode string, pc pluginapi.ProviderConfig) (providers.Instance, error) {
 	logger := o.logger.Named(name)
+	if plugin == "mock" && pc.MockLatency == 0 {
+		// The file has no field for it: MOCK_LATENCY_MS slows every mock.
+		pc.MockLatency = time.Duration(o.cfg.MockLatencyMS) * time.Millisecond
+	}
 	if mode == providers.ModeInProcess {
 		newProvider, ok := Builtins[plugin]
 		if !ok {

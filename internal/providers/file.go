@@ -705,6 +705,9 @@ func (p *Provider) Serves(model string) bool {
 		return true
 	}
 	for _, g := range p.Models {
+		if g == model {
+			return true
+		}
 		if ok, _ := path.Match(g, model); ok {
 			return true
 		}

@@ -196,7 +196,6 @@ type Manager struct {
 	o      ManagerOptions
 	router *Router
 	mu     sync.Mutex // one load at a time
-	keys   []string   // every key loaded so far, for the secrets never shown
 }
 
 // Load reads, validates and opens the providers file: its error (naming
@@ -227,13 +226,6 @@ func Load(ctx context.Context, o ManagerOptions) (*Manager, error) {
 
 // Router is the router over the loaded set.
 func (m *Manager) Router() *Router { return m.router }
-
-// Keys are the keys of every set loaded: strings never to be shown.
-func (m *Manager) Keys() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.keys...)
-}
 
 // Reload reads the file again and swaps the new set in: unchanged
 // instances are kept, new ones opened, and those the file dropped or
@@ -281,7 +273,7 @@ func (m *Manager) buildLocked(ctx context.Context, old *Set) (*Set, error) {
 	}
 	for _, s := range f.Providers {
 		if s.Config.APIKey != "" {
-			m.keys = append(m.keys, s.Config.APIKey)
+			set.Secrets = append(set.Secrets, s.Config.APIKey)
 		}
 	}
 	return set, nil

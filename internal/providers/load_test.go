@@ -116,7 +116,7 @@ func TestLoadOpensEachInstance(t *testing.T) {
 	res, err := set.Providers[1].Impl.Chat(context.Background(), pluginapi.ChatRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, "b", string(res.Body))
-	assert.Equal(t, []string{"sk-env-secret"}, m.Keys())
+	assert.Equal(t, []string{"sk-env-secret"}, m.Router().Secrets())
 	st := m.Router().Status()
 	assert.True(t, st.OK)
 	assert.Equal(t, []string{"a", "b"}, Names(set))

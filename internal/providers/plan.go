@@ -2,7 +2,6 @@ package providers
 
 import (
 	"path"
-	"strings"
 	"sync"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -79,24 +78,6 @@ func (st *state) remember(m map[string]*resolved, model string) {
 	}
 }
 
-func isGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
-
-// serves says whether a provider's models match model.
-func serves(p *Provider, model string) bool {
-	if len(p.Models) == 0 {
-		return true
-	}
-	for _, m := range p.Models {
-		if m == model {
-			return true
-		}
-		if ok, _ := path.Match(m, model); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // resolve finds model's route: a route named exactly for it, else the
 // first glob route that matches, else every provider that serves it, in
 // file order. It returns nil when no provider serves the model.
@@ -145,7 +126,7 @@ func (st *state) resolve(model string) *resolved {
 		}
 	} else {
 		for i, p := range set.Providers {
-			if serves(p, model) {
+			if p.Serves(model) {
 				r.cands = append(r.cands, Candidate{Provider: p.Name, Plugin: p.Plugin, Model: model})
 				r.idx = append(r.idx, i)
 				r.weights = append(r.weights, max(p.Weight, 1))
@@ -157,7 +138,7 @@ func (st *state) resolve(model string) *resolved {
 	}
 	if len(set.Providers) > 1 {
 		for i, p := range set.Providers {
-			if !r.has(i) && !serves(p, model) {
+			if !r.has(i) && !p.Serves(model) {
 				r.notServed = append(r.notServed, Skipped{Provider: p.Name, Reason: ReasonNotServed})
 			}
 		}

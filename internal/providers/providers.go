@@ -91,6 +91,9 @@ type Set struct {
 	// Source is the providers file, or "" when the set comes from the
 	// environment variables.
 	Source string
+	// Secrets are the keys of the set's providers: no error text shows
+	// them.
+	Secrets []string
 }
 
 // Opener starts the implementation of one provider instance: a plugin

@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,11 @@ type Router struct {
 	state  atomic.Pointer[state]
 	prices atomic.Pointer[pricing.Table]
 	loaded atomic.Pointer[loadStatus]
-	swapMu sync.Mutex // one Swap at a time, so that each sees the state it replaces
-	now    func() time.Time
+	// secrets are the keys of every set the router served, kept after a
+	// reload dropped them: a call on the old set may still fail with one.
+	secrets atomic.Pointer[[]string]
+	swapMu  sync.Mutex // one Swap at a time, so that each sees the state it replaces
+	now     func() time.Time
 	// sleep waits d or until ctx is done; float64 draws in [0, 1): the
 	// tests' stand-ins keep them from real time and chance.
 	sleep   func(ctx context.Context, d time.Duration) error
@@ -40,8 +44,33 @@ func NewRouter(set *Set, now func() time.Time) *Router {
 	}
 	r := &Router{now: now, sleep: sleep, float64: rand.Float64}
 	r.state.Store(newState(set, nil))
+	r.keepSecrets(set)
 	r.loaded.Store(&loadStatus{source: set.Source, at: now()})
 	return r
+}
+
+// keepSecrets adds set's keys to the router's secrets. Called once per set,
+// under swapMu or before the router is shared.
+func (r *Router) keepSecrets(set *Set) {
+	var all []string
+	if old := r.secrets.Load(); old != nil {
+		all = append(all, *old...)
+	}
+	for _, k := range set.Secrets {
+		if k != "" && !slices.Contains(all, k) {
+			all = append(all, k)
+		}
+	}
+	r.secrets.Store(&all)
+}
+
+// Secrets are the keys of every set the router served: strings no error
+// text may show.
+func (r *Router) Secrets() []string {
+	if s := r.secrets.Load(); s != nil {
+		return *s
+	}
+	return nil
 }
 
 // Single is the environment's set: one provider, serving every model, one
@@ -60,6 +89,7 @@ func Single(name, plugin string, impl pluginapi.Provider) *Set {
 func (r *Router) Swap(set *Set) {
 	r.swapMu.Lock()
 	defer r.swapMu.Unlock()
+	r.keepSecrets(set)
 	r.state.Store(newState(set, r.state.Load()))
 }
 
@@ -115,7 +145,7 @@ func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
 			continue
 		}
 		for _, m := range models {
-			if !seen[m.ID] && serves(p, m.ID) {
+			if !seen[m.ID] && p.Serves(m.ID) {
 				seen[m.ID] = true
 				out = append(out, m)
 			}

@@ -663,7 +663,7 @@ func FuzzPlan(f *testing.F) {
 			if p.Route == "" {
 				require.Equal(t, model, c.Model)
 				i := r.state.Load().byName[c.Provider]
-				require.True(t, serves(set.Providers[i], model))
+				require.True(t, set.Providers[i].Serves(model))
 			}
 		}
 	})
