@@ -103,9 +103,30 @@ func TestOpenerRunsABuiltinInProcess(t *testing.T) {
 	var pe *pluginapi.ProviderError
 	require.ErrorAs(t, err, &pe, "no embeddings: the provider's own 404")
 
-	_, err = o.Open(context.Background(), "x", "anthropic", providers.ModeInProcess, pluginapi.ProviderConfig{})
+	_, err = o.Open(context.Background(), "x", "vllm", providers.ModeInProcess, pluginapi.ProviderConfig{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "the anthropic provider cannot run in_process")
+	assert.Contains(t, err.Error(), "the vllm provider cannot run in_process")
+}
+
+// The first-party providers run in process through the packages their
+// plugins serve.
+func TestOpenerRunsTheFirstPartyProvidersInProcess(t *testing.T) {
+	o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": t.TempDir()}), hclog.NewNullLogger())
+	for _, name := range []string{"openai", "anthropic", "mock"} {
+		inst, err := o.Open(context.Background(), name, name, providers.ModeInProcess,
+			pluginapi.ProviderConfig{BaseURL: "http://127.0.0.1:9", APIKey: "k"})
+		require.NoError(t, err, name)
+		_, isSlot := inst.(slotted)
+		assert.False(t, isSlot, name)
+		inst.Close()
+	}
+	inst, err := o.Open(context.Background(), "m", "mock", providers.ModeInProcess, pluginapi.ProviderConfig{})
+	require.NoError(t, err)
+	defer inst.Close()
+	res, err := inst.Chat(context.Background(), pluginapi.ChatRequest{Model: "gpt-4o-mini",
+		Body: []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`)})
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Body), `"chat.completion"`)
 }
 
 func TestNoProviderSlotBesideAProvidersFile(t *testing.T) {
