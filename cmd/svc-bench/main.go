@@ -50,6 +50,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with two modes, one file each: name.<mode>.ext)")
+	flag.StringVar(&o.svcLog, "svc-log", "", "also append svc's standard error (its log; the runtime's, with -env GODEBUG=gctrace=1) to this file")
 	flag.StringVar(&o.phases, "phases", "latency,endpoints,streaming,closed", "the phases to run, comma-separated (none: \"\")")
 	flag.StringVar(&o.mode, "mode", "", "the providers' mode: plugin, in_process or both (default: both when this svc reads a providers file, else plugin)")
 	flag.BoolVar(&o.chaos, "chaos", false, "also run the chaos case: two providers, the first failing 30% of calls; then both down")
@@ -85,6 +86,7 @@ type options struct {
 	duration, latency   time.Duration
 	conns, streams      int
 	cpuprofile, phases  string
+	svcLog              string
 	mode                string
 	chaos               bool
 	chaosRate           int
@@ -905,6 +907,14 @@ func startSVC(o options, upstreamURL string, file *providersFile) (*svcProcess, 
 	cmd.Env[1] = "SVC_ADDR=" + addr
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if o.svcLog != "" {
+		f, err := os.OpenFile(o.svcLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the child has its own copy
+		cmd.Stderr = f
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", o.svc, err)
 	}
@@ -920,6 +930,9 @@ func startSVC(o options, upstreamURL string, file *providersFile) (*svcProcess, 
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.stop()
+	if o.svcLog != "" {
+		return nil, fmt.Errorf("svc did not start (its log: %s)", o.svcLog)
+	}
 	return nil, fmt.Errorf("svc did not start:\n%s", stderr.String())
 }
 
