@@ -36,6 +36,7 @@ type journal struct {
 	f      *os.File
 	seq    uint64   // number of the open segment
 	size   int64    // bytes written to it
+	writes uint64   // writes since the journal opened (runs commit in groups: fewer than runs)
 	sealed []uint64 // closed segments whose runs are not yet known stored
 }
 
@@ -168,6 +169,7 @@ func (j *journal) write(frames []byte) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.size += int64(len(frames))
+	j.writes++
 	return nil
 }
 

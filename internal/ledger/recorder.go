@@ -206,10 +206,11 @@ func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logg
 
 // group is the runs one write journals, their frames end to end.
 type group struct {
-	frames *[]byte // from framePool
-	recs   []*Record
-	done   chan struct{} // closed once written; err is then set
-	err    error
+	frames  *[]byte // from framePool
+	recs    []*Record
+	written bool       // under mu: the write is over (idle is broadcast then)
+	err     error      // its error, once written
+	small   [4]*Record // recs' first backing array, allocated with the group
 }
 
 // Record journals rec and returns once it is durable. The write is not
@@ -236,7 +237,8 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 	g := r.group
 	lead := g == nil
 	if lead {
-		g = &group{frames: framePool.Get().(*[]byte), done: make(chan struct{})}
+		g = &group{frames: framePool.Get().(*[]byte)}
+		g.recs = g.small[:0]
 		*g.frames = (*g.frames)[:0]
 		r.group = g
 	}
@@ -245,18 +247,21 @@ func (r *Recorder) Record(_ context.Context, rec *Record) error {
 	releaseFrame(frame)
 	if lead {
 		r.commit(g)
-	} else {
-		r.mu.Unlock()
-		<-g.done
 	}
-	if g.err != nil {
-		return g.err
+	for !g.written {
+		r.idle.Wait()
+	}
+	err = g.err
+	r.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	r.feed.Publish(rec.Run)
 	return nil
 }
 
-// commit writes g, whose leader holds mu, and releases mu.
+// commit writes g, whose leader holds mu, and holds mu again when it
+// returns; mu is free during the write.
 func (r *Recorder) commit(g *group) {
 	r.acquire()
 	r.group = nil // runs from now on form the next group
@@ -271,18 +276,15 @@ func (r *Recorder) commit(g *group) {
 	} else {
 		r.pending = append(r.pending, g.recs...)
 		r.appended += uint64(len(g.recs))
-	}
-	r.release()
-	r.mu.Unlock()
-	g.err = err
-	close(g.done)
-	if err == nil {
 		r.wake()
 	}
+	g.written, g.err = true, err
+	r.release() // wakes the group's other runs too
 }
 
 // acquire waits, holding mu, until nobody uses the journal's file, and
-// takes it.
+// takes it. Everyone waiting on the recorder waits on idle: a group's
+// leader, the runs of a group being written, the writer, Close.
 func (r *Recorder) acquire() {
 	for r.busy {
 		r.idle.Wait()
