@@ -293,6 +293,12 @@ func startTargets(o options, upstream string) (targets []target, files bool, err
 			file = &f
 		}
 		p, err := startSVC(o, upstream, file)
+		if err != nil && file != nil && o.mode == "" {
+			// An svc that reads providers files but cannot run this
+			// provider in process refuses the file at start.
+			fmt.Printf("note: in-process mode not measured: %v\n", err)
+			continue
+		}
 		if err != nil {
 			return targets, files, err
 		}
@@ -309,9 +315,10 @@ func startTargets(o options, upstream string) (targets []target, files bool, err
 		}
 		targets = append(targets, target{mode: mode, svc: p})
 	}
-	if o.chaos && o.mode == modePlugin {
+	if o.chaos && !files {
 		// Plugin mode as the environment configures it says nothing of
-		// the providers file the chaos case needs: ask an svc given one.
+		// the providers file the chaos case needs (nor an svc that
+		// refused an in-process provider): ask an svc given one.
 		f := singleProvider(modePlugin, upstream)
 		p, err := startSVC(o, upstream, &f)
 		if err != nil {
