@@ -49,7 +49,16 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 10*time.Millisecond, "the upstream's fixed latency in the open-loop phases")
 	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with two modes, one file each: name.<mode>.ext)")
+	flag.StringVar(&o.svcLog, "svc-log", "", "also append svc's standard error (its log; the runtime's, with -env GODEBUG=gctrace=1) to this file")
+	flag.StringVar(&o.phases, "phases", "latency,endpoints,streaming,closed", "the phases to run, comma-separated (none: \"\")")
+	flag.StringVar(&o.mode, "mode", "", "the providers' mode: plugin, in_process or both (default: both when this svc reads a providers file, else plugin)")
+	flag.BoolVar(&o.chaos, "chaos", false, "also run the chaos case: two providers, the first failing 30% of calls; then both down")
+	flag.IntVar(&o.chaosRate, "chaos-rate", 200, "the chaos case's request rate (req/s)")
+	flag.DurationVar(&o.chaosDuration, "chaos-duration", 60*time.Second, "the chaos case's length")
+	flag.DurationVar(&o.chaosTimeout, "chaos-timeout", 200*time.Millisecond, "each provider's timeout in the chaos case")
+	flag.IntVar(&o.chaosSample, "chaos-sample", 200, "runs of the chaos case read back to check their attempts")
+	flag.IntVar(&o.chaosDown, "chaos-down", 20, "calls made with both providers down")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
 	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
 		if !strings.Contains(kv, "=") {
@@ -76,7 +85,15 @@ type options struct {
 	svc, plugins, rates string
 	duration, latency   time.Duration
 	conns, streams      int
-	cpuprofile          string
+	cpuprofile, phases  string
+	svcLog              string
+	mode                string
+	chaos               bool
+	chaosRate           int
+	chaosDuration       time.Duration
+	chaosTimeout        time.Duration
+	chaosSample         int
+	chaosDown           int
 	env                 []string
 }
 
@@ -113,8 +130,28 @@ func bodyFor(url string) string {
 
 var requestSeq atomic.Int64
 
+// benchModel is the model every chat request names.
+const benchModel = "gpt-4o-mini"
+
 const chatTemplate = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 	`{"role":"user","content":"Write one sentence about benchmarks."}]}`
+
+// target is one svc the benchmark measures: its providers in one mode.
+type target struct {
+	mode string
+	svc  *svcProcess
+}
+
+func (t target) chat() string { return t.svc.url + "/v1/chat/completions" }
+
+// summary is what the final table shows of one mode.
+type summary struct {
+	mode                string
+	addedP50, overOne   time.Duration // at the first rate: added p50, and its excess over one bare relay
+	addedP99, overTwo   time.Duration // at the last rate: added p99, and its excess over two bare relays
+	firstRate, lastRate int
+	throughput          float64
+}
 
 func run(o options) error {
 	var rates []int
@@ -125,74 +162,259 @@ func run(o options) error {
 		}
 		rates = append(rates, r)
 	}
+	if o.chaosRate <= 0 || o.chaosDuration <= 0 || o.chaosTimeout <= 0 {
+		return fmt.Errorf("-chaos-rate, -chaos-duration and -chaos-timeout must be positive")
+	}
 	up, err := startUpstream()
 	if err != nil {
 		return err
 	}
 	defer up.close()
-	svc, err := startSVC(o, up.url)
+	targets, files, err := startTargets(o, up.url)
+	for _, t := range targets {
+		defer t.svc.stop()
+	}
 	if err != nil {
 		return err
 	}
-	defer svc.stop()
-	relays, err := startRelays(up.url, 2)
+	one, err := startRelays(up.url, 1)
 	if err != nil {
 		return err
 	}
-	defer relays.stop()
+	defer one.stop()
+	two, err := startRelays(up.url, 2)
+	if err != nil {
+		return err
+	}
+	defer two.stop()
 
 	direct := up.url + "/chat/completions"
-	gateway := svc.url + "/v1/chat/completions"
-	bare := relays.url + "/chat/completions"
-	fmt.Printf("svc-bench: upstream latency %v, phases of %v, GOMAXPROCS from the machine (%d CPUs)\n\n", o.latency, o.duration, numCPU())
+	fmt.Printf("svc-bench: upstream latency %v, phases of %v, GOMAXPROCS from the machine (%d CPUs), modes %s\n\n",
+		o.latency, o.duration, numCPU(), modeNames(targets))
 
 	// Warm svc's path and the relays': connections, the plugin, SQLite's pages.
 	up.latency.Store(int64(o.latency))
-	for _, url := range []string{gateway, bare} {
+	warm := []string{one.url + "/chat/completions", two.url + "/chat/completions"}
+	for _, t := range targets {
+		warm = append(warm, t.chat())
+	}
+	for _, url := range warm {
 		if _, err := openLoop(client(4096), url, 200, time.Second); err != nil {
 			return err
 		}
 	}
 
-	fmt.Println("latency added by svc (open loop, same rate, svc minus direct; two bare relays minus direct for scale)")
-	fmt.Printf("  %-10s %-22s %-22s %-20s %-22s %s\n", "rate", "direct p50 / p99", "svc p50 / p99", "added p50 / p99", "relays add p50 / p99", "errors")
+	sums := make([]summary, len(targets))
+	for i, t := range targets {
+		sums[i].mode = t.mode
+	}
+	if o.has("latency") {
+		if err := latencyPhase(o, rates, up, targets, one, two, sums); err != nil {
+			return err
+		}
+	}
+	for _, t := range targets {
+		if o.has("endpoints") {
+			if err := endpointsPhase(t, rates[0], o.duration, up, two); err != nil {
+				return err
+			}
+		}
+		if o.has("streaming") {
+			if err := streamingPhase(t, o.streams, direct, two.url+"/chat/completions"); err != nil {
+				return err
+			}
+		}
+	}
+	if o.has("closed") {
+		up.latency.Store(0)
+		if err := closedPhase(o, direct, targets, sums); err != nil {
+			return err
+		}
+		up.latency.Store(int64(o.latency))
+	}
+	if o.has("closed") || o.has("latency") {
+		printSummary(o, sums)
+	}
+
+	var chaos []*chaosResult
+	if o.chaos {
+		if !files {
+			fmt.Println("\nchaos: not run: this svc reads no providers file (SVC_PROVIDERS_FILE)")
+		}
+		for _, t := range targets {
+			if !files {
+				break
+			}
+			r, err := chaosCase(o, t.mode)
+			if err != nil {
+				return fmt.Errorf("chaos (%s): %w", t.mode, err)
+			}
+			chaos = append(chaos, r)
+		}
+		if len(chaos) > 0 {
+			printChaos(o, chaos)
+		}
+	}
+
+	fmt.Println("\nmemory after the run")
+	for _, t := range targets {
+		for _, p := range t.svc.processes() {
+			rss, hwm := memory(p.pid)
+			fmt.Printf("  %-11s %-22s RSS %6.1f MB   peak %6.1f MB\n", t.mode, p.name, rss, hwm)
+		}
+	}
+	for _, r := range chaos {
+		if !r.ok() {
+			return fmt.Errorf("the chaos case failed in %s mode", r.mode)
+		}
+	}
+	return nil
+}
+
+// startTargets starts an svc for each mode -mode asks for: plugin mode as
+// the environment configures it (today's svc), in-process mode through a
+// providers file. Without -mode, in-process mode is measured when this svc
+// reads a providers file, which is found out by trying; files says
+// whether it does.
+func startTargets(o options, upstream string) (targets []target, files bool, err error) {
+	var modes []string
+	switch o.mode {
+	case "", "both":
+		modes = []string{modePlugin, modeInProcess}
+	case modePlugin, modeInProcess:
+		modes = []string{o.mode}
+	default:
+		return nil, false, fmt.Errorf("-mode %q: want plugin, in_process or both", o.mode)
+	}
+	for _, mode := range modes {
+		var file *providersFile
+		if mode == modeInProcess {
+			f := singleProvider(mode, upstream)
+			file = &f
+		}
+		p, err := startSVC(o, upstream, file)
+		if err != nil && file != nil && o.mode == "" {
+			// An svc that reads providers files but cannot run this
+			// provider in process refuses the file at start.
+			fmt.Printf("note: in-process mode not measured: %v\n", err)
+			continue
+		}
+		if err != nil {
+			return targets, files, err
+		}
+		if file != nil {
+			files = p.providersFile
+		}
+		if file != nil && !p.providersFile {
+			p.stop()
+			if o.mode != "" {
+				return targets, false, fmt.Errorf("-mode %s: this svc reads no providers file (SVC_PROVIDERS_FILE)", o.mode)
+			}
+			fmt.Println("note: this svc reads no providers file (SVC_PROVIDERS_FILE): plugin mode only")
+			continue
+		}
+		targets = append(targets, target{mode: mode, svc: p})
+	}
+	if o.chaos && !files {
+		// Plugin mode as the environment configures it says nothing of
+		// the providers file the chaos case needs (nor an svc that
+		// refused an in-process provider): ask an svc given one.
+		f := singleProvider(modePlugin, upstream)
+		p, err := startSVC(o, upstream, &f)
+		if err != nil {
+			return targets, false, err
+		}
+		files = p.providersFile
+		p.stop()
+	}
+	return targets, files, nil
+}
+
+func modeNames(targets []target) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.mode
+	}
+	return strings.Join(names, ", ")
+}
+
+// has reports whether -phases names phase.
+func (o options) has(phase string) bool {
+	return slices.Contains(strings.Split(o.phases, ","), phase)
+}
+
+// latencyPhase measures, at each rate, the upstream called directly, each
+// svc, one bare relay and two in a chain, in turns, so that the floors are
+// those of the same run.
+func latencyPhase(o options, rates []int, up *upstream, targets []target, one, two *relayChain, sums []summary) error {
+	direct := up.url + "/chat/completions"
+	fmt.Println("latency added by svc (open loop, same rate, minus direct; one bare relay and two in a chain are the floors)")
 	var cpuLines []string
-	for _, rate := range rates {
-		// svc and its plugin work only for svc's turns: their CPU over the
-		// phase is what svc's requests cost at this rate.
-		procs := svc.processes()
-		before := cpuTimes(procs)
-		got, err := interleaved([]string{direct, gateway, bare}, rate, o.duration)
+	for ri, rate := range rates {
+		urls := []string{direct}
+		for _, t := range targets {
+			urls = append(urls, t.chat())
+		}
+		urls = append(urls, one.url+"/chat/completions", two.url+"/chat/completions")
+		// Each svc works only in its turns: its CPU over the phase is what
+		// its requests cost at this rate.
+		procs := make([][]namedPID, len(targets))
+		before := make([][]time.Duration, len(targets))
+		for i, t := range targets {
+			procs[i] = t.svc.processes()
+			before[i] = cpuTimes(procs[i])
+		}
+		got, err := interleaved(urls, rate, o.duration)
 		if err != nil {
 			return err
 		}
-		d, s, r := got[0], got[1], got[2]
-		fmt.Printf("  %-10s %-22s %-22s %-20s %-22s %d\n", fmt.Sprintf("%d/s", rate),
-			pair(d.p(50), d.p(99)), pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)),
-			pair(r.p(50)-d.p(50), r.p(99)-d.p(99)), d.errors+s.errors+r.errors)
-		cpuLines = append(cpuLines, fmt.Sprintf("  %-10s %s", fmt.Sprintf("%d/s", rate), cpuPerRequest(procs, before, s.ok)))
+		d, r1, r2 := got[0], got[len(got)-2], got[len(got)-1]
+		fmt.Printf("  %d/s         %-20s %-20s %s\n", rate, "p50 / p99", "added p50 / p99", "errors")
+		row := func(name string, s *sample) {
+			fmt.Printf("    %-14s %-20s %-20s %d\n", name, pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), s.errors)
+		}
+		row("direct", d)
+		for i, t := range targets {
+			s := got[1+i]
+			row("svc "+t.mode, s)
+			cpuLines = append(cpuLines, fmt.Sprintf("  %-8s %-11s %s", fmt.Sprintf("%d/s", rate), t.mode, cpuPerRequest(procs[i], before[i], s.ok)))
+			if ri == 0 {
+				sums[i].firstRate = rate
+				sums[i].addedP50, sums[i].overOne = s.p(50)-d.p(50), s.p(50)-r1.p(50)
+			}
+			if ri == len(rates)-1 {
+				sums[i].lastRate = rate
+				sums[i].addedP99, sums[i].overTwo = s.p(99)-d.p(99), s.p(99)-r2.p(99)
+			}
+		}
+		row("1 bare relay", r1)
+		row("2 bare relays", r2)
 	}
 	fmt.Println("  CPU per request at that rate")
 	for _, l := range cpuLines {
 		fmt.Println(l)
 	}
+	return nil
+}
 
+func endpointsPhase(t target, rate int, duration time.Duration, up *upstream, relays *relayChain) error {
+	direct := up.url + "/chat/completions"
 	// The other endpoints at the first rate: the direct call is the
 	// upstream's own endpoint (for Responses, the chat completion svc
 	// translates it to); an endpoint this svc does not serve is said so.
-	fmt.Printf("\nother endpoints (open loop at %d/s, svc minus direct; relays for scale)\n", rates[0])
+	fmt.Printf("\nother endpoints, %s (open loop at %d/s, svc minus direct; relays for scale)\n", t.mode, rate)
 	for _, e := range []struct{ name, direct, svc string }{
-		{"embeddings", up.url + "/embeddings", svc.url + "/v1/embeddings"},
-		{"responses", direct, svc.url + "/v1/responses"},
+		{"embeddings", up.url + "/embeddings", t.svc.url + "/v1/embeddings"},
+		{"responses", direct, t.svc.url + "/v1/responses"},
 	} {
 		if err := call(client(1), e.svc); err != nil {
 			fmt.Printf("  %-12s not measured: %v\n", e.name, err)
 			continue
 		}
-		procs := svc.processes()
+		procs := t.svc.processes()
 		before := cpuTimes(procs)
 		relay := relays.url + strings.TrimPrefix(e.direct, up.url)
-		got, err := interleaved([]string{e.direct, e.svc, relay}, rates[0], o.duration)
+		got, err := interleaved([]string{e.direct, e.svc, relay}, rate, duration)
 		if err != nil {
 			return err
 		}
@@ -201,16 +423,19 @@ func run(o options) error {
 			pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), pair(r.p(50)-d.p(50), r.p(99)-d.p(99)), d.errors+s.errors+r.errors,
 			cpuPerRequest(procs, before, s.ok))
 	}
+	return nil
+}
 
-	fmt.Println("\nstreaming: time to first byte (sequential streams, direct, svc and the relays in turn)")
+func streamingPhase(t target, streams int, direct, bare string) error {
+	fmt.Printf("\nstreaming, %s: time to first byte (sequential streams, direct, svc and the relays in turn)\n", t.mode)
 	d, s, r, sc := &sample{}, &sample{}, &sample{}, client(1)
-	procs := svc.processes()
+	procs := t.svc.processes()
 	streamCPU := cpuTimes(procs)
-	for range o.streams {
+	for range streams {
 		if err := firstByte(sc, direct, d); err != nil {
 			return err
 		}
-		if err := firstByte(sc, gateway, s); err != nil {
+		if err := firstByte(sc, t.chat(), s); err != nil {
 			return err
 		}
 		if err := firstByte(sc, bare, r); err != nil {
@@ -220,46 +445,78 @@ func run(o options) error {
 	fmt.Printf("  direct p50 %s   svc p50 %s   added p50 %s (p99 %s)   relays add p50 %s (p99 %s)\n", ms(d.p(50)), ms(s.p(50)),
 		ms(s.p(50)-d.p(50)), ms(s.p(99)-d.p(99)), ms(r.p(50)-d.p(50)), ms(r.p(99)-d.p(99)))
 	fmt.Printf("  CPU per stream: %s\n", cpuPerRequest(procs, streamCPU, len(s.lat)))
+	return nil
+}
 
-	up.latency.Store(0)
+func closedPhase(o options, direct string, targets []target, sums []summary) error {
 	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded\n", o.conns)
 	dt, err := closedLoop(direct, o.conns, o.duration)
 	if err != nil {
 		return err
 	}
-	before, err := svc.runCount()
-	if err != nil {
-		return err
-	}
-	procs = svc.processes()
-	cpuBefore := cpuTimes(procs)
-	profiled := make(chan error, 1)
-	if o.cpuprofile != "" {
-		go func() { profiled <- svc.profile(o.cpuprofile, o.duration) }()
-	} else {
-		profiled <- nil
-	}
-	st, err := closedLoop(gateway, o.conns, o.duration)
-	if perr := <-profiled; perr != nil {
-		return fmt.Errorf("cpu profile: %w", perr)
-	}
-	if err != nil {
-		return err
-	}
-	after, err := svc.runCount()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("  direct %.0f req/s   svc %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
-		dt.rate, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
-	fmt.Printf("  CPU per request: %s\n", cpuPerRequest(procs, cpuBefore, st.ok))
-
-	fmt.Println("\nmemory after the run")
-	for _, p := range svc.processes() {
-		rss, hwm := memory(p.pid)
-		fmt.Printf("  %-22s RSS %6.1f MB   peak %6.1f MB\n", p.name, rss, hwm)
+	fmt.Printf("  direct %.0f req/s\n", dt.rate)
+	for i, t := range targets {
+		before, err := t.svc.runCount()
+		if err != nil {
+			return err
+		}
+		procs := t.svc.processes()
+		cpuBefore := cpuTimes(procs)
+		profiled := make(chan error, 1)
+		if o.cpuprofile != "" {
+			file := o.cpuprofile
+			if len(targets) > 1 {
+				file = strings.TrimSuffix(file, filepath.Ext(file)) + "." + t.mode + filepath.Ext(file)
+			}
+			go func() { profiled <- t.svc.profile(file, o.duration) }()
+		} else {
+			profiled <- nil
+		}
+		st, err := closedLoop(t.chat(), o.conns, o.duration)
+		if perr := <-profiled; perr != nil {
+			return fmt.Errorf("cpu profile: %w", perr)
+		}
+		if err != nil {
+			return err
+		}
+		after, err := t.svc.runCount()
+		if err != nil {
+			return err
+		}
+		sums[i].throughput = st.rate
+		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
+			t.mode, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
+		fmt.Printf("  CPU per request: %s\n", cpuPerRequest(procs, cpuBefore, st.ok))
 	}
 	return nil
+}
+
+// printSummary is the issue's figures, each mode's against the floors of
+// the same run.
+func printSummary(o options, sums []summary) {
+	fmt.Println("\nsummary (floors from the same run)")
+	fmt.Printf("  %-11s %-30s %-30s %s\n", "mode", "added p50 (over 1 relay)", "added p99 (over 2 relays)", "closed-loop req/s")
+	var plugin, inProcess float64
+	for _, s := range sums {
+		p50, p99, tp := "-", "-", "-"
+		if o.has("latency") {
+			p50 = fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP50), float64(s.overOne)/1e6, s.firstRate)
+			p99 = fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP99), float64(s.overTwo)/1e6, s.lastRate)
+		}
+		if o.has("closed") {
+			tp = fmt.Sprintf("%.0f", s.throughput)
+		}
+		fmt.Printf("  %-11s %-30s %-30s %s\n", s.mode, p50, p99, tp)
+		switch s.mode {
+		case modePlugin:
+			plugin = s.throughput
+		case modeInProcess:
+			inProcess = s.throughput
+		}
+	}
+	if plugin > 0 && inProcess > 0 {
+		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess/plugin)
+	}
 }
 
 func numCPU() int {
@@ -583,6 +840,9 @@ type svcProcess struct {
 	url       string
 	dir       string
 	pprofAddr string // set with -cpuprofile
+	// providersFile is whether it was given a providers file and serves
+	// its providers (see readsProvidersFile).
+	providersFile bool
 }
 
 // profile writes svc's CPU profile over d to file.
@@ -607,7 +867,9 @@ func (p *svcProcess) profile(file string, d time.Duration) error {
 	return f.Close()
 }
 
-func startSVC(o options, upstreamURL string) (*svcProcess, error) {
+// startSVC starts bin/svc with its provider in front of upstreamURL, as the
+// environment configures it, or as file declares when it is not nil.
+func startSVC(o options, upstreamURL string, file *providersFile) (*svcProcess, error) {
 	dir, err := os.MkdirTemp("", "svc-bench-")
 	if err != nil {
 		return nil, err
@@ -622,6 +884,13 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 		"SVC_DB=" + filepath.Join(dir, "svc.db"), "SVC_PLUGIN_DIR=" + plugins,
 		"PROVIDER_API_KEY=sk-bench", "PROVIDER_BASE_URL=" + upstreamURL,
 		"SVC_RATE_LIMIT=0",
+	}
+	if file != nil {
+		path, err := file.write(dir)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, "SVC_PROVIDERS_FILE="+path)
 	}
 	cmd.Env = append(cmd.Env, o.env...)
 	var pprofAddr string
@@ -645,6 +914,14 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 	cmd.Env[1] = "SVC_ADDR=" + addr
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if o.svcLog != "" {
+		f, err := os.OpenFile(o.svcLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the child has its own copy
+		cmd.Stderr = f
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", o.svc, err)
 	}
@@ -654,11 +931,15 @@ func startSVC(o options, upstreamURL string) (*svcProcess, error) {
 		res, err := http.Get(p.url + "/health")
 		if err == nil {
 			res.Body.Close()
+			p.providersFile = file != nil && p.readsProvidersFile()
 			return p, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.stop()
+	if o.svcLog != "" {
+		return nil, fmt.Errorf("svc did not start (its log: %s)", o.svcLog)
+	}
 	return nil, fmt.Errorf("svc did not start:\n%s", stderr.String())
 }
 

@@ -36,6 +36,7 @@ type journal struct {
 	f      *os.File
 	seq    uint64   // number of the open segment
 	size   int64    // bytes written to it
+	writes uint64   // writes since the journal opened (runs commit in groups: fewer than runs)
 	sealed []uint64 // closed segments whose runs are not yet known stored
 }
 
@@ -160,14 +161,15 @@ func releaseFrame(buf *[]byte) {
 	}
 }
 
-// write appends an encoded frame with one write.
-func (j *journal) write(frame []byte) error {
-	if _, err := j.f.Write(frame); err != nil {
-		// A partial frame would end the segment's replay early; start a
-		// new segment so that later records stay readable.
-		return errors.Join(fmt.Errorf("journal: %w", err), j.rotateAfterError())
+// write appends encoded frames with one write. After an error the caller
+// seals the segment (rotateAfterError): a partial frame would end its
+// replay early.
+func (j *journal) write(frames []byte) error {
+	if _, err := j.f.Write(frames); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
-	j.size += int64(len(frame))
+	j.size += int64(len(frames))
+	j.writes++
 	return nil
 }
 
@@ -182,13 +184,22 @@ func (j *journal) rotateAfterError() error {
 // rotate closes the open segment, when it holds anything, onto the sealed
 // list and opens the next.
 func (j *journal) rotate() error {
+	seal, err := j.seal()
+	j.sealed = append(j.sealed, seal...)
+	return err
+}
+
+// seal closes the open segment, when it holds anything, and opens the
+// next, returning the closed one's number for the sealed list; it leaves
+// that list alone, so that it can run apart from whoever reads it.
+func (j *journal) seal() ([]uint64, error) {
 	if j.size == 0 {
-		return nil
+		return nil, nil
 	}
 	err := j.f.Close()
-	j.sealed = append(j.sealed, j.seq)
+	sealed := j.seq
 	j.seq++
-	return errors.Join(err, j.open())
+	return []uint64{sealed}, errors.Join(err, j.open())
 }
 
 // empty truncates the open segment, all of whose runs are stored, so that

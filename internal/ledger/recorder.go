@@ -66,6 +66,13 @@ func NewRecord(run *Run, events []Event, at time.Time) *Record {
 // from then on the run survives the process being killed. A background
 // writer moves journaled runs into the store in batches, off the request's
 // path; readers that must see every acknowledged run call Sync first.
+//
+// Concurrent Records commit as a group: the runs that come while a write
+// is under way are written together, in one write(2), as soon as it ends.
+// No lock is held across a write or any other file operation, so a write
+// the kernel is slow with (the machine is busy, the disk flushing) delays
+// the runs it carries and the group behind it, never every request queued
+// on a mutex, each then writing alone.
 type Recorder struct {
 	store  Store
 	logger hclog.Logger
@@ -73,8 +80,15 @@ type Recorder struct {
 
 	lock *os.File // held while the recorder is open: one process per journal
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// journal's file, segment number and size belong to whoever set busy
+	// (a group's leader writing, or the writer emptying or sealing the
+	// segment), who uses them without holding mu; its sealed list is
+	// guarded by mu.
 	journal   *journal
+	busy      bool
+	idle      *sync.Cond // on mu: busy was cleared
+	group     *group     // runs waiting for the next write; nil when none
 	pending   []*Record
 	appended  uint64        // runs journaled since start
 	stored    uint64        // of those, runs the writer is done with
@@ -133,6 +147,7 @@ func NewRecorder(ctx context.Context, store Store, dir string, logger hclog.Logg
 	}
 	r := &Recorder{store: store, logger: logger, feed: NewFeed(), journal: j, lock: lock, storedNow: make(chan struct{}), holdLimit: holdLimit,
 		segmentLimit: segmentLimit, poke: make(chan struct{}, 1), urgent: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+	r.idle = sync.NewCond(&r.mu)
 	go r.loop()
 	return r, nil
 }
@@ -189,34 +204,98 @@ func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logg
 	return err
 }
 
+// group is the runs one write journals, their frames end to end.
+type group struct {
+	frames  *[]byte // from framePool
+	recs    []*Record
+	written bool       // under mu: the write is over (idle is broadcast then)
+	err     error      // its error, once written
+	small   [4]*Record // recs' first backing array, allocated with the group
+}
+
 // Record journals rec and returns once it is durable. The write is not
 // tied to ctx: a run whose client went away is still recorded. The run is
 // then published on the Feed: durable, though not yet in the store (a
 // read through Service syncs first, so it finds it).
+//
+// The first run of a group leads it: it waits for the write under way,
+// closes the group to newcomers and writes it; the others wait for it.
 func (r *Recorder) Record(_ context.Context, rec *Record) error {
 	// Encode before taking the lock, so that concurrent calls share only
-	// the write itself.
+	// a copy into the group's buffer.
 	frame, err := encodeFrame(rec)
 	if err != nil {
 		return err
 	}
-	defer releaseFrame(frame)
 	rec.size = len(*frame)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		releaseFrame(frame)
 		return ErrClosed
 	}
-	if err := r.journal.write(*frame); err != nil {
-		r.mu.Unlock()
+	g := r.group
+	lead := g == nil
+	if lead {
+		g = &group{frames: framePool.Get().(*[]byte)}
+		g.recs = g.small[:0]
+		*g.frames = (*g.frames)[:0]
+		r.group = g
+	}
+	*g.frames = append(*g.frames, *frame...)
+	g.recs = append(g.recs, rec)
+	releaseFrame(frame)
+	if lead {
+		r.commit(g)
+	}
+	for !g.written {
+		r.idle.Wait()
+	}
+	err = g.err
+	r.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	r.pending = append(r.pending, rec)
-	r.appended++
-	r.mu.Unlock()
-	r.wake()
 	r.feed.Publish(rec.Run)
 	return nil
+}
+
+// commit writes g, whose leader holds mu, and holds mu again when it
+// returns; mu is free during the write.
+func (r *Recorder) commit(g *group) {
+	r.acquire()
+	r.group = nil // runs from now on form the next group
+	r.mu.Unlock()
+	err := r.journal.write(*g.frames)
+	releaseFrame(g.frames)
+	r.mu.Lock()
+	if err != nil {
+		// A partial write would end the segment's replay early; seal it so
+		// that later runs stay readable.
+		err = errors.Join(err, r.journal.rotateAfterError())
+	} else {
+		r.pending = append(r.pending, g.recs...)
+		r.appended += uint64(len(g.recs))
+		r.wake()
+	}
+	g.written, g.err = true, err
+	r.release() // wakes the group's other runs too
+}
+
+// acquire waits, holding mu, until nobody uses the journal's file, and
+// takes it. Everyone waiting on the recorder waits on idle: a group's
+// leader, the runs of a group being written, the writer, Close.
+func (r *Recorder) acquire() {
+	for r.busy {
+		r.idle.Wait()
+	}
+	r.busy = true
+}
+
+// release gives the journal's file back; mu is held.
+func (r *Recorder) release() {
+	r.busy = false
+	r.idle.Broadcast()
 }
 
 // Feed is where the recorder publishes each run it journals.
@@ -263,6 +342,11 @@ func (r *Recorder) Close() {
 		return
 	}
 	r.closed = true
+	// Groups formed before are written first, so that the writer's last
+	// flush stores them.
+	for r.busy || r.group != nil {
+		r.idle.Wait()
+	}
 	r.mu.Unlock()
 	r.feed.Close()
 	close(r.stop)
@@ -343,13 +427,23 @@ func (r *Recorder) flush() error {
 		r.logger.Error("removing stored journal segments failed", "error", err)
 	}
 	r.mu.Lock()
+	// With the file taken no run is written, so appended stays as read
+	// here until the segment is emptied or sealed, outside mu: runs keep
+	// gathering into the next group meanwhile.
+	r.acquire()
+	stored, large := r.appended == target, r.journal.size >= r.segmentLimit
+	r.mu.Unlock()
 	var jerr error
+	var seal []uint64
 	switch {
-	case r.appended == target:
+	case stored:
 		jerr = r.journal.empty()
-	case r.journal.size >= r.segmentLimit:
-		jerr = r.journal.rotate() // removed once the runs pending now are stored
+	case large:
+		seal, jerr = r.journal.seal() // removed once the runs pending now are stored
 	}
+	r.mu.Lock()
+	r.journal.sealed = append(r.journal.sealed, seal...)
+	r.release()
 	r.stored = target
 	close(r.storedNow)
 	r.storedNow = make(chan struct{})
@@ -371,7 +465,9 @@ func (r *Recorder) flush() error {
 func (r *Recorder) hold(batch []*Record, sealed []uint64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.acquire()
 	rerr := r.journal.rotate()
+	r.release()
 	rotated := rerr == nil
 	if !rotated {
 		r.logger.Error("sealing the run journal's segment failed", "error", rerr)

@@ -70,3 +70,37 @@ func BenchmarkDigest(b *testing.B) {
 		Digest(rec.Run, explanation)
 	}
 }
+
+// BenchmarkRecordParallel is Record under concurrent requests, as at a
+// high request rate: each goroutine records runs as fast as it can, so the
+// journal's writes meet. Runs that wait for a write under way are written
+// together, in one write(2): writes/op says how many a run took.
+func BenchmarkRecordParallel(b *testing.B) {
+	store := &flakyStore{writes: map[string]int{}}
+	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	b.ReportAllocs()
+	b.SetParallelism(8) // requests in flight per CPU
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			run := *base
+			at := time.Now()
+			if err := r.Record(context.Background(), NewRecord(&run, benchEvents(at), at)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	r.mu.Lock()
+	r.acquire()
+	writes := r.journal.writes
+	r.release()
+	r.mu.Unlock()
+	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+}

@@ -247,3 +247,86 @@ func TestRunsArrivingDuringAFailedStoreAreStoredOnce(t *testing.T) {
 	defer store.mu.Unlock()
 	assert.Equal(t, []string{"run_a", "run_b"}, store.order)
 }
+
+// Runs that come while a write is under way do not queue behind it one by
+// one: they gather into one group, written together once it ends, and none
+// returns before its run is in the journal.
+func TestRunsWaitingOnAWriteAreWrittenTogether(t *testing.T) {
+	ctx := context.Background()
+	store := &flakyStore{writes: map[string]int{}}
+	dir := t.TempDir()
+	r, err := NewRecorder(ctx, store, dir, hclog.NewNullLogger())
+	require.NoError(t, err)
+	defer r.Close()
+
+	r.mu.Lock()
+	r.acquire() // a write under way
+	r.mu.Unlock()
+	const n = 5
+	done := make(chan error, n)
+	for i := range n {
+		go func() { done <- r.Record(ctx, sampleRecord(fmt.Sprintf("run_%d", i), nil)) }()
+	}
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.group != nil && len(r.group.recs) == n
+	}, 10*time.Second, time.Millisecond, "every run joins the group waiting for the write")
+	assert.Empty(t, done, "no run is acknowledged before it is written")
+	assert.Zero(t, journalSize(t, dir, 1))
+
+	r.mu.Lock()
+	r.release()
+	r.mu.Unlock()
+	for range n {
+		require.NoError(t, <-done)
+	}
+	var journaled []string
+	require.NoError(t, readSegment(dir, 1, func(rec *Record) error {
+		journaled = append(journaled, rec.Run.ID)
+		return nil
+	}))
+	assert.Len(t, journaled, n)
+	r.mu.Lock()
+	assert.Equal(t, uint64(n), r.appended)
+	r.mu.Unlock()
+	require.NoError(t, r.Sync(ctx))
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Len(t, store.writes, n)
+}
+
+// Closing waits for a group being written, so that its runs are stored
+// too; runs recorded after are refused.
+func TestCloseStoresTheGroupBeingWritten(t *testing.T) {
+	ctx := context.Background()
+	store := &flakyStore{writes: map[string]int{}}
+	r, err := NewRecorder(ctx, store, t.TempDir(), hclog.NewNullLogger())
+	require.NoError(t, err)
+	r.mu.Lock()
+	r.acquire()
+	r.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- r.Record(ctx, sampleRecord("run_a", nil)) }()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.group != nil
+	}, 10*time.Second, time.Millisecond)
+	closed := make(chan struct{})
+	go func() { r.Close(); close(closed) }()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.closed
+	}, 10*time.Second, time.Millisecond)
+	r.mu.Lock()
+	r.release()
+	r.mu.Unlock()
+	require.NoError(t, <-done)
+	<-closed
+	assert.ErrorIs(t, r.Record(ctx, sampleRecord("run_b", nil)), ErrClosed)
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Equal(t, map[string]int{"run_a": 1}, store.writes)
+}
