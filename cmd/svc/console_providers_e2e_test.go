@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/browsertest"
@@ -111,5 +112,48 @@ func TestBrowserConsoleProviders(t *testing.T) {
 	visit(b, p, "runs/"+runID, "Run")
 	b.WaitText("#run-explanation", "Not sent to provider flaky: circuit breaker open until")
 	b.WaitText("#run-explanation", "Provider mock-a answered.")
+	assertNoPageErrors(t, b)
+}
+
+// Members get no providers page (the API is for owners and admins), and an
+// owner of another organization reads the providers but may not reload
+// them: no button, and who does instead.
+func TestBrowserConsoleProvidersRoles(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(twoMockInstances), 0o600))
+	p := startAccounts(t, "SVC_PROVIDERS_FILE="+file)
+	owner := newPerson(t, p)
+	owner.login(t, adminEmail, adminPassword)
+	status, inv := owner.call(t, "POST", "/api/v1/orgs/active/invites", map[string]string{"email": "max.member@example.com", "role": "member"})
+	require.Equal(t, http.StatusCreated, status, inv)
+	raw := inv["acceptUrl"].(string)[strings.Index(inv["acceptUrl"].(string), "token=")+len("token="):]
+	status, out := newPerson(t, p).call(t, "POST", "/api/v1/invites/"+raw+"/accept", map[string]string{"name": "Max Member", "password": "max-password-1"})
+	require.Equal(t, http.StatusOK, status, out)
+	status, out = owner.call(t, "POST", "/api/v1/orgs", map[string]string{"name": "Elsewhere"})
+	require.Equal(t, http.StatusCreated, status, out)
+
+	b := browsertest.Start(t)
+	signIn(b, p, "max.member@example.com", "max-password-1")
+	b.WaitText("#nav-list", "Policies")
+	assert.True(t, b.Hidden(`#nav-list a[data-route="providers"]`), "a member has no providers page")
+	visit(b, p, "providers", "Providers")
+	b.WaitText("#view .status", "The providers could not be loaded")
+	assert.True(t, b.Hidden("#providers-reload"))
+
+	b.Click("#sign-out")
+	b.WaitText("#sign-in-title", "Sign in")
+	signIn(b, p, adminEmail, adminPassword)
+	b.WaitText(`#nav-list a[data-route="providers"]`, "Providers")
+	visit(b, p, "providers", "Providers")
+	b.WaitText("#providers-reload", "Reload the providers file")
+	b.WaitText(`article[data-provider="mock-b"]`, "every model")
+	b.WaitText(".route-targets", "mock-a → gpt-4o-mini")
+	b.Choose("#org-select", "Elsewhere")
+	b.Click("#switch-submit")
+	b.WaitText("#status", "Switched to Elsewhere.")
+	visit(b, p, "providers", "Providers")
+	b.WaitText(`article[data-provider="mock-a"]`, "closed")
+	b.WaitText(".reload-who", "the admins of the operator’s default organization reload them")
+	assert.True(t, b.Hidden("#providers-reload"), "only the default organization's admins may reload")
 	assertNoPageErrors(t, b)
 }
