@@ -57,8 +57,23 @@ export function explain(run) {
   out.push({ key: 'route', text: route === 'blocked' ? `This run was refused by a policy${why}`
     : `This run was answered from ${WHERE[route] || 'route ' + route}${why}` });
 
+  const candidates = Array.isArray(ex.candidates) ? ex.candidates : [];
+  if (candidates.length > 0) {
+    const names = candidates.map((c) => (c.model ? `${c.provider} (${c.model})` : c.provider));
+    out.push({ key: 'candidates', text: candidates.length === 1 ? `The only candidate provider was ${names[0]}.`
+      : `The candidate providers, in the order they would be tried: ${names.join(', ')}.` });
+  }
+  const attempts = Array.isArray(ex.attempts) ? ex.attempts : [];
+  if (ex.provider) {
+    out.push({ key: 'provider', text: attempts.length > 1 ? `Provider ${ex.provider} answered, on attempt ${attempts.length} of the call.`
+      : `Provider ${ex.provider} answered.` });
+  } else if (attempts.length > 0) {
+    out.push({ key: 'provider', text: `No provider answered: ${attempts.length === 1 ? 'the one attempt' : `all ${attempts.length} attempts`} failed.` });
+  }
+
   for (const alt of ex.rejected || []) {
-    out.push({ key: 'rejected', text: `${NOT[alt.route] || 'Not ' + routeLabel(alt.route)}: ${sentence(alt.reason || 'not taken')}` });
+    const what = alt.provider ? `Not sent to provider ${alt.provider}` : NOT[alt.route] || 'Not ' + routeLabel(alt.route);
+    out.push({ key: 'rejected', text: `${what}: ${sentence(alt.reason || 'not taken')}` });
   }
 
   const policy = ex.policy || {};
@@ -124,7 +139,13 @@ export function explain(run) {
   }
 
   const f = ex.fallback;
-  if (f && typeof f === 'object' && f.used !== false) {
+  if (f && typeof f === 'object' && f.used !== false && f.tier === 'provider') {
+    // A provider fallback: the first provider tried failed and another
+    // answered. (A fallback of another tier is a cached answer standing in.)
+    let t = `Provider ${f.from || 'first tried'} failed, so provider ${f.provider || 'another'} answered instead`;
+    t += f.reason ? `: ${sentence(f.reason)}` : '.';
+    out.push({ key: 'fallback', text: t });
+  } else if (f && typeof f === 'object' && f.used !== false) {
     let t = 'The provider failed, so a cached answer stood in';
     t += f.stale ? ' (a stale one)' : '';
     t += f.storedAt ? `, stored ${when(f.storedAt)}` : '';
@@ -170,6 +191,9 @@ export async function render(ctx) {
   root.append(section('Why this route', h('ul', { class: 'explanation', id: 'run-explanation' },
     explain(run).map((s) => h('li', { dataset: { part: s.key } }, s.text, ' ', explanationLink(s))))));
 
+  const attempts = run.routeExplanation && Array.isArray(run.routeExplanation.attempts) ? run.routeExplanation.attempts : [];
+  if (attempts.length > 0) root.append(section('Provider attempts', attemptsTable(attempts)));
+
   root.append(exchange(run, settings));
 
   const integrity = h('div', { id: 'run-integrity', 'aria-live': 'polite' }, h('p', { class: 'quiet' }, 'Checking the ledger…'));
@@ -205,6 +229,23 @@ function explanationLink(s) {
   if (s.artifactId) return link('#/artifacts/' + encodeURIComponent(s.artifactId), 'See the artifact');
   if (s.approvalId) return link('#/approvals', 'See the approvals');
   return null;
+}
+
+// OUTCOMES colours an attempt's outcome (providers.Outcome*).
+const OUTCOMES = { ok: 'ok', rate_limited: 'warn', cancelled: 'info' };
+
+// attemptsTable lists every call the router made to a provider for this
+// run, in order: who, which model upstream, how it ended and how long it took.
+function attemptsTable(attempts) {
+  return h('div', { id: 'run-attempts' }, table([
+    { label: '#', class: 'num', cell: (a) => String(attempts.indexOf(a) + 1) },
+    { label: 'Provider', cell: (a) => h('strong', {}, a.provider) },
+    { label: 'Model', cell: (a) => (a.model ? h('code', {}, a.model) : '–') },
+    { label: 'Outcome', cell: (a) => badge(a.outcome === 'ok' ? 'ok' : String(a.outcome || 'unknown').replace(/_/g, ' '), OUTCOMES[a.outcome] || 'bad') },
+    { label: 'Status', class: 'num', cell: (a) => (a.status ? String(a.status) : '–') },
+    { label: 'Latency', class: 'num', cell: (a) => [ms(a.latencyMs), a.waitedMs ? h('div', { class: 'quiet small' }, `after waiting ${ms(a.waitedMs)}`) : null] },
+    { label: 'Error', cell: (a) => a.error || '–' },
+  ], attempts, 'No attempt.', 'Provider attempts'));
 }
 
 // exchange shows the request and the answer as stored. With redaction on,
