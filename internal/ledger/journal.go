@@ -15,7 +15,8 @@ import (
 )
 
 // journal is the recorder's write-ahead log: runs are appended to it, one
-// write(2) each, before the gateway answers, and reach SQLite afterwards in
+// write(2) per group of runs that came in together, before the gateway
+// answers, and reach SQLite afterwards in
 // batches. A write that has returned is in the kernel's page cache, so it
 // survives the process being killed, as a commit in SQLite's WAL with
 // synchronous=NORMAL does.
@@ -166,6 +167,10 @@ func releaseFrame(buf *[]byte) {
 // replay early.
 func (j *journal) write(frames []byte) error {
 	if _, err := j.f.Write(frames); err != nil {
+		// Cut what reached the file of a group whose runs are all told
+		// they failed, so that none of them is stored after all; when the
+		// cut fails too, the replay skips the torn frame at least.
+		_ = j.f.Truncate(j.size)
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.size += int64(len(frames))
