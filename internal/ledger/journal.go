@@ -16,10 +16,9 @@ import (
 
 // journal is the recorder's write-ahead log: runs are appended to it, one
 // write(2) per group of runs that came in together, before the gateway
-// answers, and reach SQLite afterwards in
-// batches. A write that has returned is in the kernel's page cache, so it
-// survives the process being killed, as a commit in SQLite's WAL with
-// synchronous=NORMAL does.
+// answers, and reach SQLite afterwards in batches. A write that has
+// returned is in the kernel's page cache, so it survives the process being
+// killed, as a commit in SQLite's WAL with synchronous=NORMAL does.
 //
 // It is a folder of numbered segments. Runs are appended to the open
 // segment; once every run in it is stored the recorder empties it and
