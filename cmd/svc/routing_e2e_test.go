@@ -225,6 +225,7 @@ type answer struct {
 	status int
 	runID  string
 	route  string
+	header http.Header
 	body   string
 	json   map[string]any
 }
@@ -243,7 +244,7 @@ func (p *proc) do(t *testing.T, method, path, body string, headers ...string) an
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body) // a stream cut mid-way ends in an error: what came is kept
-	a := answer{status: res.StatusCode, runID: res.Header.Get("x-svc-run-id"), route: res.Header.Get("x-svc-route"), body: string(b)}
+	a := answer{status: res.StatusCode, runID: res.Header.Get("x-svc-run-id"), route: res.Header.Get("x-svc-route"), header: res.Header, body: string(b)}
 	_ = json.Unmarshal(b, &a.json)
 	return a
 }
@@ -366,6 +367,10 @@ func TestRoutingInProcessAnthropicAliasAndPolicy(t *testing.T) {
     when: provider.name == "pa" && request.app == "X"
     effect: deny
     reason: app X never goes to pa
+  - id: z-goes-nowhere
+    target: provider
+    when: request.app == "Z"
+    effect: deny
 `), 0o600))
 	file := providersFile(t, fmt.Sprintf(`retries: {max_attempts: 2, backoff: 10ms, max_backoff: 50ms}
 providers:
@@ -495,6 +500,15 @@ routes:
 			assert.Equal(t, map[string]any{"used": true, "tier": "provider", "provider": "mk", "from": first},
 				pick(fb, "used", "tier", "provider", "from"), model)
 			assert.NotContains(t, a.body, anthropicKey)
+
+			a = p.do(t, "POST", "/v1/chat/completions", chatBodyFor(model, "overloaded, streamed ("+model+")", `,"stream":true`))
+			require.Equal(t, http.StatusOK, a.status, a.body)
+			ev := a.events()
+			require.NotEmpty(t, ev, a.body)
+			assert.Equal(t, "[DONE]", ev[len(ev)-1])
+			run, _ = runOf(t, p, a.runID)
+			lines, _ = attemptsOf(t, run)
+			assert.Equal(t, []string{first + " error 529", "mk ok 0"}, lines, "a stream overloaded before its first byte falls back")
 		}
 	})
 
@@ -551,6 +565,13 @@ routes:
 		require.Equal(t, http.StatusOK, a.status, a.body)
 		run, _ = runOf(t, p, a.runID)
 		assert.Equal(t, "pa", run["provider"])
+
+		// Every candidate forbidden: nothing is called.
+		a = p.do(t, "POST", "/v1/chat/completions", chatBodyFor("policy-model", "app Z"), "X-Svc-App: Z")
+		require.Equal(t, http.StatusForbidden, a.status, a.body)
+		e := a.json["error"].(map[string]any)
+		assert.Equal(t, "policy_denied", e["code"])
+		assert.Contains(t, e["message"], "z-goes-nowhere")
 
 		// An observe key: the rule is recorded, not enforced.
 		k := p.do(t, "POST", "/api/v1/keys", `{"name":"watcher","mode":"observe"}`)
@@ -615,11 +636,14 @@ providers:
   - {name: a-limited, plugin: openai, base_url: "%[1]s/v1", api_key_env: KEY_A, timeout: 300ms}
   - {name: c, plugin: openai, base_url: "%[3]s/v1", api_key_env: KEY_C, timeout: 300ms}
   - {name: brk, plugin: openai, base_url: "%[4]s/v1", api_key_env: KEY_A, breaker: {failures: 2, cooldown: 1s}}
+  - {name: l1, plugin: openai, mode: in_process, base_url: "%[1]s/v1", api_key_env: KEY_A}
+  - {name: l2, plugin: openai, mode: in_process, base_url: "%[3]s/v1", api_key_env: KEY_C}
 routes:
   - {model: fb, targets: [{provider: a, model: gpt-4o-mini}, {provider: b, model: gpt-4o-mini}]}
   - {model: fb-limited, targets: [{provider: a-limited, model: gpt-4o-mini}, {provider: b, model: gpt-4o-mini}]}
   - {model: down, targets: [{provider: a, model: gpt-4o-mini}, {provider: c, model: gpt-4o-mini}]}
   - {model: brk, targets: [{provider: brk, model: gpt-4o-mini}, {provider: b, model: gpt-4o-mini}]}
+  - {model: all-limited, targets: [{provider: l1, model: gpt-4o-mini}, {provider: l2, model: gpt-4o-mini}]}
 `, upA.URL, upB.URL, upC.URL, upD.URL))
 	p := start(t, "SVC_PROVIDERS_FILE="+file, "KEY_A="+keyA, "KEY_B="+keyB, "KEY_C="+keyC)
 
@@ -667,6 +691,18 @@ routes:
 			require.Len(t, failed, 1, b.body)
 			assert.Equal(t, map[string]any{"provider": "a", "status": 502.0, "upstreamStatus": 503.0, "attempt": 1.0},
 				pick(failed[0], "provider", "status", "upstreamStatus", "attempt"))
+		})
+
+		t.Run("every provider rate limited", func(t *testing.T) {
+			t.Parallel()
+			a := p.do(t, "POST", "/v1/chat/completions", chatBodyFor("all-limited", "429 everywhere"))
+			require.Equal(t, http.StatusTooManyRequests, a.status, a.body)
+			e := a.json["error"].(map[string]any)
+			assert.Equal(t, "rate_limited", e["code"])
+			assert.Contains(t, e["message"], "l1: 429")
+			assert.Contains(t, e["message"], "l2: 429")
+			assert.Equal(t, "30", a.header.Get("Retry-After"))
+			noKey(t, a.body)
 		})
 
 		t.Run("the Responses API falls back", func(t *testing.T) {
