@@ -447,6 +447,10 @@ routes:
 
 		assert.Equal(t, []string{"svc-provider-anthropic", "svc-provider-mock"}, pluginChildren(t, p.cmd.Process.Pid),
 			"no call started a process for an in-process instance")
+		st, text := providerStatus(t, p, "oai")
+		assert.Equal(t, "in_process", st["mode"])
+		assert.NotContains(t, text, oaiKey)
+		assert.NotContains(t, text, anthropicKey)
 	})
 
 	t.Run("anthropic", func(t *testing.T) {
@@ -849,6 +853,13 @@ routes:
 		assert.InDelta(t, 2, br["consecutiveFailures"], 0)
 		assert.NotEmpty(t, br["openUntil"])
 		assert.Contains(t, st["lastError"], "503")
+
+		// A reload of the unchanged file keeps the instance and its breaker.
+		r := p.do(t, "POST", "/api/v1/providers/reload", "")
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		noKey(t, r.body)
+		st, _ = providerStatus(t, p, "brk")
+		assert.Equal(t, "open", st["breaker"].(map[string]any)["state"], "the reload kept the breaker")
 
 		a := p.do(t, "POST", "/v1/chat/completions", chatBodyFor("brk", "breaker open"))
 		require.Equal(t, http.StatusOK, a.status, a.body)
