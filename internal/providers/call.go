@@ -317,9 +317,14 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		h.done(end, probe, resultOK, "", 0)
 		return a, verdictOK, nil
 	}
-	timedOut := errors.Is(err, errTimedOut) || prov.Timeout > 0 && errors.Is(context.Cause(actx), errTimedOut) && ctx.Err() == nil
-	v, result, rateLimitedFor := verdictRetry, resultFailure, time.Duration(0)
 	var pe *pluginapi.ProviderError
+	// The provider is given the same timeout (ProviderConfig.Timeout), and
+	// its timer may end the call before svc's: its own timeout error, once
+	// the instance's timeout has passed, is the attempt's timeout too.
+	ownTimeout := errors.As(err, &pe) && pe.Code == pluginapi.CodeTimeout
+	timedOut := errors.Is(err, errTimedOut) || prov.Timeout > 0 && ctx.Err() == nil &&
+		(errors.Is(context.Cause(actx), errTimedOut) || ownTimeout && !sent && end.Sub(start) >= prov.Timeout)
+	v, result, rateLimitedFor := verdictRetry, resultFailure, time.Duration(0)
 	var unavailable *pluginapi.UnavailableError
 	var gone *clientGone
 	switch {
@@ -343,6 +348,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	case errors.As(err, &pe):
 		a.Status, a.Error = pe.Status, pe.Message
 		switch {
+		case ownTimeout: // the provider's own, shorter than the instance's
+			a.Outcome = OutcomeTimeout
 		case pe.Status == http.StatusTooManyRequests:
 			a.Outcome, a.RetryAfterMS = OutcomeRateLimited, pe.RetryAfter.Milliseconds()
 			rateLimitedFor = pe.RetryAfter

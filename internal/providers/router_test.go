@@ -455,6 +455,33 @@ func TestStreamTimeoutCoversOnlyTheFirstChunk(t *testing.T) {
 	assert.Equal(t, []string{"a:ok"}, outcomes(p))
 }
 
+// The provider has the instance's timeout too: when its timer ends the call
+// before svc's, the attempt is the same timeout, told the same way.
+func TestProvidersOwnTimeoutIsTheAttemptsTimeout(t *testing.T) {
+	own := &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error", Code: pluginapi.CodeTimeout,
+		Message: "provider timed out after 50ms"}
+	set := twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
+	set.Providers[0].Timeout = 50 * time.Millisecond
+	h := newHarness(t, set)
+	h.script("a", own).took = 50 * time.Millisecond
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:timeout", "b:ok"}, outcomes(p))
+	assert.Equal(t, Attempt{Provider: "a", Model: "m", Outcome: OutcomeTimeout, LatencyMS: 50, Error: "timed out after 50ms"}, p.Attempts[0])
+
+	// A provider's own timeout, shorter than the instance's, is a timeout
+	// in its words.
+	set = twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
+	set.Providers[0].Timeout = time.Minute
+	h = newHarness(t, set)
+	h.script("a", own).took = 50 * time.Millisecond
+	p, _, err = h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:timeout", "b:ok"}, outcomes(p))
+	assert.Equal(t, "provider timed out after 50ms", p.Attempts[0].Error)
+	assert.Equal(t, http.StatusBadGateway, p.Attempts[0].Status)
+}
+
 func TestCancellationStopsAtOnce(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{Failures: 1, Cooldown: time.Minute}))
 	h.script("a", hang)

@@ -19,6 +19,11 @@ type ProviderError struct {
 	RetryAfter time.Duration
 }
 
+// CodeTimeout is the Code of a ProviderError that says the provider's own
+// timeout (ProviderConfig.Timeout) ended the call: svc counts the attempt
+// as timed out, as when its own timer for the instance ends it.
+const CodeTimeout = "upstream_timeout"
+
 // MaxRetryAfter is the longest wait svc passes on from a provider; a
 // longer one is cut to it.
 const MaxRetryAfter = 24 * time.Hour

@@ -54,7 +54,7 @@ const (
 	typeUpstream    = "upstream_error"
 	typeRateLimit   = "rate_limit_error"
 	codeAuth        = "upstream_auth_failed"
-	codeTimeout     = "upstream_timeout"
+	codeTimeout     = pluginapi.CodeTimeout
 	codeUnreachable = "upstream_unreachable"
 	codeTooLarge    = "upstream_response_too_large"
 	codeBadResponse = "upstream_bad_response"

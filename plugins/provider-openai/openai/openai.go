@@ -51,7 +51,7 @@ const (
 	typeInvalid      = "invalid_request_error"
 	typeRateLimit    = "rate_limit_error"
 	codeAuth         = "upstream_auth_failed"
-	codeTimeout      = "upstream_timeout"
+	codeTimeout      = pluginapi.CodeTimeout
 	codeUnreachable  = "upstream_unreachable"
 	codeTooLarge     = "upstream_response_too_large"
 	codeBadResponse  = "upstream_bad_response"
@@ -590,7 +590,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 //	               upstream text is dropped as it may echo part of the key)
 //	429         -> 429 with the upstream's type, code and message
 //	other 4xx   -> same status with the upstream's type, code, param, message
-//	5xx, others -> 502 upstream_error with the upstream's code and message
+//	5xx         -> same status, upstream_error with the upstream's code and
+//	               message (svc answers any 5xx as 502; the status is kept
+//	               for the run's record of the attempt)
+//	others      -> 502 upstream_error (a 1xx or 3xx is no answer either)
 func (u *Upstream) mapStatus(status int, body []byte) *pluginapi.ProviderError {
 	f := parseErrorBody(body)
 	switch {
@@ -615,8 +618,11 @@ func (u *Upstream) mapStatus(status int, body []byte) *pluginapi.ProviderError {
 	if f.Message != "" {
 		msg += ": " + f.Message
 	}
+	if status < 500 || status > 599 {
+		status = http.StatusBadGateway
+	}
 	return &pluginapi.ProviderError{
-		Status: http.StatusBadGateway, Type: typeUpstream, Code: u.sanitize(f.Code),
+		Status: status, Type: typeUpstream, Code: u.sanitize(f.Code),
 		Param: u.sanitize(f.Param), Message: u.sanitize(msg),
 	}
 }

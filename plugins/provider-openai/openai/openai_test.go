@@ -321,14 +321,14 @@ var errorCases = []errCase{
 		want: pluginapi.ProviderError{Status: 429, Type: "rate_limit_error", Message: "rate limit"},
 	},
 	{
-		name: "500 becomes 502 with upstream message", status: 500,
+		name: "500 keeps its status with upstream message", status: 500,
 		body: `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`,
-		want: pluginapi.ProviderError{Status: 502, Type: "upstream_error", Message: "provider error (HTTP 500): The server had an error"},
+		want: pluginapi.ProviderError{Status: 500, Type: "upstream_error", Message: "provider error (HTTP 500): The server had an error"},
 	},
 	{
 		name: "503 non-JSON body", status: 503, contentType: "text/html",
 		body:   "<html><body><h1>503 Service Temporarily Unavailable</h1>" + strings.Repeat("x", 2000) + "</body></html>",
-		want:   pluginapi.ProviderError{Status: 502, Type: "upstream_error", Message: "503 Service Temporarily Unavailable"},
+		want:   pluginapi.ProviderError{Status: 503, Type: "upstream_error", Message: "503 Service Temporarily Unavailable"},
 		maxLen: 600,
 	},
 	{
