@@ -131,20 +131,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 // left out, unless every one fails.
 func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	set := r.Current()
+	// Every provider is asked at once, each within its own timeout: one
+	// that hangs costs the list its timeout, not the sum of them all.
+	lists := make([][]pluginapi.Model, len(set.Providers))
+	errs := make([]error, len(set.Providers))
+	var wg sync.WaitGroup
+	for i, p := range set.Providers {
+		wg.Go(func() {
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if p.Timeout > 0 {
+				pctx, cancel = context.WithTimeout(ctx, p.Timeout)
+			}
+			defer cancel()
+			lists[i], errs[i] = p.Impl.Models(pctx)
+		})
+	}
+	wg.Wait()
 	var out []pluginapi.Model
 	seen := map[string]bool{}
 	var firstErr error
 	failed := 0
-	for _, p := range set.Providers {
-		models, err := p.Impl.Models(ctx)
-		if err != nil {
+	for i, p := range set.Providers {
+		if errs[i] != nil {
 			if firstErr == nil {
-				firstErr = err
+				firstErr = errs[i]
 			}
 			failed++
 			continue
 		}
-		for _, m := range models {
+		for _, m := range lists[i] {
 			if !seen[m.ID] && p.Serves(m.ID) {
 				seen[m.ID] = true
 				out = append(out, m)

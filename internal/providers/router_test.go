@@ -942,3 +942,25 @@ func TestARateLimitKeepsOutOnlyACallWithAnotherProvider(t *testing.T) {
 	assert.Equal(t, []int64{56000, 6000}, []int64{p.Skipped[0].RetryAfterMS, p.Skipped[1].RetryAfterMS})
 	assert.Equal(t, 2, h.fakes["a"].callCount()+h.fakes["b"].callCount())
 }
+
+// hangingModels is a provider whose model list never comes: it answers
+// only when its call's context ends.
+type hangingModels struct{ fake }
+
+func (h *hangingModels) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A provider whose list hangs costs the list its own timeout; the others'
+// models are listed.
+func TestModelsBoundsEachProviderByItsTimeout(t *testing.T) {
+	r := NewRouter(&Set{Retries: Retries{MaxAttempts: 1}, Providers: []*Provider{
+		{Name: "stuck", Plugin: "openai", Timeout: time.Millisecond, Impl: &hangingModels{}},
+		{Name: "b", Plugin: "openai", Impl: &fake{models: []pluginapi.Model{{ID: "gpt-4o", OwnedBy: "openai"}}}},
+	}}, nil)
+	models, err := r.Models(context.Background())
+	require.NoError(t, err)
+	require.Len(t, models, 1)
+	assert.Equal(t, "gpt-4o", models[0].ID)
+}
