@@ -53,7 +53,8 @@ const (
 	typeInvalid     = "invalid_request_error"
 	typeUpstream    = "upstream_error"
 	typeRateLimit   = "rate_limit_error"
-	codeAuth        = "upstream_auth_failed"
+	codeAuth        = pluginapi.CodeUpstreamAuthFailed
+	codeBilling     = pluginapi.CodeUpstreamBilling
 	codeTimeout     = "upstream_timeout"
 	codeUnreachable = "upstream_unreachable"
 	codeTooLarge    = "upstream_response_too_large"
@@ -404,16 +405,17 @@ func (p *Provider) statusError(resp *http.Response) error {
 // mapError is the mapping of an Anthropic error (status, type, message) to
 // what svc's client sees. The upstream status is kept, so that svc can tell
 // a caller's mistake (4xx, answered as is) from a failure to retry or fall
-// back from (429, 5xx including 529 overloaded); 401 and 403 keep their
-// status but not the upstream's words, which are about svc's key; a 402
-// (billing_error, the operator's account) is a 502.
+// back from (429, 5xx including 529 overloaded). 401 and 403 (svc's key)
+// and 402 (billing_error, the operator's account) are 502s with codes that
+// send a router to the next provider: the client never sees a 401 or 403
+// caused by svc's key, nor the upstream's words about it.
 func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderError {
 	msg = truncate(p.sanitize(msg), maxMessageBytes)
 	typ = p.sanitize(typ)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &pluginapi.ProviderError{
-			Status: status, Type: typeUpstream, Code: codeAuth,
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeAuth,
 			Message: "provider rejected svc's credentials (HTTP " + strconv.Itoa(status) + " " + orDefault(typ, "error") +
 				"); the operator must check the provider's API key",
 		}
@@ -421,7 +423,7 @@ func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderErro
 		// The operator's account, not the caller's request: a failure of
 		// the provider, which svc may fall back from.
 		return &pluginapi.ProviderError{
-			Status: http.StatusBadGateway, Type: typeUpstream, Code: orDefault(typ, "billing_error"),
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBilling,
 			Message: "provider refused the call for the operator's account (HTTP 402): " + orDefault(msg, "payment required"),
 		}
 	case status == http.StatusTooManyRequests:

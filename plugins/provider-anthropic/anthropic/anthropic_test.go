@@ -233,9 +233,9 @@ func TestErrorMapping(t *testing.T) {
 		wantMessage string // a part of it
 	}{
 		{400, "invalid_request_error", 400, "invalid_request_error", "invalid_request_error", "", "the upstream said so"},
-		{401, "authentication_error", 401, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
-		{402, "billing_error", 502, "upstream_error", "billing_error", "", "operator's account (HTTP 402): the upstream said so"},
-		{403, "permission_error", 403, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
+		{401, "authentication_error", 502, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
+		{402, "billing_error", 502, "upstream_error", "upstream_billing", "", "operator's account (HTTP 402): the upstream said so"},
+		{403, "permission_error", 502, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
 		{404, "not_found_error", 404, "invalid_request_error", "model_not_found", "model", "the upstream said so"},
 		{413, "request_too_large", 413, "invalid_request_error", "request_too_large", "", "the upstream said so"},
 		{429, "rate_limit_error", 429, "rate_limit_error", "rate_limit_error", "", "the upstream said so"},

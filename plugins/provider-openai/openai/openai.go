@@ -50,7 +50,7 @@ const (
 	typeUpstream     = "upstream_error"
 	typeInvalid      = "invalid_request_error"
 	typeRateLimit    = "rate_limit_error"
-	codeAuth         = "upstream_auth_failed"
+	codeAuth         = pluginapi.CodeUpstreamAuthFailed
 	codeTimeout      = "upstream_timeout"
 	codeUnreachable  = "upstream_unreachable"
 	codeTooLarge     = "upstream_response_too_large"
