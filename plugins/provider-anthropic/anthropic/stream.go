@@ -131,7 +131,8 @@ type chunkDelta struct {
 }
 
 // streamTranslator turns the Messages API's events into
-// chat.completion.chunks: message_start → the role chunk; a text block's
+// chat.completion.chunks: message_start → the role chunk (sent with the
+// first chunk that follows it); a text block's
 // deltas → content; a tool_use block's start → a tool call (index, id,
 // name) and its input_json_delta → argument fragments; message_delta →
 // the finish chunk; message_stop → the usage-only chunk when asked; an
@@ -142,11 +143,12 @@ type streamTranslator struct {
 	send         func(pluginapi.ChatChunk) error
 	sendErr      error // send's failure, returned as is
 
-	id, model string
-	usage     msgUsage
-	tools     map[int]int // content block index → tool call index
-	finished  bool
-	stopped   bool
+	id, model   string
+	usage       msgUsage
+	rolePending bool        // message_start came; its role chunk is not sent yet
+	tools       map[int]int // content block index → tool call index
+	finished    bool
+	stopped     bool
 }
 
 func (t *streamTranslator) event(p *Provider, name, data []byte) error {
@@ -168,8 +170,10 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		if ev.Message != nil {
 			t.id, t.model, t.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
 		}
-		empty := ""
-		return t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil)
+		// The role chunk waits for the first content, tool call or finish:
+		// an error right after message_start (overloaded, say) is then
+		// returned with nothing sent, and svc may still fall back.
+		t.rolePending = true
 	case "content_block_start":
 		b := ev.ContentBlock
 		if b == nil {
@@ -252,6 +256,13 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 // emit sends one chunk: a delta (with a finish reason when it ends the
 // choice), or with usage the usage-only chunk that has no choices.
 func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) error {
+	if t.rolePending && usage == nil {
+		t.rolePending = false
+		empty := ""
+		if err := t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil); err != nil {
+			return err
+		}
+	}
 	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model}
 	out := pluginapi.ChatChunk{}
 	if usage != nil {

@@ -269,6 +269,32 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
 	assert.Empty(t, chunks)
 }
 
+// An error right after message_start is returned with nothing sent, so
+// that svc may still fall back: the role chunk waits for what follows it.
+func TestStreamErrorAfterMessageStartSendsNothing(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: ping
+data: {"type": "ping"}
+
+event: error
+data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		sends := 0
+		err := p.StreamChat(context.Background(), streamReq(helloStream, true), func(pluginapi.ChatChunk) error {
+			sends++
+			return nil
+		})
+		assert.Equal(t, 529, requireProviderError(t, err).Status)
+		assert.Zero(t, sends, "send is never called")
+	})
+}
+
 func TestStreamEndsBeforeMessageStop(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
 		writeStream(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n")
@@ -310,7 +336,7 @@ func TestStreamEventSizeBound(t *testing.T) {
 	p.maxResponse = 64 << 10
 	chunks, err := collect(t, p, streamReq(helloStream, true))
 	assert.Equal(t, "upstream_response_too_large", requireProviderError(t, err).Code)
-	assert.Len(t, chunks, 1)
+	assert.Empty(t, chunks, "the role chunk waits for content that never came")
 
 	p.maxResponse = 1 << 20
 	_, err = collect(t, p, streamReq(helloStream, true))
@@ -345,7 +371,8 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 	gone := make(chan struct{})
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ wireRequest) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n"))
+		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n"))
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		close(gone)
