@@ -374,6 +374,7 @@ var statusOfType = map[string]int{
 	"request_too_large":     http.StatusRequestEntityTooLarge,
 	"rate_limit_error":      http.StatusTooManyRequests,
 	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
 	"overloaded_error":      529,
 }
 

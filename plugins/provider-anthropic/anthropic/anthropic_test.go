@@ -240,6 +240,7 @@ func TestErrorMapping(t *testing.T) {
 		{413, "request_too_large", 413, "invalid_request_error", "request_too_large", "", "the upstream said so"},
 		{429, "rate_limit_error", 429, "rate_limit_error", "rate_limit_error", "", "the upstream said so"},
 		{500, "api_error", 500, "upstream_error", "api_error", "", "HTTP 500 api_error"},
+		{504, "timeout_error", 504, "upstream_error", "timeout_error", "", "HTTP 504 timeout_error"},
 		{529, "overloaded_error", 529, "upstream_error", "overloaded_error", "", "HTTP 529 overloaded_error"},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {

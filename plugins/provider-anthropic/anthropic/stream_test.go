@@ -420,3 +420,14 @@ func TestReadEventsStopsReadingALongLine(t *testing.T) {
 	require.ErrorIs(t, err, errTooLarge)
 	assert.Less(t, body.read, 2<<20, "reading stops soon after the bound, not at the line's end")
 }
+
+// An error event's type gives the status its HTTP answer would have had.
+func TestStreamErrorEventStatus(t *testing.T) {
+	for typ, want := range map[string]int{"timeout_error": 504, "overloaded_error": 529, "api_error": 500} {
+		f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+			writeStream(w, "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \""+typ+"\", \"message\": \"no\"}}\n\n")
+		})
+		_, err := collect(t, f.provider(t), streamReq(helloStream, true))
+		assert.Equal(t, want, requireProviderError(t, err).Status, typ)
+	}
+}
