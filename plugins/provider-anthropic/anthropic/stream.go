@@ -130,6 +130,14 @@ type chunkDelta struct {
 	ToolCalls []outToolCall `json:"tool_calls,omitempty"`
 }
 
+// toolBlock is a streamed tool_use block: its tool call's index, the input
+// its start gave, and whether an argument fragment was sent.
+type toolBlock struct {
+	index int
+	input json.RawMessage
+	sent  bool
+}
+
 // streamTranslator turns the Messages API's events into
 // chat.completion.chunks: message_start → the role chunk (sent with the
 // first chunk that follows it); a text block's
@@ -145,8 +153,8 @@ type streamTranslator struct {
 
 	id, model   string
 	usage       msgUsage
-	rolePending bool        // message_start came; its role chunk is not sent yet
-	tools       map[int]int // content block index → tool call index
+	rolePending bool               // message_start came; its role chunk is not sent yet
+	tools       map[int]*toolBlock // content block index → its tool call
 	finished    bool
 	stopped     bool
 }
@@ -186,10 +194,10 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			}
 		case "tool_use":
 			if t.tools == nil {
-				t.tools = make(map[int]int, 2)
+				t.tools = make(map[int]*toolBlock, 2)
 			}
 			i := len(t.tools)
-			t.tools[ev.Index] = i
+			t.tools[ev.Index] = &toolBlock{index: i, input: b.Input}
 			tc := outToolCall{Index: &i, ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
 			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
@@ -205,15 +213,25 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 				return t.emit(chunkDelta{Content: &d.Text}, nil, nil)
 			}
 		case "input_json_delta":
-			i, ok := t.tools[ev.Index]
+			tb, ok := t.tools[ev.Index]
 			if !ok || d.PartialJSON == "" {
 				return nil
 			}
-			tc := outToolCall{Index: &i}
+			tb.sent = true
+			tc := outToolCall{Index: &tb.index}
 			tc.Function.Arguments = d.PartialJSON
 			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
 		}
 		// thinking, signature and citation deltas have no chunk form
+	case "content_block_stop":
+		// A tool call whose input came whole in its start (or empty) has
+		// no fragment: its arguments are that input, {} at least.
+		if tb, ok := t.tools[ev.Index]; ok && !tb.sent {
+			tb.sent = true
+			tc := outToolCall{Index: &tb.index}
+			tc.Function.Arguments = string(orEmptyObject(tb.input))
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+		}
 	case "message_delta":
 		if u := ev.Usage; u != nil {
 			// output_tokens is cumulative; the input counts, when present,

@@ -431,3 +431,41 @@ func TestStreamErrorEventStatus(t *testing.T) {
 		assert.Equal(t, want, requireProviderError(t, err).Status, typ)
 	}
 }
+
+// A tool call streamed without input_json_delta still has JSON arguments:
+// its start's input, {} when that is empty.
+func TestStreamToolCallWithoutFragments(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_5","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"weather","input":{"city": "Paris"}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, streamReq(helloStream, false))
+		require.NoError(t, err)
+		a, _ := assemble(t, chunks)
+		require.Len(t, a.calls, 2)
+		assert.Equal(t, "{}", a.calls[0].args)
+		assert.JSONEq(t, `{"city":"Paris"}`, a.calls[1].args)
+		assert.Equal(t, "tool_calls", a.finish)
+	})
+}
