@@ -268,6 +268,12 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 		dl.stop() // the first event came: the rest of the stream is unbounded
 		return t.event(p, event, data)
 	})
+	if !t.stopped && t.finished && (err == nil || t.cut(ctx, err)) {
+		// Cut after the finish chunk, before message_stop: the answer is
+		// whole, so it ends as message_stop would have ended it.
+		resp.Body.Close()
+		return t.end()
+	}
 	if err == nil && !t.stopped {
 		err = &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,

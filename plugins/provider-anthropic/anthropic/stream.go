@@ -3,7 +3,9 @@ package anthropic
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -256,10 +258,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 				return err
 			}
 		}
-		if t.includeUsage {
-			usage, _ := t.usage.out()
-			return t.emit(chunkDelta{}, nil, usage)
-		}
+		return t.end()
 	case "error":
 		typ, msg := "", ""
 		if ev.Error != nil {
@@ -269,6 +268,23 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 	}
 	// ping and event types added later are ignored, as the API asks.
 	return nil
+}
+
+// end sends the usage-only chunk when asked.
+func (t *streamTranslator) end() error {
+	if !t.includeUsage {
+		return nil
+	}
+	usage, _ := t.usage.out()
+	return t.emit(chunkDelta{}, nil, usage)
+}
+
+// cut reports whether err is the connection breaking (not an error event,
+// send's failure, an oversized event or the caller leaving).
+func (t *streamTranslator) cut(ctx context.Context, err error) bool {
+	var pe *pluginapi.ProviderError
+	return ctx.Err() == nil && !errors.As(err, &pe) && !errors.Is(err, errTooLarge) &&
+		(t.sendErr == nil || !errors.Is(err, t.sendErr))
 }
 
 // emit sends one chunk: a delta (with a finish reason when it ends the

@@ -469,3 +469,29 @@ data: {"type":"message_stop"}
 		assert.Equal(t, "tool_calls", a.finish)
 	})
 }
+
+// A stream cut after message_delta (the answer finished) but before
+// message_stop ends as message_stop would have: usage when asked, no error.
+func TestStreamCutAfterTheFinishEndsWell(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_6","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":7,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, streamReq(helloStream, true))
+		require.NoError(t, err)
+		a, _ := assemble(t, chunks)
+		assert.Equal(t, "Hi", a.content)
+		assert.Equal(t, "stop", a.finish)
+		assert.Equal(t, &pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}, a.usage)
+		assert.Equal(t, 1, a.usageChunks)
+	})
+}
