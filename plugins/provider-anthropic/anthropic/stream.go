@@ -101,11 +101,20 @@ type streamEvent struct {
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
-	Usage *msgUsage `json:"usage"`
+	Usage *deltaUsage `json:"usage"`
 	Error *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// deltaUsage is message_delta's usage: only the counts present replace
+// those message_start gave.
+type deltaUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
 // ---- the chunks ----
@@ -236,13 +245,11 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		}
 	case "message_delta":
 		if u := ev.Usage; u != nil {
-			// output_tokens is cumulative; the input counts, when present,
-			// are the final ones.
-			t.usage.OutputTokens = u.OutputTokens
-			if u.InputTokens > 0 || u.CacheCreationInputTokens > 0 || u.CacheReadInputTokens > 0 {
-				t.usage.InputTokens, t.usage.CacheCreationInputTokens, t.usage.CacheReadInputTokens =
-					u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens
-			}
+			// The counts are cumulative: each one present is the final one.
+			setCount(&t.usage.OutputTokens, u.OutputTokens)
+			setCount(&t.usage.InputTokens, u.InputTokens)
+			setCount(&t.usage.CacheCreationInputTokens, u.CacheCreationInputTokens)
+			setCount(&t.usage.CacheReadInputTokens, u.CacheReadInputTokens)
 		}
 		if ev.Delta != nil && ev.Delta.StopReason != "" && !t.finished {
 			t.finished = true
@@ -268,6 +275,12 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 	}
 	// ping and event types added later are ignored, as the API asks.
 	return nil
+}
+
+func setCount(dst *int64, v *int64) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // end sends the usage-only chunk when asked.

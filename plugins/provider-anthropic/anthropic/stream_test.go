@@ -495,3 +495,32 @@ data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":
 		assert.Equal(t, 1, a.usageChunks)
 	})
 }
+
+// message_delta's usage replaces only the counts it carries: an
+// input_tokens alone keeps message_start's cache counts.
+func TestStreamDeltaUsageReplacesOnlyItsCounts(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_7","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":5,"cache_read_input_tokens":20,"cache_creation_input_tokens":4,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":6,"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`)
+	})
+	chunks, err := collect(t, f.provider(t), streamReq(helloStream, true))
+	require.NoError(t, err)
+	_, parsed := assemble(t, chunks)
+	u := parsed[len(parsed)-1].Usage
+	require.NotNil(t, u)
+	assert.EqualValues(t, 6+20+4, u.PromptTokens, "input 6 replaces 5; the cache counts stay")
+	assert.EqualValues(t, 20, u.PromptTokensDetails.CachedTokens)
+	assert.EqualValues(t, 4, u.CacheCreationInputTokens)
+	assert.EqualValues(t, 3, u.CompletionTokens)
+}
