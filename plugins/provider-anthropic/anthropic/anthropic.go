@@ -183,13 +183,17 @@ type deadline struct {
 	fired atomic.Bool
 }
 
+// withTimeout's cancel also stops the timer, so that a call ending on any
+// path (an error before the answer, say) does not leave it pending until
+// the timeout passes.
 func (p *Provider) withTimeout(ctx context.Context) (context.Context, context.CancelFunc, *deadline) {
 	ctx, cancel := context.WithCancel(ctx)
 	d := &deadline{}
-	if p.timeout > 0 {
-		d.timer = time.AfterFunc(p.timeout, func() { d.fired.Store(true); cancel() })
+	if p.timeout <= 0 {
+		return ctx, cancel, d
 	}
-	return ctx, cancel, d
+	d.timer = time.AfterFunc(p.timeout, func() { d.fired.Store(true); cancel() })
+	return ctx, func() { d.timer.Stop(); cancel() }, d
 }
 
 func (d *deadline) stop() {

@@ -477,3 +477,14 @@ func TestHeadersCannotCarryAKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, f.last(t).header.Values("X-Api-Key"), "only the configured key is ever sent as x-api-key")
 }
+
+// The timeout's timer ends with the call on every path, not when the
+// timeout passes.
+func TestTimeoutTimerStopsWithTheCall(t *testing.T) {
+	p, err := newProvider(pluginapi.ProviderConfig{BaseURL: "http://127.0.0.1:1", Timeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, cancel, d := p.withTimeout(context.Background())
+	cancel()
+	assert.False(t, d.timer.Stop(), "cancel stopped the timer")
+	assert.False(t, d.fired.Load())
+}
