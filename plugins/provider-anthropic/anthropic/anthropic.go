@@ -81,7 +81,7 @@ var _ pluginapi.Provider = (*Provider)(nil)
 // DefaultBaseURL, "/v1/messages" and "/v1/models" appended), cfg.APIKey
 // sent as x-api-key (none when empty), cfg.Headers on every request, and
 // cfg.Timeout bounding each call until its answer (a stream: its first
-// event). log may be nil.
+// event; Models: its last page). log may be nil.
 func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, error) {
 	return newProvider(cfg, log)
 }
@@ -522,7 +522,10 @@ type modelPage struct {
 	LastID  string `json:"last_id"`
 }
 
+// models reads every page within the configured timeout, all together.
 func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
+	ctx, cancel, dl := p.withTimeout(ctx)
+	defer cancel()
 	var models []pluginapi.Model
 	after := ""
 	for page := 0; page < maxModelPages; page++ {
@@ -530,7 +533,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		if after != "" {
 			target += "&after_id=" + url.QueryEscape(after)
 		}
-		resp, err := p.do(ctx, nil, http.MethodGet, target, nil, "", "application/json")
+		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, "", "application/json")
 		if err != nil {
 			return nil, err
 		}
@@ -539,7 +542,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		}
 		body, err := readBody(resp, min(maxModelsBodyBytes, p.maxResponse))
 		if err != nil {
-			return nil, p.readError(ctx, nil, err, "response")
+			return nil, p.readError(ctx, dl, err, "response")
 		}
 		var list modelPage
 		if err := json.Unmarshal(body, &list); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -487,4 +488,32 @@ func TestTimeoutTimerStopsWithTheCall(t *testing.T) {
 	cancel()
 	assert.False(t, d.timer.Stop(), "cancel stopped the timer")
 	assert.False(t, d.fired.Load())
+}
+
+// The configured timeout bounds the whole model list, every page of it.
+func TestModelsHonoursTheTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after_id") == "" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"data":[{"id":"claude-a","type":"model"}],"has_more":true,"last_id":"claude-a"}`))
+			return
+		}
+		select { // the second page never comes
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	p, err := newProvider(pluginapi.ProviderConfig{BaseURL: srv.URL, Timeout: 50 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := p.Models(context.Background()); done <- err }()
+	select {
+	case err := <-done:
+		assert.Equal(t, "upstream_timeout", requireProviderError(t, err).Code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Models ignored the configured timeout")
+	}
 }
