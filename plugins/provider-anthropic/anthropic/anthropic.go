@@ -95,18 +95,26 @@ func newProvider(cfg pluginapi.ProviderConfig, log hclog.Logger) (*Provider, err
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return nil, errors.New("anthropic: base URL must be an absolute http(s) URL without credentials")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, errors.New("anthropic: " + err.Error())
+	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	h := make(http.Header, len(cfg.Headers)+5)
 	for k, v := range cfg.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Authorization", "X-Api-Key", "Host":
+			continue // only cfg.APIKey is sent as the key, to the base URL's host
+		}
 		h.Set(k, v)
 	}
-	h.Set("User-Agent", userAgent)
+	if h.Get("User-Agent") == "" { // the operator's wins
+		h.Set("User-Agent", userAgent)
+	}
 	if h.Get("Anthropic-Version") == "" {
 		h.Set("Anthropic-Version", Version)
 	}
-	h.Del("X-Api-Key") // only cfg.APIKey is sent as the key
 	if cfg.APIKey != "" {
 		h.Set("X-Api-Key", cfg.APIKey)
 	}

@@ -97,7 +97,8 @@ func TestChat(t *testing.T) {
 func TestChatHeaders(t *testing.T) {
 	f := newFake(t, serveJSON("message.json"))
 	p := f.provider(t, func(c *pluginapi.ProviderConfig) {
-		c.Headers = map[string]string{"anthropic-beta": "prompt-caching-2024-07-31", "X-Team": "search", "x-api-key": "not-this-one"}
+		c.Headers = map[string]string{"anthropic-beta": "prompt-caching-2024-07-31", "X-Team": "search", "x-api-key": "not-this-one",
+			"authorization": "Bearer not-this-either", "Host": "elsewhere.example", "User-Agent": "acme-gateway/2"}
 	})
 	providertest.Modes(t, p, func(t *testing.T, p pluginapi.Provider) {
 		_, err := p.Chat(context.Background(), chatReq(hello))
@@ -110,7 +111,15 @@ func TestChatHeaders(t *testing.T) {
 		assert.Equal(t, "search", h.Get("X-Team"))
 		assert.Equal(t, "run-1", h.Get("X-Request-Id"))
 		assert.Empty(t, h.Get("Authorization"))
+		assert.Equal(t, "acme-gateway/2", h.Get("User-Agent"), "the operator's User-Agent wins")
 	})
+}
+
+func TestNewRefusesABadHeader(t *testing.T) {
+	for _, h := range []map[string]string{{"X-Team": "a\r\nX-Evil: b"}, {"X Team": "a"}, {"X-Team": "a\x00"}} {
+		_, err := New(pluginapi.ProviderConfig{Headers: h}, nil)
+		assert.ErrorContains(t, err, "not a valid HTTP header", "%q", h)
+	}
 }
 
 func TestNoKeyNoHeader(t *testing.T) {
