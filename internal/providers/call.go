@@ -291,7 +291,7 @@ func (p *Plan) skip(provider, reason string) {
 const (
 	verdictOK    = iota
 	verdictRetry // the provider failed: another attempt may answer
-	verdictNext  // the provider's configuration failed (401, 403, 404): another provider may answer
+	verdictNext  // the provider's configuration failed (401, 403, 404, its key or account refused): another provider may answer
 	verdictStop  // the caller's fault, or the caller gone: no attempt can do better
 	verdictSent  // a stream failed after its first chunk: it is not replayed
 	// verdictDeadline: the call's own deadline passed: no attempt has time
@@ -353,6 +353,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		case pe.Status == http.StatusTooManyRequests:
 			a.Outcome, a.RetryAfterMS = OutcomeRateLimited, pe.RetryAfter.Milliseconds()
 			rateLimitedFor = pe.RetryAfter
+		case pe.Code == pluginapi.CodeUpstreamAuthFailed || pe.Code == pluginapi.CodeUpstreamBilling:
+			a.Outcome, v = OutcomeRefused, verdictNext // svc's key or account: a 502 to the client
 		case pe.Status == http.StatusRequestTimeout || pe.Status >= 500 || pe.Status == 0:
 			a.Outcome = OutcomeError
 		case pe.Status == http.StatusUnauthorized || pe.Status == http.StatusForbidden || pe.Status == http.StatusNotFound:

@@ -229,6 +229,19 @@ func TestConfigurationRefusalFallsToTheNextProviderOnly(t *testing.T) {
 	}
 }
 
+func TestRefusedKeyOrAccountFallsToTheNextProviderOnly(t *testing.T) {
+	for _, code := range []string{pluginapi.CodeUpstreamAuthFailed, pluginapi.CodeUpstreamBilling} {
+		h := newHarness(t, twoProviders(Retries{MaxAttempts: 4, Backoff: time.Millisecond}, BreakerConfig{}))
+		h.script("a", &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: code, Message: "key refused"})
+		h.script("b", status(503, "down"))
+		p, _, err := h.chat(t, "m")
+		var ex *ExhaustedError
+		require.ErrorAs(t, err, &ex, code)
+		assert.Equal(t, []string{"a:refused", "b:error", "b:error", "b:error"}, outcomes(p), "%s: a is not asked again", code)
+		assert.Equal(t, int64(1), h.r.Status().Providers[0].Stats.Failures, "%s: counted as a failure", code)
+	}
+}
+
 func TestSingleSetMakesExactlyOneAttempt(t *testing.T) {
 	f := &fake{name: "openai", script: []error{status(503, "down")}}
 	r := NewRouter(Single("openai", "openai", f), nil)

@@ -41,6 +41,35 @@ const (
 	EnvMockLatencyMS     = "MOCK_LATENCY_MS"
 )
 
+// Validate refuses a configuration no provider can send: a header whose
+// name is not an HTTP field name or whose value holds CR, LF or NUL (which
+// would split or cut the request). Both ProviderConfigFromEnv and the
+// first-party providers' constructors call it.
+func (cfg ProviderConfig) Validate() error {
+	for name, value := range cfg.Headers {
+		if !ValidHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
+			return fmt.Errorf("the provider's header %q is not a valid HTTP header", name)
+		}
+	}
+	return nil
+}
+
+// ValidHeaderName reports whether name is an HTTP field name (RFC 9110's
+// token).
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
 // Env is cfg as the environment variables ProviderConfigFromEnv reads, for
 // a plugin process.
 func (cfg ProviderConfig) Env() []string {
@@ -89,6 +118,9 @@ func ProviderConfigFromEnv() (ProviderConfig, error) {
 	if v := strings.TrimSpace(os.Getenv(EnvProviderHeaders)); v != "" {
 		if err := json.Unmarshal([]byte(v), &cfg.Headers); err != nil {
 			return ProviderConfig{}, fmt.Errorf("%s must be a JSON object of strings: %w", EnvProviderHeaders, err)
+		}
+		if err := cfg.Validate(); err != nil {
+			return ProviderConfig{}, fmt.Errorf("%s: %w", EnvProviderHeaders, err)
 		}
 	}
 	if cfg.MockLatency, err = envMillis(EnvMockLatencyMS, maxMockLatency); err != nil {

@@ -98,6 +98,9 @@ func TestProviderConfigFromEnvNamesABadValue(t *testing.T) {
 		{"PROVIDER_HEADERS", `["X-Team"]`},
 		{"PROVIDER_HEADERS", `{"X-Count":1}`},
 		{"PROVIDER_HEADERS", `{"X-Team":"search"`},
+		{"PROVIDER_HEADERS", `{"X-Team":"a\r\nX-Evil: b"}`},
+		{"PROVIDER_HEADERS", `{"X Team":"search"}`},
+		{"PROVIDER_HEADERS", `{"X-Team":"a\u0000b"}`},
 		{"MOCK_LATENCY_MS", "abc"},
 		{"MOCK_LATENCY_MS", "-5"},
 		{"MOCK_LATENCY_MS", "1.5"},
@@ -111,4 +114,14 @@ func TestProviderConfigFromEnvNamesABadValue(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.name, "%s=%q", tc.name, tc.value)
 		}
 	}
+}
+
+func TestProviderConfigValidateRefusesABadHeader(t *testing.T) {
+	for _, h := range []map[string]string{
+		{"": "x"}, {"X Team": "x"}, {"X-Team:": "x"}, {"X-Team": "a\nb"}, {"X-Team": "a\rb"}, {"X-Team": "a\x00b"},
+	} {
+		err := pluginapi.ProviderConfig{Headers: h}.Validate()
+		assert.ErrorContains(t, err, "not a valid HTTP header", "%q", h)
+	}
+	assert.NoError(t, pluginapi.ProviderConfig{Headers: map[string]string{"X-Team": "search", "anthropic-beta": "a,b"}}.Validate())
 }

@@ -24,6 +24,15 @@ type ProviderError struct {
 // as timed out, as when its own timer for the instance ends it.
 const CodeTimeout = "upstream_timeout"
 
+// Codes of a ProviderError (answered 502) that mean the provider's own
+// configuration failed, not the call: svc's key was refused, or the
+// operator's account cannot pay. A router falls to another provider and
+// never asks the same one again in the call.
+const (
+	CodeUpstreamAuthFailed = "upstream_auth_failed"
+	CodeUpstreamBilling    = "upstream_billing"
+)
+
 // MaxRetryAfter is the longest wait svc passes on from a provider; a
 // longer one is cut to it.
 const MaxRetryAfter = 24 * time.Hour

@@ -53,7 +53,8 @@ const (
 	typeInvalid     = "invalid_request_error"
 	typeUpstream    = "upstream_error"
 	typeRateLimit   = "rate_limit_error"
-	codeAuth        = "upstream_auth_failed"
+	codeAuth        = pluginapi.CodeUpstreamAuthFailed
+	codeBilling     = pluginapi.CodeUpstreamBilling
 	codeTimeout     = pluginapi.CodeTimeout
 	codeUnreachable = "upstream_unreachable"
 	codeTooLarge    = "upstream_response_too_large"
@@ -80,7 +81,7 @@ var _ pluginapi.Provider = (*Provider)(nil)
 // DefaultBaseURL, "/v1/messages" and "/v1/models" appended), cfg.APIKey
 // sent as x-api-key (none when empty), cfg.Headers on every request, and
 // cfg.Timeout bounding each call until its answer (a stream: its first
-// event). log may be nil.
+// event; Models: its last page). log may be nil.
 func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, error) {
 	return newProvider(cfg, log)
 }
@@ -94,18 +95,26 @@ func newProvider(cfg pluginapi.ProviderConfig, log hclog.Logger) (*Provider, err
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return nil, errors.New("anthropic: base URL must be an absolute http(s) URL without credentials")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, errors.New("anthropic: " + err.Error())
+	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	h := make(http.Header, len(cfg.Headers)+5)
 	for k, v := range cfg.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Authorization", "X-Api-Key", "Host":
+			continue // only cfg.APIKey is sent as the key, to the base URL's host
+		}
 		h.Set(k, v)
 	}
-	h.Set("User-Agent", userAgent)
+	if h.Get("User-Agent") == "" { // the operator's wins
+		h.Set("User-Agent", userAgent)
+	}
 	if h.Get("Anthropic-Version") == "" {
 		h.Set("Anthropic-Version", Version)
 	}
-	h.Del("X-Api-Key") // only cfg.APIKey is sent as the key
 	if cfg.APIKey != "" {
 		h.Set("X-Api-Key", cfg.APIKey)
 	}
@@ -182,13 +191,17 @@ type deadline struct {
 	fired atomic.Bool
 }
 
+// withTimeout's cancel also stops the timer, so that a call ending on any
+// path (an error before the answer, say) does not leave it pending until
+// the timeout passes.
 func (p *Provider) withTimeout(ctx context.Context) (context.Context, context.CancelFunc, *deadline) {
 	ctx, cancel := context.WithCancel(ctx)
 	d := &deadline{}
-	if p.timeout > 0 {
-		d.timer = time.AfterFunc(p.timeout, func() { d.fired.Store(true); cancel() })
+	if p.timeout <= 0 {
+		return ctx, cancel, d
 	}
-	return ctx, cancel, d
+	d.timer = time.AfterFunc(p.timeout, func() { d.fired.Store(true); cancel() })
+	return ctx, func() { d.timer.Stop(); cancel() }, d
 }
 
 func (d *deadline) stop() {
@@ -267,6 +280,12 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 		dl.stop() // the first event came: the rest of the stream is unbounded
 		return t.event(p, event, data)
 	})
+	if !t.stopped && t.finished && (err == nil || t.cut(ctx, err)) {
+		// Cut after the finish chunk, before message_stop: the answer is
+		// whole, so it ends as message_stop would have ended it.
+		resp.Body.Close()
+		return t.end()
+	}
 	if err == nil && !t.stopped {
 		err = &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
@@ -373,6 +392,7 @@ var statusOfType = map[string]int{
 	"request_too_large":     http.StatusRequestEntityTooLarge,
 	"rate_limit_error":      http.StatusTooManyRequests,
 	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
 	"overloaded_error":      529,
 }
 
@@ -404,16 +424,17 @@ func (p *Provider) statusError(resp *http.Response) error {
 // mapError is the mapping of an Anthropic error (status, type, message) to
 // what svc's client sees. The upstream status is kept, so that svc can tell
 // a caller's mistake (4xx, answered as is) from a failure to retry or fall
-// back from (429, 5xx including 529 overloaded); 401 and 403 keep their
-// status but not the upstream's words, which are about svc's key; a 402
-// (billing_error, the operator's account) is a 502.
+// back from (429, 5xx including 529 overloaded). 401 and 403 (svc's key)
+// and 402 (billing_error, the operator's account) are 502s with codes that
+// send a router to the next provider: the client never sees a 401 or 403
+// caused by svc's key, nor the upstream's words about it.
 func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderError {
 	msg = truncate(p.sanitize(msg), maxMessageBytes)
 	typ = p.sanitize(typ)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &pluginapi.ProviderError{
-			Status: status, Type: typeUpstream, Code: codeAuth,
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeAuth,
 			Message: "provider rejected svc's credentials (HTTP " + strconv.Itoa(status) + " " + orDefault(typ, "error") +
 				"); the operator must check the provider's API key",
 		}
@@ -421,7 +442,7 @@ func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderErro
 		// The operator's account, not the caller's request: a failure of
 		// the provider, which svc may fall back from.
 		return &pluginapi.ProviderError{
-			Status: http.StatusBadGateway, Type: typeUpstream, Code: orDefault(typ, "billing_error"),
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBilling,
 			Message: "provider refused the call for the operator's account (HTTP 402): " + orDefault(msg, "payment required"),
 		}
 	case status == http.StatusTooManyRequests:
@@ -509,7 +530,10 @@ type modelPage struct {
 	LastID  string `json:"last_id"`
 }
 
+// models reads every page within the configured timeout, all together.
 func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
+	ctx, cancel, dl := p.withTimeout(ctx)
+	defer cancel()
 	var models []pluginapi.Model
 	after := ""
 	for page := 0; page < maxModelPages; page++ {
@@ -517,7 +541,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		if after != "" {
 			target += "&after_id=" + url.QueryEscape(after)
 		}
-		resp, err := p.do(ctx, nil, http.MethodGet, target, nil, "", "application/json")
+		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, "", "application/json")
 		if err != nil {
 			return nil, err
 		}
@@ -526,7 +550,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		}
 		body, err := readBody(resp, min(maxModelsBodyBytes, p.maxResponse))
 		if err != nil {
-			return nil, p.readError(ctx, nil, err, "response")
+			return nil, p.readError(ctx, dl, err, "response")
 		}
 		var list modelPage
 		if err := json.Unmarshal(body, &list); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,8 @@ func TestChat(t *testing.T) {
 func TestChatHeaders(t *testing.T) {
 	f := newFake(t, serveJSON("message.json"))
 	p := f.provider(t, func(c *pluginapi.ProviderConfig) {
-		c.Headers = map[string]string{"anthropic-beta": "prompt-caching-2024-07-31", "X-Team": "search", "x-api-key": "not-this-one"}
+		c.Headers = map[string]string{"anthropic-beta": "prompt-caching-2024-07-31", "X-Team": "search", "x-api-key": "not-this-one",
+			"authorization": "Bearer not-this-either", "Host": "elsewhere.example", "User-Agent": "acme-gateway/2"}
 	})
 	providertest.Modes(t, p, func(t *testing.T, p pluginapi.Provider) {
 		_, err := p.Chat(context.Background(), chatReq(hello))
@@ -109,7 +111,15 @@ func TestChatHeaders(t *testing.T) {
 		assert.Equal(t, "search", h.Get("X-Team"))
 		assert.Equal(t, "run-1", h.Get("X-Request-Id"))
 		assert.Empty(t, h.Get("Authorization"))
+		assert.Equal(t, "acme-gateway/2", h.Get("User-Agent"), "the operator's User-Agent wins")
 	})
+}
+
+func TestNewRefusesABadHeader(t *testing.T) {
+	for _, h := range []map[string]string{{"X-Team": "a\r\nX-Evil: b"}, {"X Team": "a"}, {"X-Team": "a\x00"}} {
+		_, err := New(pluginapi.ProviderConfig{Headers: h}, nil)
+		assert.ErrorContains(t, err, "not a valid HTTP header", "%q", h)
+	}
 }
 
 func TestNoKeyNoHeader(t *testing.T) {
@@ -233,13 +243,14 @@ func TestErrorMapping(t *testing.T) {
 		wantMessage string // a part of it
 	}{
 		{400, "invalid_request_error", 400, "invalid_request_error", "invalid_request_error", "", "the upstream said so"},
-		{401, "authentication_error", 401, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
-		{402, "billing_error", 502, "upstream_error", "billing_error", "", "operator's account (HTTP 402): the upstream said so"},
-		{403, "permission_error", 403, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
+		{401, "authentication_error", 502, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
+		{402, "billing_error", 502, "upstream_error", "upstream_billing", "", "operator's account (HTTP 402): the upstream said so"},
+		{403, "permission_error", 502, "upstream_error", "upstream_auth_failed", "", "rejected svc's credentials"},
 		{404, "not_found_error", 404, "invalid_request_error", "model_not_found", "model", "the upstream said so"},
 		{413, "request_too_large", 413, "invalid_request_error", "request_too_large", "", "the upstream said so"},
 		{429, "rate_limit_error", 429, "rate_limit_error", "rate_limit_error", "", "the upstream said so"},
 		{500, "api_error", 500, "upstream_error", "api_error", "", "HTTP 500 api_error"},
+		{504, "timeout_error", 504, "upstream_error", "timeout_error", "", "HTTP 504 timeout_error"},
 		{529, "overloaded_error", 529, "upstream_error", "overloaded_error", "", "HTTP 529 overloaded_error"},
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
@@ -475,4 +486,43 @@ func TestHeadersCannotCarryAKey(t *testing.T) {
 	_, err := p.Chat(context.Background(), chatReq(hello))
 	require.NoError(t, err)
 	assert.Empty(t, f.last(t).header.Values("X-Api-Key"), "only the configured key is ever sent as x-api-key")
+}
+
+// The timeout's timer ends with the call on every path, not when the
+// timeout passes.
+func TestTimeoutTimerStopsWithTheCall(t *testing.T) {
+	p, err := newProvider(pluginapi.ProviderConfig{BaseURL: "http://127.0.0.1:1", Timeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, cancel, d := p.withTimeout(context.Background())
+	cancel()
+	assert.False(t, d.timer.Stop(), "cancel stopped the timer")
+	assert.False(t, d.fired.Load())
+}
+
+// The configured timeout bounds the whole model list, every page of it.
+func TestModelsHonoursTheTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after_id") == "" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"data":[{"id":"claude-a","type":"model"}],"has_more":true,"last_id":"claude-a"}`))
+			return
+		}
+		select { // the second page never comes
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	p, err := newProvider(pluginapi.ProviderConfig{BaseURL: srv.URL, Timeout: 50 * time.Millisecond}, nil)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := p.Models(context.Background()); done <- err }()
+	select {
+	case err := <-done:
+		assert.Equal(t, "upstream_timeout", requireProviderError(t, err).Code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Models ignored the configured timeout")
+	}
 }

@@ -258,11 +258,9 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 			if t.Function.Name == "" {
 				return nil, invalid(param+".function.name", "a tool needs a name")
 			}
-			schema := t.Function.Parameters
-			if isNull(schema) {
-				schema = emptySchema
-			} else if !isObject(schema) {
-				return nil, invalid(param+".function.parameters", "parameters must be a JSON Schema object")
+			schema, err := toolSchema(t.Function.Parameters, param+".function.parameters")
+			if err != nil {
+				return nil, err
 			}
 			out.Tools = append(out.Tools, msgTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
 		}
@@ -530,4 +528,31 @@ func typeErrorText(err error) string {
 		return te.Field + " has the wrong type"
 	}
 	return "malformed JSON"
+}
+
+// toolSchema is a tool's parameters as Anthropic's input_schema, which must
+// say "type":"object": added when absent (OpenAI takes {} and a schema of
+// bare properties), refused when it names another type.
+func toolSchema(raw json.RawMessage, param string) (json.RawMessage, error) {
+	if isNull(raw) {
+		return emptySchema, nil
+	}
+	var fields map[string]json.RawMessage
+	if !isObject(raw) || json.Unmarshal(raw, &fields) != nil {
+		return nil, invalid(param, "parameters must be a JSON Schema object")
+	}
+	typ, ok := fields["type"]
+	if !ok {
+		fields["type"] = json.RawMessage(`"object"`)
+		out, err := json.Marshal(fields)
+		if err != nil {
+			return nil, invalid(param, "parameters must be a JSON Schema object")
+		}
+		return out, nil
+	}
+	var name string
+	if json.Unmarshal(typ, &name) != nil || name != "object" {
+		return nil, invalid(param, `parameters must be a schema of "type": "object"`)
+	}
+	return raw, nil
 }

@@ -3,7 +3,9 @@ package anthropic
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -99,11 +101,20 @@ type streamEvent struct {
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
-	Usage *msgUsage `json:"usage"`
+	Usage *deltaUsage `json:"usage"`
 	Error *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// deltaUsage is message_delta's usage: only the counts present replace
+// those message_start gave.
+type deltaUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
 // ---- the chunks ----
@@ -130,8 +141,17 @@ type chunkDelta struct {
 	ToolCalls []outToolCall `json:"tool_calls,omitempty"`
 }
 
+// toolBlock is a streamed tool_use block: its tool call's index, the input
+// its start gave, and whether an argument fragment was sent.
+type toolBlock struct {
+	index int
+	input json.RawMessage
+	sent  bool
+}
+
 // streamTranslator turns the Messages API's events into
-// chat.completion.chunks: message_start → the role chunk; a text block's
+// chat.completion.chunks: message_start → the role chunk (sent with the
+// first chunk that follows it); a text block's
 // deltas → content; a tool_use block's start → a tool call (index, id,
 // name) and its input_json_delta → argument fragments; message_delta →
 // the finish chunk; message_stop → the usage-only chunk when asked; an
@@ -142,11 +162,12 @@ type streamTranslator struct {
 	send         func(pluginapi.ChatChunk) error
 	sendErr      error // send's failure, returned as is
 
-	id, model string
-	usage     msgUsage
-	tools     map[int]int // content block index → tool call index
-	finished  bool
-	stopped   bool
+	id, model   string
+	usage       msgUsage
+	rolePending bool               // message_start came; its role chunk is not sent yet
+	tools       map[int]*toolBlock // content block index → its tool call
+	finished    bool
+	stopped     bool
 }
 
 func (t *streamTranslator) event(p *Provider, name, data []byte) error {
@@ -168,8 +189,10 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		if ev.Message != nil {
 			t.id, t.model, t.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
 		}
-		empty := ""
-		return t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil)
+		// The role chunk waits for the first content, tool call or finish:
+		// an error right after message_start (overloaded, say) is then
+		// returned with nothing sent, and svc may still fall back.
+		t.rolePending = true
 	case "content_block_start":
 		b := ev.ContentBlock
 		if b == nil {
@@ -182,10 +205,10 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			}
 		case "tool_use":
 			if t.tools == nil {
-				t.tools = make(map[int]int, 2)
+				t.tools = make(map[int]*toolBlock, 2)
 			}
 			i := len(t.tools)
-			t.tools[ev.Index] = i
+			t.tools[ev.Index] = &toolBlock{index: i, input: b.Input}
 			tc := outToolCall{Index: &i, ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
 			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
@@ -201,24 +224,32 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 				return t.emit(chunkDelta{Content: &d.Text}, nil, nil)
 			}
 		case "input_json_delta":
-			i, ok := t.tools[ev.Index]
+			tb, ok := t.tools[ev.Index]
 			if !ok || d.PartialJSON == "" {
 				return nil
 			}
-			tc := outToolCall{Index: &i}
+			tb.sent = true
+			tc := outToolCall{Index: &tb.index}
 			tc.Function.Arguments = d.PartialJSON
 			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
 		}
 		// thinking, signature and citation deltas have no chunk form
+	case "content_block_stop":
+		// A tool call whose input came whole in its start (or empty) has
+		// no fragment: its arguments are that input, {} at least.
+		if tb, ok := t.tools[ev.Index]; ok && !tb.sent {
+			tb.sent = true
+			tc := outToolCall{Index: &tb.index}
+			tc.Function.Arguments = string(orEmptyObject(tb.input))
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+		}
 	case "message_delta":
 		if u := ev.Usage; u != nil {
-			// output_tokens is cumulative; the input counts, when present,
-			// are the final ones.
-			t.usage.OutputTokens = u.OutputTokens
-			if u.InputTokens > 0 || u.CacheCreationInputTokens > 0 || u.CacheReadInputTokens > 0 {
-				t.usage.InputTokens, t.usage.CacheCreationInputTokens, t.usage.CacheReadInputTokens =
-					u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens
-			}
+			// The counts are cumulative: each one present is the final one.
+			setCount(&t.usage.OutputTokens, u.OutputTokens)
+			setCount(&t.usage.InputTokens, u.InputTokens)
+			setCount(&t.usage.CacheCreationInputTokens, u.CacheCreationInputTokens)
+			setCount(&t.usage.CacheReadInputTokens, u.CacheReadInputTokens)
 		}
 		if ev.Delta != nil && ev.Delta.StopReason != "" && !t.finished {
 			t.finished = true
@@ -234,10 +265,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 				return err
 			}
 		}
-		if t.includeUsage {
-			usage, _ := t.usage.out()
-			return t.emit(chunkDelta{}, nil, usage)
-		}
+		return t.end()
 	case "error":
 		typ, msg := "", ""
 		if ev.Error != nil {
@@ -249,9 +277,39 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 	return nil
 }
 
+func setCount(dst *int64, v *int64) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// end sends the usage-only chunk when asked.
+func (t *streamTranslator) end() error {
+	if !t.includeUsage {
+		return nil
+	}
+	usage, _ := t.usage.out()
+	return t.emit(chunkDelta{}, nil, usage)
+}
+
+// cut reports whether err is the connection breaking (not an error event,
+// send's failure, an oversized event or the caller leaving).
+func (t *streamTranslator) cut(ctx context.Context, err error) bool {
+	var pe *pluginapi.ProviderError
+	return ctx.Err() == nil && !errors.As(err, &pe) && !errors.Is(err, errTooLarge) &&
+		(t.sendErr == nil || !errors.Is(err, t.sendErr))
+}
+
 // emit sends one chunk: a delta (with a finish reason when it ends the
 // choice), or with usage the usage-only chunk that has no choices.
 func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) error {
+	if t.rolePending && usage == nil {
+		t.rolePending = false
+		empty := ""
+		if err := t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil); err != nil {
+			return err
+		}
+	}
 	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model}
 	out := pluginapi.ChatChunk{}
 	if usage != nil {

@@ -269,6 +269,32 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
 	assert.Empty(t, chunks)
 }
 
+// An error right after message_start is returned with nothing sent, so
+// that svc may still fall back: the role chunk waits for what follows it.
+func TestStreamErrorAfterMessageStartSendsNothing(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: ping
+data: {"type": "ping"}
+
+event: error
+data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		sends := 0
+		err := p.StreamChat(context.Background(), streamReq(helloStream, true), func(pluginapi.ChatChunk) error {
+			sends++
+			return nil
+		})
+		assert.Equal(t, 529, requireProviderError(t, err).Status)
+		assert.Zero(t, sends, "send is never called")
+	})
+}
+
 func TestStreamEndsBeforeMessageStop(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
 		writeStream(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n")
@@ -310,7 +336,7 @@ func TestStreamEventSizeBound(t *testing.T) {
 	p.maxResponse = 64 << 10
 	chunks, err := collect(t, p, streamReq(helloStream, true))
 	assert.Equal(t, "upstream_response_too_large", requireProviderError(t, err).Code)
-	assert.Len(t, chunks, 1)
+	assert.Empty(t, chunks, "the role chunk waits for content that never came")
 
 	p.maxResponse = 1 << 20
 	_, err = collect(t, p, streamReq(helloStream, true))
@@ -345,7 +371,8 @@ func TestStreamCancellationReachesUpstream(t *testing.T) {
 	gone := make(chan struct{})
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ wireRequest) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n"))
+		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{}}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n"))
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		close(gone)
@@ -392,4 +419,108 @@ func TestReadEventsStopsReadingALongLine(t *testing.T) {
 	err := readEvents(body, 1<<20, func(_, _ []byte) error { return nil })
 	require.ErrorIs(t, err, errTooLarge)
 	assert.Less(t, body.read, 2<<20, "reading stops soon after the bound, not at the line's end")
+}
+
+// An error event's type gives the status its HTTP answer would have had.
+func TestStreamErrorEventStatus(t *testing.T) {
+	for typ, want := range map[string]int{"timeout_error": 504, "overloaded_error": 529, "api_error": 500} {
+		f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+			writeStream(w, "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \""+typ+"\", \"message\": \"no\"}}\n\n")
+		})
+		_, err := collect(t, f.provider(t), streamReq(helloStream, true))
+		assert.Equal(t, want, requireProviderError(t, err).Status, typ)
+	}
+}
+
+// A tool call streamed without input_json_delta still has JSON arguments:
+// its start's input, {} when that is empty.
+func TestStreamToolCallWithoutFragments(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_5","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"now","input":{}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"weather","input":{"city": "Paris"}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, streamReq(helloStream, false))
+		require.NoError(t, err)
+		a, _ := assemble(t, chunks)
+		require.Len(t, a.calls, 2)
+		assert.Equal(t, "{}", a.calls[0].args)
+		assert.JSONEq(t, `{"city":"Paris"}`, a.calls[1].args)
+		assert.Equal(t, "tool_calls", a.finish)
+	})
+}
+
+// A stream cut after message_delta (the answer finished) but before
+// message_stop ends as message_stop would have: usage when asked, no error.
+func TestStreamCutAfterTheFinishEndsWell(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_6","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":7,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":3}}
+
+`)
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		chunks, err := collect(t, p, streamReq(helloStream, true))
+		require.NoError(t, err)
+		a, _ := assemble(t, chunks)
+		assert.Equal(t, "Hi", a.content)
+		assert.Equal(t, "stop", a.finish)
+		assert.Equal(t, &pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}, a.usage)
+		assert.Equal(t, 1, a.usageChunks)
+	})
+}
+
+// message_delta's usage replaces only the counts it carries: an
+// input_tokens alone keeps message_start's cache counts.
+func TestStreamDeltaUsageReplacesOnlyItsCounts(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		writeStream(w, `event: message_start
+data: {"type":"message_start","message":{"id":"msg_7","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":5,"cache_read_input_tokens":20,"cache_creation_input_tokens":4,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":6,"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`)
+	})
+	chunks, err := collect(t, f.provider(t), streamReq(helloStream, true))
+	require.NoError(t, err)
+	_, parsed := assemble(t, chunks)
+	u := parsed[len(parsed)-1].Usage
+	require.NotNil(t, u)
+	assert.EqualValues(t, 6+20+4, u.PromptTokens, "input 6 replaces 5; the cache counts stay")
+	assert.EqualValues(t, 20, u.PromptTokensDetails.CachedTokens)
+	assert.EqualValues(t, 4, u.CacheCreationInputTokens)
+	assert.EqualValues(t, 3, u.CompletionTokens)
 }

@@ -209,6 +209,7 @@ func TestTranslateRefuses(t *testing.T) {
 		{"a tool message without tool_call_id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id"},
 		{"a tool that is not a function", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"code_interpreter"}]}`, "tools[0].type"},
 		{"tool parameters that are not an object", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters"},
+		{"tool parameters of another type", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}]}`, "tools[0].function.parameters"},
 		{"a tool without a name", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{}}]}`, "tools[0].function.name"},
 		{"an unknown tool_choice", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"sometimes"}`, "tool_choice"},
 		{"a named tool_choice without tools", `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, "tool_choice"},
@@ -247,5 +248,21 @@ func TestTranslatedRequestsAreValid(t *testing.T) {
 		var wr wireRequest
 		require.NoError(t, json.Unmarshal(b, &wr))
 		assert.Empty(t, wr.validate(), in)
+	}
+}
+
+// Anthropic refuses an input_schema without "type":"object"; OpenAI takes
+// one, so it is added.
+func TestToolParametersWithoutTypeBecomeAnObjectSchema(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`: `{"type":"object"}`,
+		`{"properties":{"city":{"type":"string"}}}`: `{"type":"object","properties":{"city":{"type":"string"}}}`,
+		`{"type":"object","properties":{}}`:         `{"type":"object","properties":{}}`,
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":` + in + `}}]}`
+		r, err := translate([]byte(body), false)
+		require.NoError(t, err, in)
+		require.Len(t, r.Tools, 1)
+		assert.JSONEq(t, want, string(r.Tools[0].InputSchema), in)
 	}
 }

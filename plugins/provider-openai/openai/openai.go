@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,7 +49,7 @@ const (
 	typeUpstream     = "upstream_error"
 	typeInvalid      = "invalid_request_error"
 	typeRateLimit    = "rate_limit_error"
-	codeAuth         = "upstream_auth_failed"
+	codeAuth         = pluginapi.CodeUpstreamAuthFailed
 	codeTimeout      = pluginapi.CodeTimeout
 	codeUnreachable  = "upstream_unreachable"
 	codeTooLarge     = "upstream_response_too_large"
@@ -140,10 +139,8 @@ func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, er
 	if cfg.Timeout < 0 {
 		return nil, errors.New("the provider's timeout must not be negative")
 	}
-	for name, value := range cfg.Headers {
-		if !validHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
-			return nil, fmt.Errorf("the provider's header %q is not a valid HTTP header", name)
-		}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	up := newUpstream(base, strings.TrimSpace(cfg.APIKey))
 	up.Timeout, up.Headers, up.Logger = cfg.Timeout, cfg.Headers, log
@@ -158,22 +155,6 @@ func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, er
 // NewHTTPClient returns.
 func newUpstream(baseURL, apiKey string) *Upstream {
 	return &Upstream{BaseURL: baseURL, APIKey: apiKey, Client: NewHTTPClient()}
-}
-
-// validHeaderName reports whether name is an HTTP field name (RFC 9110's
-// token).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // NewHTTPClient returns the client New uses. It has no overall Timeout,
