@@ -308,6 +308,9 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		defer cancel(nil)
 		timer = &attemptTimer{t: time.AfterFunc(prov.Timeout, func() { cancel(errTimedOut) })}
 	}
+	if probe {
+		defer releaseProbe(r.now, h)
+	}
 	start := r.now()
 	sent, err := try(actx, prov, model, timer)
 	timer.stop()
@@ -363,6 +366,16 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	}
 	h.done(end, probe, result, a.Error, rateLimitedFor)
 	return a, v, err
+}
+
+// releaseProbe, deferred by a half-open probe's attempt, records a failure
+// when the provider panicked, so the probe slot is freed (not "in flight"
+// for ever), and panics on.
+func releaseProbe(now func() time.Time, h *health) {
+	if v := recover(); v != nil {
+		h.done(now(), true, resultFailure, "the provider panicked", 0)
+		panic(v)
+	}
 }
 
 // errTimedOut is an attempt's cause when its Timeout passed.
