@@ -364,7 +364,11 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	if sent && v != verdictSent {
 		v = verdictSent
 	}
-	h.done(end, probe, result, a.Error, rateLimitedFor)
+	errText := a.Error
+	if result == resultFailure {
+		errText = r.scrub(errText) // the status shows it to admins
+	}
+	h.done(end, probe, result, errText, rateLimitedFor)
 	return a, v, err
 }
 

@@ -38,3 +38,14 @@ func TestAProbeThatPanicsFreesTheProbeSlot(t *testing.T) {
 	assert.NoError(t, err, "the probe slot is free")
 	assert.Equal(t, BreakerClosed, h.r.Status().Providers[0].Breaker.State)
 }
+func TestStatusLastErrorHidesTheKeys(t *testing.T) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai"}, {Name: "b", Plugin: "openai"}},
+		Retries: Retries{MaxAttempts: 2}, Secrets: []string{"sk-live-SECRET123"}}
+	h := newHarness(t, set)
+	h.script("a", status(401, "Incorrect API key provided: sk-live-SECRET123"))
+	_, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	last := h.r.Status().Providers[0].LastError
+	assert.NotContains(t, last, "SECRET123")
+	assert.Contains(t, last, "Incorrect API key provided: [redacted]")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,14 @@ func (r *Router) Secrets() []string {
 		return *s
 	}
 	return nil
+}
+
+// scrub hides the router's secrets in s.
+func (r *Router) scrub(s string) string {
+	for _, secret := range r.Secrets() {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
 }
 
 // Single is the environment's set: one provider, serving every model, one
