@@ -58,6 +58,9 @@ const (
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
 // headerName is an HTTP header's name (RFC 9110 token).
+// envName is an environment variable's name, as api_key_env names one.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // reservedHeaders carry the key or the address: the plugin sets them.
@@ -644,6 +647,9 @@ func (p *parser) key(entry string, fp fileProvider) string {
 	switch {
 	case fp.APIKeyEnv != "" && fp.APIKeyFile != "":
 		p.fail(entry, "api_key_env", "set api_key_env or api_key_file, not both")
+	case !envName.MatchString(fp.APIKeyEnv) && fp.APIKeyEnv != "":
+		// Never quoted: an operator may have pasted the key itself here.
+		p.fail(entry, "api_key_env", "must be the name of a variable (letters, digits and _, not starting with a digit), not the key itself")
 	case fp.APIKeyEnv != "":
 		v, ok := p.env(fp.APIKeyEnv)
 		v = strings.TrimSpace(v)

@@ -315,3 +315,12 @@ func TestPathlessKeepsTheCause(t *testing.T) {
 	assert.True(t, errors.Is(err, fs.ErrPermission))
 	assert.NotContains(t, err.Error(), "/secret/place")
 }
+
+func TestParseNeverEchoesAKeyPastedAsTheVariable(t *testing.T) {
+	for _, key := range []string{"sk-proj-abcdefSECRET", "SECRET value", "9SECRET"} {
+		_, err := parse("p.yaml", "providers:\n  - name: a\n    plugin: openai\n    api_key_env: \""+key+"\"\n")
+		require.Error(t, err, key)
+		assert.Contains(t, err.Error(), `p.yaml: providers[0] (name "a"): api_key_env: must be the name of a variable`)
+		assert.NotContains(t, err.Error(), "SECRET")
+	}
+}
