@@ -164,6 +164,10 @@ const (
 // ReasonNoEmbeddings skips a provider that serves no embeddings.
 const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
 
+// ReasonRemoved skips a candidate whose instance a reload closed and whose
+// name the set serving now no longer holds.
+const ReasonRemoved = "removed by a reload"
+
 // tryFunc makes one attempt on prov, asking for model. sent says that a
 // streamed chunk reached the client: the call cannot be retried.
 type tryFunc func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (sent bool, err error)
@@ -197,6 +201,7 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 calls:
 	for made < maxAttempts {
 		progressed := false
+	candidates:
 		for i := 0; i < n && made < maxAttempts; i++ {
 			t := &tr[i]
 			if t.out {
@@ -243,10 +248,25 @@ calls:
 				p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
 				continue
 			}
+			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			for tries := 0; v == verdictRetired; tries++ {
+				// The plan's instance was closed by a reload: the instance
+				// of the same name in the set serving now answers instead.
+				if prov, h = r.reresolve(c.Provider); prov == nil || tries == 3 {
+					t.out = true
+					p.skip(c.Provider, ReasonRemoved)
+					continue candidates
+				}
+				if ok, probe, reason, limitedFor = h.admit(r.now, n > 1); !ok {
+					t.out = true
+					p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
+					continue candidates
+				}
+				a, v, err = r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			}
 			made++
 			progressed = true
 			t.n++
-			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
 			switch v {
@@ -297,7 +317,21 @@ const (
 	// verdictDeadline: the call's own deadline passed: no attempt has time
 	// left, and those made are told.
 	verdictDeadline
+	// verdictRetired: the plan's instance was closed by a reload before the
+	// attempt began; it is not an attempt.
+	verdictRetired
 )
+
+// reresolve is the provider named name in the set serving now, and its
+// health; nil when a reload removed it.
+func (r *Router) reresolve(name string) (*Provider, *health) {
+	st := r.state.Load()
+	j, ok := st.byName[name]
+	if !ok {
+		return nil, nil
+	}
+	return st.set.Providers[j], st.health[j]
+}
 
 // attempt makes one attempt and tells its outcome.
 func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model string, probe bool, kind int, try tryFunc) (Attempt, int, error) {
@@ -360,6 +394,10 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		a.Outcome, a.Error = OutcomeUnavailable, err.Error()
 	default:
 		a.Outcome, a.Error = OutcomeError, err.Error()
+	}
+	if err == errRetired {
+		h.done(end, probe, resultNeutral, "", 0)
+		return a, verdictRetired, err
 	}
 	if sent && v != verdictSent {
 		v = verdictSent
