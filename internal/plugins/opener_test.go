@@ -102,6 +102,8 @@ func TestOpenerRunsABuiltinInProcess(t *testing.T) {
 	_, err = inst.(pluginapi.Embedder).Embed(context.Background(), pluginapi.EmbedRequest{Model: "m"})
 	var pe *pluginapi.ProviderError
 	require.ErrorAs(t, err, &pe, "no embeddings: the provider's own 404")
+	assert.True(t, pluginapi.IsNoEmbeddings(err))
+	assert.False(t, providers.Embeds(inst), "the router skips it for embeddings")
 
 	_, err = o.Open(context.Background(), "x", "vllm", providers.ModeInProcess, pluginapi.ProviderConfig{})
 	require.Error(t, err)
@@ -118,6 +120,7 @@ func TestOpenerRunsTheFirstPartyProvidersInProcess(t *testing.T) {
 		require.NoError(t, err, name)
 		_, isSlot := inst.(slotted)
 		assert.False(t, isSlot, name)
+		assert.Equal(t, name != "anthropic", providers.Embeds(inst), "%s: embeddings served", name)
 		inst.Close()
 	}
 	inst, err := o.Open(context.Background(), "m", "mock", providers.ModeInProcess, pluginapi.ProviderConfig{})

@@ -215,7 +215,7 @@ calls:
 				continue
 			}
 			if kind == callEmbed {
-				if _, ok := prov.Impl.(pluginapi.Embedder); !ok {
+				if !Embeds(prov.Impl) {
 					t.out = true
 					noEmbeddings++
 					p.skip(c.Provider, ReasonNoEmbeddings)
@@ -263,6 +263,12 @@ calls:
 					continue candidates
 				}
 				a, v, err = r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			}
+			if v == verdictNoEmbeddings {
+				t.out = true
+				noEmbeddings++
+				p.skip(c.Provider, ReasonNoEmbeddings)
+				continue
 			}
 			made++
 			progressed = true
@@ -320,7 +326,20 @@ const (
 	// verdictRetired: the plan's instance was closed by a reload before the
 	// attempt began; it is not an attempt.
 	verdictRetired
+	// verdictNoEmbeddings: the provider serves no embeddings at all (a
+	// plugin's answer): a skip, not an attempt.
+	verdictNoEmbeddings
 )
+
+// Embeds says whether impl serves embeddings: an Embedder, unless it says
+// otherwise (a wrapper that is one whatever it wraps).
+func Embeds(impl pluginapi.Provider) bool {
+	if e, ok := impl.(interface{ Embeds() bool }); ok {
+		return e.Embeds()
+	}
+	_, ok := impl.(pluginapi.Embedder)
+	return ok
+}
 
 // reresolve is the provider named name in the set serving now, and its
 // health; nil when a reload removed it.
@@ -396,8 +415,12 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		a.Outcome, a.Error = OutcomeError, err.Error()
 	}
 	if err == errRetired {
-		h.done(end, probe, resultNeutral, "", 0)
+		h.release(probe)
 		return a, verdictRetired, err
+	}
+	if kind == callEmbed && pluginapi.IsNoEmbeddings(err) {
+		h.release(probe)
+		return a, verdictNoEmbeddings, err
 	}
 	if sent && v != verdictSent {
 		v = verdictSent

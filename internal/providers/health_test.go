@@ -49,3 +49,60 @@ func TestStatusLastErrorHidesTheKeys(t *testing.T) {
 	assert.NotContains(t, last, "SECRET123")
 	assert.Contains(t, last, "Incorrect API key provided: [redacted]")
 }
+
+// chatOnly is an instance without embeddings (an Anthropic one).
+type chatOnly struct{ fakeInstance }
+
+func TestAnInstanceWithoutEmbeddingsIsSkippedNotFailed(t *testing.T) {
+	c := &counted{inst: &chatOnly{fakeInstance{name: "anthropic"}}, done: make(chan struct{})}
+	set := &Set{Providers: []*Provider{
+		{Name: "anthropic", Plugin: "anthropic", Impl: c, Breaker: BreakerConfig{Failures: 1, Cooldown: time.Minute}},
+		{Name: "b", Plugin: "openai"},
+	}, Retries: Retries{MaxAttempts: 3}}
+	h := newHarness(t, set)
+	set.Providers[1].Impl = embedFake{h.fakes["b"]}
+	for range 2 {
+		p, err := h.r.Plan("text-embedding-3-small")
+		require.NoError(t, err)
+		_, err = h.r.Embed(context.Background(), p, pluginapi.EmbedRequest{Body: []byte(`{}`), Model: "text-embedding-3-small"})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"b:ok"}, outcomes(p))
+		assert.Equal(t, []Skipped{{Provider: "anthropic", Reason: ReasonNoEmbeddings}}, p.Skipped)
+	}
+	st := h.r.Status().Providers[0]
+	assert.Equal(t, BreakerClosed, st.Breaker.State, "embeddings never open a chat provider's breaker")
+	assert.Zero(t, st.Stats.Failures)
+}
+
+// pluginWithoutEmbeddings is a plugin's client: an Embedder whatever the
+// plugin serves, answering NoEmbeddings for one that serves none.
+type pluginWithoutEmbeddings struct{ *fake }
+
+func (p pluginWithoutEmbeddings) Embed(_ context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	return pluginapi.EmbedResponse{}, pluginapi.NoEmbeddings(req.Model)
+}
+
+func TestAPluginAnsweringNoEmbeddingsIsSkippedNotFailed(t *testing.T) {
+	set := &Set{Providers: []*Provider{
+		{Name: "a", Plugin: "anthropic", Breaker: BreakerConfig{Failures: 1, Cooldown: time.Minute}},
+		{Name: "b", Plugin: "openai"},
+	}, Retries: Retries{MaxAttempts: 2}}
+	h := newHarness(t, set)
+	set.Providers[0].Impl = pluginWithoutEmbeddings{h.fakes["a"]}
+	set.Providers[1].Impl = embedFake{h.fakes["b"]}
+	p, err := h.r.Plan("e")
+	require.NoError(t, err)
+	_, err = h.r.Embed(context.Background(), p, pluginapi.EmbedRequest{Body: []byte(`{}`), Model: "e"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b:ok"}, outcomes(p), "no attempt spent on it")
+	assert.Equal(t, []Skipped{{Provider: "a", Reason: ReasonNoEmbeddings}}, p.Skipped)
+	assert.Equal(t, BreakerClosed, h.r.Status().Providers[0].Breaker.State)
+
+	set2 := &Set{Providers: []*Provider{{Name: "a", Plugin: "anthropic"}}, Retries: Retries{MaxAttempts: 2}}
+	h2 := newHarness(t, set2)
+	set2.Providers[0].Impl = pluginWithoutEmbeddings{h2.fakes["a"]}
+	p, err = h2.r.Plan("e")
+	require.NoError(t, err)
+	_, err = h2.r.Embed(context.Background(), p, pluginapi.EmbedRequest{Body: []byte(`{}`), Model: "e"})
+	assert.True(t, pluginapi.IsNoEmbeddings(err), "the only provider without embeddings: the 404 as before, %v", err)
+}
