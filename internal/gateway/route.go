@@ -133,9 +133,12 @@ func (g *Gateway) explainProviders(c *call) {
 	for _, s := range p.Skipped {
 		ex.Rejected = append(ex.Rejected, ledger.Alternative{Route: ledger.RouteLive, Provider: s.Provider, Reason: s.Reason})
 	}
-	if first := p.Attempts; p.Answered != "" && len(first) > 1 && first[0].Provider != p.Answered && ex.Fallback == nil {
-		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: first[0].Provider,
-			Reason: g.scrub(first[0].Error)}
+	// The answer is the last attempt's; a route may list one provider
+	// twice with two models (a downgrade), a fallback too.
+	if at := p.Attempts; p.Answered != "" && len(at) > 1 && ex.Fallback == nil &&
+		(at[0].Provider != p.Answered || at[0].Model != at[len(at)-1].Model) {
+		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: at[0].Provider,
+			Reason: g.scrub(at[0].Error)}
 	}
 }
 

@@ -373,3 +373,37 @@ type listing struct {
 }
 
 func (l *listing) Models(context.Context) ([]pluginapi.Model, error) { return l.models, nil }
+
+// byModel fails the calls for its down model and answers the others.
+type byModel struct {
+	provider
+	down string
+}
+
+func (p *byModel) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	if req.Model == p.down {
+		return pluginapi.ChatResponse{}, down
+	}
+	return p.provider.Chat(ctx, req)
+}
+
+// A route may fall back to a cheaper model of the same provider: the run
+// is priced by the model that answered, and the fallback is recorded.
+func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
+	p := &byModel{provider: provider{body: answer, usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, down: "gpt-4o"}
+	set := &providers.Set{
+		Providers: []*providers.Provider{{Name: "openai", Plugin: "openai", Impl: p, Fingerprint: "o"}},
+		Routes: []providers.Route{{Model: model, Targets: []providers.Target{
+			{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-cheap"}}}},
+		Retries: providers.Retries{MaxAttempts: 2},
+	}
+	rec := &recorder{}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec,
+		Prices: pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 100, Output: 100}, "gpt-4o-cheap": {Input: 1, Output: 2}})})
+	_, err := gw.Complete(context.Background(), caller(auth.Optimize), question(t, ""))
+	require.NoError(t, err)
+	run := rec.last(t).Run
+	assert.InDelta(t, (10*1+2*2)/1e6, run.CostUSD, 1e-12, "the cheap model's price")
+	ex := explanation(t, rec.last(t))
+	assert.Equal(t, map[string]any{"used": true, "tier": "provider", "provider": "openai", "from": "openai", "reason": "overloaded"}, ex["fallback"])
+}

@@ -273,6 +273,7 @@ calls:
 			made++
 			progressed = true
 			t.n++
+			p.lastTried = i + 1
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
 			switch v {

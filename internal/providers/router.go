@@ -180,20 +180,10 @@ func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float6
 	table := r.prices.Load()
 	upstream := p.Model
 	var prov *Provider
-	name := p.Answered
-	if name == "" && len(p.Attempts) > 0 {
-		name = p.Attempts[len(p.Attempts)-1].Provider
-	}
-	if name == "" && len(p.Candidates) > 0 {
-		name = p.Candidates[0].Provider
-	}
-	for i, c := range p.Candidates {
-		if c.Provider == name {
-			upstream = c.Model
-			if p.set != nil {
-				prov = p.set.Providers[p.order[i]]
-			}
-			break
+	if i := max(p.lastTried-1, 0); i < len(p.Candidates) {
+		upstream = p.Candidates[i].Model
+		if p.set != nil {
+			prov = p.set.Providers[p.order[i]]
 		}
 	}
 	if prov != nil && prov.Prices != nil {
