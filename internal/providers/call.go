@@ -360,7 +360,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		var cancel context.CancelCauseFunc
 		actx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		timer = &attemptTimer{t: time.AfterFunc(prov.Timeout, func() { cancel(errTimedOut) })}
+		timer = r.startTimer(prov.Timeout, func() { cancel(errTimedOut) })
 	}
 	if probe {
 		defer releaseProbe(r.now, h)
@@ -455,12 +455,25 @@ func (e *clientGone) Unwrap() error { return e.err }
 
 // attemptTimer is an attempt's Timeout; a stream stops it at its first
 // chunk. A nil one never fires.
-type attemptTimer struct{ t *time.Timer }
+type attemptTimer struct {
+	t     *time.Timer
+	stopf func() bool // a UseTimers timer's
+}
+
+func (r *Router) startTimer(d time.Duration, f func()) *attemptTimer {
+	if r.afterFunc != nil {
+		return &attemptTimer{stopf: r.afterFunc(d, f)}
+	}
+	return &attemptTimer{t: time.AfterFunc(d, f)}
+}
 
 // stop stops the timer; false when it fired already.
 func (a *attemptTimer) stop() bool {
-	if a == nil {
+	switch {
+	case a == nil:
 		return true
+	case a.stopf != nil:
+		return a.stopf()
 	}
 	return a.t.Stop()
 }

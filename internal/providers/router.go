@@ -29,6 +29,26 @@ type Router struct {
 	// tests' stand-ins keep them from real time and chance.
 	sleep   func(ctx context.Context, d time.Duration) error
 	float64 func() float64
+	// afterFunc, when set (UseTimers), stands for time.AfterFunc.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+}
+
+// UseTimers makes the router's waits (an attempt's timeout, a backoff)
+// timers of afterFunc, such as a fake clock's, instead of real time. Call
+// it before the router is shared.
+func (r *Router) UseTimers(afterFunc func(d time.Duration, f func()) (stop func() bool)) {
+	r.afterFunc = afterFunc
+	r.sleep = func(ctx context.Context, d time.Duration) error {
+		fired := make(chan struct{})
+		stop := afterFunc(d, func() { close(fired) })
+		defer stop()
+		select {
+		case <-fired:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // loadStatus is what the loader said of the last load.
