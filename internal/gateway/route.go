@@ -143,17 +143,14 @@ func (g *Gateway) explainProviders(c *call) {
 }
 
 // failedAttempts are the provider.failed events of a call's failed
-// attempts but the last when last is false (the call's own outcome tells
-// of it).
-func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time, last bool) []ledger.Event {
+// attempts: every one, but those that answered or that the client cut
+// (the call's own outcome tells of them). A client that left during a
+// backoff leaves a failed attempt last.
+func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time) []ledger.Event {
 	if c.plan == nil {
 		return events
 	}
-	attempts := c.plan.Attempts
-	if !last && len(attempts) > 0 {
-		attempts = attempts[:len(attempts)-1]
-	}
-	for i, a := range attempts {
+	for i, a := range c.plan.Attempts {
 		if a.Outcome == providers.OutcomeOK || a.Outcome == providers.OutcomeCancelled {
 			continue
 		}

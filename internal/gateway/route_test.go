@@ -407,3 +407,66 @@ func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
 	ex := explanation(t, rec.last(t))
 	assert.Equal(t, map[string]any{"used": true, "tier": "provider", "provider": "openai", "from": "openai", "reason": "overloaded"}, ex["fallback"])
 }
+
+// failsMidStream streams one chunk, then fails.
+type failsMidStream struct{ provider }
+
+func (m *failsMidStream) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	m.mu.Lock()
+	m.calls++
+	m.mu.Unlock()
+	if err := send(chunk("Par")); err != nil {
+		return err
+	}
+	return &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: "cut"}
+}
+
+// A stream held for the tool rules that fails after a chunk is not
+// replayed, and the provider may bill what it sent: usage unknown.
+func TestAHeldStreamFailingMidwayHasUsageUnknown(t *testing.T) {
+	rec := &recorder{}
+	a, b := &failsMidStream{}, &provider{body: answer}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 2}}
+	gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
+	require.NoError(t, err)
+	s := &sink{}
+	_, err = gw.Stream(context.Background(), caller(auth.Optimize), req, s)
+	require.Error(t, err)
+	assert.False(t, s.began, "nothing reached the client")
+	assert.Zero(t, b.called(), "a stream that sent a chunk is not replayed")
+	run := rec.last(t).Run
+	assert.True(t, run.UsageUnknown, "the provider streamed, and may bill, part of an answer")
+	assert.Zero(t, run.CostUSD)
+}
+
+// A client that leaves while the call waits to retry leaves every failed
+// attempt told.
+func TestAClientLeavingDuringABackoffKeepsEveryFailedAttempt(t *testing.T) {
+	rec := &recorder{}
+	a, b := &provider{err: down}, &provider{err: down}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 3, Backoff: time.Hour, MaxBackoff: time.Hour}}
+	clock := fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	router := providers.NewRouter(set, clock.Now)
+	router.UseTimers(clock.AfterFunc)
+	gw := gateway.New(gateway.Options{Router: router, Recorder: rec, Now: clock.Now,
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := gw.Complete(ctx, caller(auth.Optimize), question(t, ""))
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return clock.Timers() == 1 }, 10*time.Second, time.Millisecond, "the call waits to retry")
+	cancel() // during the backoff before the third attempt
+	require.Error(t, <-done)
+	failed := events(t, rec.last(t), "provider.failed")
+	require.Len(t, failed, 2, "both failed attempts are told")
+	assert.Equal(t, "a", failed[0]["provider"])
+	assert.Equal(t, "b", failed[1]["provider"])
+}
