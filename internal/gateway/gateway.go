@@ -100,10 +100,12 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	id    *auth.Identity
-	req   *Request
-	run   *ledger.Run
-	start time.Time
+	// masking is set by finish when the tenant's stored text is masked.
+	masking bool
+	id      *auth.Identity
+	req     *Request
+	run     *ledger.Run
+	start   time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event
@@ -440,6 +442,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	end := g.now()
 	run := c.run
 	masking := g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID)
+	c.masking = masking
 	if masking {
 		// Only what is stored is masked: the caller has, or gets, the
 		// answer as it was.

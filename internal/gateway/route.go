@@ -15,6 +15,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -124,7 +125,7 @@ func (g *Gateway) explainProviders(c *call) {
 	if len(p.Attempts) > 0 {
 		attempts := make([]providers.Attempt, len(p.Attempts))
 		for i, a := range p.Attempts {
-			a.Error = g.scrub(a.Error)
+			a.Error = g.attemptText(c, a.Error)
 			attempts[i] = a
 		}
 		ex.Attempts = attempts
@@ -138,8 +139,18 @@ func (g *Gateway) explainProviders(c *call) {
 	if at := p.Attempts; p.Answered != "" && len(at) > 1 && ex.Fallback == nil &&
 		(at[0].Provider != p.Answered || at[0].Model != at[len(at)-1].Model) {
 		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: at[0].Provider,
-			Reason: g.scrub(at[0].Error)}
+			Reason: g.attemptText(c, at[0].Error)}
 	}
+}
+
+// attemptText is an attempt's error as the run stores it: without the
+// keys, and masked when the tenant's stored text is.
+func (g *Gateway) attemptText(c *call, s string) string {
+	s = g.scrub(s)
+	if c.masking {
+		s = redact.String(s)
+	}
+	return s
 }
 
 // failedAttempts are the provider.failed events of a call's failed
@@ -155,7 +166,7 @@ func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time) [
 			continue
 		}
 		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: mustJSON(providerEvent{
-			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.scrub(a.Error),
+			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.attemptText(c, a.Error),
 			LatencyMS: a.LatencyMS, Attempt: i + 1})})
 	}
 	return events

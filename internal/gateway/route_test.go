@@ -470,3 +470,28 @@ func TestAClientLeavingDuringABackoffKeepsEveryFailedAttempt(t *testing.T) {
 	assert.Equal(t, "a", failed[0]["provider"])
 	assert.Equal(t, "b", failed[1]["provider"])
 }
+
+// redactAll masks every tenant's stored text.
+type redactAll struct{}
+
+func (redactAll) Redaction(context.Context, string) bool { return true }
+
+// A tenant whose stored text is masked has its attempts' errors, the
+// fallback's reason and the provider.failed events masked too: an
+// upstream may quote the request back.
+func TestAttemptErrorsAreMaskedWhenTheTenantRedacts(t *testing.T) {
+	rec := &recorder{}
+	quoted := &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "cannot answer ann@example.com now"}
+	a, b := &provider{err: quoted}, &provider{body: answer}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 2}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Redaction: redactAll{},
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	_, err := gw.Complete(context.Background(), caller(auth.Optimize), question(t, ""))
+	require.NoError(t, err)
+	r := rec.last(t)
+	ex := explanation(t, r)
+	assert.Equal(t, "cannot answer [email] now", ex["attempts"].([]any)[0].(map[string]any)["error"])
+	assert.Equal(t, "cannot answer [email] now", ex["fallback"].(map[string]any)["reason"])
+	assert.Equal(t, "cannot answer [email] now", event(t, r, "provider.failed")["error"])
+}
