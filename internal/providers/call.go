@@ -415,6 +415,11 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	default:
 		a.Outcome, a.Error = OutcomeError, err.Error()
 	}
+	if pe != nil && v == verdictRetry && a.RetryAfterMS == 0 {
+		// A 503 or 529 may ask for a wait too; only a 429 marks the
+		// provider rate limited.
+		a.RetryAfterMS = pe.RetryAfter.Milliseconds()
+	}
 	if err == errRetired {
 		h.release(probe)
 		return a, verdictRetired, err

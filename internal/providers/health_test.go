@@ -106,3 +106,14 @@ func TestAPluginAnsweringNoEmbeddingsIsSkippedNotFailed(t *testing.T) {
 	_, err = h2.r.Embed(context.Background(), p, pluginapi.EmbedRequest{Body: []byte(`{}`), Model: "e"})
 	assert.True(t, pluginapi.IsNoEmbeddings(err), "the only provider without embeddings: the 404 as before, %v", err)
 }
+
+func TestRetryAfterOfA503SetsTheWaitButNoRateLimit(t *testing.T) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai"}}, Retries: Retries{MaxAttempts: 2, Backoff: time.Millisecond, MaxBackoff: 2 * time.Second}}
+	h := newHarness(t, set)
+	h.script("a", &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "busy", RetryAfter: time.Second}, nil)
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:error", "a:ok"}, outcomes(p))
+	assert.Equal(t, []time.Duration{time.Second}, h.waits, "the upstream's Retry-After, longer than the backoff")
+	assert.Nil(t, h.r.Status().Providers[0].RateLimitedUntil, "only a 429 marks it rate limited")
+}
