@@ -846,6 +846,37 @@ func BenchmarkChatSingle(b *testing.B) {
 	}
 }
 
+// BenchmarkChatFromAFile is one provider as a providers file declares it:
+// a timeout, a breaker, three attempts.
+func BenchmarkChatFromAFile(b *testing.B) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout,
+		Breaker: BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: Retries{MaxAttempts: 3}}
+	benchmarkChat(b, set)
+}
+
+// BenchmarkChatTwoOrdered is two providers in order, the first answering.
+func BenchmarkChatTwoOrdered(b *testing.B) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout, Fingerprint: "a"},
+		{Name: "b", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout, Fingerprint: "b"}}, Retries: Retries{MaxAttempts: 3}}
+	benchmarkChat(b, set)
+}
+
+func benchmarkChat(b *testing.B, set *Set) {
+	r := NewRouter(set, nil)
+	req := pluginapi.ChatRequest{Body: []byte(`{"model":"gpt-4o-mini"}`), Model: "gpt-4o-mini"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := r.Plan(req.Model)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Chat(ctx, p, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkChatDirect is the floor BenchmarkChatSingle is measured against.
 func BenchmarkChatDirect(b *testing.B) {
 	f := &nopProvider{}
