@@ -6,6 +6,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,12 +123,20 @@ func (g *Gateway) explainProviders(c *call) {
 		run.Provider = p.Attempts[len(p.Attempts)-1].Provider
 	}
 	ex.Provider = p.Answered
-	if len(p.Attempts) > 0 {
-		attempts := make([]providers.Attempt, len(p.Attempts))
-		for i, a := range p.Attempts {
-			a.Error = g.attemptText(c, a.Error)
-			attempts[i] = a
+	// The plan's attempts, copied only when an error text changes.
+	attempts := p.Attempts
+	for i, a := range p.Attempts {
+		if a.Error == "" {
+			continue
 		}
+		if e := g.attemptText(c, a.Error); e != a.Error {
+			if &attempts[0] == &p.Attempts[0] {
+				attempts = slices.Clone(p.Attempts)
+			}
+			attempts[i].Error = e
+		}
+	}
+	if len(attempts) > 0 {
 		ex.Attempts = attempts
 	}
 	ex.Candidates = p.Candidates

@@ -356,7 +356,15 @@ func (r *Router) reresolve(name string) (*Provider, *health) {
 // attempt makes one attempt and tells its outcome.
 func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model string, probe bool, kind int, try tryFunc) (Attempt, int, error) {
 	actx, timer := ctx, (*attemptTimer)(nil)
-	if prov.Timeout > 0 {
+	switch {
+	case prov.Timeout <= 0:
+	case kind != callStream && r.afterFunc == nil:
+		// Nothing stops the clock early: a deadline costs least.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, prov.Timeout, errTimedOut)
+		defer cancel()
+	default:
+		// A stream stops its timer at its first chunk.
 		var cancel context.CancelCauseFunc
 		actx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -414,6 +422,9 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		a.Outcome, a.Error = OutcomeUnavailable, err.Error()
 	default:
 		a.Outcome, a.Error = OutcomeError, err.Error()
+	}
+	if pe != nil && pe.Code == "upstream_timeout" && a.Outcome == OutcomeError {
+		a.Outcome = OutcomeTimeout // the plugin's own timeout
 	}
 	if pe != nil && v == verdictRetry && a.RetryAfterMS == 0 {
 		// A 503 or 529 may ask for a wait too; only a 429 marks the

@@ -117,3 +117,23 @@ func TestRetryAfterOfA503SetsTheWaitButNoRateLimit(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Second}, h.waits, "the upstream's Retry-After, longer than the backoff")
 	assert.Nil(t, h.r.Status().Providers[0].RateLimitedUntil, "only a 429 marks it rate limited")
 }
+
+func TestAPluginsOwnTimeoutIsATimeout(t *testing.T) {
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{}))
+	h.script("a", &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: "upstream_timeout", Message: "the provider timed out"})
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:timeout", "b:ok"}, outcomes(p))
+}
+
+func TestANonStreamedAttemptTimesOutOnItsDeadline(t *testing.T) {
+	set := twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
+	set.Providers[0].Timeout = time.Nanosecond // past before the provider looks
+	h := newHarness(t, set)
+	h.r.afterFunc = nil // real time: the deadline of a non-streamed attempt
+	h.script("a", hang)
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:timeout", "b:ok"}, outcomes(p))
+	assert.Equal(t, "timed out after 1ns", p.Attempts[0].Error)
+}
