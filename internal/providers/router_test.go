@@ -970,3 +970,19 @@ func (c *deadlineCtx) Err() error {
 		return nil
 	}
 }
+
+func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
+	set := &Set{Providers: []*Provider{{Name: "openai", Plugin: "openai"}},
+		Routes:  []Route{{Model: "smart", Strategy: Ordered, Targets: []Target{{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}}}},
+		Retries: Retries{MaxAttempts: 2}}
+	h := newHarness(t, set)
+	h.r.SetPrices(pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 10, Output: 10}, "gpt-4o-mini": {Input: 1, Output: 1}}))
+	h.script("openai", status(503, "down"), nil)
+	p, _, err := h.chat(t, "smart")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"openai:error", "openai:ok"}, outcomes(p))
+	assert.Equal(t, "gpt-4o-mini", p.Attempts[1].Model)
+	usd, known := h.r.Cost(p, 1_000_000, 0)
+	assert.True(t, known)
+	assert.InDelta(t, 1.0, usd, 1e-9, "gpt-4o-mini's price, not gpt-4o's")
+}
