@@ -50,3 +50,22 @@ func TestClockIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, time.Unix(400, 0), c.Now())
 }
+
+func TestAfterFuncFiresWhenTheClockReachesIt(t *testing.T) {
+	c := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fired := make(chan struct{})
+	c.AfterFunc(time.Second, func() { close(fired) })
+	stopped := c.AfterFunc(time.Second, func() { t.Error("a stopped timer fired") })
+	assert.Equal(t, 2, c.Timers())
+	assert.True(t, stopped(), "stopped before it fired")
+	c.Advance(999 * time.Millisecond)
+	select {
+	case <-fired:
+		t.Fatal("fired early")
+	default:
+	}
+	c.Advance(time.Millisecond)
+	<-fired
+	assert.Zero(t, c.Timers())
+	assert.False(t, stopped())
+}

@@ -100,10 +100,12 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	id    *auth.Identity
-	req   *Request
-	run   *ledger.Run
-	start time.Time
+	// masking is set by finish when the tenant's stored text is masked.
+	masking bool
+	id      *auth.Identity
+	req     *Request
+	run     *ledger.Run
+	start   time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event
@@ -277,10 +279,11 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		c.run.Response = b
 	}
 	if err != nil {
-		if started {
-			// The client has the status line and part of an answer: the
-			// run records what happened, with usage unknown unless the
-			// provider reported it before failing.
+		if started || len(chunks) > 0 {
+			// The client has the status line and part of an answer (or a
+			// held stream had part of one): the provider may bill it, so
+			// the run records usage unknown unless the provider reported
+			// it before failing.
 			g.price(c, usage)
 		} else if fb := g.fallback(c, err); fb != nil {
 			c.run.Response = nil
@@ -439,6 +442,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	end := g.now()
 	run := c.run
 	masking := g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID)
+	c.masking = masking
 	if masking {
 		// Only what is stored is masked: the caller has, or gets, the
 		// answer as it was.
@@ -483,25 +487,25 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
 	case c.providerFailure != nil && attempt > 1: // a cached answer stood in for the failed providers
-		events = g.failedAttempts(events, c, end, true)
+		events = g.failedAttempts(events, c, end)
 	case c.providerFailure != nil: // a cached answer stood in for the failed provider
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure), Attempt: attempt,
 		})})
 	case status == httpstatus.ClientClosed: // the call was cut, not failed
-		events = g.failedAttempts(events, c, end, false)
+		events = g.failedAttempts(events, c, end)
 		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, PromptTokens: run.PromptTokens,
 			CompletionTokens: run.CompletionTokens, UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
-		events = g.failedAttempts(events, c, end, false)
+		events = g.failedAttempts(events, c, end)
 		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: httpstatus.Of(nil), PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
 			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
 	case attempt > 1: // every provider failed: each attempt is told
-		events = g.failedAttempts(events, c, end, true)
+		events = g.failedAttempts(events, c, end)
 	default:
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS, Attempt: attempt,

@@ -6,6 +6,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -121,41 +123,59 @@ func (g *Gateway) explainProviders(c *call) {
 		run.Provider = p.Attempts[len(p.Attempts)-1].Provider
 	}
 	ex.Provider = p.Answered
-	if len(p.Attempts) > 0 {
-		attempts := make([]providers.Attempt, len(p.Attempts))
-		for i, a := range p.Attempts {
-			a.Error = g.scrub(a.Error)
-			attempts[i] = a
+	// The plan's attempts, copied only when an error text changes.
+	attempts := p.Attempts
+	for i, a := range p.Attempts {
+		if a.Error == "" {
+			continue
 		}
+		if e := g.attemptText(c, a.Error); e != a.Error {
+			if &attempts[0] == &p.Attempts[0] {
+				attempts = slices.Clone(p.Attempts)
+			}
+			attempts[i].Error = e
+		}
+	}
+	if len(attempts) > 0 {
 		ex.Attempts = attempts
 	}
 	ex.Candidates = p.Candidates
 	for _, s := range p.Skipped {
 		ex.Rejected = append(ex.Rejected, ledger.Alternative{Route: ledger.RouteLive, Provider: s.Provider, Reason: s.Reason})
 	}
-	if first := p.Attempts; p.Answered != "" && len(first) > 1 && first[0].Provider != p.Answered && ex.Fallback == nil {
-		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: first[0].Provider,
-			Reason: g.scrub(first[0].Error)}
+	// The answer is the last attempt's; a route may list one provider
+	// twice with two models (a downgrade), a fallback too.
+	if at := p.Attempts; p.Answered != "" && len(at) > 1 && ex.Fallback == nil &&
+		(at[0].Provider != p.Answered || at[0].Model != at[len(at)-1].Model) {
+		ex.Fallback = &providerFallback{Used: true, Tier: "provider", Provider: p.Answered, From: at[0].Provider,
+			Reason: g.attemptText(c, at[0].Error)}
 	}
 }
 
+// attemptText is an attempt's error as the run stores it: without the
+// keys, and masked when the tenant's stored text is.
+func (g *Gateway) attemptText(c *call, s string) string {
+	s = g.scrub(s)
+	if c.masking {
+		s = redact.String(s)
+	}
+	return s
+}
+
 // failedAttempts are the provider.failed events of a call's failed
-// attempts but the last when last is false (the call's own outcome tells
-// of it).
-func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time, last bool) []ledger.Event {
+// attempts: every one, but those that answered or that the client cut
+// (the call's own outcome tells of them). A client that left during a
+// backoff leaves a failed attempt last.
+func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time) []ledger.Event {
 	if c.plan == nil {
 		return events
 	}
-	attempts := c.plan.Attempts
-	if !last && len(attempts) > 0 {
-		attempts = attempts[:len(attempts)-1]
-	}
-	for i, a := range attempts {
+	for i, a := range c.plan.Attempts {
 		if a.Outcome == providers.OutcomeOK || a.Outcome == providers.OutcomeCancelled {
 			continue
 		}
 		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: mustJSON(providerEvent{
-			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.scrub(a.Error),
+			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.attemptText(c, a.Error),
 			LatencyMS: a.LatencyMS, Attempt: i + 1})})
 	}
 	return events

@@ -373,3 +373,125 @@ type listing struct {
 }
 
 func (l *listing) Models(context.Context) ([]pluginapi.Model, error) { return l.models, nil }
+
+// byModel fails the calls for its down model and answers the others.
+type byModel struct {
+	provider
+	down string
+}
+
+func (p *byModel) Chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	if req.Model == p.down {
+		return pluginapi.ChatResponse{}, down
+	}
+	return p.provider.Chat(ctx, req)
+}
+
+// A route may fall back to a cheaper model of the same provider: the run
+// is priced by the model that answered, and the fallback is recorded.
+func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
+	p := &byModel{provider: provider{body: answer, usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, down: "gpt-4o"}
+	set := &providers.Set{
+		Providers: []*providers.Provider{{Name: "openai", Plugin: "openai", Impl: p, Fingerprint: "o"}},
+		Routes: []providers.Route{{Model: model, Targets: []providers.Target{
+			{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-cheap"}}}},
+		Retries: providers.Retries{MaxAttempts: 2},
+	}
+	rec := &recorder{}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec,
+		Prices: pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 100, Output: 100}, "gpt-4o-cheap": {Input: 1, Output: 2}})})
+	_, err := gw.Complete(context.Background(), caller(auth.Optimize), question(t, ""))
+	require.NoError(t, err)
+	run := rec.last(t).Run
+	assert.InDelta(t, (10*1+2*2)/1e6, run.CostUSD, 1e-12, "the cheap model's price")
+	ex := explanation(t, rec.last(t))
+	assert.Equal(t, map[string]any{"used": true, "tier": "provider", "provider": "openai", "from": "openai", "reason": "overloaded"}, ex["fallback"])
+}
+
+// failsMidStream streams one chunk, then fails.
+type failsMidStream struct{ provider }
+
+func (m *failsMidStream) StreamChat(_ context.Context, _ pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	m.mu.Lock()
+	m.calls++
+	m.mu.Unlock()
+	if err := send(chunk("Par")); err != nil {
+		return err
+	}
+	return &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: "cut"}
+}
+
+// A stream held for the tool rules that fails after a chunk is not
+// replayed, and the provider may bill what it sent: usage unknown.
+func TestAHeldStreamFailingMidwayHasUsageUnknown(t *testing.T) {
+	rec := &recorder{}
+	a, b := &failsMidStream{}, &provider{body: answer}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 2}}
+	gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
+	require.NoError(t, err)
+	s := &sink{}
+	_, err = gw.Stream(context.Background(), caller(auth.Optimize), req, s)
+	require.Error(t, err)
+	assert.False(t, s.began, "nothing reached the client")
+	assert.Zero(t, b.called(), "a stream that sent a chunk is not replayed")
+	run := rec.last(t).Run
+	assert.True(t, run.UsageUnknown, "the provider streamed, and may bill, part of an answer")
+	assert.Zero(t, run.CostUSD)
+}
+
+// A client that leaves while the call waits to retry leaves every failed
+// attempt told.
+func TestAClientLeavingDuringABackoffKeepsEveryFailedAttempt(t *testing.T) {
+	rec := &recorder{}
+	a, b := &provider{err: down}, &provider{err: down}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 3, Backoff: time.Hour, MaxBackoff: time.Hour}}
+	clock := fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	router := providers.NewRouter(set, clock.Now)
+	router.UseTimers(clock.AfterFunc)
+	gw := gateway.New(gateway.Options{Router: router, Recorder: rec, Now: clock.Now,
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := gw.Complete(ctx, caller(auth.Optimize), question(t, ""))
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return clock.Timers() == 1 }, 10*time.Second, time.Millisecond, "the call waits to retry")
+	cancel() // during the backoff before the third attempt
+	require.Error(t, <-done)
+	failed := events(t, rec.last(t), "provider.failed")
+	require.Len(t, failed, 2, "both failed attempts are told")
+	assert.Equal(t, "a", failed[0]["provider"])
+	assert.Equal(t, "b", failed[1]["provider"])
+}
+
+// redactAll masks every tenant's stored text.
+type redactAll struct{}
+
+func (redactAll) Redaction(context.Context, string) bool { return true }
+
+// A tenant whose stored text is masked has its attempts' errors, the
+// fallback's reason and the provider.failed events masked too: an
+// upstream may quote the request back.
+func TestAttemptErrorsAreMaskedWhenTheTenantRedacts(t *testing.T) {
+	rec := &recorder{}
+	quoted := &pluginapi.ProviderError{Status: 503, Type: "server_error", Message: "cannot answer ann@example.com now"}
+	a, b := &provider{err: quoted}, &provider{body: answer}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
+		Retries: providers.Retries{MaxAttempts: 2}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Redaction: redactAll{},
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	_, err := gw.Complete(context.Background(), caller(auth.Optimize), question(t, ""))
+	require.NoError(t, err)
+	r := rec.last(t)
+	ex := explanation(t, r)
+	assert.Equal(t, "cannot answer [email] now", ex["attempts"].([]any)[0].(map[string]any)["error"])
+	assert.Equal(t, "cannot answer [email] now", ex["fallback"].(map[string]any)["reason"])
+	assert.Equal(t, "cannot answer [email] now", event(t, r, "provider.failed")["error"])
+}

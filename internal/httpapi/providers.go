@@ -8,10 +8,15 @@ import (
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
-// listProviders is GET /api/v1/providers (admin): the provider instances,
-// their routes, retries and health, and how the last load of the providers
-// file went. Never a key.
+// listProviders is GET /api/v1/providers (admin of the default
+// organization): the provider instances, their routes, retries and health,
+// and how the last load of the providers file went. Never a key.
 func (s *Server) listProviders(w http.ResponseWriter, r *http.Request) error {
+	if identity(r).TenantID != tenant.DefaultID {
+		// The operator's upstreams, their errors and traffic are no other
+		// organization's business.
+		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may read the providers, which serve every organization")
+	}
 	writeJSON(w, http.StatusOK, s.Providers.Status())
 	return nil
 }

@@ -94,6 +94,13 @@ func (p inProcess) Embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 	return e.Embed(ctx, req)
 }
 
+// Embeds says whether the provider serves embeddings: the router skips
+// one that does not.
+func (p inProcess) Embeds() bool {
+	_, ok := p.Provider.(pluginapi.Embedder)
+	return ok
+}
+
 func (p inProcess) Close() {
 	if c, ok := p.Provider.(interface{ Close() }); ok {
 		c.Close()

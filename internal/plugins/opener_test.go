@@ -3,10 +3,14 @@ package plugins_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -102,6 +106,8 @@ func TestOpenerRunsABuiltinInProcess(t *testing.T) {
 	_, err = inst.(pluginapi.Embedder).Embed(context.Background(), pluginapi.EmbedRequest{Model: "m"})
 	var pe *pluginapi.ProviderError
 	require.ErrorAs(t, err, &pe, "no embeddings: the provider's own 404")
+	assert.True(t, pluginapi.IsNoEmbeddings(err))
+	assert.False(t, providers.Embeds(inst), "the router skips it for embeddings")
 
 	_, err = o.Open(context.Background(), "x", "vllm", providers.ModeInProcess, pluginapi.ProviderConfig{})
 	require.Error(t, err)
@@ -118,6 +124,7 @@ func TestOpenerRunsTheFirstPartyProvidersInProcess(t *testing.T) {
 		require.NoError(t, err, name)
 		_, isSlot := inst.(slotted)
 		assert.False(t, isSlot, name)
+		assert.Equal(t, name != "anthropic", providers.Embeds(inst), "%s: embeddings served", name)
 		inst.Close()
 	}
 	inst, err := o.Open(context.Background(), "m", "mock", providers.ModeInProcess, pluginapi.ProviderConfig{})
@@ -133,4 +140,36 @@ func TestNoProviderSlotBesideAProvidersFile(t *testing.T) {
 	h, _ := startHost(t, map[string]string{"SVC_PROVIDERS_FILE": "/etc/svc/providers.yaml"})
 	assert.Nil(t, h.Provider(), "the opener starts the file's instances")
 	assert.Nil(t, h.ProviderSlot())
+}
+
+// A retired in-process provider keeps no idle connection to its upstream.
+func TestClosingAnInProcessProviderDropsItsIdleConnections(t *testing.T) {
+	for _, name := range []string{"openai", "anthropic"} {
+		t.Run(name, func(t *testing.T) {
+			var closed atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"object":"list","data":[],"has_more":false}`))
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateClosed {
+					closed.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			base := srv.URL
+			if name == "openai" {
+				base += "/v1"
+			}
+			o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": t.TempDir()}), hclog.NewNullLogger())
+			inst, err := o.Open(context.Background(), name, name, providers.ModeInProcess, pluginapi.ProviderConfig{BaseURL: base, APIKey: "k"})
+			require.NoError(t, err)
+			_, err = inst.Models(context.Background())
+			require.NoError(t, err)
+			assert.Zero(t, closed.Load(), "the connection is kept alive")
+			inst.Close()
+			assert.Eventually(t, func() bool { return closed.Load() == 1 }, 10*time.Second, time.Millisecond, "the idle connection is closed")
+		})
+	}
 }

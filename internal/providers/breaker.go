@@ -113,6 +113,19 @@ func (h *health) done(now time.Time, probe bool, result int, errText string, rat
 		!h.rateLimitedUntil.IsZero())
 }
 
+// release frees an admitted probe whose attempt was not made (its
+// instance was closed by a reload, or serves no embeddings); nothing is
+// counted.
+func (h *health) release(probe bool) {
+	if !probe {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.probing = false
+	h.troubled.Store(h.consecutive > 0 || (h.state != "" && h.state != BreakerClosed) || !h.rateLimitedUntil.IsZero())
+}
+
 func (h *health) status(now time.Time) (BreakerStatus, *time.Time, string, *time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

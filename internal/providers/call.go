@@ -164,6 +164,10 @@ const (
 // ReasonNoEmbeddings skips a provider that serves no embeddings.
 const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
 
+// ReasonRemoved skips a candidate whose instance a reload closed and whose
+// name the set serving now no longer holds.
+const ReasonRemoved = "removed by a reload"
+
 // tryFunc makes one attempt on prov, asking for model. sent says that a
 // streamed chunk reached the client: the call cannot be retried.
 type tryFunc func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (sent bool, err error)
@@ -197,6 +201,7 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 calls:
 	for made < maxAttempts {
 		progressed := false
+	candidates:
 		for i := 0; i < n && made < maxAttempts; i++ {
 			t := &tr[i]
 			if t.out {
@@ -210,7 +215,7 @@ calls:
 				continue
 			}
 			if kind == callEmbed {
-				if _, ok := prov.Impl.(pluginapi.Embedder); !ok {
+				if !Embeds(prov.Impl) {
 					t.out = true
 					noEmbeddings++
 					p.skip(c.Provider, ReasonNoEmbeddings)
@@ -243,10 +248,32 @@ calls:
 				p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
 				continue
 			}
+			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			for tries := 0; v == verdictRetired; tries++ {
+				// The plan's instance was closed by a reload: the instance
+				// of the same name in the set serving now answers instead.
+				if prov, h = r.reresolve(c.Provider); prov == nil || tries == 3 {
+					t.out = true
+					p.skip(c.Provider, ReasonRemoved)
+					continue candidates
+				}
+				if ok, probe, reason, limitedFor = h.admit(r.now, n > 1); !ok {
+					t.out = true
+					p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
+					continue candidates
+				}
+				a, v, err = r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			}
+			if v == verdictNoEmbeddings {
+				t.out = true
+				noEmbeddings++
+				p.skip(c.Provider, ReasonNoEmbeddings)
+				continue
+			}
 			made++
 			progressed = true
 			t.n++
-			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
+			p.lastTried = i + 1
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
 			switch v {
@@ -297,16 +324,54 @@ const (
 	// verdictDeadline: the call's own deadline passed: no attempt has time
 	// left, and those made are told.
 	verdictDeadline
+	// verdictRetired: the plan's instance was closed by a reload before the
+	// attempt began; it is not an attempt.
+	verdictRetired
+	// verdictNoEmbeddings: the provider serves no embeddings at all (a
+	// plugin's answer): a skip, not an attempt.
+	verdictNoEmbeddings
 )
+
+// Embeds says whether impl serves embeddings: an Embedder, unless it says
+// otherwise (a wrapper that is one whatever it wraps).
+func Embeds(impl pluginapi.Provider) bool {
+	if e, ok := impl.(interface{ Embeds() bool }); ok {
+		return e.Embeds()
+	}
+	_, ok := impl.(pluginapi.Embedder)
+	return ok
+}
+
+// reresolve is the provider named name in the set serving now, and its
+// health; nil when a reload removed it.
+func (r *Router) reresolve(name string) (*Provider, *health) {
+	st := r.state.Load()
+	j, ok := st.byName[name]
+	if !ok {
+		return nil, nil
+	}
+	return st.set.Providers[j], st.health[j]
+}
 
 // attempt makes one attempt and tells its outcome.
 func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model string, probe bool, kind int, try tryFunc) (Attempt, int, error) {
 	actx, timer := ctx, (*attemptTimer)(nil)
-	if prov.Timeout > 0 {
+	switch {
+	case prov.Timeout <= 0:
+	case kind != callStream && r.afterFunc == nil:
+		// Nothing stops the clock early: a deadline costs least.
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(ctx, prov.Timeout, errTimedOut)
+		defer cancel()
+	default:
+		// A stream stops its timer at its first chunk.
 		var cancel context.CancelCauseFunc
 		actx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
-		timer = &attemptTimer{t: time.AfterFunc(prov.Timeout, func() { cancel(errTimedOut) })}
+		timer = r.startTimer(prov.Timeout, func() { cancel(errTimedOut) })
+	}
+	if probe {
+		defer releaseProbe(r.now, h)
 	}
 	start := r.now()
 	sent, err := try(actx, prov, model, timer)
@@ -367,11 +432,41 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	default:
 		a.Outcome, a.Error = OutcomeError, err.Error()
 	}
+	if pe != nil && pe.Code == "upstream_timeout" && a.Outcome == OutcomeError {
+		a.Outcome = OutcomeTimeout // the plugin's own timeout
+	}
+	if pe != nil && v == verdictRetry && a.RetryAfterMS == 0 {
+		// A 503 or 529 may ask for a wait too; only a 429 marks the
+		// provider rate limited.
+		a.RetryAfterMS = pe.RetryAfter.Milliseconds()
+	}
+	if err == errRetired {
+		h.release(probe)
+		return a, verdictRetired, err
+	}
+	if kind == callEmbed && pluginapi.IsNoEmbeddings(err) {
+		h.release(probe)
+		return a, verdictNoEmbeddings, err
+	}
 	if sent && v != verdictSent {
 		v = verdictSent
 	}
-	h.done(end, probe, result, a.Error, rateLimitedFor)
+	errText := a.Error
+	if result == resultFailure {
+		errText = r.scrub(errText) // the status shows it to admins
+	}
+	h.done(end, probe, result, errText, rateLimitedFor)
 	return a, v, err
+}
+
+// releaseProbe, deferred by a half-open probe's attempt, records a failure
+// when the provider panicked, so the probe slot is freed (not "in flight"
+// for ever), and panics on.
+func releaseProbe(now func() time.Time, h *health) {
+	if v := recover(); v != nil {
+		h.done(now(), true, resultFailure, "the provider panicked", 0)
+		panic(v)
+	}
 }
 
 // errTimedOut is an attempt's cause when its Timeout passed.
@@ -385,12 +480,25 @@ func (e *clientGone) Unwrap() error { return e.err }
 
 // attemptTimer is an attempt's Timeout; a stream stops it at its first
 // chunk. A nil one never fires.
-type attemptTimer struct{ t *time.Timer }
+type attemptTimer struct {
+	t     *time.Timer
+	stopf func() bool // a UseTimers timer's
+}
+
+func (r *Router) startTimer(d time.Duration, f func()) *attemptTimer {
+	if r.afterFunc != nil {
+		return &attemptTimer{stopf: r.afterFunc(d, f)}
+	}
+	return &attemptTimer{t: time.AfterFunc(d, f)}
+}
 
 // stop stops the timer; false when it fired already.
 func (a *attemptTimer) stop() bool {
-	if a == nil {
+	switch {
+	case a == nil:
 		return true
+	case a.stopf != nil:
+		return a.stopf()
 	}
 	return a.t.Stop()
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/strictjson"
@@ -58,10 +59,24 @@ const (
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
 // headerName is an HTTP header's name (RFC 9110 token).
+// envName is an environment variable's name, as api_key_env names one.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // reservedHeaders carry the key or the address: the plugin sets them.
 var reservedHeaders = []string{"authorization", "x-api-key", "host"}
+
+// credentialHeader says whether a header's name says it carries a
+// credential, which a providers file never holds.
+func credentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "api-key", "proxy-authorization", "cookie":
+		return true
+	}
+	return strings.Contains(n, "key") || strings.Contains(n, "token") || strings.Contains(n, "secret")
+}
 
 // File is a providers file, parsed and validated, its keys read: what Build
 // opens into a Set.
@@ -197,7 +212,8 @@ func (p *parser) parse(data []byte) *File {
 	if err := strictjson.Check(doc, &fileDoc{}, strictjson.RefuseUnknown); err != nil {
 		var ke *strictjson.KeyError
 		if errors.As(err, &ke) {
-			p.fail(ke.Path, "", "%s", keyProblem(ke))
+			entry, field := jsonEntry(doc, ke.Path)
+			p.fail(entry, field, "%s", keyProblem(ke))
 		} else {
 			p.fail("", "", "not a providers file: %v", jsonSyntax(doc))
 		}
@@ -276,7 +292,11 @@ func (p *parser) toJSON(data []byte) ([]byte, bool) {
 			var te *yaml.TypeError
 			if errors.As(err, &te) { // duplicate keys, one line each
 				for _, e := range te.Errors {
-					p.fail("", "", "%s", e)
+					var line int
+					if _, err := fmt.Sscanf(e, "line %d:", &line); err != nil {
+						line = 0
+					}
+					p.fail(yamlEntry(data, line), "", "%s", e)
 				}
 			} else {
 				p.fail("", "", "not a providers file: %s", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -304,6 +324,80 @@ func (p *parser) toJSON(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// entryAt matches a place in the document within an entry of providers
+// or routes: "providers[1].prices.x".
+var entryAt = regexp.MustCompile(`^(providers|routes)\[(\d+)\](?:\.(.*))?$`)
+
+// jsonEntry splits a place in the document (a strictjson path) into the
+// entry it falls in, named as every other error names it, and the field
+// within it.
+func jsonEntry(doc []byte, at string) (entry, field string) {
+	m := entryAt.FindStringSubmatch(at)
+	if m == nil {
+		return at, ""
+	}
+	var d struct {
+		Providers []json.RawMessage `json:"providers"`
+		Routes    []json.RawMessage `json:"routes"`
+	}
+	_ = json.Unmarshal(doc, &d)
+	var i int
+	fmt.Sscan(m[2], &i)
+	if m[1] == "providers" {
+		name := ""
+		if i < len(d.Providers) {
+			name = nameOf(d.Providers[i])
+		}
+		return providerEntry(i, name), m[3]
+	}
+	model := ""
+	if i < len(d.Routes) {
+		model = modelOf(d.Routes[i])
+	}
+	return routeEntry(i, model), m[3]
+}
+
+// yamlEntry names the entry of providers or routes that holds a line of a
+// YAML document; "" when none does.
+func yamlEntry(data []byte, line int) string {
+	var root yaml.Node
+	if line <= 0 || yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return ""
+	}
+	top := root.Content[0].Content
+	for k := 0; k+1 < len(top); k += 2 {
+		key, seq := top[k], top[k+1]
+		if (key.Value != "providers" && key.Value != "routes") || seq.Kind != yaml.SequenceNode {
+			continue
+		}
+		end := math.MaxInt
+		if k+2 < len(top) {
+			end = top[k+2].Line
+		}
+		for i, item := range seq.Content {
+			next := end
+			if i+1 < len(seq.Content) {
+				next = seq.Content[i+1].Line
+			}
+			if line < item.Line || line >= next {
+				continue
+			}
+			label := ""
+			for j := 0; item.Kind == yaml.MappingNode && j+1 < len(item.Content); j += 2 {
+				if f := item.Content[j].Value; (f == "name" || f == "model") && item.Content[j+1].Kind == yaml.ScalarNode {
+					label = item.Content[j+1].Value
+					break
+				}
+			}
+			if key.Value == "providers" {
+				return providerEntry(i, label)
+			}
+			return routeEntry(i, label)
+		}
+	}
+	return ""
 }
 
 // jsonable converts a decoded YAML value to one encoding/json writes:
@@ -585,6 +679,10 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 		}
 	}
 	s.Timeout = p.duration(entry, "timeout", fp.Timeout, DefaultTimeout, true)
+	if s.Timeout < time.Millisecond {
+		p.fail(entry, "timeout", "must be at least 1ms, not %s", fp.Timeout)
+		s.Timeout = DefaultTimeout
+	}
 	s.Config.Timeout = s.Timeout
 	for _, h := range sortedKeys(fp.Headers) {
 		v := fp.Headers[h]
@@ -593,8 +691,12 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 			p.fail(entry, "headers", "%q is not a header name", clip(h))
 		case slices.Contains(reservedHeaders, strings.ToLower(h)):
 			p.fail(entry, "headers", "%s is set by the plugin from the instance's key and base_url, not here", h)
-		case strings.ContainsAny(v, "\r\n\x00"):
-			p.fail(entry, "headers."+h, "must not hold a line break")
+		case credentialHeader(h):
+			// Never quoted: its value is a credential. The key fields keep
+			// it out of the file, the status and the fingerprint.
+			p.fail(entry, "headers", "%s carries a credential: name the key with api_key_env or api_key_file, which the plugin sends", h)
+		case !httpguts.ValidHeaderFieldValue(v):
+			p.fail(entry, "headers."+h, "must not hold a line break or another control character")
 		}
 	}
 	if len(fp.Headers) > 0 {
@@ -644,6 +746,9 @@ func (p *parser) key(entry string, fp fileProvider) string {
 	switch {
 	case fp.APIKeyEnv != "" && fp.APIKeyFile != "":
 		p.fail(entry, "api_key_env", "set api_key_env or api_key_file, not both")
+	case !envName.MatchString(fp.APIKeyEnv) && fp.APIKeyEnv != "":
+		// Never quoted: an operator may have pasted the key itself here.
+		p.fail(entry, "api_key_env", "must be the name of a variable (letters, digits and _, not starting with a digit), not the key itself")
 	case fp.APIKeyEnv != "":
 		v, ok := p.env(fp.APIKeyEnv)
 		v = strings.TrimSpace(v)
@@ -757,6 +862,13 @@ func (p *parser) route(i int, raw json.RawMessage, byName map[string]*Spec, decl
 		upstream := t.Model
 		if upstream == "" {
 			upstream = fr.Model
+		}
+		for k, prev := range fr.Targets[:j] {
+			if prev.Provider == t.Provider && (prev.Model == t.Model || prev.Model == "" && t.Model == fr.Model ||
+				t.Model == "" && prev.Model == fr.Model) {
+				p.fail(entry, field, "provider %q with model %q is already targets[%d]: one provider may be listed twice only with two models", t.Provider, clip(upstream), k)
+				break
+			}
 		}
 		if ok && !isGlob(upstream) && !spec.Serves(upstream) {
 			p.fail(entry, field+".model", "provider %q does not serve %q (its models: %s)", t.Provider, clip(upstream),

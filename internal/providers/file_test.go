@@ -166,12 +166,12 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "p.yaml", mock + "---\n" + mock, "p.yaml: a providers file holds one YAML document"},
 		{"yaml syntax", "p.yaml", "providers: [\n", "p.yaml: not a providers file:"},
 		{"json syntax", "p.json", `{"providers": [}`, "p.json: not a providers file: invalid JSON"},
-		{"unknown key yaml", "p.yaml", mock + "    colour: red\n", `p.yaml: providers[0]: unknown field "colour"`},
-		{"unknown key json", "p.json", `{"providers":[{"name":"m","plugin":"mock","colour":"red"}]}`, `p.json: providers[0]: unknown field "colour"`},
+		{"unknown key yaml", "p.yaml", mock + "    colour: red\n", `p.yaml: providers[0] (name "m"): unknown field "colour"`},
+		{"unknown key json", "p.json", `{"providers":[{"name":"m","plugin":"mock","colour":"red"}]}`, `p.json: providers[0] (name "m"): unknown field "colour"`},
 		{"unknown top key", "p.yaml", mock + "provider: x\n", `p.yaml: unknown field "provider"`},
-		{"case variant", "p.json", `{"providers":[{"Name":"m","plugin":"mock"}]}`, `p.json: providers[0]: unknown field "Name" (did you mean "name"?)`},
-		{"duplicate key yaml", "p.yaml", "providers:\n  - name: m\n    name: n\n    plugin: mock\n", `mapping key "name" already defined`},
-		{"duplicate key json", "p.json", `{"providers":[{"name":"m","name":"n","plugin":"mock"}]}`, `p.json: providers[0]: duplicate key "name"`},
+		{"case variant", "p.json", `{"providers":[{"Name":"m","plugin":"mock"}]}`, `p.json: providers[0] (name "m"): unknown field "Name" (did you mean "name"?)`},
+		{"duplicate key yaml", "p.yaml", "providers:\n  - name: m\n    name: n\n    plugin: mock\n", `p.yaml: providers[0] (name "m"): line 3: mapping key "name" already defined at line 2`},
+		{"duplicate key json", "p.json", `{"providers":[{"name":"m","name":"n","plugin":"mock"}]}`, `p.json: providers[0] (name "n"): duplicate key "name"`},
 		{"non-string key", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    headers: {1: x}\n", "p.yaml: providers[0].headers: keys must be strings"},
 		{"wrong type", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    weight: heavy\n", `p.yaml: providers[0] (name "m"): weight: must be a whole number, not a string`},
 		{"fraction", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    weight: 2.5\n", `p.yaml: providers[0] (name "m"): weight: must be a whole number, not 2.5`},
@@ -207,8 +207,21 @@ func TestParseErrors(t *testing.T) {
 		{"header host", "p.yaml", mock + "    headers: {Host: x}\n", `headers: Host is set by the plugin`},
 		{"header name", "p.yaml", mock + "    headers: {\"a b\": x}\n", `headers: "a b" is not a header name`},
 		{"header value", "p.yaml", mock + "    headers: {X-A: \"a\\nb\"}\n", `headers.X-A: must not hold a line break`},
+		{"header control", "p.yaml", mock + "    headers: {X-A: \"a\\x01b\"}\n", `p.yaml: providers[0] (name "m"): headers.X-A: must not hold a line break or another control character`},
+		{"header api-key", "p.yaml", mock + "    headers: {api-key: sk-x}\n", `p.yaml: providers[0] (name "m"): headers: api-key carries a credential: name the key with api_key_env or api_key_file`},
+		{"header cookie", "p.yaml", mock + "    headers: {Cookie: s=1}\n", `headers: Cookie carries a credential`},
+		{"header proxy-authorization", "p.yaml", mock + "    headers: {Proxy-Authorization: x}\n", `headers: Proxy-Authorization carries a credential`},
+		{"header with token", "p.yaml", mock + "    headers: {X-Auth-Token: x}\n", `headers: X-Auth-Token carries a credential`},
+		{"header with secret", "p.yaml", mock + "    headers: {X-Client-Secret: x}\n", `headers: X-Client-Secret carries a credential`},
+		{"header with key", "p.yaml", mock + "    headers: {X-Goog-Api-Key: x}\n", `headers: X-Goog-Api-Key carries a credential`},
+		{"timeout under 1ms", "p.yaml", mock + "    timeout: 500us\n", `p.yaml: providers[0] (name "m"): timeout: must be at least 1ms, not 500us`},
+		{"route same target twice", "p.yaml", mock + "routes:\n  - model: fast\n    targets: [{provider: m, model: a}, {provider: m, model: a}]\n",
+			`p.yaml: routes[0] (model "fast"): targets[1]: provider "m" with model "a" is already targets[0]`},
+		{"route same target, model implied", "p.yaml", mock + "routes:\n  - model: gpt-4o\n    targets: [{provider: m}, {provider: m, model: gpt-4o}]\n",
+			`p.yaml: routes[0] (model "gpt-4o"): targets[1]: provider "m" with model "gpt-4o" is already targets[0]`},
+		{"duplicate key in a route", "p.yaml", mock + "routes:\n  - model: fast\n    targets: [{provider: m}]\n    model: slow\n", `p.yaml: routes[0] (model "fast"): line 7: mapping key "model" already defined at line 5`},
 		{"price negative", "p.yaml", mock + "    prices: {gpt-4o: {input: -1, output: 2}}\n", `p.yaml: providers[0] (name "m"): prices.gpt-4o: prices must be 0 or more`},
-		{"price unknown key", "p.yaml", mock + "    prices: {gpt-4o: {in: 1}}\n", `p.yaml: providers[0].prices.gpt-4o: unknown field "in"`},
+		{"price unknown key", "p.yaml", mock + "    prices: {gpt-4o: {in: 1}}\n", `p.yaml: providers[0] (name "m"): prices.gpt-4o: unknown field "in"`},
 		{"breaker failures", "p.yaml", mock + "    breaker: {failures: -1}\n", `p.yaml: providers[0] (name "m"): breaker.failures: must be between 0 (off) and 1000, not -1`},
 		{"breaker cooldown", "p.yaml", mock + "    breaker: {cooldown: soon}\n", `breaker.cooldown: "soon" is not a duration`},
 		{"top breaker", "p.yaml", mock + "breaker: {cooldown: 0s}\n", `p.yaml: breaker: cooldown: must be more than 0, not 0s`},
@@ -314,4 +327,25 @@ func TestPathlessKeepsTheCause(t *testing.T) {
 	err := pathless(&fs.PathError{Op: "open", Path: "/secret/place", Err: fs.ErrPermission})
 	assert.True(t, errors.Is(err, fs.ErrPermission))
 	assert.NotContains(t, err.Error(), "/secret/place")
+}
+
+func TestParseNeverEchoesAKeyPastedAsTheVariable(t *testing.T) {
+	for _, key := range []string{"sk-proj-abcdefSECRET", "SECRET value", "9SECRET"} {
+		_, err := parse("p.yaml", "providers:\n  - name: a\n    plugin: openai\n    api_key_env: \""+key+"\"\n")
+		require.Error(t, err, key)
+		assert.Contains(t, err.Error(), `p.yaml: providers[0] (name "a"): api_key_env: must be the name of a variable`)
+		assert.NotContains(t, err.Error(), "SECRET")
+	}
+}
+
+func TestParseTakesADowngradeOnOneProvider(t *testing.T) {
+	f, err := parse("p.yaml", "providers:\n  - name: openai\n    plugin: openai\nroutes:\n  - model: smart\n    targets:\n      - {provider: openai, model: gpt-4o}\n      - {provider: openai, model: gpt-4o-mini}\n")
+	require.NoError(t, err)
+	assert.Len(t, f.Routes[0].Targets, 2)
+}
+
+func TestParseTakesAnOrdinaryHeader(t *testing.T) {
+	f, err := parse("p.yaml", "providers:\n  - name: m\n    plugin: mock\n    headers: {OpenAI-Organization: org-1, X-Team: \"search\\tteam\"}\n")
+	require.NoError(t, err)
+	assert.Equal(t, "org-1", f.Providers[0].Config.Headers["OpenAI-Organization"])
 }

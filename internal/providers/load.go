@@ -166,6 +166,10 @@ func (c *counted) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	return c.inst.Models(ctx)
 }
 
+// Embeds says whether the instance serves embeddings: the router skips
+// one that does not. A plugin's may still answer NoEmbeddings.
+func (c *counted) Embeds() bool { return Embeds(c.inst) }
+
 // Embed calls the instance's embeddings; one without answers as a
 // provider with no embeddings model does.
 func (c *counted) Embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {

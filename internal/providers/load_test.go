@@ -271,3 +271,28 @@ func TestRetireRacingCalls(t *testing.T) {
 		assert.True(t, inst.isClosed())
 	}
 }
+
+func TestACallPlannedBeforeAReloadUsesTheNewInstance(t *testing.T) {
+	m, _, write := managed(t, "retries: {max_attempts: 3, backoff: 1ms}\nproviders:\n  - name: a\n    plugin: mock\n")
+	p, err := m.Router().Plan("m") // planned; then the policies, the cache...
+	require.NoError(t, err)
+	write("retries: {max_attempts: 3, backoff: 1ms}\nproviders:\n  - name: a\n    plugin: mock\n    timeout: 5s\n")
+	require.NoError(t, m.Reload(context.Background()))
+	res, err := m.Router().Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"})
+	require.NoError(t, err, "the call is answered by the instance that replaced its plan's")
+	assert.Equal(t, "a", string(res.Body))
+	assert.Equal(t, []string{"a:ok"}, outcomes(p), "the closed instance is no attempt")
+	assert.Equal(t, "a", p.Answered)
+}
+
+func TestACallPlannedBeforeAReloadSkipsARemovedInstance(t *testing.T) {
+	m, _, write := managed(t, "retries: {max_attempts: 3, backoff: 1ms}\n"+twoMocks)
+	p, err := m.Router().Plan("m")
+	require.NoError(t, err)
+	write("retries: {max_attempts: 3, backoff: 1ms}\nproviders:\n  - name: b\n    plugin: mock\n    api_key_env: OPENAI_KEY\n")
+	require.NoError(t, m.Reload(context.Background()))
+	_, err = m.Router().Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b:ok"}, outcomes(p))
+	assert.Equal(t, []Skipped{{Provider: "a", Reason: ReasonRemoved}}, p.Skipped)
+}

@@ -163,6 +163,11 @@ type Plan struct {
 	Skipped    []Skipped
 	// Answered is the provider that answered; "" until one did.
 	Answered string
+	// lastTried is 1 + the index in Candidates of the candidate last tried
+	// (the one that answered, when one did); 0 before any attempt. A route
+	// may list one provider twice, with two models: the name alone does
+	// not tell which answered.
+	lastTried int
 	// set is what the plan was made from: its calls use the instances of
 	// the set it saw, even when a reload swapped in another.
 	set *Set

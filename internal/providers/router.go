@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,26 @@ type Router struct {
 	// tests' stand-ins keep them from real time and chance.
 	sleep   func(ctx context.Context, d time.Duration) error
 	float64 func() float64
+	// afterFunc, when set (UseTimers), stands for time.AfterFunc.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+}
+
+// UseTimers makes the router's waits (an attempt's timeout, a backoff)
+// timers of afterFunc, such as a fake clock's, instead of real time. Call
+// it before the router is shared.
+func (r *Router) UseTimers(afterFunc func(d time.Duration, f func()) (stop func() bool)) {
+	r.afterFunc = afterFunc
+	r.sleep = func(ctx context.Context, d time.Duration) error {
+		fired := make(chan struct{})
+		stop := afterFunc(d, func() { close(fired) })
+		defer stop()
+		select {
+		case <-fired:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // loadStatus is what the loader said of the last load.
@@ -71,6 +92,14 @@ func (r *Router) Secrets() []string {
 		return *s
 	}
 	return nil
+}
+
+// scrub hides the router's secrets in s.
+func (r *Router) scrub(s string) string {
+	for _, secret := range r.Secrets() {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
 }
 
 // Single is the environment's set: one provider, serving every model, one
@@ -186,20 +215,10 @@ func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float6
 	table := r.prices.Load()
 	upstream := p.Model
 	var prov *Provider
-	name := p.Answered
-	if name == "" && len(p.Attempts) > 0 {
-		name = p.Attempts[len(p.Attempts)-1].Provider
-	}
-	if name == "" && len(p.Candidates) > 0 {
-		name = p.Candidates[0].Provider
-	}
-	for i, c := range p.Candidates {
-		if c.Provider == name {
-			upstream = c.Model
-			if p.set != nil {
-				prov = p.set.Providers[p.order[i]]
-			}
-			break
+	if i := max(p.lastTried-1, 0); i < len(p.Candidates) {
+		upstream = p.Candidates[i].Model
+		if p.set != nil {
+			prov = p.set.Providers[p.order[i]]
 		}
 	}
 	if prov != nil && prov.Prices != nil {

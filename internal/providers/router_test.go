@@ -138,6 +138,7 @@ func newHarness(t *testing.T, set *Set) *harness {
 		}
 	}
 	h.r = NewRouter(set, h.clock.Now)
+	h.r.UseTimers(h.clock.AfterFunc)
 	h.r.sleep = func(ctx context.Context, d time.Duration) error {
 		h.mu.Lock()
 		h.waits = append(h.waits, d)
@@ -440,7 +441,7 @@ func TestStreamTimeoutCoversOnlyTheFirstChunk(t *testing.T) {
 	set := twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
 	set.Providers[0].Timeout = 50 * time.Millisecond
 	h := newHarness(t, set)
-	h.script("a", hang)
+	h.script("a", hang).took = 50 * time.Millisecond // the fake clock reaches the timeout as a waits
 	p, err := h.r.Plan("m")
 	require.NoError(t, err)
 	var got []string
@@ -460,7 +461,7 @@ func TestStreamTimeoutCoversOnlyTheFirstChunk(t *testing.T) {
 	require.NoError(t, err)
 	err = h.r.StreamChat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"}, func(ch pluginapi.ChatChunk) error {
 		if strings.Contains(string(ch.Data), `"n":1`) {
-			<-time.After(20 * time.Millisecond) // the client is slow: longer than the timeout
+			h.clock.Advance(20 * time.Millisecond) // the client is slow: longer than the timeout
 		}
 		return nil
 	})
@@ -530,7 +531,7 @@ func TestExhaustedErrorNamesEveryAttempt(t *testing.T) {
 	set.Providers[1].Timeout = 2 * time.Millisecond
 	h := newHarness(t, set)
 	h.script("openai-a", status(503, "upstream error")).took = 12 * time.Millisecond
-	h.script("openai-b", hang)
+	h.script("openai-b", hang).took = 2 * time.Millisecond
 	p, _, err := h.chat(t, "m")
 	var ex *ExhaustedError
 	require.ErrorAs(t, err, &ex)
@@ -885,6 +886,37 @@ func BenchmarkChatSingle(b *testing.B) {
 	}
 }
 
+// BenchmarkChatFromAFile is one provider as a providers file declares it:
+// a timeout, a breaker, three attempts.
+func BenchmarkChatFromAFile(b *testing.B) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout,
+		Breaker: BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: Retries{MaxAttempts: 3}}
+	benchmarkChat(b, set)
+}
+
+// BenchmarkChatTwoOrdered is two providers in order, the first answering.
+func BenchmarkChatTwoOrdered(b *testing.B) {
+	set := &Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout, Fingerprint: "a"},
+		{Name: "b", Plugin: "openai", Impl: &nopProvider{}, Timeout: DefaultTimeout, Fingerprint: "b"}}, Retries: Retries{MaxAttempts: 3}}
+	benchmarkChat(b, set)
+}
+
+func benchmarkChat(b *testing.B, set *Set) {
+	r := NewRouter(set, nil)
+	req := pluginapi.ChatRequest{Body: []byte(`{"model":"gpt-4o-mini"}`), Model: "gpt-4o-mini"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := r.Plan(req.Model)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Chat(ctx, p, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkChatDirect is the floor BenchmarkChatSingle is measured against.
 func BenchmarkChatDirect(b *testing.B) {
 	f := &nopProvider{}
@@ -917,10 +949,14 @@ func TestTheCallsDeadlineEndsItWithItsAttemptsTold(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
 	h.script("a", status(503, "down"))
 	h.script("b", hang)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
+	ctx := &deadlineCtx{Context: context.Background(), at: t0.Add(time.Hour), done: make(chan struct{})}
 	p, err := h.r.Plan("m")
 	require.NoError(t, err)
+	go func() {
+		// b hangs until the call's deadline passes, which the test decides.
+		assert.Eventually(t, func() bool { return h.fakes["b"].callCount() == 1 }, 10*time.Second, time.Millisecond)
+		close(ctx.done)
+	}()
 	_, err = h.r.Chat(ctx, p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"})
 	var ex *ExhaustedError
 	require.ErrorAs(t, err, &ex)
@@ -954,6 +990,41 @@ func TestARateLimitKeepsOutOnlyACallWithAnotherProvider(t *testing.T) {
 	assert.Empty(t, p.Attempts)
 	assert.Equal(t, []int64{56000, 6000}, []int64{p.Skipped[0].RetryAfterMS, p.Skipped[1].RetryAfterMS})
 	assert.Equal(t, 2, h.fakes["a"].callCount()+h.fakes["b"].callCount())
+}
+
+// deadlineCtx is a call's context whose deadline passes when the test
+// closes done, whatever the time.
+type deadlineCtx struct {
+	context.Context
+	at   time.Time
+	done chan struct{}
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.at, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
+	set := &Set{Providers: []*Provider{{Name: "openai", Plugin: "openai"}},
+		Routes:  []Route{{Model: "smart", Strategy: Ordered, Targets: []Target{{Provider: "openai", Model: "gpt-4o"}, {Provider: "openai", Model: "gpt-4o-mini"}}}},
+		Retries: Retries{MaxAttempts: 2}}
+	h := newHarness(t, set)
+	h.r.SetPrices(pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 10, Output: 10}, "gpt-4o-mini": {Input: 1, Output: 1}}))
+	h.script("openai", status(503, "down"), nil)
+	p, _, err := h.chat(t, "smart")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"openai:error", "openai:ok"}, outcomes(p))
+	assert.Equal(t, "gpt-4o-mini", p.Attempts[1].Model)
+	usd, known := h.r.Cost(p, 1_000_000, 0)
+	assert.True(t, known)
+	assert.InDelta(t, 1.0, usd, 1e-9, "gpt-4o-mini's price, not gpt-4o's")
 }
 
 // hangingModels is a provider whose model list never comes: it answers

@@ -2,7 +2,9 @@ package pluginapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,7 +50,19 @@ const (
 // does not exist there, in the provider's words.
 func NoEmbeddings(model string) *ProviderError {
 	return &ProviderError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-		Message: "The model `" + model + "` does not exist or you do not have access to it: this provider serves no embeddings."}
+		Message: "The model `" + model + "` does not exist or you do not have access to it" + noEmbeddingsSuffix}
+}
+
+// noEmbeddingsSuffix ends NoEmbeddings's message: it tells that answer
+// from an upstream's own 404.
+const noEmbeddingsSuffix = ": this provider serves no embeddings."
+
+// IsNoEmbeddings says whether err is NoEmbeddings's answer: the provider
+// has no embeddings at all, which says nothing of its health.
+func IsNoEmbeddings(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe) && pe.Status == http.StatusNotFound && pe.Code == "model_not_found" &&
+		strings.HasSuffix(pe.Message, noEmbeddingsSuffix)
 }
 
 // Embed calls the plugin's Embed; a plugin that does not implement it

@@ -1,0 +1,55 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// discard records nothing.
+type discard struct{}
+
+func (discard) Record(context.Context, *ledger.Record) error { return nil }
+
+// instant answers at once.
+type instant struct{}
+
+var instantBody = []byte(answer)
+
+func (instant) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{Body: instantBody, Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, nil
+}
+
+func (instant) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {
+	return nil
+}
+
+func (instant) Models(context.Context) ([]pluginapi.Model, error) { return nil, nil }
+
+// BenchmarkCompleteFromAFile is a call through the gateway to one provider
+// as a providers file declares it (a timeout, a breaker, three attempts).
+func BenchmarkCompleteFromAFile(b *testing.B) {
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: instant{}, Timeout: providers.DefaultTimeout,
+		Breaker: providers.BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: providers.Retries{MaxAttempts: 3}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{},
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := &auth.Identity{TenantID: "t", Mode: auth.Observe, KeyID: "k"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := gw.Complete(ctx, id, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
