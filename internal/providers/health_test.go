@@ -131,7 +131,7 @@ func TestANonStreamedAttemptTimesOutOnItsDeadline(t *testing.T) {
 	set.Providers[0].Timeout = time.Nanosecond // past before the provider looks
 	h := newHarness(t, set)
 	h.r.afterFunc = nil // real time: the deadline of a non-streamed attempt
-	h.script("a", hang)
+	h.script("a", errHang)
 	p, _, err := h.chat(t, "m")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a:timeout", "b:ok"}, outcomes(p))

@@ -19,8 +19,8 @@ import (
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
-// hang makes a fake provider wait until its call's context is done.
-var hang = errors.New("hang")
+// errHang makes a fake provider wait until its call's context is done.
+var errHang = errors.New("hang")
 
 // fake is a provider that answers from a script: the nth call gets
 // script[n] (the last entry once the script runs out); nil is an answer.
@@ -56,7 +56,7 @@ func (f *fake) next(ctx context.Context, req pluginapi.ChatRequest) error {
 	if f.clock != nil {
 		f.clock.Advance(f.took)
 	}
-	if err == hang {
+	if err == errHang {
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -441,7 +441,7 @@ func TestStreamTimeoutCoversOnlyTheFirstChunk(t *testing.T) {
 	set := twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
 	set.Providers[0].Timeout = 50 * time.Millisecond
 	h := newHarness(t, set)
-	h.script("a", hang).took = 50 * time.Millisecond // the fake clock reaches the timeout as a waits
+	h.script("a", errHang).took = 50 * time.Millisecond // the fake clock reaches the timeout as a waits
 	p, err := h.r.Plan("m")
 	require.NoError(t, err)
 	var got []string
@@ -498,7 +498,7 @@ func TestProvidersOwnTimeoutIsTheAttemptsTimeout(t *testing.T) {
 
 func TestCancellationStopsAtOnce(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{Failures: 1, Cooldown: time.Minute}))
-	h.script("a", hang)
+	h.script("a", errHang)
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := h.r.Plan("m")
 	require.NoError(t, err)
@@ -531,7 +531,7 @@ func TestExhaustedErrorNamesEveryAttempt(t *testing.T) {
 	set.Providers[1].Timeout = 2 * time.Millisecond
 	h := newHarness(t, set)
 	h.script("openai-a", status(503, "upstream error")).took = 12 * time.Millisecond
-	h.script("openai-b", hang).took = 2 * time.Millisecond
+	h.script("openai-b", errHang).took = 2 * time.Millisecond
 	p, _, err := h.chat(t, "m")
 	var ex *ExhaustedError
 	require.ErrorAs(t, err, &ex)
@@ -948,7 +948,7 @@ func (nopProvider) Models(context.Context) ([]pluginapi.Model, error) { return n
 func TestTheCallsDeadlineEndsItWithItsAttemptsTold(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
 	h.script("a", status(503, "down"))
-	h.script("b", hang)
+	h.script("b", errHang)
 	ctx := &deadlineCtx{Context: context.Background(), at: t0.Add(time.Hour), done: make(chan struct{})}
 	p, err := h.r.Plan("m")
 	require.NoError(t, err)

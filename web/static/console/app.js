@@ -6,11 +6,13 @@
 import { api, $, say, show, hide, setText, onSubmit } from '/account.js';
 import { h, clear } from './lib/dom.js';
 import { startSignedOut } from './signin.js';
+import { operates } from './lib/ui.js';
 
 // The views, in the order the navigation lists them. A route is the part of
 // the fragment before any '?': '#/runs/abc' is route 'runs' with id 'abc'.
 // group places the link in the navigation; detail routes have no link.
-// adminOnly views read an API only owners and admins may: members get no link.
+// adminOnly views read an API only owners and admins may: members get no
+// link; operatorOnly ones, an API only the default organization's may.
 export const VIEWS = [
   { route: 'overview', module: 'overview', title: 'Overview', group: 'Gateway' },
   { route: 'runs', module: 'runs', title: 'Runs', group: 'Gateway' },
@@ -18,7 +20,7 @@ export const VIEWS = [
   { route: 'approvals', module: 'approvals', title: 'Approvals', group: 'Gateway' },
   { route: 'policies', module: 'policies', title: 'Policies', group: 'Gateway' },
   { route: 'policies/:id', module: 'policy', title: 'Rule' },
-  { route: 'providers', module: 'providers', title: 'Providers', group: 'Gateway', adminOnly: true },
+  { route: 'providers', module: 'providers', title: 'Providers', group: 'Gateway', operatorOnly: true },
   { route: 'learning', module: 'learning', title: 'Learning', group: 'Gateway' },
   { route: 'patterns/:id', module: 'pattern', title: 'Pattern' },
   { route: 'artifacts/:id', module: 'artifact', title: 'Artifact' },
@@ -132,7 +134,7 @@ function buildNav() {
   let group = '';
   let list = null;
   for (const v of VIEWS) {
-    if (!v.group || (v.accountOnly && session.mode !== 'account') || (v.adminOnly && !session.canAct)) continue;
+    if (!v.group || (v.accountOnly && session.mode !== 'account') || (v.adminOnly && !session.canAct) || (v.operatorOnly && !operates(session))) continue;
     if (v.group !== group) {
       group = v.group;
       list = h('ul', {});

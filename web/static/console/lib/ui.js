@@ -53,6 +53,13 @@ export async function act(ctx, method, path, body, done) {
 
 // adminOnly returns nodes only when the person may act (owners and admins,
 // and open dev mode); a member sees nothing of it.
+// operates says whether this person runs svc itself: an owner or admin of
+// the operator's default organization (or anyone in open dev mode). The
+// API keeps reloads and the providers' status to them.
+export function operates(session) {
+  return session.canAct && (session.mode === 'open' || session.tenantId === 'default');
+}
+
 export function adminOnly(ctx, ...nodes) {
   return ctx.session.canAct ? nodes : null;
 }

@@ -3,7 +3,7 @@
 // good set: the error says why).
 import { h, link, button, table, section } from '../lib/dom.js';
 import { num, time, plural } from '../lib/format.js';
-import { page, load, api, rerender } from '../lib/ui.js';
+import { page, load, api, rerender, operates } from '../lib/ui.js';
 import { effectBadge, refusal } from '../lib/governance.js';
 
 // The targets, in the order a request meets them.
@@ -58,13 +58,6 @@ function rulesTable(rules) {
   ], rules);
 }
 
-// canReload says whether the API lets this person reload the policy files:
-// they govern every organization, so only the admins of the operator's
-// default organization may (and open dev mode, which acts as one).
-export function canReload(session) {
-  return session.canAct && (session.mode === 'open' || session.tenantId === 'default');
-}
-
 // reloadPanel says how the last load or reload went and offers a reload to
 // those who may; other admins read who does.
 function reloadPanel(ctx, reload) {
@@ -83,7 +76,7 @@ function reloadPanel(ctx, reload) {
   show(reload);
   const result = h('div', { class: 'reload-result' });
   let action = null;
-  if (canReload(ctx.session)) {
+  if (operates(ctx.session)) {
     action = h('div', { class: 'toolbar' },
       button('Reload the policy files', async () => {
         result.replaceChildren();

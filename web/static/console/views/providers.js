@@ -5,9 +5,8 @@
 // says why). The page is read again every few seconds while it is shown.
 import { h, clear, button, table, section, dl, badge } from '../lib/dom.js';
 import { num, ms, time, plural } from '../lib/format.js';
-import { page, load, api } from '../lib/ui.js';
+import { page, load, api, operates } from '../lib/ui.js';
 import { refusal, words } from '../lib/governance.js';
-import { canReload } from './policies.js';
 
 // REFRESH is how often the shown status is read again, in milliseconds.
 const REFRESH = 5000;
@@ -28,7 +27,7 @@ export async function render(ctx) {
   };
 
   let action = null;
-  if (canReload(ctx.session)) {
+  if (operates(ctx.session)) {
     action = h('div', { class: 'toolbar' }, button('Reload the providers file', async () => {
       result.replaceChildren();
       const res = await api('POST', '/api/v1/providers/reload', {});
@@ -45,9 +44,6 @@ export async function render(ctx) {
       const again = res.data && res.data.status ? { ok: true, data: res.data.status } : await api('GET', '/api/v1/providers');
       if (ctx.current() && again.ok) draw(again.data);
     }, { class: 'reload', id: 'providers-reload' }));
-  } else if (ctx.session.canAct) {
-    action = h('p', { class: 'quiet reload-who' },
-      'The providers serve every organization: the admins of the operator’s default organization reload them.');
   }
   ctx.root.append(section('Providers file', state, result, action), body, updated);
   draw(data);
