@@ -42,11 +42,6 @@ const (
 	drainLimit         = 256 << 10
 	drainWait          = 50 * time.Millisecond
 
-	// responseHeaderTimeout bounds the wait for response headers; a
-	// non-streamed answer's come once it is all generated (the SDKs'
-	// default timeout is ten minutes).
-	responseHeaderTimeout = 10 * time.Minute
-
 	redacted  = "[REDACTED]"
 	userAgent = "svc-provider-anthropic"
 
@@ -124,34 +119,11 @@ func newProvider(cfg pluginapi.ProviderConfig, log hclog.Logger) (*Provider, err
 		apiKey:      cfg.APIKey,
 		timeout:     cfg.Timeout,
 		headers:     h,
-		client:      newHTTPClient(),
+		client:      pluginapi.NewUpstreamClient(),
 		log:         log,
 		maxResponse: DefaultMaxResponseBytes,
 		now:         time.Now,
 	}, nil
-}
-
-// newHTTPClient has no overall Timeout, which would cut long streams; the
-// dial, the TLS handshake and the wait for headers are bounded, and the
-// caller's context bounds the whole call.
-func newHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          256,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: responseHeaderTimeout,
-			ExpectContinueTimeout: time.Second,
-		},
-		// The API does not redirect; following one would carry the key
-		// elsewhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }
 
 // Chat implements pluginapi.Provider.

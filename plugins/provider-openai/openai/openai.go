@@ -38,12 +38,6 @@ const (
 	drainLimit         = 256 << 10
 	drainWait          = 50 * time.Millisecond // for the rest of a body after the answer
 
-	// responseHeaderTimeout bounds the wait for an upstream's response
-	// headers. A non-streamed answer's headers come once the whole answer
-	// is generated, which takes a reasoning model or a long answer
-	// minutes: this is the OpenAI SDKs' default timeout.
-	responseHeaderTimeout = 10 * time.Minute
-
 	redacted = "[REDACTED]"
 
 	typeUpstream     = "upstream_error"
@@ -157,30 +151,8 @@ func newUpstream(baseURL, apiKey string) *Upstream {
 	return &Upstream{BaseURL: baseURL, APIKey: apiKey, Client: NewHTTPClient()}
 }
 
-// NewHTTPClient returns the client New uses. It has no overall Timeout,
-// which would cut long streams; the dialer, the TLS handshake and the wait
-// for response headers are bounded instead, and the caller's context bounds
-// the whole call.
-func NewHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          256,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: responseHeaderTimeout,
-			ExpectContinueTimeout: time.Second,
-		},
-		// A provider API does not redirect; following one would turn the
-		// POST into a GET and carry the request elsewhere. Report it as
-		// the upstream's answer instead.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
+// NewHTTPClient returns the client New uses: pluginapi.NewUpstreamClient.
+func NewHTTPClient() *http.Client { return pluginapi.NewUpstreamClient() }
 
 var (
 	defaultClientOnce sync.Once
