@@ -277,6 +277,30 @@ export interface Verdict {
 export interface RouteAlternative {
   route: Open<Route>;
   reason: string;
+  /** The provider instance not tried, when the alternative is one. */
+  provider?: string;
+}
+
+/** One call to one provider instance, in `routeExplanation.attempts`. */
+export interface RouteAttempt {
+  provider: string;
+  /** The model named upstream. */
+  model: string;
+  outcome: Open<'ok' | 'error' | 'timeout' | 'rate_limited' | 'unavailable' | 'refused' | 'cancelled'>;
+  /** The provider's HTTP status, when it answered with one. */
+  status?: number;
+  latencyMs: number;
+  error?: string;
+  retryAfterMs?: number;
+  /** The backoff waited before this attempt. */
+  waitedMs?: number;
+}
+
+/** A provider instance a call could go to, in `routeExplanation.candidates`. */
+export interface RouteCandidate {
+  provider: string;
+  plugin: string;
+  model: string;
 }
 
 /** `routeExplanation.cache`: the exact-cache lookup of a run. */
@@ -290,13 +314,21 @@ export interface RouteCacheDetail {
   expiresAt?: string;
 }
 
-/** `routeExplanation.fallback`: a cached answer stood in for a provider that failed. */
+/**
+ * `routeExplanation.fallback`: a cached answer stood in for a provider that
+ * failed, or (tier `provider`) another provider answered after the first
+ * tried failed.
+ */
 export interface RouteFallbackDetail {
   used: boolean;
   reason: string;
   tier: string;
-  stale: boolean;
-  storedAt: string;
+  stale?: boolean;
+  storedAt?: string;
+  /** Tier `provider`: the provider that answered. */
+  provider?: string;
+  /** Tier `provider`: the first provider tried. */
+  from?: string;
 }
 
 /** Why a run took its route and what it passed over. */
@@ -309,6 +341,12 @@ export interface RouteExplanation {
   artifact: Record<string, unknown> | null;
   estimatedSavingsUsd: number;
   fallback: RouteFallbackDetail | null;
+  /** The provider instance that answered. */
+  provider?: string;
+  /** Every call to a provider, in order. */
+  attempts?: RouteAttempt[];
+  /** The providers the call could go to, in the order they would be tried. */
+  candidates?: RouteCandidate[];
 }
 
 /** One gateway call. */
