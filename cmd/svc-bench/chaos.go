@@ -32,6 +32,9 @@ type chaosUpstream struct {
 	behaviour int
 	latency   time.Duration
 	hang      time.Duration // the longest a hang lasts when the caller stays
+	// retryAfter is the Retry-After of a 429, in whole seconds; "" sends
+	// none.
+	retryAfter string
 
 	seq   atomic.Int64 // calls so far, which decides a flaky call's fate
 	mu    sync.Mutex
@@ -87,7 +90,9 @@ func (u *chaosUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(u.hang):
 		}
 	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", "1")
+		if u.retryAfter != "" {
+			w.Header().Set("Retry-After", u.retryAfter)
+		}
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
 	case http.StatusServiceUnavailable:
@@ -194,6 +199,9 @@ func chaosCase(o options, mode string) (*chaosResult, error) {
 	res := &chaosResult{mode: mode, bound: o.chaosTimeout + 50*time.Millisecond}
 	hang := 4 * o.chaosTimeout // past the timeout, and over soon when svc stays (it should not)
 	primary, err := startChaos(behaveFlaky, o.latency, hang)
+	if err == nil && o.chaosRetryAfter > 0 {
+		primary.retryAfter = strconv.Itoa(o.chaosRetryAfter)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -385,8 +393,12 @@ func (p *svcProcess) attempts(runID string) (int, error) {
 
 // printChaos prints the chaos case's table.
 func printChaos(o options, results []*chaosResult) {
-	fmt.Printf("\nchaos: primary fails 30%% of calls (10%% 503, 10%% 429 Retry-After: 1, 10%% hang), secondary healthy; "+
-		"route primary → secondary, timeout %v, %d attempts; %d/s for %v\n", o.chaosTimeout, chaosRetries.MaxAttempts, o.chaosRate, o.chaosDuration)
+	retryAfter := "no Retry-After"
+	if o.chaosRetryAfter > 0 {
+		retryAfter = "Retry-After: " + strconv.Itoa(o.chaosRetryAfter)
+	}
+	fmt.Printf("\nchaos: primary fails 30%% of calls (10%% 503, 10%% 429 %s, 10%% hang), secondary healthy; "+
+		"route primary → secondary, timeout %v, %d attempts; %d/s for %v\n", retryAfter, o.chaosTimeout, chaosRetries.MaxAttempts, o.chaosRate, o.chaosDuration)
 	fmt.Printf("  %-11s %-8s %-14s %-26s %-10s %-18s %-30s %s\n", "mode", "calls", "client errors", "added p99 (bound)", "retried",
 		"runs checked", "both down: 502s (slowest/budget)", "verdict")
 	for _, r := range results {

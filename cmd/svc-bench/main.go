@@ -59,6 +59,7 @@ func main() {
 	flag.DurationVar(&o.chaosTimeout, "chaos-timeout", 200*time.Millisecond, "each provider's timeout in the chaos case")
 	flag.IntVar(&o.chaosSample, "chaos-sample", 200, "runs of the chaos case read back to check their attempts")
 	flag.IntVar(&o.chaosDown, "chaos-down", 20, "calls made with both providers down")
+	flag.IntVar(&o.chaosRetryAfter, "chaos-retry-after", 1, "the Retry-After (whole seconds) of the failing provider's 429s; 0 sends none, so that its failures keep reaching it")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
 	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
 		if !strings.Contains(kv, "=") {
@@ -92,6 +93,7 @@ type options struct {
 	chaosRate           int
 	chaosDuration       time.Duration
 	chaosTimeout        time.Duration
+	chaosRetryAfter     int
 	chaosSample         int
 	chaosDown           int
 	env                 []string

@@ -61,6 +61,7 @@ func TestFlakyUpstream(t *testing.T) {
 	u, err := startChaos(behaveFlaky, 0, time.Minute)
 	require.NoError(t, err)
 	defer u.close()
+	u.retryAfter = "1"
 	c := client(16)
 	statuses := map[int]int{}
 	var tags []int64
