@@ -45,6 +45,7 @@ func TestAGroupWriteCutShortLeavesNoneOfItsRuns(t *testing.T) {
 	// Room for two and a half frames: the group's write stops part-way.
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old) }) // whatever fails below
 	limit := syscall.Rlimit{Cur: uint64(size*2 + size/2), Max: old.Max}
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit))
 	r.mu.Lock()
