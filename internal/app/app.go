@@ -247,7 +247,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}
 	secrets := append([]string{cfg.ProviderAPIKey}, o.ProviderSecrets...)
-	providerName := cfg.ProviderName()
 	if cfg.ProvidersFile != "" {
 		// Each instance's process starts now: a file that does not load, or
 		// a plugin that does not start, stops svc with the file's words.
@@ -264,8 +263,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		if cfg.ProviderPlugin != "" && o.Provider == nil {
 			plugin = cfg.ProviderPlugin
 		}
-		a.Providers = providers.NewRouter(providers.Single(providerName, plugin, provider), now)
-		a.Providers.SetLoadStatus("", now(), nil)
+		a.Providers = providers.NewRouter(providers.Single(cfg.ProviderName(), plugin, provider), now)
 	}
 	// The checkpointer stops after the recorder, so that its last
 	// checkpoint covers the recorder's last runs; its stop goes on the
@@ -306,7 +304,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	a.Jobs.Register(learning.JobType, a.Learning.RunJob)
 	gw := gateway.New(gateway.Options{
-		Router: a.Providers, Provider: provider, ProviderName: providerName, Recorder: recorder,
+		Router: a.Providers, Recorder: recorder,
 		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
 		Secrets: secrets,
 		Learner: a.Learning, Canary: settingsService,

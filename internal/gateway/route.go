@@ -61,7 +61,7 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 			Target: string(policy.Provider), Provider: v.Provider, Decision: lv.Decision, Rules: lv.Rules, Enforced: lv.Enforced})})
 		pol := &c.run.Explanation.Policy
 		for _, r := range lv.Rules {
-			if !hasRule(pol.Rules, r.ID) {
+			if !slices.ContainsFunc(pol.Rules, func(have ledger.RuleResult) bool { return have.ID == r.ID }) {
 				pol.Rules = append(pol.Rules, r)
 			}
 		}
@@ -86,15 +86,6 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 	verdict := policy.Verdict{Decision: policy.Deny, Rules: denied}
 	c.run.Explanation.Policy = governance.LedgerVerdict(governance.Decision{Verdict: verdict, Enforced: true})
 	return g.block(ctx, c, verdict)
-}
-
-func hasRule(rules []ledger.RuleResult, id string) bool {
-	for _, r := range rules {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // providerFallback is a run's routeExplanation.fallback when a provider
@@ -124,14 +115,14 @@ func (g *Gateway) explainProviders(c *call) {
 	}
 	ex.Provider = p.Answered
 	// The plan's attempts, copied only when an error text changes.
-	attempts := p.Attempts
+	attempts, copied := p.Attempts, false
 	for i, a := range p.Attempts {
 		if a.Error == "" {
 			continue
 		}
 		if e := g.attemptText(c, a.Error); e != a.Error {
-			if &attempts[0] == &p.Attempts[0] {
-				attempts = slices.Clone(p.Attempts)
+			if !copied {
+				attempts, copied = slices.Clone(p.Attempts), true
 			}
 			attempts[i].Error = e
 		}

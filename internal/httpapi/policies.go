@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -46,16 +47,24 @@ type reloadAnswer struct {
 	Reload policy.Status `json:"reload"`
 }
 
+// operatorOnly refuses, 403 admin_required, a caller of any organization
+// but the operator's own (the default one): what serves or governs every
+// organization is its alone to read or change. what completes "may …".
+func operatorOnly(id *auth.Identity, what string) error {
+	if id.TenantID != tenant.DefaultID {
+		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may %s", what)
+	}
+	return nil
+}
+
 // reloadPolicies is POST /api/v1/policies/reload (admin): the policy folder
 // loaded again, as on SIGHUP. A folder that does not load is a 400
 // policy_invalid with the loader's words and the status beside; the last
 // good rules stay in force. Either way it is audited.
 func (s *Server) reloadPolicies(w http.ResponseWriter, r *http.Request) error {
 	id := identity(r)
-	if id.TenantID != tenant.DefaultID {
-		// The policy folder governs every organization: only the operator's
-		// own (the default one) may reload it.
-		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may reload the policies, which govern every organization")
+	if err := operatorOnly(id, "reload the policies, which govern every organization"); err != nil {
+		return err
 	}
 	st, err := s.Reload()
 	e := audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "policy.reload", Decision: audit.Allow,

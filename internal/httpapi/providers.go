@@ -5,17 +5,16 @@ import (
 
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/tenant"
 )
 
 // listProviders is GET /api/v1/providers (admin of the default
 // organization): the provider instances, their routes, retries and health,
 // and how the last load of the providers file went. Never a key.
 func (s *Server) listProviders(w http.ResponseWriter, r *http.Request) error {
-	if identity(r).TenantID != tenant.DefaultID {
-		// The operator's upstreams, their errors and traffic are no other
-		// organization's business.
-		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may read the providers, which serve every organization")
+	// The operator's upstreams, their errors and traffic are no other
+	// organization's business.
+	if err := operatorOnly(identity(r), "read the providers, which serve every organization"); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, s.Providers.Status())
 	return nil
@@ -28,10 +27,8 @@ func (s *Server) listProviders(w http.ResponseWriter, r *http.Request) error {
 // audited.
 func (s *Server) reloadProviders(w http.ResponseWriter, r *http.Request) error {
 	id := identity(r)
-	if id.TenantID != tenant.DefaultID {
-		// The providers serve every organization: only the operator's own
-		// (the default one) may reload them.
-		return errs.E(errs.Forbidden, "admin_required", "only an admin of the default organization may reload the providers, which serve every organization")
+	if err := operatorOnly(id, "reload the providers, which serve every organization"); err != nil {
+		return err
 	}
 	st, err := s.ReloadProviders(r.Context())
 	e := audit.Event{TenantID: id.TenantID, Actor: id.Actor(), Action: "providers.reload", Decision: audit.Allow,

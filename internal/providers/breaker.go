@@ -109,6 +109,12 @@ func (h *health) done(now time.Time, probe bool, result int, errText string, rat
 			h.state, h.openUntil = BreakerOpen, now.Add(h.cfg.Cooldown)
 		}
 	}
+	h.settle()
+}
+
+// settle sets troubled from the state under the lock: whether admit and
+// done must look at it. Called with mu held.
+func (h *health) settle() {
 	h.troubled.Store(h.consecutive > 0 || h.probing || (h.state != "" && h.state != BreakerClosed) ||
 		!h.rateLimitedUntil.IsZero())
 }
@@ -123,7 +129,7 @@ func (h *health) release(probe bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.probing = false
-	h.troubled.Store(h.consecutive > 0 || (h.state != "" && h.state != BreakerClosed) || !h.rateLimitedUntil.IsZero())
+	h.settle()
 }
 
 func (h *health) status(now time.Time) (BreakerStatus, *time.Time, string, *time.Time) {

@@ -78,13 +78,11 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 	var body bodies
 	err := r.execute(ctx, p, callChat, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
 		cr := req
-		if model != req.Model {
-			b, err := body.forModel(req.Body, model)
-			if err != nil {
-				return false, err
-			}
-			cr.Body, cr.Model = b, model
+		var err error
+		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
+			return false, err
 		}
+		cr.Model = model
 		out, err := prov.Impl.Chat(ctx, cr)
 		if err == nil {
 			res = out
@@ -102,16 +100,14 @@ func (r *Router) StreamChat(ctx context.Context, p *Plan, req pluginapi.ChatRequ
 	var body bodies
 	return r.execute(ctx, p, callStream, func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (bool, error) {
 		cr := req
-		if model != req.Model {
-			b, err := body.forModel(req.Body, model)
-			if err != nil {
-				return false, err
-			}
-			cr.Body, cr.Model = b, model
+		var err error
+		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
+			return false, err
 		}
+		cr.Model = model
 		var sent bool
 		var sendErr error
-		err := prov.Impl.StreamChat(ctx, cr, func(ch pluginapi.ChatChunk) error {
+		err = prov.Impl.StreamChat(ctx, cr, func(ch pluginapi.ChatChunk) error {
 			if !sent {
 				if !timer.stop() {
 					return errTimedOut // the attempt's time ran out as its first chunk came
@@ -138,13 +134,11 @@ func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest)
 	var body bodies
 	err := r.execute(ctx, p, callEmbed, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
 		er := req
-		if model != req.Model {
-			b, err := body.forModel(req.Body, model)
-			if err != nil {
-				return false, err
-			}
-			er.Body, er.Model = b, model
+		var err error
+		if er.Body, err = body.of(req.Body, req.Model, model); err != nil {
+			return false, err
 		}
+		er.Model = model
 		out, err := prov.Impl.(pluginapi.Embedder).Embed(ctx, er)
 		if err == nil {
 			res = out
@@ -432,9 +426,6 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	default:
 		a.Outcome, a.Error = OutcomeError, err.Error()
 	}
-	if pe != nil && pe.Code == "upstream_timeout" && a.Outcome == OutcomeError {
-		a.Outcome = OutcomeTimeout // the plugin's own timeout
-	}
 	if pe != nil && v == verdictRetry && a.RetryAfterMS == 0 {
 		// A 503 or 529 may ask for a wait too; only a 429 marks the
 		// provider rate limited.
@@ -448,7 +439,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		h.release(probe)
 		return a, verdictNoEmbeddings, err
 	}
-	if sent && v != verdictSent {
+	if sent {
 		v = verdictSent
 	}
 	errText := a.Error
@@ -525,7 +516,12 @@ type bodies struct {
 	body  []byte
 }
 
-func (b *bodies) forModel(body []byte, model string) ([]byte, error) {
+// of is body as a provider asked for model sees it: body itself when model
+// is the one the caller named.
+func (b *bodies) of(body []byte, callerModel, model string) ([]byte, error) {
+	if model == callerModel {
+		return body, nil
+	}
 	if b.body != nil && b.model == model {
 		return b.body, nil
 	}

@@ -58,11 +58,8 @@ const (
 // policies and routes.
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
-// headerName is an HTTP header's name (RFC 9110 token).
 // envName is an environment variable's name, as api_key_env names one.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // reservedHeaders carry the key or the address: the plugin sets them.
 var reservedHeaders = []string{"authorization", "x-api-key", "host"}
@@ -687,7 +684,7 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 	for _, h := range sortedKeys(fp.Headers) {
 		v := fp.Headers[h]
 		switch {
-		case !headerName.MatchString(h):
+		case !httpguts.ValidHeaderFieldName(h):
 			p.fail(entry, "headers", "%q is not a header name", clip(h))
 		case slices.Contains(reservedHeaders, strings.ToLower(h)):
 			p.fail(entry, "headers", "%s is set by the plugin from the instance's key and base_url, not here", h)

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"path"
+	"slices"
 	"sync"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -138,21 +139,12 @@ func (st *state) resolve(model string) *resolved {
 	}
 	if len(set.Providers) > 1 {
 		for i, p := range set.Providers {
-			if !r.has(i) && !p.Serves(model) {
+			if !slices.Contains(r.idx, i) && !p.Serves(model) {
 				r.notServed = append(r.notServed, Skipped{Provider: p.Name, Reason: ReasonNotServed})
 			}
 		}
 	}
 	return r
-}
-
-func (r *resolved) has(i int) bool {
-	for _, j := range r.idx {
-		if j == i {
-			return true
-		}
-	}
-	return false
 }
 
 // lookup returns model's route, from the set's exact names, the cache, or
@@ -189,7 +181,7 @@ const (
 // read them, never change them.
 func (r *Router) Plan(model string) (*Plan, error) {
 	st := r.state.Load()
-	p := &Plan{Model: model, Strategy: Ordered, set: st.set, st: st}
+	p := &Plan{Model: model, Strategy: Ordered, st: st}
 	if st.any {
 		prov := st.set.Providers[0]
 		p.one[0] = Candidate{Provider: prov.Name, Plugin: prov.Plugin, Model: model}

@@ -168,13 +168,12 @@ type Plan struct {
 	// may list one provider twice, with two models: the name alone does
 	// not tell which answered.
 	lastTried int
-	// set is what the plan was made from: its calls use the instances of
-	// the set it saw, even when a reload swapped in another.
-	set *Set
 	// forbidden are the candidates a policy forbids, with the reason.
 	forbidden map[string]string
-	// st is the router's state for set; order holds, for each candidate,
-	// its provider's index in set.Providers.
+	// st is the router's state the plan was made from: its calls use the
+	// instances of the set it saw, even when a reload swapped in another.
+	// order holds, for each candidate, its provider's index in
+	// st.set.Providers.
 	st    *state
 	order []int
 	// Room for the common plan of one candidate and one attempt, so that

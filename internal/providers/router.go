@@ -140,9 +140,6 @@ func (r *Router) SetLoadStatus(source string, at time.Time, err error) {
 // SetPrices gives the router the price table Cost falls back on.
 func (r *Router) SetPrices(t *pricing.Table) { r.prices.Store(t) }
 
-// Prices is the table SetPrices gave; nil before.
-func (r *Router) Prices() *pricing.Table { return r.prices.Load() }
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -217,8 +214,8 @@ func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float6
 	var prov *Provider
 	if i := max(p.lastTried-1, 0); i < len(p.Candidates) {
 		upstream = p.Candidates[i].Model
-		if p.set != nil {
-			prov = p.set.Providers[p.order[i]]
+		if p.st != nil {
+			prov = p.st.set.Providers[p.order[i]]
 		}
 	}
 	if prov != nil && prov.Prices != nil {

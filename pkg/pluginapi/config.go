@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"encoding/json"
 	"fmt"
+	"golang.org/x/net/http/httpguts"
 	"net/url"
 	"os"
 	"strconv"
@@ -42,32 +43,16 @@ const (
 )
 
 // Validate refuses a configuration no provider can send: a header whose
-// name is not an HTTP field name or whose value holds CR, LF or NUL (which
-// would split or cut the request). Both ProviderConfigFromEnv and the
+// name is not an HTTP field name or whose value holds a line break or
+// another control character, which net/http refuses on every request. Both ProviderConfigFromEnv and the
 // first-party providers' constructors call it.
 func (cfg ProviderConfig) Validate() error {
 	for name, value := range cfg.Headers {
-		if !ValidHeaderName(name) || strings.ContainsAny(value, "\r\n\x00") {
+		if !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) {
 			return fmt.Errorf("the provider's header %q is not a valid HTTP header", name)
 		}
 	}
 	return nil
-}
-
-// ValidHeaderName reports whether name is an HTTP field name (RFC 9110's
-// token).
-func ValidHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // Env is cfg as the environment variables ProviderConfigFromEnv reads, for

@@ -145,14 +145,11 @@ func New(cfg pluginapi.ProviderConfig, log hclog.Logger) (pluginapi.Provider, er
 	return up, nil
 }
 
-// newUpstream returns an Upstream for baseURL using apiKey, with the client
-// NewHTTPClient returns.
+// newUpstream returns an Upstream for baseURL using apiKey, with
+// pluginapi.NewUpstreamClient.
 func newUpstream(baseURL, apiKey string) *Upstream {
-	return &Upstream{BaseURL: baseURL, APIKey: apiKey, Client: NewHTTPClient()}
+	return &Upstream{BaseURL: baseURL, APIKey: apiKey, Client: pluginapi.NewUpstreamClient()}
 }
-
-// NewHTTPClient returns the client New uses: pluginapi.NewUpstreamClient.
-func NewHTTPClient() *http.Client { return pluginapi.NewUpstreamClient() }
 
 var (
 	defaultClientOnce sync.Once
@@ -212,7 +209,7 @@ func (u *Upstream) client() *http.Client {
 	if u.Client != nil {
 		return u.Client
 	}
-	defaultClientOnce.Do(func() { defaultClient = NewHTTPClient() })
+	defaultClientOnce.Do(func() { defaultClient = pluginapi.NewUpstreamClient() })
 	return defaultClient
 }
 
