@@ -43,6 +43,27 @@ type Config struct {
 
 	PriceFile string // SVC_PRICE_FILE: per-model prices laid over the built-in table
 	PprofAddr string // SVC_PPROF_ADDR: where to serve Go's profiler, for operators measuring svc
+
+	// Metrics turns the Prometheus metrics on (SVC_METRICS, default on):
+	// GET /metrics on the main listener behind an admin credential, and on
+	// MetricsAddr (SVC_METRICS_ADDR) without one when that is set.
+	Metrics     bool
+	MetricsAddr string
+	// MetricsTenantLabel adds a tenant label to the gateway's metrics
+	// (SVC_METRICS_TENANT_LABEL); MetricsLabelLimit bounds the distinct
+	// values of a free-form label (app, model, tenant, rule id) before the
+	// rest count as "other" (SVC_METRICS_LABEL_LIMIT).
+	MetricsTenantLabel bool
+	MetricsLabelLimit  int
+	// TraceContent records prompts and answers on the gateway's spans
+	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), masked when the
+	// tenant has redaction on. The exporter itself is configured by the
+	// standard OTEL_* variables, which the tracing package reads.
+	TraceContent bool
+	// Tracing is on when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT
+	// or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and neither OTEL_SDK_DISABLED
+	// nor OTEL_TRACES_EXPORTER=none turns it off.
+	Tracing bool
 	// TrustedProxies are the reverse proxies (SVC_TRUSTED_PROXIES) whose
 	// X-Forwarded-For names the client the per-address limits count.
 	TrustedProxies   []netip.Prefix
@@ -134,6 +155,15 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_PLUGIN_GOMAXPROCS", "a quarter of the CPUs, at least 1", "GOMAXPROCS of each plugin process (a plugin mostly relays bytes; a small runtime wastes less CPU waking idle threads)"},
 	{"SVC_TRUSTED_PROXIES", "unset", "comma-separated IPs or CIDRs of reverse proxies in front of svc: their X-Forwarded-For names the client for per-address limits"},
 	{"SVC_PPROF_ADDR", "unset (off)", "serve Go's net/http/pprof profiler on this address (keep it on loopback: it is unauthenticated)"},
+	{"SVC_METRICS", "on", "Prometheus metrics at GET /metrics (admin credential); off turns every metric off"},
+	{"SVC_METRICS_ADDR", "unset", "also serve GET /metrics on this address, without a credential (for a scraper inside a private network)"},
+	{"SVC_METRICS_TENANT_LABEL", "false", "add a tenant label to the gateway's metrics"},
+	{"SVC_METRICS_LABEL_LIMIT", "50", "distinct values a free-form metric label (app, model, tenant, rule) may take; the rest count as other"},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "export OpenTelemetry traces over OTLP to this endpoint (also OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, _PROTOCOL grpc or http/protobuf, _HEADERS, _TIMEOUT, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_SDK_DISABLED)"},
+	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "unset", "the traces' OTLP endpoint, when it differs from OTEL_EXPORTER_OTLP_ENDPOINT"},
+	{"OTEL_SDK_DISABLED", "false", "true turns tracing off whatever the endpoint"},
+	{"OTEL_TRACES_EXPORTER", "otlp", "none turns tracing off whatever the endpoint"},
+	{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false", "record prompts and answers on the gateway's spans (masked when the tenant has redaction on)"},
 	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
 	{"SVC_LEARNING_INTERVAL", "5m", "learning timer (Go duration; 0 turns it off)"},
@@ -183,6 +213,12 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		PluginProcs:              p.intRange("SVC_PLUGIN_GOMAXPROCS", 0, 0, 4096),
 		PriceFile:                p.str("SVC_PRICE_FILE", ""),
 		PprofAddr:                p.str("SVC_PPROF_ADDR", ""),
+		Metrics:                  p.booleanOr("SVC_METRICS", true),
+		MetricsAddr:              p.optionalAddr("SVC_METRICS_ADDR"),
+		MetricsTenantLabel:       p.boolean("SVC_METRICS_TENANT_LABEL"),
+		MetricsLabelLimit:        p.intRange("SVC_METRICS_LABEL_LIMIT", 50, 1, 10_000),
+		TraceContent:             p.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+		Tracing:                  p.tracing(),
 		TrustedProxies:           p.prefixes("SVC_TRUSTED_PROXIES"),
 		PolicyDir:                p.str("SVC_POLICY_DIR", ""),
 		LearningInterval:         p.duration("SVC_LEARNING_INTERVAL", 5*time.Minute),
@@ -310,6 +346,32 @@ func (p *parser) httpURL(name, def string) string {
 		p.fail(name, "%q is not an absolute http(s) URL", v)
 	}
 	return v
+}
+
+// tracing says whether the OTEL_* variables ask for traces: an endpoint,
+// and neither switch off.
+func (p *parser) tracing() bool {
+	endpoint := p.str("OTEL_EXPORTER_OTLP_ENDPOINT", "") != ""
+	traces := p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") != ""
+	disabled := p.boolean("OTEL_SDK_DISABLED")
+	none := strings.EqualFold(strings.TrimSpace(p.str("OTEL_TRACES_EXPORTER", "otlp")), "none")
+	return (endpoint || traces) && !disabled && !none
+}
+
+// optionalAddr is a host:port address, or empty when unset.
+func (p *parser) optionalAddr(name string) string {
+	if strings.TrimSpace(p.getenv(name)) == "" {
+		return ""
+	}
+	return p.addr(name, "")
+}
+
+// booleanOr is a boolean that is def when unset.
+func (p *parser) booleanOr(name string, def bool) bool {
+	if strings.TrimSpace(p.getenv(name)) == "" {
+		return def
+	}
+	return p.boolean(name)
 }
 
 func (p *parser) boolean(name string) bool {
