@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/calltime"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -367,10 +368,13 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	if probe {
 		defer releaseProbe(r.now, h)
 	}
+	clock := calltime.From(ctx) // real time, whatever r.now is: the overhead svc reports is measured
+	clock.AttemptBegan(time.Now())
 	start := r.now()
 	sent, err := try(actx, prov, model, timer)
 	timer.stop()
 	end := r.now()
+	clock.AttemptEnded(time.Now())
 	a := Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
 	if err == nil {
 		h.done(end, probe, resultOK, "", 0)

@@ -31,6 +31,9 @@ type EmbedRequest struct {
 	Model string
 	// RequestID identifies the call in svc (the run id).
 	RequestID string
+	// TraceParent and TraceState: as ChatRequest's.
+	TraceParent string
+	TraceState  string
 }
 
 // EmbedResponse is the answer: the list JSON to return to the client, in

@@ -41,6 +41,12 @@ type ChatRequest struct {
 	// RequestID identifies the call in svc (the run id), for upstream
 	// correlation and logs.
 	RequestID string
+	// TraceParent and TraceState are the W3C trace context of the call
+	// (svc's attempt span, or the client's own when svc traces nothing):
+	// a provider sends them upstream as the traceparent and tracestate
+	// headers. Empty: none.
+	TraceParent string
+	TraceState  string
 }
 
 // ChatResponse is a complete non-streamed answer.
