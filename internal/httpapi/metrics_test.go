@@ -166,6 +166,8 @@ type expected struct {
 	// lookups and hits of the exact cache tier.
 	lookups, hits float64
 	artifactType  string
+	// ghost: the call has ghost savings.
+	ghost bool
 }
 
 // checkCall asserts that the scrapes before and after one gateway call
@@ -210,7 +212,9 @@ func (ts *testServer) checkCall(t *testing.T, before, after scrape, res response
 	if saved > 0 {
 		assert.InDelta(t, saved, delta("svc_gateway_savings_usd_total", map[string]string{"route": want.route}), 1e-12)
 	}
-	assert.InDelta(t, run["ghostSavedUsd"].(float64), sumDelta("svc_gateway_ghost_savings_usd_total"), 1e-12, "ghost savings")
+	ghost := run["ghostSavedUsd"].(float64)
+	assert.Equal(t, want.ghost, ghost > 0, "ghost savings %v", ghost)
+	assert.InDelta(t, ghost, sumDelta("svc_gateway_ghost_savings_usd_total"), 1e-12, "ghost savings")
 
 	assert.InDelta(t, want.lookups, delta("svc_cache_lookups_total", map[string]string{"tier": "exact_response"}), 0, "exact cache lookups")
 	assert.InDelta(t, want.hits, delta("svc_cache_hits_total", map[string]string{"tier": "exact_response"}), 0, "exact cache hits")
@@ -267,6 +271,13 @@ func TestMetricsFollowTheGatewaysCalls(t *testing.T) {
 	step("exact cache hit", expected{endpoint: "chat_completions", route: "exact_cache", statusClass: "2xx", app: "metrics-app", lookups: 1, hits: 1}, func() response {
 		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, live, "X-Svc-App", "metrics-app")
 		require.Equal(t, "exact_cache", res.header.Get("x-svc-route"), res.body)
+		return res
+	})
+	_, observer, err := ts.keys.Create(context.Background(), "default", auth.NewKey{Name: "observer", Mode: auth.Observe})
+	require.NoError(t, err)
+	step("observed cache hit: ghost savings", expected{endpoint: "chat_completions", route: "live", statusClass: "2xx", app: "metrics-app", lookups: 1, hits: 1, ghost: true}, func() response {
+		res := ts.call(t, "POST", "/v1/chat/completions", observer, live, "X-Svc-App", "metrics-app")
+		require.Equal(t, "live", res.header.Get("x-svc-route"), res.body)
 		return res
 	})
 	step("blocked", expected{endpoint: "chat_completions", route: "blocked", statusClass: "4xx", app: "blocked-app"}, func() response {
