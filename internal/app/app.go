@@ -33,6 +33,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
@@ -123,6 +124,8 @@ type App struct {
 	// Providers routes each call to the provider instances of the current
 	// set: the providers file's, or the one provider of the environment.
 	Providers *providers.Router
+	// Metrics are svc's Prometheus metrics; nil when SVC_METRICS=off.
+	Metrics *metrics.Metrics
 
 	// providersFile reloads SVC_PROVIDERS_FILE; nil without one.
 	providersFile *providers.Manager
@@ -131,6 +134,8 @@ type App struct {
 	handler  http.Handler
 	listener net.Listener
 	failed   chan error
+	// metricsAddr is the address of the metrics' own listener, when open.
+	metricsAddr net.Addr
 
 	mu      sync.Mutex
 	started bool     // Start ran: a second one is refused
@@ -190,6 +195,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}()
 	log, now := o.Logger, o.Now
+	if cfg.Metrics {
+		a.Metrics = metrics.New(metrics.Options{TenantLabel: cfg.MetricsTenantLabel, LabelLimit: cfg.MetricsLabelLimit, Version: version.Version})
+	}
 
 	a.Store, err = store.Open(ctx, cfg.DBPath)
 	if err != nil {
@@ -295,7 +303,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
 		Verdicts: a.Store, Logger: log.Named("policy"),
 	})
-	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now})
+	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now, Metrics: a.Metrics})
 	runs := ledger.NewService(a.Store, recorder, nil)
 	a.Learning = learning.New(learning.Options{Store: a.Store, Runs: runs, Effects: a.Store, Syncer: recorder, Audit: auditLog,
 		Notifier: notifier, Negative: a.Cache, AutoPromote: cfg.AutoPromote, Logger: log.Named("learning"), Now: now})
@@ -370,6 +378,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Web:              o.Files,
 		External:         external,
 		Now:              now,
+		Metrics:          a.Metrics,
 	}).Handler()
 	return a, nil
 }
@@ -379,7 +388,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Start runs what works in the background: the profiler when
-// SVC_PPROF_ADDR asks for it, the ledger checkpoints, the learning flusher,
+// SVC_PPROF_ADDR asks for it, the metrics' own listener when
+// SVC_METRICS_ADDR does, the ledger checkpoints, the learning flusher,
 // then the job workers, last, since their handlers use everything else;
 // then it opens the listener (SVC_ADDR), the daily sweeps and timed
 // learning passes. It returns once the listener is open. On an error, Close
@@ -397,6 +407,11 @@ func (a *App) Start(ctx context.Context) error {
 	// shutdown that hangs.
 	if cfg.PprofAddr != "" {
 		a.servePprof(cfg.PprofAddr)
+	}
+	if cfg.MetricsAddr != "" {
+		if err := a.serveMetrics(cfg.MetricsAddr); err != nil {
+			return err
+		}
 	}
 	a.Checkpoints.Start()
 	a.Learning.Start()

@@ -22,7 +22,7 @@ func TestCloseOrder(t *testing.T) {
 			return testbin.PluginDir(t)
 		case "SVC_LEARNING_INTERVAL":
 			return "1h"
-		case "SVC_PPROF_ADDR":
+		case "SVC_PPROF_ADDR", "SVC_METRICS_ADDR":
 			return "127.0.0.1:0"
 		}
 		return ""
@@ -39,7 +39,7 @@ func TestCloseOrder(t *testing.T) {
 	}
 	a.mu.Unlock()
 	assert.Equal(t, []string{
-		"timers", "http", "jobs", "learning", "pprof", "web sessions", "recorder", "checkpoints", "mailer", "plugins", "database",
+		"timers", "http", "jobs", "learning", "metrics", "pprof", "web sessions", "recorder", "checkpoints", "mailer", "plugins", "database",
 	}, order)
 	require.NoError(t, a.Close())
 	assert.Empty(t, a.stack)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // Tier is a kind of cache.
@@ -56,6 +57,7 @@ type NegativeStore interface {
 type Cache struct {
 	mem      *memory
 	negative NegativeStore
+	metrics  *metrics.Metrics
 	ttl      time.Duration
 	now      func() time.Time
 
@@ -69,6 +71,8 @@ type Options struct {
 	TTL      time.Duration // SVC_CACHE_TTL: how long an exact response is fresh
 	Negative NegativeStore
 	Now      func() time.Time
+	// Metrics counts each tier's lookups and hits; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // New returns an empty cache.
@@ -76,7 +80,7 @@ func New(o Options) *Cache {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Cache{mem: newMemory(o.MaxBytes), negative: o.Negative, ttl: o.TTL, now: o.Now, negHits: map[string]int64{}}
+	return &Cache{mem: newMemory(o.MaxBytes), negative: o.Negative, metrics: o.Metrics, ttl: o.TTL, now: o.Now, negHits: map[string]int64{}}
 }
 
 // hashKey is the hex SHA-256 of parts, each length-prefixed so that no two
@@ -105,8 +109,15 @@ const (
 	Stale           // expired: only a fallback may serve it
 )
 
-// Lookup returns the tenant's entry of tier under key.
+// Lookup returns the tenant's entry of tier under key, and counts the
+// lookup (a hit when the entry is fresh).
 func (c *Cache) Lookup(tenantID string, tier Tier, key string) (Entry, Freshness) {
+	e, f := c.lookup(tenantID, tier, key)
+	c.metrics.CacheLookup(string(tier), f == Fresh)
+	return e, f
+}
+
+func (c *Cache) lookup(tenantID string, tier Tier, key string) (Entry, Freshness) {
 	e, ok := c.mem.get(memKey{tenantID, tier, key})
 	switch {
 	case !ok:

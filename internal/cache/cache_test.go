@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/fakeclock"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -202,4 +203,42 @@ func TestForgetTenantDropsOnlyItsEntries(t *testing.T) {
 		_, f = c.Lookup("t_kept", tier, "k")
 		assert.Equal(t, cache.Fresh, f, "another tenant's %s entry stays", tier)
 	}
+}
+
+// Every tier's lookups are counted, and the fresh ones as hits.
+func TestLookupsAreCountedByTier(t *testing.T) {
+	clk := fakeclock.New(time.UnixMilli(1_800_000_000_000))
+	m := metrics.New(metrics.Options{})
+	c := cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Hour, Now: clk.Now, Metrics: m})
+	c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	c.Store(tenant.DefaultID, cache.ExactResponse, "k", []byte(`{}`), cache.Meta{}, 0)
+	c.Lookup(tenant.DefaultID, cache.ExactResponse, "k")
+	clk.Advance(2 * time.Hour)
+	c.Lookup(tenant.DefaultID, cache.ExactResponse, "k") // stale: no hit
+	tc := cache.ToolCall{ToolName: "lookup_order", Args: json.RawMessage(`{"id":1}`)}
+	_, _, err := c.CheckTool(tenant.DefaultID, tc)
+	require.NoError(t, err)
+	_, err = c.StoreTool(tenant.DefaultID, tc, json.RawMessage(`{"ok":true}`), 0)
+	require.NoError(t, err)
+	_, hit, err := c.CheckTool(tenant.DefaultID, tc)
+	require.NoError(t, err)
+	require.True(t, hit)
+	c.LookupSOM(tenant.DefaultID, "https://example.com/")
+
+	counts := func(name string) map[string]float64 {
+		mfs, err := m.Registry().Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, f := range mfs {
+			if f.GetName() != name {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				out[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	assert.Equal(t, map[string]float64{"exact_response": 3, "tool_result": 2, "som": 1}, counts("svc_cache_lookups_total"))
+	assert.Equal(t, map[string]float64{"exact_response": 1, "tool_result": 1}, counts("svc_cache_hits_total"))
 }

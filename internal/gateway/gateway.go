@@ -528,6 +528,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	if err := g.recorder.Record(ctx, rec); err != nil {
 		return errs.Wrap(err, errs.Internal, "internal", "the run could not be recorded")
 	}
+	artifactType := ""
+	if served {
+		artifactType = c.art.serve.Type
+	}
+	report(ctx, run, artifactType)
 	return nil
 }
 

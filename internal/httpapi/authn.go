@@ -63,7 +63,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		}
 		return err
 	}
-	info(r).tenant = id.TenantID
+	info(r).identified(id)
 	if id.Via == auth.ViaSession && !safeMethod(r.Method) {
 		if err := s.sameOrigin(r); err != nil {
 			return err

@@ -52,7 +52,7 @@ func TestCORSGatewayAllowsTheSDKHeaders(t *testing.T) {
 	res := ts.call(t, "POST", "/v1/chat/completions", "", triage, "Origin", "https://app.example", "x-stainless-os", "MacOS")
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	expose := res.header.Get("Access-Control-Expose-Headers")
-	for _, h := range []string{"x-svc-run-id", "x-svc-route", "retry-after"} {
+	for _, h := range []string{"x-svc-run-id", "x-svc-route", "x-svc-overhead-ms", "retry-after"} {
 		assert.Contains(t, expose, h)
 	}
 	assert.Empty(t, res.header.Get("Access-Control-Allow-Credentials"))

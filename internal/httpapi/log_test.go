@@ -9,11 +9,13 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/app"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
@@ -87,4 +89,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A gateway request's line names its run.
+func TestGatewayLogLineNamesTheRun(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	refused := ts.call(t, "POST", "/v1/chat/completions", "", triage)
+	require.Equal(t, http.StatusUnauthorized, refused.status)
+
+	var chat []map[string]any
+	require.Eventually(t, func() bool {
+		chat = chat[:0]
+		for _, l := range buf.lines() {
+			if l["@message"] == "request" && l["path"] == "/v1/chat/completions" {
+				chat = append(chat, l)
+			}
+		}
+		return len(chat) == 2
+	}, 5*time.Second, 5*time.Millisecond)
+	for _, l := range chat {
+		if l["status"] == float64(http.StatusOK) {
+			assert.Equal(t, res.header.Get("x-svc-run-id"), l["run_id"])
+		} else {
+			assert.NotContains(t, l, "run_id", "no run: no run id")
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
@@ -20,6 +21,16 @@ type reqInfo struct {
 	bytes  int64
 	tenant string
 	code   string
+	// call is the gateway request's record; nil for any other request.
+	call *gatewayCall
+}
+
+// identified notes the caller.
+func (ri *reqInfo) identified(id *auth.Identity) {
+	ri.tenant = id.TenantID
+	if ri.call != nil {
+		ri.call.id = id
+	}
 }
 
 type infoKey struct{}
@@ -45,6 +56,9 @@ func (w *recordingWriter) WriteHeader(status int) {
 		w.wroteHeader = true
 		if w.info.status == 0 {
 			w.info.status = status
+		}
+		if w.info.call != nil {
+			w.info.call.answering(w.Header())
 		}
 	}
 	w.ResponseWriter.WriteHeader(status)
@@ -78,10 +92,18 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		ri := &reqInfo{}
 		rw := &recordingWriter{ResponseWriter: w, info: ri}
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+		ctx := context.WithValue(r.Context(), infoKey{}, ri)
+		if endpoint := gatewayEndpoint(r); endpoint != "" {
+			ri.call, ctx = newGatewayCall(ctx, endpoint, start)
+		}
+		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
+		end := time.Now()
 		if ri.status == 0 {
 			ri.status = http.StatusOK
+		}
+		if ri.call != nil {
+			s.observe(ri.call, ri.status, end)
 		}
 		level := hclog.Info
 		if r.URL.Path == "/health" {
@@ -92,7 +114,10 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		args := []any{
 			"method", r.Method, "path", logPath(r), "status", ri.status,
-			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "bytes", ri.bytes,
+			"duration_ms", float64(end.Sub(start).Microseconds()) / 1000, "bytes", ri.bytes,
+		}
+		if ri.call != nil && ri.call.outcome.RunID != "" {
+			args = append(args, "run_id", ri.call.outcome.RunID)
 		}
 		if ri.tenant != "" {
 			args = append(args, "tenant", ri.tenant)
@@ -162,7 +187,7 @@ func isAPIPath(p string) bool {
 // cross-origin, which a wildcard origin guarantees.
 const (
 	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject"
-	corsExposeHeaders = "x-svc-run-id, x-svc-route, retry-after"
+	corsExposeHeaders = "x-svc-run-id, x-svc-route, x-svc-overhead-ms, retry-after"
 	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 	// corsMaxRequestHeaders bounds the names a /v1 preflight may ask for.
 	corsMaxRequestHeaders = 64

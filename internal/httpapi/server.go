@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/ratelimit"
@@ -88,6 +89,10 @@ type Deps struct {
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time
+
+	// Metrics are the Prometheus metrics, served at GET /metrics; nil when
+	// SVC_METRICS=off.
+	Metrics *metrics.Metrics
 }
 
 // ResponseDeletions records deleted responses; their runs stay.

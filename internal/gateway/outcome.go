@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/svc-gateway/svc/internal/ledger"
+)
+
+// Outcome is what a call's recorded run tells the layer that answered it
+// (the HTTP layer's metrics and request log): the layer puts one in the
+// call's context with WithOutcome, and the call fills it once its run is
+// recorded. A call without one fills nothing.
+type Outcome struct {
+	RunID    string
+	Route    string
+	Provider string
+	Model    string
+	// InputTokens and OutputTokens are the run's usage; CostUSD, SavedUSD
+	// and GhostSavedUSD its cost and savings.
+	InputTokens   int64
+	OutputTokens  int64
+	CostUSD       float64
+	SavedUSD      float64
+	GhostSavedUSD float64
+	// ArtifactType is the type of the artifact that answered, when one did.
+	ArtifactType string
+}
+
+type outcomeKey struct{}
+
+// WithOutcome returns ctx carrying o, for the call made with it to fill.
+func WithOutcome(ctx context.Context, o *Outcome) context.Context {
+	return context.WithValue(ctx, outcomeKey{}, o)
+}
+
+// report fills the context's Outcome, if there is one, from the run.
+func report(ctx context.Context, run *ledger.Run, artifactType string) {
+	o, _ := ctx.Value(outcomeKey{}).(*Outcome)
+	if o == nil {
+		return
+	}
+	*o = Outcome{RunID: run.ID, Route: run.Route, Provider: run.Provider, Model: run.Model,
+		InputTokens: run.PromptTokens, OutputTokens: run.CompletionTokens,
+		CostUSD: run.CostUSD, SavedUSD: run.SavedUSD, GhostSavedUSD: run.GhostSavedUSD, ArtifactType: artifactType}
+}

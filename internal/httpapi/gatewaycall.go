@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/calltime"
+	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/metrics"
+)
+
+// headerOverhead is svc's own time on a gateway answer, in milliseconds:
+// the time since the request arrived minus its provider attempts', when the
+// answer's headers leave (a stream's: with its first byte).
+const headerOverhead = "x-svc-overhead-ms"
+
+// gatewayEndpoint is the endpoint label of a gateway route, or "" for any
+// other request. It is told by method and path before the mux routes, so
+// that what is refused before a handler (a body too large) is a gateway
+// answer too.
+func gatewayEndpoint(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		return "chat_completions"
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		return "responses"
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings":
+		return "embeddings"
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == "/v1/models":
+		return "models"
+	}
+	return ""
+}
+
+// gatewayCall is a gateway request on its way: its clock, from its
+// arrival; who called, once identified; what its run was, once recorded.
+type gatewayCall struct {
+	endpoint string
+	clock    *calltime.Clock
+	id       *auth.Identity
+	outcome  gateway.Outcome
+	// firstByte is when a streamed answer's headers left, from arrival.
+	firstByte time.Duration
+}
+
+// newGatewayCall starts a gateway request's clock at start, and returns it
+// with ctx carrying the clock and the outcome its run fills.
+func newGatewayCall(ctx context.Context, endpoint string, start time.Time) (*gatewayCall, context.Context) {
+	gc := &gatewayCall{endpoint: endpoint, clock: calltime.Start(start)}
+	ctx = calltime.With(ctx, gc.clock)
+	return gc, gateway.WithOutcome(ctx, &gc.outcome)
+}
+
+// answering stamps the answer's headers, just before they are written,
+// with svc's own time so far.
+func (gc *gatewayCall) answering(h http.Header) {
+	now := time.Now()
+	h.Set(headerOverhead, strconv.FormatFloat(float64(gc.clock.Overhead(now).Microseconds())/1000, 'f', -1, 64))
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		gc.firstByte = now.Sub(gc.clock.Started())
+	}
+}
+
+// observe records the gateway request, once its answer ended, in the
+// metrics.
+func (s *Server) observe(gc *gatewayCall, status int, end time.Time) {
+	if s.Metrics == nil {
+		return
+	}
+	o := &gc.outcome
+	c := metrics.GatewayCall{
+		Endpoint: gc.endpoint, Route: o.Route, Provider: o.Provider, Model: o.Model, Status: status,
+		Duration: end.Sub(gc.clock.Started()), Overhead: gc.clock.Overhead(end), FirstByte: gc.firstByte,
+		InputTokens: o.InputTokens, OutputTokens: o.OutputTokens,
+		CostUSD: o.CostUSD, SavedUSD: o.SavedUSD, GhostSavedUSD: o.GhostSavedUSD, ArtifactType: o.ArtifactType,
+	}
+	if id := gc.id; id != nil {
+		c.Mode, c.App, c.Tenant = string(id.Mode), id.App, id.TenantID
+	}
+	s.Metrics.ObserveCall(&c)
+}
+
+// metrics is GET /metrics (an admin of the default organization, as the
+// metrics cover every organization): every metric in Prometheus'
+// exposition format. With SVC_METRICS=off there is no such route.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.Metrics == nil {
+		return notFound("the metrics are off (SVC_METRICS=off)")
+	}
+	if err := operatorOnly(identity(r), "read the metrics, which cover every organization"); err != nil {
+		return err
+	}
+	s.Metrics.Handler().ServeHTTP(w, r)
+	return nil
+}
