@@ -15,7 +15,39 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/svc-gateway/svc/internal/testbin"
 )
+
+// The phase runs the real svc in its three configurations, in turns: each
+// gets its warm-up and every round's calls, says what it served at GET
+// /metrics (with metrics off, a 404), and is stopped at the end; whatever
+// svc exported reached the receiver as OTLP.
+func TestObservabilityPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs svc three times")
+	}
+	up, err := startUpstream()
+	require.NoError(t, err)
+	defer up.close()
+	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), conns: 2, obsRequests: 60, obsRounds: 3}
+	r, err := measureObservability(o, up)
+	require.NoError(t, err)
+	require.Len(t, r.configs, 3)
+	assert.Equal(t, 20, r.perCall)
+	assert.Equal(t, 100, r.warm)
+	for _, c := range r.configs {
+		assert.Len(t, c.rounds, 3, c.name)
+		assert.Equal(t, 160, c.calls, c.name)
+		assert.Nil(t, c.svc, "%s not stopped", c.name)
+		assert.Positive(t, c.rss, c.name)
+	}
+	assert.True(t, r.configs[0].served, r.configs[0].note)
+	assert.Zero(t, r.spans.refused, "exports the receiver could not read")
+	var out strings.Builder
+	r.print(&out)
+	assert.Contains(t, out.String(), "tracing adds")
+}
 
 // export is an OTLP export of spans, each named by its trace's first byte.
 func export(t *testing.T, traces ...byte) []byte {
