@@ -1,8 +1,9 @@
 // Command svc-bench measures what svc costs in front of a provider: the
 // latency it adds at a fixed request rate (chat completions; embeddings and
 // the Responses API at the first rate), the delay it adds to the first
-// streamed byte, its closed-loop throughput with every run recorded, and
-// the memory of svc and its provider plugin.
+// streamed byte, its closed-loop throughput with every run recorded, the
+// memory of svc and its provider plugin, and the CPU time a call its
+// metrics and its tracing add (observability.go).
 //
 // Everything runs on 127.0.0.1: an OpenAI-compatible upstream with a fixed
 // latency (in this process), bin/svc in front of it through the

@@ -168,7 +168,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 // configuration's CPU a call, and of the differences between them round by
 // round, against the targets.
 func (r *obsResult) print(w io.Writer) {
-	fmt.Fprintf(w, "\nobservability: CPU a call of svc and its plugin (%s mode), closed loop, %d connections, upstream without latency;\n"+
+	fmt.Fprintf(w, "\nobservability: CPU time a call, svc and its child processes (%s mode), closed loop, %d connections, upstream without latency;\n"+
 		"  %d rounds of %d calls to each configuration in turn, after %d to warm up; medians over the rounds\n",
 		r.mode, r.conns, r.rounds, r.perCall, r.warm)
 	fmt.Fprintf(w, "  (CPU time is read in ticks of 10 ms: ±%.1f µs a round for each process)\n", 10_000/float64(max(r.perCall, 1)))
