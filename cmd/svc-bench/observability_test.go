@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -111,6 +114,38 @@ func TestReceiverCountsSpans(t *testing.T) {
 	got := r.counts()
 	assert.Equal(t, otlpCounts{exports: 2, spans: 7, traces: 3, refused: 1}, got)
 	assert.Equal(t, "spans received 7 in 2 exports: 3.50 a call, 3 traces for 2 calls; 1 bodies refused (not an OTLP export)", got.report(2))
+}
+
+// The receiver reads what the OTel SDK's own OTLP/HTTP exporter sends when
+// the variables the phase gives svc configure it, compressed or not.
+func TestReceiverReadsTheSDKsExports(t *testing.T) {
+	for _, compression := range []string{"none", "gzip"} {
+		t.Run(compression, func(t *testing.T) {
+			r, err := startReceiver()
+			require.NoError(t, err)
+			defer r.close()
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.url)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+			t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", compression)
+			ctx := context.Background()
+			exp, err := otlptracehttp.New(ctx)
+			require.NoError(t, err)
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+			tracer := tp.Tracer("svc-bench-test")
+			for range 2 {
+				ctx, call := tracer.Start(ctx, "chat gpt-4o-mini")
+				_, attempt := tracer.Start(ctx, "provider attempt")
+				attempt.End()
+				call.End()
+			}
+			require.NoError(t, tp.Shutdown(ctx)) // flushes
+			got := r.counts()
+			assert.Equal(t, 4, got.spans)
+			assert.Equal(t, 2, got.traces)
+			assert.Positive(t, got.exports)
+			assert.Zero(t, got.refused)
+		})
+	}
 }
 
 const scrape = `# HELP svc_gateway_requests_total Gateway calls answered.
