@@ -240,11 +240,22 @@ func TestClosedLoopN(t *testing.T) {
 	assert.ErrorContains(t, err, "50 of 50 calls failed")
 }
 
+func TestVerdict(t *testing.T) {
+	assert.Equal(t, "target < 20 µs: met", verdict(19.9, 5, metricsTarget, true))
+	assert.Equal(t, "target < 20 µs: MISSED", verdict(20, 5, metricsTarget, true))
+	assert.Equal(t, "target < 20 µs: met, but the rounds spread wider than the target (more calls, or a quieter machine)",
+		verdict(3, 20, metricsTarget, true))
+	assert.Equal(t, "target < 50 µs: not measured (not active in this svc)", verdict(0, 0, tracingTarget, false))
+}
+
 func TestMedianAndDeltas(t *testing.T) {
 	assert.Equal(t, 0.0, median(nil))
 	assert.Equal(t, 3.0, median([]float64{9, 1, 3}))
 	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
 	assert.Equal(t, []float64{1, -2}, deltas([]float64{5, 4, 7}, []float64{4, 6}))
+	assert.Equal(t, 0.0, spread(nil))
+	assert.Equal(t, 1.5, spread([]float64{100, 1, 3, 5, 2, -50, 4})) // quartiles 1.5 and 4.5, the outliers aside
+	assert.Equal(t, 3.75, spread([]float64{10, 20, 5}))
 }
 
 // The result reads each configuration's median, the median of the
@@ -264,8 +275,9 @@ func TestObsResultPrint(t *testing.T) {
 	assert.Contains(t, out.String(), "3 rounds of 1000 calls to each configuration in turn, after 100 to warm up")
 	assert.Contains(t, out.String(), "±10.0 µs a round")
 	assert.Regexp(t, `metrics\s+310.0 µs a call`, out.String())
-	assert.Regexp(t, `metrics add\s+\+10.0 µs a call   \(metrics − off each round: 10 20 5\)   target < 20 µs: met`, out.String())
-	assert.Regexp(t, `tracing adds\s+\+60.0 µs a call   \(metrics\+tracing − metrics each round: 70 60 45\)   target < 50 µs: MISSED`, out.String())
+	words := strings.Join(strings.Fields(out.String()), " ")
+	assert.Contains(t, words, "metrics add +10.0 µs a call ± 3.8 target < 20 µs: met (metrics − off, each round: 10 20 5)")
+	assert.Contains(t, words, "tracing adds +60.0 µs a call ± 6.2 target < 50 µs: MISSED (metrics+tracing − metrics, each round: 70 60 45)")
 	assert.Contains(t, out.String(), "spans received 18600 in 40 exports: 6.00 a call, 3100 traces for 3100 calls")
 
 	r.configs[1].served, r.spans = false, otlpCounts{}
