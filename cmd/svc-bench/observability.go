@@ -61,11 +61,11 @@ func obsConfigs(receiver string, metricsB, metricsC string) []*obsConfig {
 
 // obsResult is what the observability phase measured.
 type obsResult struct {
-	mode                   string
-	conns, rounds, perCall int // perCall: calls a round, to each configuration
-	warm                   int
-	configs                []*obsConfig // off, metrics, metrics+tracing
-	spans                  otlpCounts   // what the receiver got from metrics+tracing
+	mode                    string
+	conns, rounds, perRound int // perRound: calls a round, to each configuration
+	warm                    int
+	configs                 []*obsConfig // off, metrics, metrics+tracing
+	spans                   otlpCounts   // what the receiver got from metrics+tracing
 }
 
 func observabilityPhase(o options, up *upstream) error {
@@ -100,7 +100,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 		return nil, err
 	}
 	res := &obsResult{
-		mode: mode, conns: o.conns, rounds: o.obsRounds, perCall: o.obsRequests / o.obsRounds,
+		mode: mode, conns: o.conns, rounds: o.obsRounds, perRound: o.obsRequests / o.obsRounds,
 		warm:    min(1000, max(100, o.obsRequests/10)),
 		configs: obsConfigs(recv.url, addrs[0], addrs[1]),
 	}
@@ -153,7 +153,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 				c.rounds = append(c.rounds, perCall(now-mark[i], ok[i]))
 			}
 			mark[i] = now
-			s, err := closedLoopN(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.perCall)
+			s, err := closedLoopN(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.perRound)
 			if err != nil {
 				return nil, fmt.Errorf("observability (%s): %w", c.name, err)
 			}
@@ -187,8 +187,8 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 func (r *obsResult) print(w io.Writer) {
 	fmt.Fprintf(w, "\nobservability: CPU time a call, svc and its child processes (%s mode), closed loop, %d connections, upstream without latency;\n"+
 		"  %d rounds of %d calls to each configuration in turn, after %d to warm up; medians over the rounds\n",
-		r.mode, r.conns, r.rounds, r.perCall, r.warm)
-	fmt.Fprintf(w, "  (CPU time is read in ticks of 10 ms: ±%.1f µs a round for each process)\n", 10_000/float64(max(r.perCall, 1)))
+		r.mode, r.conns, r.rounds, r.perRound, r.warm)
+	fmt.Fprintf(w, "  (CPU time is read in ticks of 10 ms: ±%.1f µs a round for each process)\n", 10_000/float64(max(r.perRound, 1)))
 	for _, c := range r.configs {
 		fmt.Fprintf(w, "  %-16s %8.1f µs a call           RSS %.1f MB; %s   (rounds: %s)\n", c.name, median(c.rounds), c.rss, c.note, rounds(c.rounds))
 	}

@@ -37,7 +37,7 @@ func TestObservabilityPhase(t *testing.T) {
 	r, err := measureObservability(o, up)
 	require.NoError(t, err)
 	require.Len(t, r.configs, 3)
-	assert.Equal(t, 20, r.perCall)
+	assert.Equal(t, 20, r.perRound)
 	assert.Equal(t, 100, r.warm)
 	for _, c := range r.configs {
 		assert.Len(t, c.rounds, 3, c.name)
@@ -262,7 +262,7 @@ func TestMedianAndDeltas(t *testing.T) {
 // differences round by round against the targets, and what the receiver
 // got; a feature not active is said so rather than judged.
 func TestObsResultPrint(t *testing.T) {
-	r := &obsResult{mode: modePlugin, conns: 10, rounds: 3, perCall: 1000, warm: 100,
+	r := &obsResult{mode: modePlugin, conns: 10, rounds: 3, perRound: 1000, warm: 100,
 		configs: []*obsConfig{
 			{name: "off", rounds: []float64{300, 310, 290}, calls: 3100, served: true, note: "GET /metrics 404, as metrics off should"},
 			{name: "metrics", rounds: []float64{310, 330, 295}, calls: 3100, served: true, note: "svc_gateway_requests_total 3100 of 3100 calls"},
