@@ -64,7 +64,8 @@ fuzz:
 	done
 
 ## bench: svc in front of an upstream with a fixed latency, through
-## provider-openai: added latency, streaming first byte, throughput, memory
+## provider-openai: added latency, streaming first byte, throughput, memory,
+## and the CPU a call metrics and tracing add
 bench: build
 	$(GO) run ./cmd/svc-bench
 

@@ -1,8 +1,9 @@
 // Command svc-bench measures what svc costs in front of a provider: the
 // latency it adds at a fixed request rate (chat completions; embeddings and
 // the Responses API at the first rate), the delay it adds to the first
-// streamed byte, its closed-loop throughput with every run recorded, and
-// the memory of svc and its provider plugin.
+// streamed byte, its closed-loop throughput with every run recorded, the
+// memory of svc and its provider plugin, and the CPU time a call its
+// metrics and its tracing add (observability.go).
 //
 // Everything runs on 127.0.0.1: an OpenAI-compatible upstream with a fixed
 // latency (in this process), bin/svc in front of it through the
@@ -51,13 +52,15 @@ func main() {
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with two modes, one file each: name.<mode>.ext)")
 	flag.StringVar(&o.svcLog, "svc-log", "", "also append svc's standard error (its log; the runtime's, with -env GODEBUG=gctrace=1) to this file")
-	flag.StringVar(&o.phases, "phases", "latency,endpoints,streaming,closed", "the phases to run, comma-separated (none: \"\")")
+	flag.StringVar(&o.phases, "phases", strings.Join(phaseNames, ","), "the phases to run, comma-separated (none: \"\")")
 	flag.StringVar(&o.mode, "mode", "", "the providers' mode: plugin, in_process or both (default: both when this svc reads a providers file, else plugin)")
 	flag.BoolVar(&o.chaos, "chaos", false, "also run the chaos case: two providers, the first failing 30% of calls; then both down")
 	flag.IntVar(&o.chaosRate, "chaos-rate", 200, "the chaos case's request rate (req/s)")
 	flag.DurationVar(&o.chaosDuration, "chaos-duration", 60*time.Second, "the chaos case's length")
 	flag.DurationVar(&o.chaosTimeout, "chaos-timeout", 200*time.Millisecond, "each provider's timeout in the chaos case")
 	flag.IntVar(&o.chaosSample, "chaos-sample", 200, "runs of the chaos case read back to check their attempts")
+	flag.IntVar(&o.obsRequests, "obs-requests", 20000, "calls to each configuration of the observability phase, warm-up aside")
+	flag.IntVar(&o.obsRounds, "obs-rounds", 10, "rounds the observability phase's calls are made in, each configuration in turn")
 	flag.IntVar(&o.chaosDown, "chaos-down", 20, "calls made with both providers down")
 	flag.IntVar(&o.chaosRetryAfter, "chaos-retry-after", 1, "the Retry-After (whole seconds) of the failing provider's 429s; 0 sends none, so that its failures keep reaching it")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
@@ -96,8 +99,13 @@ type options struct {
 	chaosRetryAfter     int
 	chaosSample         int
 	chaosDown           int
+	obsRequests         int
+	obsRounds           int
 	env                 []string
 }
+
+// phaseNames are the phases -phases may name, in the order they run.
+var phaseNames = []string{"latency", "endpoints", "streaming", "closed", "observability"}
 
 // chatBody is a request none before it asked, so that svc's exact cache
 // misses (and pays for its lookup) like it would for fresh traffic: the
@@ -167,11 +175,53 @@ func run(o options) error {
 	if o.chaosRate <= 0 || o.chaosDuration <= 0 || o.chaosTimeout <= 0 {
 		return fmt.Errorf("-chaos-rate, -chaos-duration and -chaos-timeout must be positive")
 	}
+	if err := o.checkPhases(); err != nil {
+		return err
+	}
 	up, err := startUpstream()
 	if err != nil {
 		return err
 	}
 	defer up.close()
+	if o.measuresTargets() {
+		if err := targetPhases(o, rates, up); err != nil {
+			return err
+		}
+	}
+	if o.has("observability") {
+		// Closed loop, like the closed phase: CPU-bound, so that it is short.
+		up.latency.Store(0)
+		if err := observabilityPhase(o, up); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPhases refuses a phase -phases names that does not exist, which
+// would otherwise be a run that silently measures less.
+func (o options) checkPhases() error {
+	for _, p := range strings.Split(o.phases, ",") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(phaseNames, p) {
+			return fmt.Errorf("-phases: no phase %q (the phases: %s)", p, strings.Join(phaseNames, ", "))
+		}
+	}
+	return nil
+}
+
+// measuresTargets says whether the run measures svc in each mode beside
+// the relays: every run but one of the observability phase alone, which
+// starts svcs of its own.
+func (o options) measuresTargets() bool {
+	return o.chaos || !o.has("observability") || slices.ContainsFunc(phaseNames, func(p string) bool {
+		return p != "observability" && o.has(p)
+	})
+}
+
+// targetPhases are the phases that measure svc in each mode against the
+// upstream called directly and the bare relays, then the chaos case, then
+// the memory of each svc.
+func targetPhases(o options, rates []int, up *upstream) error {
 	targets, files, err := startTargets(o, up.url)
 	for _, t := range targets {
 		defer t.svc.stop()
@@ -342,7 +392,7 @@ func modeNames(targets []target) string {
 
 // has reports whether -phases names phase.
 func (o options) has(phase string) bool {
-	return slices.Contains(strings.Split(o.phases, ","), phase)
+	return slices.ContainsFunc(strings.Split(o.phases, ","), func(p string) bool { return strings.TrimSpace(p) == phase })
 }
 
 // latencyPhase measures, at each rate, the upstream called directly, each

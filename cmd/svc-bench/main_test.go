@@ -12,7 +12,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/testbin"
 )
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // The in-process file declares today's one provider as the providers
 // file's format has it: openai through the openai plugin, in process, the
