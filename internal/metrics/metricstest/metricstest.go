@@ -32,8 +32,9 @@ func Value(t testing.TB, c prometheus.Metric) float64 {
 }
 
 // Samples gathers family name from m's registry: each sample's value (a
-// histogram's count) by its labels' values, joined with ",". A family
-// with nothing to report gives an empty map.
+// histogram's count) by its labels' values in the order of the labels'
+// names, joined with ",". A family with nothing to report gives an empty
+// map.
 func Samples(t testing.TB, m *metrics.Metrics, name string) map[string]float64 {
 	t.Helper()
 	fams, err := m.Registry().Gather()
@@ -60,6 +61,19 @@ func Samples(t testing.TB, m *metrics.Metrics, name string) map[string]float64 {
 				v = float64(s.Histogram.GetSampleCount())
 			}
 			out[strings.Join(values, ",")] = v
+		}
+	}
+	return out
+}
+
+// Nonzero is Samples without the samples that are 0: children made ahead
+// of their first count.
+func Nonzero(t testing.TB, m *metrics.Metrics, name string) map[string]float64 {
+	t.Helper()
+	out := Samples(t, m, name)
+	for k, v := range out {
+		if v == 0 {
+			delete(out, k)
 		}
 	}
 	return out
