@@ -26,6 +26,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -88,6 +89,8 @@ type Deps struct {
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time
+	// Metrics counts svc's metrics; nil (metrics off) counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // ResponseDeletions records deleted responses; their runs stay.
@@ -112,6 +115,8 @@ type Server struct {
 	// to the account before, so that those guesses cannot lock its owner
 	// out.
 	accountLimiter *ratelimit.Limiter
+	// The refusals of each limiter, counted.
+	apiLimited, abuseLimited, accountLimited *metrics.Counter
 	// csrf refuses cross-site requests that would act with a session
 	// cookie.
 	csrf    *http.CrossOriginProtection
@@ -140,6 +145,7 @@ func New(d Deps) *Server {
 	s.abuseLimiter.Now = d.Now
 	s.accountLimiter = ratelimit.New(30*time.Second, 10, 100_000)
 	s.accountLimiter.Now = d.Now
+	s.apiLimited, s.abuseLimited, s.accountLimited = d.Metrics.RateLimiter("api"), d.Metrics.RateLimiter("abuse"), d.Metrics.RateLimiter("account")
 	s.csrf = http.NewCrossOriginProtection()
 	if u, err := url.Parse(d.Config.AppBaseURL); err == nil && u.Host != "" {
 		// Behind a proxy the Host svc sees may differ from the address
