@@ -141,14 +141,8 @@ func (m *Metrics) JobFailed(typ string, final bool) {
 	}
 }
 
-// The sources of a web fetch.
-const (
-	FetchBuiltin  = "builtin"  // fetched and compiled by svc
-	FetchExternal = "external" // compiled by the external page compiler
-	FetchCache    = "cache"    // served from the SOM page cache
-)
-
-// WebFetched is the fetches counter of one source, to keep beside it.
+// WebFetched is the fetches counter of one source (builtin, external or
+// cache), to keep beside it.
 func (m *Metrics) WebFetched(source string) *Counter {
 	if m == nil {
 		return nil

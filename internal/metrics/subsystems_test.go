@@ -21,7 +21,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.PluginRestart("svc-provider-mock")
 	m.BatchWritten(time.Millisecond, 3, nil)
 	m.JobFailed("webhook.deliver", true)
-	m.WebFetched(metrics.FetchCache).Inc()
+	m.WebFetched("cache").Inc()
 	m.WebRefused("private")
 	m.Shadow(true)
 	m.Quarantined()
