@@ -60,7 +60,7 @@ type Metrics struct {
 	CacheLookups      *prometheus.CounterVec // svc_cache_lookups_total{tier}
 	CacheHits         *prometheus.CounterVec // svc_cache_hits_total{tier}
 	ArtifactServes    *prometheus.CounterVec // svc_artifact_serves_total{type}
-	ShadowEvaluations *prometheus.CounterVec // svc_artifact_shadow_evaluations_total{result=match|mismatch}
+	ShadowEvaluations *prometheus.CounterVec // svc_artifact_shadow_evaluations_total{result=match|mismatch|abstain}
 	Quarantines       prometheus.Counter     // svc_artifact_quarantines_total
 
 	// Policies and approvals.
@@ -132,7 +132,7 @@ func New(o Options) *Metrics {
 	m.CacheLookups = f.counters("svc_cache_lookups_total", "Cache lookups, by tier.", "tier")
 	m.CacheHits = f.counters("svc_cache_hits_total", "Cache lookups that found a servable entry, by tier.", "tier")
 	m.ArtifactServes = f.counters("svc_artifact_serves_total", "Calls a promoted artifact answered, by artifact type.", "type")
-	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match or mismatch).", "result")
+	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match, mismatch, or abstain when the artifact declined).", "result")
 	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Promoted artifacts quarantined.")
 
 	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Policy rule verdicts, by target, effect and rule id.", "target", "effect", "rule")

@@ -183,15 +183,19 @@ func (m *Metrics) WebRefused(class string) {
 	}
 }
 
-// Shadow counts a shadow evaluation of an artifact: whether its answer
-// matched the live one.
-func (m *Metrics) Shadow(match bool) {
+// Shadow counts a shadow evaluation of an artifact beside a live call by
+// the learning loop's outcome: pass counts as match, fail as mismatch,
+// abstain (the artifact declined) as abstain.
+func (m *Metrics) Shadow(outcome string) {
 	if m == nil {
 		return
 	}
-	result := "mismatch"
-	if match {
+	result := "abstain"
+	switch outcome {
+	case "pass":
 		result = "match"
+	case "fail":
+		result = "mismatch"
 	}
 	m.ShadowEvaluations.WithLabelValues(result).Inc()
 }

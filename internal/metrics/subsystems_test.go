@@ -23,7 +23,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.JobFailed("webhook.deliver", true)
 	m.WebFetched("cache").Inc()
 	m.WebRefused("private")
-	m.Shadow(true)
+	m.Shadow("pass")
 	m.Quarantined()
 	m.ReadApprovalsPending(nil)
 	m.ReadBreakers(nil)
