@@ -3,6 +3,7 @@ package governance_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,13 +18,15 @@ import (
 	"github.com/svc-gateway/svc/internal/metrics/metricstest"
 )
 
-// metered is a world whose governor counts in m.
+// metered is a world over rules and the provider rules whose governor
+// counts in m.
 func metered(t *testing.T, rules string) (*world, *metrics.Metrics) {
 	t.Helper()
-	w := newWorld(t, rules+providerRules[len("policies:\n"):])
+	rules += strings.TrimPrefix(providerRules, "policies:\n")
+	w := newWorld(t, rules)
 	m := metrics.New(metrics.Options{})
 	w.gov = governance.New(governance.Options{
-		Policies:  engine(t, rules+providerRules[len("policies:\n"):]),
+		Policies:  engine(t, rules),
 		Approvals: approval.NewService(w.approvals, fixedSettings{ttl: exceptionTTL, pending: pendingLimit}, w.clock.Now),
 		Audit:     audit.NewLog(w.audit, hclog.NewNullLogger(), w.clock.Now),
 		Agents:    w.agents, Metrics: m,
@@ -54,8 +57,8 @@ func TestVerdictsAreCountedOncePerEvaluation(t *testing.T) {
 func TestPendingLimitIsARateLimitRefusal(t *testing.T) {
 	w, m := metered(t, decideRules)
 	for i := range pendingLimit + 1 {
-		_, err := w.gov.Decide(context.Background(), webAction(key(), "pay.example.com", "https://pay.example.com/"+strconv.Itoa(i), nil).call,
-			webAction(key(), "pay.example.com", "https://pay.example.com/"+strconv.Itoa(i), nil).in)
+		a := webAction(key(), "pay.example.com", "https://pay.example.com/"+strconv.Itoa(i), nil)
+		_, err := w.gov.Decide(context.Background(), a.call, a.in)
 		if i < pendingLimit {
 			require.NoError(t, err)
 		} else {
