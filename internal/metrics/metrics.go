@@ -133,7 +133,7 @@ func New(o Options) *Metrics {
 	m.CacheHits = f.counters("svc_cache_hits_total", "Cache lookups that found a servable entry, by tier.", "tier")
 	m.ArtifactServes = f.counters("svc_artifact_serves_total", "Calls a promoted artifact answered, by artifact type.", "type")
 	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match, mismatch, or abstain when the artifact declined).", "result")
-	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Promoted artifacts quarantined.")
+	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Artifacts quarantined, automatically or by an operator.")
 
 	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Policy rule verdicts, by target, effect and rule id.", "target", "effect", "rule")
 	m.PolicyErrors = f.counters("svc_policy_errors_total", "Policy rules whose condition failed to evaluate, by target.", "target")
