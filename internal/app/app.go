@@ -198,6 +198,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if cfg.Metrics {
 		a.Metrics = metrics.New(metrics.Options{TenantLabel: cfg.MetricsTenantLabel, LabelLimit: cfg.MetricsLabelLimit, Version: version.Version})
 	}
+	m := a.Metrics
 
 	a.Store, err = store.Open(ctx, cfg.DBPath)
 	if err != nil {
@@ -217,7 +218,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	settingsService := settings.NewService(a.Store, guard, nil)
 	// The queue takes jobs from here on; its workers start last, once
 	// everything their handlers use runs.
-	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs")})
+	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Metrics: m})
 	a.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
 		Settings: settingsService, Guard: guard, Logger: log.Named("webhook"),
 	}).Deliver)
@@ -247,6 +248,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			return nil, err
 		}
 		a.pushFunc("plugins", host.Close)
+		host.SetMetrics(m)
 		provider, compiler, external = host.Provider(), host.Compiler(), host.External()
 		if mailer == nil {
 			m := email.NewMailer(host.Email(), cfg.EmailFrom, log.Named("email"))
@@ -258,8 +260,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if cfg.ProvidersFile != "" {
 		// Each instance's process starts now: a file that does not load, or
 		// a plugin that does not start, stops svc with the file's words.
+		opener := plugins.NewOpener(&cfg, log.Named("plugin"))
+		opener.SetMetrics(m)
 		a.providersFile, err = providers.Load(ctx, providers.ManagerOptions{
-			Path: cfg.ProvidersFile, Opener: plugins.NewOpener(&cfg, log.Named("plugin")), Logger: log.Named("providers"), Now: now,
+			Path: cfg.ProvidersFile, Opener: opener, Logger: log.Named("providers"), Now: now,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("providers (SVC_PROVIDERS_FILE):\n%w", err)
@@ -273,6 +277,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 		a.Providers = providers.NewRouter(providers.Single(cfg.ProviderName(), plugin, provider), now)
 	}
+	a.Providers.SetMetrics(m)
 	// The checkpointer stops after the recorder, so that its last
 	// checkpoint covers the recorder's last runs; its stop goes on the
 	// stack first but it is made only once the recorder holds the journal's
@@ -292,6 +297,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Notifier: notifier, Logger: log.Named("ledger"), Now: now,
 	})
 	a.pushFunc("recorder", a.Recorder.Close)
+	a.Recorder.SetMetrics(m)
 	recorder := a.Recorder
 	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
 	if err != nil {
@@ -301,12 +307,12 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	approvals := approval.NewService(a.Store, settingsService, now)
 	governor := governance.New(governance.Options{
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
-		Verdicts: a.Store, Logger: log.Named("policy"),
+		Verdicts: a.Store, Logger: log.Named("policy"), Metrics: m,
 	})
 	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now, Metrics: a.Metrics})
 	runs := ledger.NewService(a.Store, recorder, nil)
 	a.Learning = learning.New(learning.Options{Store: a.Store, Runs: runs, Effects: a.Store, Syncer: recorder, Audit: auditLog,
-		Notifier: notifier, Negative: a.Cache, AutoPromote: cfg.AutoPromote, Logger: log.Named("learning"), Now: now})
+		Notifier: notifier, Negative: a.Cache, AutoPromote: cfg.AutoPromote, Logger: log.Named("learning"), Now: now, Metrics: m})
 	if err := a.Learning.Load(ctx); err != nil {
 		return nil, fmt.Errorf("loading the promoted artifacts: %w", err)
 	}
@@ -337,9 +343,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}
 	pages := browse.NewService(browse.ServiceOptions{
-		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate, Resolver: o.Resolver}),
-		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Resolver: o.Resolver}),
-		External:    compiler, Cache: a.Cache, Store: a.Store, Logger: log.Named("web"), Now: now,
+		Fetcher:     fetch.New(fetch.Options{Allow: cfg.WebAllowPrivate, Resolver: o.Resolver, Metrics: m}),
+		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Resolver: o.Resolver, Metrics: m}),
+		External:    compiler, Cache: a.Cache, Store: a.Store, Logger: log.Named("web"), Now: now, Metrics: m,
 	})
 	webSessions := browse.NewSessions(pages, governor, auditLog)
 	a.pushFunc("web sessions", webSessions.Close)
@@ -378,8 +384,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Web:              o.Files,
 		External:         external,
 		Now:              now,
-		Metrics:          a.Metrics,
+		Metrics:          m,
 	}).Handler()
+	a.readMetrics()
 	return a, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/fetch"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/paging"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 	"github.com/svc-gateway/svc/pkg/som"
@@ -72,11 +73,15 @@ type ServiceOptions struct {
 	Store       SnapshotStore
 	Logger      hclog.Logger
 	Now         func() time.Time
+	// Metrics counts the fetches served, by source; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Service fetches and compiles pages for agents.
 type Service struct {
 	o ServiceOptions
+	// fetched counts the fetches served from each source.
+	fetched map[string]*metrics.Counter
 }
 
 // NewService returns a service.
@@ -90,7 +95,11 @@ func NewService(o ServiceOptions) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{o: o}
+	s := &Service{o: o, fetched: map[string]*metrics.Counter{}}
+	for _, source := range []string{SourceBuiltin, SourceExternal, SourceCache} {
+		s.fetched[source] = o.Metrics.WebFetched(source)
+	}
+	return s
 }
 
 // External reports whether the external compiler is installed.
@@ -217,6 +226,7 @@ func (s *Service) fetcherFor(id *auth.Identity) *fetch.Fetcher {
 }
 
 func (s *Service) recordFetch(ctx context.Context, tenantID string, r FetchResult, cached bool) {
+	s.fetched[r.Source].Inc()
 	err := s.o.Store.RecordFetch(context.WithoutCancel(ctx), tenantID, r.SnapshotID, cached, r.TokensSavedEstimate, s.o.Now())
 	if err != nil {
 		s.o.Logger.Warn("recording a web fetch failed", "error", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/version"
 	"github.com/svc-gateway/svc/pkg/netguard"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	MaxRedirects int
 	// UserAgent is sent with every request; a default naming svc when empty.
 	UserAgent string
+	// Metrics counts the destinations refused, by class; nil counts
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 // Fetcher fetches pages through a client that checks every address it
@@ -71,6 +75,7 @@ type Fetcher struct {
 	timeout      time.Duration
 	maxRedirects int
 	userAgent    string
+	metrics      *metrics.Metrics
 	// precheck is the URL check before each request and hop; tests turn it
 	// off to show that the dial-time check holds on its own.
 	precheck bool
@@ -128,6 +133,7 @@ func New(opts Options) *Fetcher {
 		timeout:      opts.Timeout,
 		maxRedirects: opts.MaxRedirects,
 		userAgent:    opts.UserAgent,
+		metrics:      opts.Metrics,
 		precheck:     true,
 	}
 	d := &dialer{guard: f.guard, resolver: opts.Resolver, dial: opts.Dial}
@@ -166,6 +172,15 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string, jar http.CookieJar) (*
 // 5xx answer, a body over the size limit, or a page that is not HTML. A 4xx
 // answer is a page like any other and is returned.
 func (f *Fetcher) Do(ctx context.Context, req *Request, jar http.CookieJar) (*Result, error) {
+	res, err := f.do(ctx, req, jar)
+	var blocked *netguard.BlockedError
+	if err != nil && f.metrics != nil && errors.As(err, &blocked) {
+		f.metrics.WebRefused(blocked.Class)
+	}
+	return res, err
+}
+
+func (f *Fetcher) do(ctx context.Context, req *Request, jar http.CookieJar) (*Result, error) {
 	start := time.Now()
 	u, err := parseTarget(req.URL)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/policy"
 )
 
@@ -46,6 +47,10 @@ type Governor struct {
 	verdicts  VerdictStore
 	now       func() time.Time
 	logger    hclog.Logger
+	metrics   *metrics.Metrics
+	// pendingLimited counts the requests refused for their caller's
+	// pending approvals (the approvals rate limit).
+	pendingLimited *metrics.Counter
 }
 
 // Options configure a Governor.
@@ -62,6 +67,9 @@ type Options struct {
 	// by: the audit trail's; nil is time.Now.
 	Now    func() time.Time
 	Logger hclog.Logger
+	// Metrics counts the verdicts and the policy errors; nil counts
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 // New returns a governor.
@@ -76,7 +84,8 @@ func New(o Options) *Governor {
 		o.Verdicts = noVerdicts{}
 	}
 	return &Governor{policies: o.Policies, approvals: o.Approvals, audit: o.Audit, notify: o.Notifier,
-		standings: newStandings(o.Agents), verdicts: o.Verdicts, now: o.Now, logger: o.Logger}
+		standings: newStandings(o.Agents), verdicts: o.Verdicts, now: o.Now, logger: o.Logger,
+		metrics: o.Metrics, pendingLimited: o.Metrics.RateLimiter("approvals")}
 }
 
 // Decision is governance's answer on one call.
@@ -136,6 +145,9 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 	}
 	set := g.policies.Set()
 	d := Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}
+	if d.Evaluated {
+		g.count(c.Target, d.Verdict)
+	}
 	if d.Verdict.Decision == policy.RequireApproval && !d.Verdict.Failed() {
 		if err := g.holdOrPass(ctx, c, &d.Verdict); err != nil {
 			return Decision{}, err
@@ -195,6 +207,9 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 		RequestedBy: approval.Requester{Actor: c.ID.Actor(), App: c.ID.App, Agent: c.ID.Agent, Subject: c.ID.Subject},
 	})
 	if err != nil {
+		if errs.Is(err, errs.RateLimited) {
+			g.pendingLimited.Inc()
+		}
 		return err
 	}
 	v.ApprovalID = a.ID
@@ -202,6 +217,25 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 		g.send(ctx, c.ID.TenantID, EventApprovalRequested, map[string]any{"approval": webhookApproval(a)})
 	}
 	return nil
+}
+
+// count counts a verdict on a request of target t: each rule that matched
+// it (with its effect, a failed one as a policy error too), or, when none
+// did, one allow by no rule.
+func (g *Governor) count(t policy.Target, v policy.Verdict) {
+	if g.metrics == nil {
+		return
+	}
+	if len(v.Rules) == 0 {
+		g.metrics.PolicyVerdict(string(t), string(policy.Allow), metrics.NoRule)
+		return
+	}
+	for _, r := range v.Rules {
+		g.metrics.PolicyVerdict(string(t), string(r.Effect), r.ID)
+		if r.Error != "" {
+			g.metrics.PolicyError(string(t))
+		}
+	}
 }
 
 // record audits a decision and tells the webhook about a block.

@@ -41,6 +41,7 @@ func (g *Governor) JudgeProviders(ctx context.Context, id *auth.Identity, runID 
 	for i, c := range candidates {
 		in.Candidate = c
 		v := set.Evaluate(ctx, policy.Provider, in)
+		g.count(policy.Provider, v)
 		out[i] = ProviderVerdict{Provider: c.Name, Verdict: v,
 			Enforced: v.Decision == policy.Deny && id.Mode == auth.Optimize}
 	}

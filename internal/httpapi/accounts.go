@@ -21,6 +21,7 @@ const (
 // limitAddress draws one token of bucket for r's client address.
 func (s *Server) limitAddress(r *http.Request, bucket string) error {
 	if ok, wait := s.abuseLimiter.Allow(bucket + s.clientKey(r)); !ok {
+		s.abuseLimited.Inc()
 		return ratelimit.Exceeded("too many attempts from your address", wait)
 	}
 	return nil
@@ -58,6 +59,7 @@ func (s *Server) limitSignIn(bucket string) error {
 		return nil
 	}
 	if ok, wait := s.accountLimiter.Allow(bucket); !ok {
+		s.accountLimited.Inc()
 		return ratelimit.Exceeded("too many sign-in attempts for this account", wait)
 	}
 	return nil
@@ -468,6 +470,7 @@ func (s *Server) resendVerification(w http.ResponseWriter, r *http.Request) erro
 	// impatient click must not use up the address's bucket that invitations
 	// share.
 	if ok, wait := s.abuseLimiter.Allow(verifyBucket + identity(r).UserID); !ok {
+		s.abuseLimited.Inc()
 		return ratelimit.Exceeded("too many verification emails asked for", wait)
 	}
 	if err := s.Accounts.ResendVerification(r.Context(), identity(r)); err != nil {

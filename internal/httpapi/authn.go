@@ -103,6 +103,7 @@ func (s *Server) limiterKey(id *auth.Identity, r *http.Request) string {
 
 func (s *Server) limit(key string) error {
 	if ok, wait := s.apiLimiter.Allow(key); !ok {
+		s.apiLimited.Inc()
 		return ratelimit.Exceeded("too many requests", wait)
 	}
 	return nil

@@ -31,6 +31,7 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -57,6 +58,8 @@ type testServer struct {
 	clock       *fakeclock.Clock
 	// handler is svc's handler, for a test that serves it another way.
 	handler http.Handler
+	// metrics are the app's; nil when SVC_METRICS is off.
+	metrics *metrics.Metrics
 }
 
 // testStreamPing is how often the live streams of the tests ping.
@@ -196,7 +199,7 @@ func newServerOptions(t testing.TB, apiKey string, env map[string]string, provid
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
 	ts.store, ts.keys, ts.jobs, ts.cache = a.Store, a.Keys, a.Jobs, a.Cache
 	ts.accounts, ts.sessions, ts.learning, ts.checkpoints = a.Accounts, a.Sessions, a.Learning, a.Checkpoints
-	ts.recorder = a.Recorder
+	ts.recorder, ts.metrics = a.Recorder, a.Metrics
 	ts.jobs.Register("test.ok", func(context.Context, jobs.Job) error { return nil })
 	ts.jobs.Register("test.bad", func(context.Context, jobs.Job) error { return jobs.Permanent(errors.New("refused by the test")) })
 	// Whatever a test did through the API, every run it left matches the

@@ -117,6 +117,8 @@ type Server struct {
 	// to the account before, so that those guesses cannot lock its owner
 	// out.
 	accountLimiter *ratelimit.Limiter
+	// The refusals of each limiter, counted.
+	apiLimited, abuseLimited, accountLimited *metrics.Counter
 	// csrf refuses cross-site requests that would act with a session
 	// cookie.
 	csrf    *http.CrossOriginProtection
@@ -145,6 +147,7 @@ func New(d Deps) *Server {
 	s.abuseLimiter.Now = d.Now
 	s.accountLimiter = ratelimit.New(30*time.Second, 10, 100_000)
 	s.accountLimiter.Now = d.Now
+	s.apiLimited, s.abuseLimited, s.accountLimited = d.Metrics.RateLimiter("api"), d.Metrics.RateLimiter("abuse"), d.Metrics.RateLimiter("account")
 	s.csrf = http.NewCrossOriginProtection()
 	if u, err := url.Parse(d.Config.AppBaseURL); err == nil && u.Host != "" {
 		// Behind a proxy the Host svc sees may differ from the address

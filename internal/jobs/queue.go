@@ -17,6 +17,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // Handler does one job's work. A nil error is success; an error wrapped by
@@ -67,6 +68,8 @@ type Options struct {
 	Backoff func(attempt int) time.Duration
 	Now     func() time.Time // the clock; time.Now
 	Logger  hclog.Logger     // nil discards
+	// Metrics counts the failed attempts; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Queue runs jobs from a Store with a small pool of workers.
@@ -212,6 +215,16 @@ func (q *Queue) List(ctx context.Context, tenantID string, f Filter) (Listing, e
 	return Listing{Jobs: jobs, Stats: stats}, nil
 }
 
+// Depth counts every tenant's jobs per state: queued, running and failed
+// (metrics.JobStates), for the queue depth gauge.
+func (q *Queue) Depth(ctx context.Context) (map[string]int, error) {
+	st, err := q.store.CountJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int{Queued: st.Queued, Running: st.Running, Failed: st.Failed}, nil
+}
+
 // Recover queues again the jobs a stopped process left running: their
 // attempt was interrupted and counts as failed. Call it before any worker of
 // this process runs; Start does.
@@ -313,6 +326,9 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	q.wake()
 	herr := q.call(ctx, j)
 	j = q.settle(j, herr, q.now())
+	if herr != nil {
+		q.opts.Metrics.JobFailed(j.Type, j.Status == Failed)
+	}
 	// The outcome is recorded even when ctx has ended meanwhile.
 	if err := q.store.FinishJob(context.WithoutCancel(ctx), &j); err != nil {
 		return true, fmt.Errorf("record outcome of job %s: %w", j.ID, err)

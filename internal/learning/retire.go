@@ -26,6 +26,9 @@ func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor
 		return synth.Artifact{}, err
 	}
 	s.index.drop(tenantID, id)
+	if state == synth.ArtifactQuarantined {
+		s.o.Metrics.Quarantined()
+	}
 	if err := s.advancePattern(ctx, tenantID, a.PatternID); err != nil {
 		return synth.Artifact{}, err
 	}

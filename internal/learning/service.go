@@ -19,6 +19,7 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // RunRecord is what the learning loop reads of a run.
@@ -129,6 +130,9 @@ type Options struct {
 	CanaryShare float64
 	Logger      hclog.Logger
 	Now         func() time.Time
+	// Metrics counts the shadow evaluations and the quarantines; nil
+	// counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Service runs the learning loop.

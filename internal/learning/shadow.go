@@ -38,6 +38,7 @@ func (s *Service) RecordShadow(tenantID, artifactID, runID, outcome, reason, art
 	if outcome != synth.OutcomeAbstain {
 		ev.Got = synth.Clip(artifactAnswer)
 	}
+	s.o.Metrics.Shadow(outcome)
 	b := &s.shadow
 	b.mu.Lock()
 	if len(b.pending) >= maxPendingShadow {

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // Record is a run with its events, ready to store: events numbered and
@@ -103,10 +106,38 @@ type Recorder struct {
 
 	segmentLimit int64 // see the constant; a field for tests
 
+	// storing is the journal bytes of the batch the writer is storing, out
+	// of pending meanwhile (under mu), for Backlog.
+	storing int64
+	metrics atomic.Pointer[metrics.Metrics]
+
 	poke   chan struct{} // a run is pending
 	urgent chan struct{} // a reader waits in Sync
 	stop   chan struct{}
 	exited chan struct{}
+}
+
+// SetMetrics makes the writer record each batch it stores (its time and
+// size) in m.
+func (r *Recorder) SetMetrics(m *metrics.Metrics) { r.metrics.Store(m) }
+
+// Backlog is what waits to be stored: the runs journaled and not yet in
+// the store, and their journal bytes (those held on disk only, after a
+// long outage of the store, by their segments' sizes).
+func (r *Recorder) Backlog() (runs, bytes int64) {
+	r.mu.Lock()
+	runs, bytes = int64(r.appended-r.stored), r.storing
+	for _, rec := range r.pending {
+		bytes += int64(rec.size)
+	}
+	spilled := slices.Clone(r.spilled)
+	r.mu.Unlock()
+	for _, seq := range spilled {
+		if fi, err := os.Stat(segmentPath(r.journal.dir, seq)); err == nil {
+			bytes += fi.Size()
+		}
+	}
+	return runs, bytes
 }
 
 // ErrClosed is returned by Record after Close.
@@ -411,11 +442,17 @@ func (r *Recorder) flush() error {
 	r.mu.Lock()
 	batch, target := r.pending, r.appended
 	r.pending = nil
+	for _, rec := range batch {
+		r.storing += int64(rec.size)
+	}
 	sealed := r.journal.takeSealed()
 	r.mu.Unlock()
 	err := r.restoreSpilled()
 	if err == nil && len(batch) > 0 {
-		if err = r.store.InsertRuns(context.Background(), batch); err != nil {
+		start := time.Now()
+		err = r.store.InsertRuns(context.Background(), batch)
+		r.metrics.Load().BatchWritten(time.Since(start), len(batch), err)
+		if err != nil {
 			batch, err = r.storeEach(batch)
 		}
 	}
@@ -444,7 +481,7 @@ func (r *Recorder) flush() error {
 	r.mu.Lock()
 	r.journal.sealed = append(r.journal.sealed, seal...)
 	r.release()
-	r.stored = target
+	r.stored, r.storing = target, 0
 	close(r.storedNow)
 	r.storedNow = make(chan struct{})
 	r.mu.Unlock()
@@ -465,6 +502,7 @@ func (r *Recorder) flush() error {
 func (r *Recorder) hold(batch []*Record, sealed []uint64, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.storing = 0 // the batch is pending again, or spilled
 	r.acquire()
 	rerr := r.journal.rotate()
 	r.release()

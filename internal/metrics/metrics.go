@@ -60,7 +60,7 @@ type Metrics struct {
 	CacheLookups      *prometheus.CounterVec // svc_cache_lookups_total{tier}
 	CacheHits         *prometheus.CounterVec // svc_cache_hits_total{tier}
 	ArtifactServes    *prometheus.CounterVec // svc_artifact_serves_total{type}
-	ShadowEvaluations *prometheus.CounterVec // svc_artifact_shadow_evaluations_total{result=match|mismatch}
+	ShadowEvaluations *prometheus.CounterVec // svc_artifact_shadow_evaluations_total{result=match|mismatch|abstain}
 	Quarantines       prometheus.Counter     // svc_artifact_quarantines_total
 
 	// Policies and approvals.
@@ -86,6 +86,14 @@ type Metrics struct {
 	WebRefusals   *prometheus.CounterVec // svc_web_fetch_refusals_total{class}
 	RateLimited   *prometheus.CounterVec // svc_rate_limit_refusals_total{limiter}
 	MetricsErrors prometheus.Counter     // svc_metrics_collect_errors_total: a scrape-time collector that failed
+
+	// Read at scrape time from the component that knows (subsystems.go:
+	// each is registered here, and reports nothing until app gives it its
+	// source).
+	ApprovalsPending *Sourced // svc_approvals_pending
+	Breakers         *Sourced // svc_provider_breaker_state{provider,state=closed|open|half_open}, svc_provider_rate_limited{provider}
+	JobQueue         *Sourced // svc_job_queue_depth{state=queued|running|failed}
+	Journal          *Sourced // svc_ledger_journal_backlog_runs, svc_ledger_journal_backlog_bytes
 }
 
 // New builds the families and registers them, with the Go runtime and
@@ -124,8 +132,8 @@ func New(o Options) *Metrics {
 	m.CacheLookups = f.counters("svc_cache_lookups_total", "Cache lookups, by tier.", "tier")
 	m.CacheHits = f.counters("svc_cache_hits_total", "Cache lookups that found a servable entry, by tier.", "tier")
 	m.ArtifactServes = f.counters("svc_artifact_serves_total", "Calls a promoted artifact answered, by artifact type.", "type")
-	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match or mismatch).", "result")
-	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Promoted artifacts quarantined.")
+	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match, mismatch, or abstain when the artifact declined).", "result")
+	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Artifacts quarantined, automatically or by an operator.")
 
 	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Policy rule verdicts, by target, effect and rule id.", "target", "effect", "rule")
 	m.PolicyErrors = f.counters("svc_policy_errors_total", "Policy rules whose condition failed to evaluate, by target.", "target")
@@ -145,6 +153,15 @@ func New(o Options) *Metrics {
 	m.WebRefusals = f.counters("svc_web_fetch_refusals_total", "Web fetches, navigations and redirects refused, by class of destination.", "class")
 	m.RateLimited = f.counters("svc_rate_limit_refusals_total", "Requests refused by a rate limit, by limiter.", "limiter")
 	m.MetricsErrors = f.counter("svc_metrics_collect_errors_total", "Scrape-time collectors that failed to read their value.")
+
+	m.ApprovalsPending = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_approvals_pending", "Approvals waiting for a person's decision, across tenants.", nil, nil))
+	m.Breakers = f.sourced(m.MetricsErrors,
+		prometheus.NewDesc("svc_provider_breaker_state", "Each provider's circuit breaker: 1 for its current state (closed, open or half_open), 0 for the others.", []string{"provider", "state"}, nil),
+		prometheus.NewDesc("svc_provider_rate_limited", "1 while a provider is rate limited (a 429 asked to wait), else 0.", []string{"provider"}, nil))
+	m.JobQueue = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_job_queue_depth", "Jobs in the queue across tenants, by state (queued, running, or failed for good).", []string{"state"}, nil))
+	m.Journal = f.sourced(m.MetricsErrors,
+		prometheus.NewDesc("svc_ledger_journal_backlog_runs", "Runs journaled and not yet stored in the database.", nil, nil),
+		prometheus.NewDesc("svc_ledger_journal_backlog_bytes", "Journal bytes of the runs not yet stored in the database.", nil, nil))
 
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "svc_build_info", Help: "svc's build; always 1."}, []string{"version"})
 	build.WithLabelValues(o.Version).Set(1)
@@ -196,6 +213,12 @@ func (f factory) histogram(name, help string, buckets []float64) prometheus.Hist
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 	f.reg.MustRegister(h)
 	return h
+}
+
+func (f factory) sourced(failed prometheus.Counter, descs ...*prometheus.Desc) *Sourced {
+	s := &Sourced{descs: descs, failed: failed}
+	f.reg.MustRegister(s)
+	return s
 }
 
 func (f factory) histograms(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/pkg/chromium"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -88,6 +89,15 @@ func (h *Host) Provider() pluginapi.Provider {
 		return nil
 	}
 	return &provider{slot: h.provider}
+}
+
+// SetMetrics makes every slot count its restarts in m.
+func (h *Host) SetMetrics(m *metrics.Metrics) {
+	for _, s := range []*Slot{h.provider, h.email, h.som} {
+		if s != nil {
+			s.SetMetrics(m)
+		}
+	}
 }
 
 // ProviderSlot exposes the provider's slot, for tests that kill it.

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -18,9 +19,14 @@ import (
 // process of its own for each instance in plugin mode, or a first-party
 // provider of Builtins in svc's process.
 type Opener struct {
-	cfg    *config.Config
-	logger hclog.Logger
+	cfg     *config.Config
+	logger  hclog.Logger
+	metrics *metrics.Metrics
 }
+
+// SetMetrics makes the slots the opener starts count their restarts in m.
+// Call it before the first Open.
+func (o *Opener) SetMetrics(m *metrics.Metrics) { o.metrics = m }
 
 var _ providers.Opener = (*Opener)(nil)
 
@@ -63,6 +69,7 @@ func (o *Opener) Open(ctx context.Context, name, plugin, mode string, pc plugina
 	if err != nil {
 		return nil, err
 	}
+	slot.SetMetrics(o.metrics)
 	if _, err := slot.Dispense(ctx); err != nil {
 		slot.Kill()
 		return nil, err

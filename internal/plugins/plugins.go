@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -52,6 +53,17 @@ type Slot struct {
 	// launches takes the slot's starts to its launcher; nil until the
 	// first start, closed by Kill.
 	launches chan func()
+	// started says a process was given out: every start after it is a
+	// restart, counted in metrics (SetMetrics; nil counts nothing).
+	started bool
+	metrics *metrics.Metrics
+}
+
+// SetMetrics makes the slot count its restarts in m, by its binary's name.
+func (s *Slot) SetMetrics(m *metrics.Metrics) {
+	s.mu.Lock()
+	s.metrics = m
+	s.mu.Unlock()
 }
 
 // start is one start of the slot's process, and what it gave: every
@@ -95,6 +107,9 @@ func (s *Slot) Dispense(ctx context.Context) (any, error) {
 	}
 	st := s.starting
 	if st == nil {
+		if s.started {
+			s.metrics.PluginRestart(filepath.Base(s.path))
+		}
 		st = &start{done: make(chan struct{})}
 		s.starting = st
 		dead := s.client
@@ -169,7 +184,7 @@ func (s *Slot) start(dead *plugin.Client, st *start) {
 		err = errShutDown
 	}
 	if err == nil {
-		s.client, s.impl = client, impl
+		s.client, s.impl, s.started = client, impl, true
 		st.impl = impl
 	}
 	st.err = err

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // health is one provider's circuit breaker, rate limit and counts, shared
@@ -16,6 +18,8 @@ type health struct {
 	// failure counted, the breaker not closed, a rate limit): a provider
 	// that keeps answering never takes the lock.
 	troubled atomic.Bool
+	// counters are the provider's attempt metrics, once it made one.
+	counters atomic.Pointer[metrics.ProviderCounters]
 
 	mu               sync.Mutex
 	cfg              BreakerConfig

@@ -271,9 +271,13 @@ calls:
 			p.lastTried = i + 1
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
+			r.counters(h, prov.Name).Attempt(a.Outcome, time.Duration(a.LatencyMS*float64(time.Millisecond)), made > 1)
 			switch v {
 			case verdictOK:
 				p.Answered = c.Provider
+				if first := p.Attempts[0].Provider; first != prov.Name {
+					r.metrics.Fallback(first, prov.Name)
+				}
 				return nil
 			case verdictSent, verdictStop:
 				return err

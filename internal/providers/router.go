@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -31,6 +32,44 @@ type Router struct {
 	float64 func() float64
 	// afterFunc, when set (UseTimers), stands for time.AfterFunc.
 	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	// metrics counts the attempts, retries and fallbacks (SetMetrics);
+	// nil counts nothing.
+	metrics *metrics.Metrics
+}
+
+// SetMetrics makes the router count its attempts, retries and fallbacks
+// in m. Call it before the router is shared.
+func (r *Router) SetMetrics(m *metrics.Metrics) { r.metrics = m }
+
+// attemptOutcomes are the outcomes each provider's counters are made for
+// at once.
+var attemptOutcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeRateLimited, OutcomeUnavailable, OutcomeRefused, OutcomeCancelled}
+
+// counters are name's attempt counters, made on its first attempt and kept
+// with its health (across a reload that keeps the provider).
+func (r *Router) counters(h *health, name string) *metrics.ProviderCounters {
+	if r.metrics == nil {
+		return nil
+	}
+	if c := h.counters.Load(); c != nil {
+		return c
+	}
+	c := r.metrics.Provider(name, attemptOutcomes...)
+	h.counters.Store(c)
+	return c
+}
+
+// Health is each provider's breaker state and rate limit now, for the
+// scrape-time gauges (metrics.ReadBreakers).
+func (r *Router) Health() []metrics.ProviderHealth {
+	st := r.state.Load()
+	now := r.now()
+	out := make([]metrics.ProviderHealth, len(st.set.Providers))
+	for i, p := range st.set.Providers {
+		b, limited, _, _ := st.health[i].status(now)
+		out[i] = metrics.ProviderHealth{Provider: p.Name, Breaker: b.State, RateLimited: limited != nil}
+	}
+	return out
 }
 
 // UseTimers makes the router's waits (an attempt's timeout, a backoff)

@@ -17,6 +17,14 @@ var _ approval.Store = (*Store)(nil)
 const approvalColumns = `id, status, target, fingerprint, run_id, request, requested_by, rules, created_at,
 	decided_at, decided_by, reason, expires_at`
 
+// CountPendingApprovals counts every tenant's pending approvals, from the
+// index of pending ones.
+func (s *Store) CountPendingApprovals(ctx context.Context) (int, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals WHERE status = 'pending'`).Scan(&n)
+	return n, err
+}
+
 // OpenApproval stores a unless the tenant has a pending approval with its
 // fingerprint, which it returns instead, or unless a's requester has limit
 // approvals pending already (approval.ErrPendingLimit). The one writer

@@ -130,6 +130,29 @@ func (s *Store) Job(ctx context.Context, tenantID, id string) (jobs.Job, error) 
 	return j, err
 }
 
+// CountJobs counts every tenant's queued, running and failed jobs, from
+// the status index (succeeded ones, the bulk, are not read).
+func (s *Store) CountJobs(ctx context.Context) (jobs.Stats, error) {
+	var stats jobs.Stats
+	rows, err := s.read.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs WHERE status IN (?, ?, ?) GROUP BY status`,
+		jobs.Queued, jobs.Running, jobs.Failed)
+	if err != nil {
+		return stats, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return stats, err
+		}
+		stats.Add(status, n)
+	}
+	return stats, rows.Err()
+}
+
 // ListJobs returns the tenant's jobs matching f, newest first, and the
 // tenant's counts per state, from one read transaction.
 func (s *Store) ListJobs(ctx context.Context, tenantID string, f jobs.Filter) (list []jobs.Job, stats jobs.Stats, err error) {

@@ -1,0 +1,50 @@
+package providers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/metrics/metricstest"
+)
+
+func TestAttemptsRetriesAndFallbacksAreCounted(t *testing.T) {
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	m := metrics.New(metrics.Options{})
+	h.r.SetMetrics(m)
+	h.script("a", status(503, "upstream error"), nil)
+	_, _, err := h.chat(t, "m") // a fails, b answers
+	require.NoError(t, err)
+	_, _, err = h.chat(t, "m") // a answers
+	require.NoError(t, err)
+
+	assert.Equal(t, map[string]float64{"error,a": 1, "ok,a": 1, "ok,b": 1},
+		metricstest.Nonzero(t, m, "svc_provider_attempts_total"))
+	assert.Equal(t, map[string]float64{"b": 1}, metricstest.Nonzero(t, m, "svc_provider_retries_total"),
+		"only an attempt after its call's first is a retry")
+	assert.Equal(t, map[string]float64{"a,b": 1}, metricstest.Samples(t, m, "svc_provider_fallbacks_total"))
+	assert.Equal(t, map[string]float64{"a": 2, "b": 1}, metricstest.Samples(t, m, "svc_provider_attempt_duration_seconds"))
+}
+
+func TestBreakerStateIsReadAtScrape(t *testing.T) {
+	h := newHarness(t, &Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Weight: 1, Breaker: BreakerConfig{Failures: 1, Cooldown: 10 * time.Second}},
+		{Name: "b", Plugin: "openai", Weight: 1}}, Retries: Retries{MaxAttempts: 2}})
+	m := metrics.New(metrics.Options{})
+	m.ReadBreakers(h.r.Health)
+	assert.Equal(t, map[string]float64{"a,closed": 1, "a,open": 0, "a,half_open": 0, "b,closed": 1, "b,open": 0, "b,half_open": 0},
+		metricstest.Samples(t, m, "svc_provider_breaker_state"))
+
+	h.script("a", status(500, "boom"))
+	h.script("b", rateLimited(time.Minute), nil)
+	_, _, err := h.chat(t, "m")
+	require.Error(t, err, "a failed, b was rate limited")
+	assert.Equal(t, map[string]float64{"a,closed": 0, "a,open": 1, "a,half_open": 0, "b,closed": 1, "b,open": 0, "b,half_open": 0},
+		metricstest.Samples(t, m, "svc_provider_breaker_state"))
+	assert.Equal(t, map[string]float64{"a": 0, "b": 1}, metricstest.Samples(t, m, "svc_provider_rate_limited"))
+
+	h.clock.Advance(10 * time.Second)
+	assert.Equal(t, 1.0, metricstest.Samples(t, m, "svc_provider_breaker_state")["a,half_open"])
+}
