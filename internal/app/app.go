@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
@@ -39,6 +40,7 @@ import (
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/tracing"
 	"github.com/svc-gateway/svc/internal/version"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -191,6 +193,22 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}()
 	log, now := o.Logger, o.Now
 
+	// Tracing stops last, so that the spans of the shutdown are exported
+	// too.
+	traces, err := tracing.New(ctx, tracing.Options{On: cfg.Tracing, Version: version.Version})
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_*): %w", err)
+	}
+	a.push("tracing", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return traces.Shutdown(ctx)
+	})
+	var spans trace.Tracer // nil: the request path traces nothing
+	if traces.Enabled() {
+		spans = traces.Tracer()
+	}
+
 	a.Store, err = store.Open(ctx, cfg.DBPath)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", cfg.DBPath, err)
@@ -209,7 +227,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	settingsService := settings.NewService(a.Store, guard, nil)
 	// The queue takes jobs from here on; its workers start last, once
 	// everything their handlers use runs.
-	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs")})
+	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Tracer: spans})
 	a.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
 		Settings: settingsService, Guard: guard, Logger: log.Named("webhook"),
 	}).Deliver)
@@ -306,7 +324,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	gw := gateway.New(gateway.Options{
 		Router: a.Providers, Recorder: recorder,
 		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
-		Secrets: secrets,
+		Secrets: secrets, TraceContent: cfg.TraceContent,
 		Learner: a.Learning, Canary: settingsService,
 	})
 
@@ -370,6 +388,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Web:              o.Files,
 		External:         external,
 		Now:              now,
+		Spans:            spans,
 	}).Handler()
 	return a, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -20,6 +21,7 @@ type reqInfo struct {
 	bytes  int64
 	tenant string
 	code   string
+	span   trace.SpanContext // the request's span, or the caller's when svc traces nothing
 }
 
 type infoKey struct{}
@@ -78,11 +80,13 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		ri := &reqInfo{}
 		rw := &recordingWriter{ResponseWriter: w, info: ri}
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+		ctx, span := s.startSpan(r)
+		r = r.WithContext(context.WithValue(ctx, infoKey{}, ri))
 		next.ServeHTTP(rw, r)
 		if ri.status == 0 {
 			ri.status = http.StatusOK
 		}
+		endSpan(span, r, ri.status)
 		level := hclog.Info
 		if r.URL.Path == "/health" {
 			level = hclog.Debug
@@ -99,6 +103,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		if ri.code != "" {
 			args = append(args, "code", ri.code)
+		}
+		if ri.span.IsValid() {
+			args = append(args, "trace_id", ri.span.TraceID().String(), "span_id", ri.span.SpanID().String())
 		}
 		s.log.Log(level, "request", args...)
 	})

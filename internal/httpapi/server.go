@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
@@ -88,6 +89,9 @@ type Deps struct {
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time
+	// Spans starts each request's server span; nil traces nothing, but an
+	// incoming traceparent is still passed on to the provider.
+	Spans trace.Tracer
 }
 
 // ResponseDeletions records deleted responses; their runs stay.
