@@ -265,18 +265,19 @@ func requestLog(t *testing.T, p *proc, path string) map[string]any {
 // trace. Prompts and answers stay out of it.
 func TestTracesOfAGatewayCall(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		new  func(t *testing.T) (*collector, string)
-		env  []string
+		name    string
+		new     func(t *testing.T) (*collector, string)
+		env     []string
+		service string
 	}{
-		{"http", newHTTPCollector, nil},
-		{"grpc", newGRPCCollector, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true"}},
+		{"http", newHTTPCollector, []string{"OTEL_SERVICE_NAME=svc-e2e"}, "svc-e2e"},
+		{"grpc", newGRPCCollector, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_EXPORTER_OTLP_INSECURE=true"}, "svc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			col, endpoint := tc.new(t)
 			up := newTraceUpstream(t)
 			p := start(t, append([]string{"PROVIDER_API_KEY=sk-test-0000", "PROVIDER_BASE_URL=" + up.URL + "/v1",
-				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_SERVICE_NAME=svc-e2e"}, tc.env...)...)
+				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100"}, tc.env...)...)
 
 			runID := tracedCall(t, p)
 			require.NotEmpty(t, runID)
@@ -285,7 +286,7 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 
 			server := one(t, spans, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER)
 			assert.Equal(t, callerSpan, server.parentID(), "the caller's span is the server span's parent")
-			assert.Equal(t, "svc-e2e", server.service)
+			assert.Equal(t, tc.service, server.service)
 			assert.Equal(t, "POST", server.attr("http.request.method"))
 			assert.Equal(t, "/v1/chat/completions", server.attr("http.route"))
 			assert.Equal(t, "/v1/chat/completions", server.attr("url.path"))

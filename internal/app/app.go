@@ -195,7 +195,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 
 	// Tracing stops last, so that the spans of the shutdown are exported
 	// too.
-	traces, err := tracing.New(ctx, tracing.Options{On: cfg.Tracing, Version: version.Version})
+	traces, err := tracing.New(ctx, tracing.Options{On: cfg.Tracing, Version: version.Version, Logger: log.Named("tracing")})
 	if err != nil {
 		return nil, fmt.Errorf("tracing (OTEL_*): %w", err)
 	}

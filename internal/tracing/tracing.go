@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -52,6 +54,9 @@ type Options struct {
 	Version string
 	// Getenv reads the variables; nil is os.Getenv.
 	Getenv func(string) string
+	// Logger receives the exporter's failures (a collector that cannot be
+	// reached); nil discards them.
+	Logger hclog.Logger
 }
 
 // Tracing is svc's tracer and what stops it.
@@ -75,6 +80,12 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if o.Logger != nil {
+		// The SDK reports through one handler per process; svc has one
+		// tracer provider.
+		log := o.Logger
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("traces not exported", "error", err) }))
 	}
 	exporter, err := newExporter(ctx, protocol(getenv))
 	if err != nil {
