@@ -507,7 +507,8 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // evidence), the profiler, the web sessions, the recorder (which ends the
 // live streams of runs no server ended and stores what is journaled), the
 // checkpointer (whose last checkpoint covers it), the mailer, the plugins,
-// then the database. A second Close does nothing.
+// the database, then the tracer, which exports the spans it still holds. A
+// second Close does nothing.
 func (a *App) Close() error {
 	a.mu.Lock()
 	a.closed = true
