@@ -163,3 +163,58 @@ func TestUntracedCallPassesTheCallersContextOn(t *testing.T) {
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", recorded.runs[0].TraceID)
 	assert.Empty(t, recorded.runs[1].TraceID)
 }
+
+// streamer streams a two-word answer and its usage.
+type streamer struct{ traced }
+
+func (p *streamer) StreamChat(_ context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
+	p.seen(req.TraceParent)
+	for _, c := range []string{
+		`{"id":"chatcmpl-s","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi "}}]}`,
+		`{"id":"chatcmpl-s","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[{"index":0,"delta":{"content":"carol@example.net"},"finish_reason":"stop"}]}`,
+	} {
+		if err := send(pluginapi.ChatChunk{Data: []byte(c)}); err != nil {
+			return err
+		}
+	}
+	return send(pluginapi.ChatChunk{Data: []byte(`{"id":"chatcmpl-s","object":"chat.completion.chunk","created":1,"model":"up-1","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}}`),
+		Usage: &pluginapi.Usage{PromptTokens: 4, CompletionTokens: 2, TotalTokens: 6}, UsageOnly: true})
+}
+
+type nullSink struct{}
+
+func (nullSink) Begin(string, string) error { return nil }
+func (nullSink) Chunk([]byte) error         { return nil }
+
+// masked says every tenant has redaction on.
+type masked struct{}
+
+func (masked) Redaction(context.Context, string) bool { return true }
+
+// A streamed call's span reads its answer from the chunks: the response's
+// id and model, the usage, and, with content capture on, the text, masked
+// for a tenant with redaction on.
+func TestTracedStream(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "up", Plugin: "openai", Impl: &streamer{}, Fingerprint: "up"}},
+		Retries: providers.Retries{MaxAttempts: 1}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{}, TraceContent: true, Redaction: masked{}})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"mail dave@example.com"}]}`))
+	require.NoError(t, err)
+	ctx, root := tp.Tracer("test").Start(context.Background(), "request")
+	_, err = gw.Stream(ctx, &auth.Identity{TenantID: "t", Mode: auth.Observe}, req, nullSink{})
+	root.End()
+	require.NoError(t, err)
+
+	a := attrsOf(spanNamed(t, rec.Ended(), "chat gpt-4o-mini", trace.SpanKindInternal))
+	assert.Equal(t, "chatcmpl-s", a["gen_ai.response.id"].AsString())
+	assert.Equal(t, "up-1", a["gen_ai.response.model"].AsString())
+	assert.EqualValues(t, 4, a["gen_ai.usage.input_tokens"].AsInt64())
+	assert.EqualValues(t, 2, a["gen_ai.usage.output_tokens"].AsInt64())
+	in, out := a["gen_ai.input.messages"].AsString(), a["gen_ai.output.messages"].AsString()
+	assert.Contains(t, in, "mail ")
+	assert.NotContains(t, in, "dave@example.com")
+	assert.Contains(t, out, "Hi ")
+	assert.NotContains(t, out, "carol@example.net")
+}
