@@ -168,7 +168,7 @@ func isAPIPath(p string) bool {
 // and read svc's run headers. Credentials (cookies) are never allowed
 // cross-origin, which a wildcard origin guarantees.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject"
+	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject, Traceparent, Tracestate"
 	corsExposeHeaders = "x-svc-run-id, x-svc-route, retry-after"
 	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 	// corsMaxRequestHeaders bounds the names a /v1 preflight may ask for.
