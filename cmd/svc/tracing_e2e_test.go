@@ -347,10 +347,26 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			assert.Equal(t, "/api/v1/runs/{id}", mgmt.attr("http.route"))
 			assert.NotEqual(t, callerTrace, mgmt.traceID())
 
+			// A path that carries a one-time token is recorded as its route.
+			p.call(t, "GET", "/api/v1/invites/one-time-token-0123456789", "", "")
+			var invite *span
+			require.Eventually(t, func() bool {
+				all, _ := col.snapshot()
+				for _, s := range all {
+					if s.Name == "GET /api/v1/invites/{token}" {
+						invite = s
+						return true
+					}
+				}
+				return false
+			}, 20*time.Second, 20*time.Millisecond)
+			assert.Equal(t, "/api/v1/invites/{token}", invite.attr("url.path"))
+
 			all, _ := col.snapshot()
 			for _, s := range all {
 				for _, kv := range s.Attributes {
 					assert.NotContains(t, fmt.Sprint(value(kv.Value)), "example", "span %s, attribute %s: no prompt or answer without content capture", s.Name, kv.Key)
+					assert.NotContains(t, fmt.Sprint(value(kv.Value)), "one-time-token", "span %s, attribute %s", s.Name, kv.Key)
 				}
 			}
 		})

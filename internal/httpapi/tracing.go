@@ -30,12 +30,13 @@ func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
 	}
 	ctx = tracing.Propagator.Extract(ctx, carrier)
 	return s.Spans.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path)))
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method)))
 }
 
 // endSpan names the span by its route, once the mux has matched one
 // ("POST /v1/chat/completions"), and ends it with the answer's status.
-// The path is the route pattern where the raw path carries a secret.
+// Its url.path is the path as logged: never the query, and the route
+// pattern where the path carries a one-time token.
 func endSpan(span trace.Span, r *http.Request, status int) {
 	if ri, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
 		ri.span = span.SpanContext()
@@ -47,10 +48,7 @@ func endSpan(span trace.Span, r *http.Request, status int) {
 		span.SetName(r.Method + " " + route)
 		span.SetAttributes(semconv.HTTPRoute(route))
 	}
-	if strings.Contains(r.Pattern, "{token}") {
-		span.SetAttributes(semconv.URLPath(logPath(r)))
-	}
-	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	span.SetAttributes(semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
 	if status >= 500 {
 		span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")

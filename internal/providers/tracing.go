@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -22,8 +23,10 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 		op = semconv.GenAIOperationNameEmbeddings
 	}
 	ctx, span := tracing.Start(ctx, op.Value.AsString()+" "+model, trace.SpanKindClient)
-	span.SetAttributes(op, semconv.GenAIRequestModel(model), semconv.GenAIProviderNameKey.String(prov.Plugin),
-		tracing.Provider.String(prov.Name))
+	span.SetAttributes(op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
+	if !strings.ContainsAny(prov.Plugin, `/\`) { // a plugin's name, not its binary's path
+		span.SetAttributes(semconv.GenAIProviderNameKey.String(prov.Plugin))
+	}
 	return ctx, span
 }
 
