@@ -113,11 +113,13 @@ type call struct {
 	masking bool
 	// span is the call's span; one that does not record when svc traces
 	// nothing.
-	span  trace.Span
-	id    *auth.Identity
-	req   *Request
-	run   *ledger.Run
-	start time.Time
+	span trace.Span
+	// embeddings says the call is an embeddings call.
+	embeddings bool
+	id         *auth.Identity
+	req        *Request
+	run        *ledger.Run
+	start      time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event

@@ -29,6 +29,7 @@ const (
 // svc's span, or the caller's traceparent when svc traces nothing.
 func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op attribute.KeyValue) (context.Context, *call) {
 	c := g.begin(id, req)
+	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
 		ctx, c.span = tracing.Start(ctx, op.Value.AsString()+" "+req.Model, trace.SpanKindInternal)
 		attrs := make([]attribute.KeyValue, 0, 8)
@@ -50,8 +51,8 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 
 // end ends the call's span with what the run recorded: its route and
 // provider, the answering model, its usage, and the error answered with.
-// With content capture on, the prompt and the answer too, masked when the
-// tenant has redaction on. res is the answer when the caller has it (a
+// With content capture on, a chat's prompt and answer too, masked when the
+// tenant has redaction on (an embeddings call has no messages to record). res is the answer when the caller has it (a
 // stream's went to its client).
 func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	span := c.span
@@ -79,7 +80,7 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 			attrs = append(attrs, semconv.GenAIResponseModel(model))
 		}
 	}
-	if g.traceContent {
+	if g.traceContent && !c.embeddings {
 		masking := c.masking || g.redaction != nil && g.redaction.Redaction(context.WithoutCancel(ctx), run.TenantID)
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.req.Messages, masking)))
 		if answer != nil {

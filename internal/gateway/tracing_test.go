@@ -118,12 +118,15 @@ func TestTracedCallThatFails(t *testing.T) {
 }
 
 // An embeddings call is traced by the same conventions, its attempt's
-// span passed to the provider.
+// span passed to the provider; its inputs are no messages, and content
+// capture leaves them out.
 func TestTracedEmbeddings(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	p := &traced{}
-	gw := tracedGateway(p, discard{})
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "up", Plugin: "openai", Impl: p, Fingerprint: "up"}},
+		Retries: providers.Retries{MaxAttempts: 1}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{}, TraceContent: true})
 	req, err := gateway.ParseEmbedRequest([]byte(`{"model":"e-1","input":"hello"}`))
 	require.NoError(t, err)
 	ctx, root := tp.Tracer("test").Start(context.Background(), "request")
@@ -135,6 +138,8 @@ func TestTracedEmbeddings(t *testing.T) {
 	call := spanNamed(t, spans, "embeddings e-1", trace.SpanKindInternal)
 	assert.Equal(t, "embeddings", attrsOf(call)["gen_ai.operation.name"].AsString())
 	assert.EqualValues(t, 3, attrsOf(call)["gen_ai.usage.input_tokens"].AsInt64())
+	_, captured := attrsOf(call)["gen_ai.input.messages"]
+	assert.False(t, captured, "an embeddings call has no messages to record")
 	attempt := spanNamed(t, spans, "embeddings e-1", trace.SpanKindClient)
 	require.Len(t, p.parents, 1)
 	assert.Equal(t, "00-"+attempt.SpanContext().TraceID().String()+"-"+attempt.SpanContext().SpanID().String()+"-01", p.parents[0])
