@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
@@ -40,6 +41,7 @@ import (
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/tracing"
 	"github.com/svc-gateway/svc/internal/version"
 	"github.com/svc-gateway/svc/internal/webhook"
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -200,6 +202,22 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	m := a.Metrics
 
+	// Tracing stops last, so that the spans of the shutdown are exported
+	// too.
+	traces, err := tracing.New(ctx, tracing.Options{On: cfg.Tracing, Version: version.Version, Logger: log.Named("tracing")})
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_*): %w", err)
+	}
+	a.push("tracing", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return traces.Shutdown(ctx)
+	})
+	var spans trace.Tracer // nil: the request path traces nothing
+	if traces.Enabled() {
+		spans = traces.Tracer()
+	}
+
 	a.Store, err = store.Open(ctx, cfg.DBPath)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", cfg.DBPath, err)
@@ -218,7 +236,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	settingsService := settings.NewService(a.Store, guard, nil)
 	// The queue takes jobs from here on; its workers start last, once
 	// everything their handlers use runs.
-	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Metrics: m})
+	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Metrics: m, Tracer: spans})
 	a.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
 		Settings: settingsService, Guard: guard, Logger: log.Named("webhook"),
 	}).Deliver)
@@ -320,7 +338,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	gw := gateway.New(gateway.Options{
 		Router: a.Providers, Recorder: recorder,
 		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
-		Secrets: secrets,
+		Secrets: secrets, TraceContent: cfg.TraceContent,
 		Learner: a.Learning, Canary: settingsService,
 	})
 
@@ -385,6 +403,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		External:         external,
 		Now:              now,
 		Metrics:          m,
+		Spans:            spans,
 	}).Handler()
 	a.readMetrics()
 	return a, nil
@@ -510,7 +529,8 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // evidence), the profiler, the web sessions, the recorder (which ends the
 // live streams of runs no server ended and stores what is journaled), the
 // checkpointer (whose last checkpoint covers it), the mailer, the plugins,
-// then the database. A second Close does nothing.
+// the database, then the tracer, which exports the spans it still holds. A
+// second Close does nothing.
 func (a *App) Close() error {
 	a.mu.Lock()
 	a.closed = true

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/learning/shape"
 	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/redact"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // Learner is the learning loop as the gateway sees it: the serving index
@@ -54,6 +57,15 @@ func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 	if g.learner == nil {
 		return
 	}
+	ctx, span := tracing.Start(ctx, "artifact.lookup", trace.SpanKindInternal)
+	g.lookupArtifactEntry(ctx, c)
+	if span.IsRecording() {
+		span.SetAttributes(attrArtifactFound.Bool(c.art != nil))
+		span.End()
+	}
+}
+
+func (g *Gateway) lookupArtifactEntry(ctx context.Context, c *call) {
 	ix := g.learner.Index()
 	if ix.Empty(c.id.TenantID) {
 		return

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -53,3 +55,35 @@ func BenchmarkCompleteFromAFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompleteTraced is BenchmarkCompleteFromAFile under a sampled
+// span, as svc runs with traces exported: the call's span and its
+// children, through a batch processor to an exporter that drops them.
+func BenchmarkCompleteTraced(b *testing.B) {
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: instant{}, Timeout: providers.DefaultTimeout,
+		Breaker: providers.BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: providers.Retries{MaxAttempts: 3}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{},
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(dropSpans{}))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	id := &auth.Identity{TenantID: "t", Mode: auth.Observe, KeyID: "k"}
+	tracer := tp.Tracer("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, span := tracer.Start(context.Background(), "request")
+		if _, err := gw.Complete(ctx, id, req); err != nil {
+			b.Fatal(err)
+		}
+		span.End()
+	}
+}
+
+// dropSpans is an exporter that keeps nothing.
+type dropSpans struct{}
+
+func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (dropSpans) Shutdown(context.Context) error                             { return nil }

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/httpstatus"
@@ -189,8 +191,9 @@ func embedCanonical(body []byte, format string) ([]byte, error) {
 // Embed answers an embeddings call through the provider, or from the
 // exact cache, and records the run. A provider without embeddings answers
 // 404 model_not_found.
-func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedRequest) (Result, error) {
-	c := g.begin(id, &req.Request)
+func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedRequest) (res Result, err error) {
+	ctx, c := g.start(ctx, id, &req.Request, semconv.GenAIOperationNameEmbeddings)
+	defer g.end(ctx, c, nil, &err)
 	c.run.Explanation.Reason = "no cached vectors for this input: the provider embedded it"
 	c.reject(ledger.RouteArtifact, "embeddings are not learned: no artifact answers them")
 	if err := g.route(ctx, c); err != nil {
@@ -199,7 +202,7 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
-	g.lookupExact(c)
+	g.lookupExact(ctx, c)
 	var body []byte
 	if c.servable() {
 		body = g.serveEmbedding(c, nil)

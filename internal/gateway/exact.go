@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // exactLookup is what the exact cache had for a call.
@@ -51,7 +55,20 @@ func cacheable(req *Request) (bool, string) {
 
 // lookupExact looks the call up in the exact cache and notes on the run what
 // it found; in observe mode a fresh entry becomes ghost savings.
-func (g *Gateway) lookupExact(c *call) {
+func (g *Gateway) lookupExact(ctx context.Context, c *call) {
+	ctx, span := tracing.Start(ctx, "cache.lookup", trace.SpanKindInternal)
+	g.lookupExactEntry(c)
+	if span.IsRecording() {
+		lookup := "off"
+		if d, ok := c.run.Explanation.Cache.(*cacheDetail); ok {
+			lookup = d.Lookup
+		}
+		span.SetAttributes(attrCacheTier.String(string(cache.ExactResponse)), attrCacheLookup.String(lookup))
+		span.End()
+	}
+}
+
+func (g *Gateway) lookupExactEntry(c *call) {
 	if g.cache == nil || !g.cache.Enabled() {
 		c.reject(ledger.RouteExactCache, "the exact cache is off")
 		return

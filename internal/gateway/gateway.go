@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -40,6 +43,8 @@ type Gateway struct {
 	canary    Canary
 	now       func() time.Time
 	secrets   []string // never shown in an error
+	// traceContent records prompts and answers on the call's span.
+	traceContent bool
 }
 
 // Options configure a Gateway.
@@ -61,6 +66,10 @@ type Options struct {
 	Now       func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
+	// TraceContent records prompts and answers on the call's span
+	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), masked when the
+	// tenant has redaction on.
+	TraceContent bool
 }
 
 // New returns a gateway.
@@ -83,7 +92,7 @@ func New(o Options) *Gateway {
 	}
 	return &Gateway{router: router, recorder: o.Recorder,
 		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, learner: o.Learner, canary: o.Canary, now: o.Now,
-		secrets: secrets}
+		secrets: secrets, traceContent: o.TraceContent}
 }
 
 // Redaction tells whether a tenant's stored text is to be masked.
@@ -102,10 +111,15 @@ type Result struct {
 type call struct {
 	// masking is set by finish when the tenant's stored text is masked.
 	masking bool
-	id      *auth.Identity
-	req     *Request
-	run     *ledger.Run
-	start   time.Time
+	// span is the call's span; one that does not record when svc traces
+	// nothing.
+	span trace.Span
+	// embeddings says the call is an embeddings call.
+	embeddings bool
+	id         *auth.Identity
+	req        *Request
+	run        *ledger.Run
+	start      time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event
@@ -130,15 +144,16 @@ func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 
 // Complete answers a non-streamed call through the provider and records it.
 // The run id is returned with the error too, when a run was recorded.
-func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (Result, error) {
-	c := g.begin(id, req)
+func (g *Gateway) Complete(ctx context.Context, id *auth.Identity, req *Request) (res Result, err error) {
+	ctx, c := g.start(ctx, id, req, semconv.GenAIOperationNameChat)
+	defer g.end(ctx, c, &res, &err)
 	if err := g.route(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
-	g.lookupExact(c)
+	g.lookupExact(ctx, c)
 	if !c.servable() {
 		g.lookupArtifact(ctx, c)
 	}
@@ -226,16 +241,17 @@ func leftIf(err error) error {
 // Stream answers a streamed call, passing chunks to sink as they arrive, and
 // records the run before returning: the caller ends the stream after that.
 // Result carries no Body: the answer went to sink.
-func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, client Sink) (Result, error) {
+func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, client Sink) (_ Result, err error) {
 	sink := clientSink{sink: client}
-	c := g.begin(id, req)
+	ctx, c := g.start(ctx, id, req, semconv.GenAIOperationNameChat)
+	defer g.end(ctx, c, nil, &err)
 	if err := g.route(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
 	if err := g.governChat(ctx, c); err != nil {
 		return Result{RunID: c.run.ID, Route: c.run.Route}, err
 	}
-	g.lookupExact(c)
+	g.lookupExact(ctx, c)
 	if c.servable() {
 		return g.streamExact(ctx, c, sink, nil)
 	}
@@ -254,7 +270,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		started bool
 		chunks  = make([]json.RawMessage, 0, 32)
 	)
-	err := g.router.StreamChat(ctx, c.plan, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
+	err = g.router.StreamChat(ctx, c.plan, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
 		func(ch pluginapi.ChatChunk) error {
 			if ch.Usage != nil {
 				usage = ch.Usage

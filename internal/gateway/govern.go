@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -14,6 +16,7 @@ import (
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // Governor decides on chat requests, the providers they may go to, and
@@ -35,6 +38,17 @@ func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
 	}
+	ctx, span := tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
+	err := g.governChatRules(ctx, c)
+	if span.IsRecording() {
+		span.SetAttributes(attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
+		tracing.Error(span, err)
+		span.End()
+	}
+	return err
+}
+
+func (g *Gateway) governChatRules(ctx context.Context, c *call) error {
 	if c.id.Agent != "" || g.governor.Has(policy.Chat) {
 		in := &policy.Input{Request: c.policyRequest()}
 		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}

@@ -3,10 +3,14 @@ package httpapi
 import (
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ratelimit"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // public serves h without an identity. Under /api/v1 the caller's address
@@ -52,7 +56,7 @@ func (s *Server) identified(scope auth.Scope, needAdmin bool, h handlerFunc) htt
 
 func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Scope, needAdmin bool, h handlerFunc) error {
 	limited := scope == auth.ScopeManagement
-	id, err := s.Auth.Identify(r, scope)
+	id, err := s.authenticate(r, scope)
 	if err != nil {
 		// Failed attempts draw from the address's bucket, so guessing
 		// tokens is slowed down like any other traffic.
@@ -84,6 +88,20 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		}
 	}
 	return h(w, r.WithContext(auth.NewContext(r.Context(), id)))
+}
+
+// authenticate identifies the caller, under its own span.
+func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*auth.Identity, error) {
+	_, span := tracing.Start(r.Context(), "authenticate", trace.SpanKindInternal)
+	id, err := s.Auth.Identify(r, scope)
+	if span.IsRecording() {
+		if id != nil {
+			span.SetAttributes(tracing.TenantID.String(id.TenantID), attribute.String("svc.auth.via", string(id.Via)))
+		}
+		tracing.Error(span, err)
+		span.End()
+	}
+	return id, err
 }
 
 // limiterKey is the standard limiter's bucket of a caller: its key, user or

@@ -618,7 +618,7 @@ func TestCORS(t *testing.T) {
 		"Access-Control-Request-Headers", "authorization, x-svc-app")
 	assert.Equal(t, http.StatusNoContent, res.status)
 	assert.Equal(t, "*", res.header.Get("Access-Control-Allow-Origin"))
-	for _, h := range []string{"Authorization", "X-Svc-App", "X-Svc-Agent", "X-Svc-Subject"} {
+	for _, h := range []string{"Authorization", "X-Svc-App", "X-Svc-Agent", "X-Svc-Subject", "Traceparent", "Tracestate"} {
 		assert.Contains(t, res.header.Get("Access-Control-Allow-Headers"), h)
 	}
 	assert.Empty(t, res.header.Get("Access-Control-Allow-Credentials"))

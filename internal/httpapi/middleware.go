@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/svc-gateway/svc/internal/auth"
@@ -21,6 +22,7 @@ type reqInfo struct {
 	bytes  int64
 	tenant string
 	code   string
+	span   trace.SpanContext // the request's span, or the caller's when svc traces nothing
 	// call is the gateway request's record; nil for any other request.
 	call *gatewayCall
 }
@@ -92,7 +94,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		ri := &reqInfo{}
 		rw := &recordingWriter{ResponseWriter: w, info: ri}
-		ctx := context.WithValue(r.Context(), infoKey{}, ri)
+		ctx, span := s.startSpan(r)
+		ctx = context.WithValue(ctx, infoKey{}, ri)
 		if endpoint := gatewayEndpoint(r); endpoint != "" {
 			ri.call, ctx = newGatewayCall(ctx, endpoint, start)
 		}
@@ -105,6 +108,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if ri.call != nil {
 			s.observe(ri.call, ri.status, end)
 		}
+		endSpan(span, r, ri.status)
 		level := hclog.Info
 		if r.URL.Path == "/health" {
 			level = hclog.Debug
@@ -124,6 +128,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		if ri.code != "" {
 			args = append(args, "code", ri.code)
+		}
+		if ri.span.IsValid() {
+			args = append(args, "trace_id", ri.span.TraceID().String(), "span_id", ri.span.SpanID().String())
 		}
 		s.log.Log(level, "request", args...)
 	})
@@ -186,7 +193,7 @@ func isAPIPath(p string) bool {
 // and read svc's run headers. Credentials (cookies) are never allowed
 // cross-origin, which a wildcard origin guarantees.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject"
+	corsAllowHeaders  = "Authorization, Content-Type, X-Svc-App, X-Svc-Agent, X-Svc-Subject, Traceparent, Tracestate"
 	corsExposeHeaders = "x-svc-run-id, x-svc-route, x-svc-overhead-ms, retry-after"
 	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 	// corsMaxRequestHeaders bounds the names a /v1 preflight may ask for.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/approval"
@@ -93,6 +94,9 @@ type Deps struct {
 	// Metrics are the Prometheus metrics, served at GET /metrics; nil when
 	// SVC_METRICS=off.
 	Metrics *metrics.Metrics
+	// Spans starts each request's server span; nil traces nothing, but an
+	// incoming traceparent is still passed on to the provider.
+	Spans trace.Tracer
 }
 
 // ResponseDeletions records deleted responses; their runs stay.

@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // Handler does one job's work. A nil error is success; an error wrapped by
@@ -70,6 +73,9 @@ type Options struct {
 	Logger  hclog.Logger     // nil discards
 	// Metrics counts the failed attempts; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Tracer starts each attempt's span, the root of its own trace ("job
+	// webhook.deliver"); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Queue runs jobs from a Store with a small pool of workers.
@@ -324,11 +330,13 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	}
 	// There may be more: let an idle worker look while this one is busy.
 	q.wake()
+	ctx, span := q.startSpan(ctx, j)
 	herr := q.call(ctx, j)
 	j = q.settle(j, herr, q.now())
 	if herr != nil {
 		q.opts.Metrics.JobFailed(j.Type, j.Status == Failed)
 	}
+	endSpan(span, j, herr)
 	// The outcome is recorded even when ctx has ended meanwhile.
 	if err := q.store.FinishJob(context.WithoutCancel(ctx), &j); err != nil {
 		return true, fmt.Errorf("record outcome of job %s: %w", j.ID, err)
@@ -336,6 +344,37 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	q.logOutcome(j, herr)
 	return true, nil
 }
+
+// startSpan starts the span of j's attempt, a trace of its own: a job
+// runs apart from the request that queued it.
+func (q *Queue) startSpan(ctx context.Context, j Job) (context.Context, trace.Span) {
+	if q.opts.Tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return q.opts.Tracer.Start(ctx, "job "+j.Type, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attrJobID.String(j.ID), attrJobType.String(j.Type), attrJobAttempt.Int(j.Attempts),
+			tracing.TenantID.String(j.TenantID)))
+}
+
+// endSpan ends an attempt's span with the job's status after it.
+func endSpan(span trace.Span, j Job, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attrJobStatus.String(j.Status))
+	if err != nil {
+		tracing.Fail(span, "job_failed", errorText(err))
+	}
+	span.End()
+}
+
+// The attributes of a job's span.
+const (
+	attrJobID      = attribute.Key("svc.job.id")
+	attrJobType    = attribute.Key("svc.job.type")
+	attrJobAttempt = attribute.Key("svc.job.attempt")
+	attrJobStatus  = attribute.Key("svc.job.status")
+)
 
 // call runs j's handler with the attempt timeout; a panic is a permanent
 // failure.

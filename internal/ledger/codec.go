@@ -14,8 +14,9 @@ import (
 // the next start of the same build reads it back), so it favours speed over
 // self-description. Versions 1 and 2, still read, are journals left by
 // builds before standings counted their decisions (1) and before a run's
-// digest entered its chain (1 and 2: their runs are ChainV1).
-const codecVersion = 3
+// digest entered its chain (1 and 2: their runs are ChainV1), and before
+// runs named their trace (1 to 3).
+const codecVersion = 4
 
 var errCorrupt = errors.New("ledger: corrupt journal record")
 
@@ -63,6 +64,7 @@ func appendRecord(dst []byte, rec *Record) ([]byte, error) {
 	} else {
 		dst = append(dst, 0)
 	}
+	dst = appendBytes(dst, []byte(r.TraceID))
 	return dst, nil
 }
 
@@ -149,6 +151,9 @@ func decodeRecord(b []byte) (*Record, error) {
 		rec.Standing = st
 	default:
 		return nil, errCorrupt
+	}
+	if version >= 4 {
+		r.TraceID = string(d.bytes())
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, errCorrupt

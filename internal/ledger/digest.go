@@ -12,8 +12,8 @@ const digestDomain = "svc-run/v1"
 
 // Digest is a SHA-256 over every field of a run the API shows, in a fixed,
 // length-prefixed order: identity, time, route, status, usage, cost,
-// latency, savings, error, the route explanation and the request and
-// response bodies. Only the event count is left out: it is the chain's,
+// latency, savings, error, the route explanation, the request and
+// response bodies, and the trace id when the run has one. Only the event count is left out: it is the chain's,
 // which the seed this digest enters binds in its own way.
 //
 // explanation is the route explanation's JSON as stored (see
@@ -56,6 +56,12 @@ func Digest(r *Run, explanation []byte) Hash {
 	} else {
 		h.Write(binary.BigEndian.AppendUint32(append(buf[:0], 1), uint32(len(r.Response))))
 		h.Write(r.Response)
+	}
+	// The trace id only when there is one, so that the digests of runs
+	// recorded before runs named their trace stay what they were.
+	if r.TraceID != "" {
+		h.Write(binary.BigEndian.AppendUint32(append(buf[:0], 2), uint32(len(r.TraceID))))
+		h.Write([]byte(r.TraceID))
 	}
 	var out Hash
 	h.Sum(out[:0])

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -71,6 +72,15 @@ func TestDigestCoversEveryField(t *testing.T) {
 	negative := zero
 	negative.Run.SavedUSD = math.Copysign(0, -1)
 	assert.Equal(t, zero.Digest(), negative.Digest(), "-0 reads back from SQLite as 0")
+}
+
+// A run without a trace id keeps the digest it had before runs named
+// their trace: the digests of runs already recorded, and the checkpoints
+// over them, stay valid.
+func TestDigestWithoutTraceIDIsUnchanged(t *testing.T) {
+	rec := sampleRecord("run_1", json.RawMessage(`{"id":"x"}`))
+	d := Digest(rec.Run, storedOf(t, rec).Explanation)
+	assert.Equal(t, "337adf4a7fc7a24666964437f828011c280642c1f0df556592a1109d74eda20a", hex.EncodeToString(d[:]))
 }
 
 // An edited field of a run breaks its chain at the first event, named as

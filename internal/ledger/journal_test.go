@@ -59,6 +59,12 @@ func TestCodecRoundTrip(t *testing.T) {
 // and no count of the standing's decisions (version 1).
 func legacyFrame(t *testing.T, b []byte, rec *Record, version byte) []byte {
 	t.Helper()
+	require.Empty(t, rec.Run.TraceID, "runs had no trace id before version 4")
+	require.Equal(t, byte(0), b[len(b)-1], "the empty trace id ends the record")
+	b = b[:len(b)-1]
+	if version == 3 {
+		return append([]byte{version}, b[1:]...)
+	}
 	at := bytes.Index(b, rec.Head.Hash[:]) + len(rec.Head.Hash)
 	require.Positive(t, at)
 	out := append([]byte{version}, b[1:at]...)
@@ -69,6 +75,31 @@ func legacyFrame(t *testing.T, b []byte, rec *Record, version byte) []byte {
 		out = out[:len(out)-len(decisions)]
 	}
 	return out
+}
+
+// A run's trace id crosses the journal.
+func TestCodecCarriesTheTraceID(t *testing.T) {
+	rec := sampleRecord("run_1", json.RawMessage(`{}`))
+	rec.Run.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	b, err := appendRecord(nil, rec)
+	require.NoError(t, err)
+	got, err := decodeRecord(b)
+	require.NoError(t, err)
+	assert.Equal(t, rec.Run.TraceID, got.Run.TraceID)
+	assert.Equal(t, rec.Run, got.Run)
+}
+
+// A journal written before runs named their trace (version 3) reads back,
+// its runs without one and their digests as they were.
+func TestCodecReadsVersion3(t *testing.T) {
+	rec := sampleRecord("run_1", json.RawMessage(`{}`))
+	b, err := appendRecord(nil, rec)
+	require.NoError(t, err)
+	got, err := decodeRecord(legacyFrame(t, b, rec, 3))
+	require.NoError(t, err)
+	assert.Equal(t, rec.Run, got.Run)
+	assert.Equal(t, ChainV2, got.Chain)
+	assert.Equal(t, rec.Digest, got.Digest)
 }
 
 // A journal written before standings counted their decisions (version 1)

@@ -47,6 +47,10 @@ type Run struct {
 	CostUSD          float64   `json:"costUsd"`
 	PriceUnknown     bool      `json:"priceUnknown"`
 	LatencyMS        float64   `json:"latencyMs"`
+	// TraceID is the W3C trace id of the call, hex, when it had one: svc's
+	// span when traces are exported, else the caller's traceparent passed
+	// on. Empty for calls without one and runs recorded before.
+	TraceID string `json:"traceId,omitempty"`
 	// What serving from a cache or an artifact saved against the live call
 	// it avoided; GhostSavedUSD, what an observe-mode run would have saved.
 	SavedUSD      float64          `json:"savedUsd"`

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // Record is a run with its events, ready to store: events numbered and
@@ -251,7 +254,18 @@ type group struct {
 //
 // The first run of a group leads it: it waits for the write under way,
 // closes the group to newcomers and writes it; the others wait for it.
-func (r *Recorder) Record(_ context.Context, rec *Record) error {
+func (r *Recorder) Record(ctx context.Context, rec *Record) error {
+	_, span := tracing.Start(ctx, "ledger.record", trace.SpanKindInternal)
+	err := r.record(rec)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.RunID.String(rec.Run.ID), attribute.Int("svc.ledger.events", len(rec.Events)))
+		tracing.Error(span, err)
+		span.End()
+	}
+	return err
+}
+
+func (r *Recorder) record(rec *Record) error {
 	// Encode before taking the lock, so that concurrent calls share only
 	// a copy into the group's buffer.
 	frame, err := encodeFrame(rec)

@@ -188,14 +188,14 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
 				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
 				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
-				ghost_saved_usd, chain_version FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+				ghost_saved_usd, chain_version, trace_id FROM runs WHERE id = ?`, w.runs[0].Run.ID)
 			return "run_forged"
 		}, ledger.ProblemRunInserted, 0},
 		{"inserted run of chain v1, its v1 chain made", func(t *testing.T, w *signedLedger) string {
 			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
 				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
 				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
-				ghost_saved_usd, 1 FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+				ghost_saved_usd, 1, trace_id FROM runs WHERE id = ?`, w.runs[0].Run.ID)
 			w.exec(t, `INSERT INTO run_events SELECT 'run_forged', seq, tenant_id, at, type, payload, prev_hash, hash
 				FROM run_events WHERE run_id = ?`, w.runs[0].Run.ID)
 			w.rechain(t, "run_forged")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/calltime"
+	"github.com/svc-gateway/svc/internal/tracing"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -79,6 +80,7 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 	var body bodies
 	err := r.execute(ctx, p, callChat, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
 		cr := req
+		cr.TraceParent, cr.TraceState = tracing.W3C(ctx)
 		var err error
 		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
 			return false, err
@@ -101,6 +103,7 @@ func (r *Router) StreamChat(ctx context.Context, p *Plan, req pluginapi.ChatRequ
 	var body bodies
 	return r.execute(ctx, p, callStream, func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (bool, error) {
 		cr := req
+		cr.TraceParent, cr.TraceState = tracing.W3C(ctx)
 		var err error
 		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
 			return false, err
@@ -135,6 +138,7 @@ func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest)
 	var body bodies
 	err := r.execute(ctx, p, callEmbed, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
 		er := req
+		er.TraceParent, er.TraceState = tracing.W3C(ctx)
 		var err error
 		if er.Body, err = body.of(req.Body, req.Model, model); err != nil {
 			return false, err
@@ -372,6 +376,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	if probe {
 		defer releaseProbe(r.now, h)
 	}
+	actx, span := startAttempt(actx, prov, model, kind)
 	clock := calltime.From(ctx) // real time, whatever r.now is: the overhead svc reports is measured
 	clock.AttemptBegan(time.Now())
 	start := r.now()
@@ -380,6 +385,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	end := r.now()
 	clock.AttemptEnded(time.Now())
 	a := Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
+	defer endAttempt(span, &a)
 	if err == nil {
 		h.done(end, probe, resultOK, "", 0)
 		return a, verdictOK, nil

@@ -51,7 +51,7 @@ func (s *Store) recordLegacyRuns(ctx context.Context, tx *sql.Tx) error {
 // legacyEntries reads the next batch of legacy runs after rowid after and
 // returns their entries and the last rowid read.
 func legacyEntries(ctx context.Context, tx *sql.Tx, after int64) ([]ledger.Entry, int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+runListColumns+`, request, response, tenant_id, head_hash, rowid
+	rows, err := tx.QueryContext(ctx, `SELECT `+runListColumns19+`, '' AS trace_id, request, response, tenant_id, head_hash, rowid
 		FROM runs WHERE rowid IN (SELECT rid FROM temp.legacy_runs WHERE rid > ? ORDER BY rid LIMIT ?) ORDER BY rowid`,
 		after, legacyBatch)
 	if err != nil {

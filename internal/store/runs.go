@@ -34,8 +34,8 @@ const (
 	runColumns = `id, tenant_id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id,
 		provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown,
 		latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms, ghost_saved_usd,
-		chain_version`
-	runParams   = 31
+		chain_version, trace_id`
+	runParams   = 32
 	eventParams = 8
 	entryParams = 8
 	// Rows per statement, well under SQLite's limit of 32766 parameters.
@@ -159,7 +159,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain)
+			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain, r.TraceID)
 		for _, e := range rec.Events {
 			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
@@ -267,7 +267,11 @@ func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st
 	})
 }
 
-const runListColumns = `id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id, provider,
+const runListColumns = runListColumns19 + `, trace_id`
+
+// runListColumns19 are runListColumns as of migration 0019, for the step of
+// an older migration that reads runs (their trace id reads empty).
+const runListColumns19 = `id, created_at, route, status, http_status, model, app, agent, subject, mode, key_id, provider,
 	stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd, price_unknown, latency_ms,
 	explanation, error, event_count, saved_usd, saved_ms, ghost_saved_usd`
 
@@ -287,7 +291,7 @@ func scanRunExplained(row scanner, extra ...any) (ledger.Run, []byte, error) {
 	dest := append([]any{&r.ID, &created, &r.Route, &r.Status, &r.HTTPStatus, &r.Model, &r.App, &r.Agent, &r.Subject,
 		&r.Mode, &r.KeyID, &r.Provider, &r.Stream, &r.PromptTokens, &r.CompletionTokens, &r.TotalTokens,
 		&r.UsageUnknown, &r.CostUSD, &r.PriceUnknown, &r.LatencyMS, &explanation, &r.Error, &r.EventCount,
-		&r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD}, extra...)
+		&r.SavedUSD, &r.SavedMS, &r.GhostSavedUSD, &r.TraceID}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, nil, errs.NotFoundf("run not found")

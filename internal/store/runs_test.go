@@ -68,6 +68,28 @@ func TestRunsRoundTripAndIntegrity(t *testing.T) {
 // its record was chained with: every field round-trips exactly (times in
 // milliseconds, floats by their bits, the explanation's bytes, a missing
 // or empty answer).
+// A run's trace id is stored and read back by the detail and the list;
+// the run's chain, which binds its digest, still verifies.
+func TestRunTraceIDRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	rec := newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000).UTC(), ledger.RouteLive, ledger.StatusOK, "")
+	rec.Run.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	rec = ledger.NewRecord(rec.Run, rec.Events, rec.Run.CreatedAt)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+
+	got, err := s.Run(ctx, tenant.DefaultID, rec.Run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, rec.Run.TraceID, got.TraceID)
+	runs, _, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	assert.Equal(t, rec.Run.TraceID, runs[0].TraceID)
+	c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+	require.NoError(t, err)
+	assert.True(t, c.Verify().OK)
+}
+
 func TestRunDigestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	s := storetest.Open(t)

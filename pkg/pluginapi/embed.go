@@ -71,7 +71,8 @@ func IsNoEmbeddings(err error) bool {
 // Embed calls the plugin's Embed; a plugin that does not implement it
 // answers NoEmbeddings.
 func (c *providerClient) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
-	res, err := c.client.Embed(ctx, &pb.EmbedRequest{Body: req.Body, Model: req.Model, RequestId: req.RequestID})
+	res, err := c.client.Embed(ctx, &pb.EmbedRequest{Body: req.Body, Model: req.Model, RequestId: req.RequestID,
+		TraceParent: req.TraceParent, TraceState: req.TraceState})
 	if status.Code(err) == codes.Unimplemented {
 		return EmbedResponse{}, NoEmbeddings(req.Model)
 	}
@@ -90,7 +91,8 @@ func (s *providerServer) Embed(ctx context.Context, req *pb.EmbedRequest) (*pb.E
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "this provider serves no embeddings")
 	}
-	res, err := e.Embed(ctx, EmbedRequest{Body: req.GetBody(), Model: req.GetModel(), RequestID: req.GetRequestId()})
+	res, err := e.Embed(ctx, EmbedRequest{Body: req.GetBody(), Model: req.GetModel(), RequestID: req.GetRequestId(),
+		TraceParent: req.GetTraceParent(), TraceState: req.GetTraceState()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

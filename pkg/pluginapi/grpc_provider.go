@@ -41,7 +41,8 @@ type providerClient struct {
 var _ Provider = (*providerClient)(nil)
 
 func toPBRequest(req ChatRequest) *pb.ChatRequest {
-	return &pb.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: req.IncludeUsage, RequestId: req.RequestID}
+	return &pb.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: req.IncludeUsage, RequestId: req.RequestID,
+		TraceParent: req.TraceParent, TraceState: req.TraceState}
 }
 
 func fromPBUsage(u *pb.Usage) Usage {
@@ -115,7 +116,8 @@ type providerServer struct {
 }
 
 func fromPBRequest(req *pb.ChatRequest) ChatRequest {
-	return ChatRequest{Body: req.GetBody(), Model: req.GetModel(), IncludeUsage: req.GetIncludeUsage(), RequestID: req.GetRequestId()}
+	return ChatRequest{Body: req.GetBody(), Model: req.GetModel(), IncludeUsage: req.GetIncludeUsage(), RequestID: req.GetRequestId(),
+		TraceParent: req.GetTraceParent(), TraceState: req.GetTraceState()}
 }
 
 func (s *providerServer) Chat(ctx context.Context, req *pb.ChatRequest) (*pb.ChatResponse, error) {

@@ -371,6 +371,8 @@ export interface Run {
   costUsd: number;
   priceUnknown: boolean;
   latencyMs: number;
+  /** The W3C trace id of the call, when it had one (svc's span, or the caller's traceparent passed on). */
+  traceId?: string;
   savedUsd: number;
   savedMs: number;
   ghostSavedUsd: number;

@@ -26,11 +26,16 @@ const (
 )
 
 type ChatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"` // chat-completions request JSON
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	IncludeUsage  bool                   `protobuf:"varint,3,opt,name=include_usage,json=includeUsage,proto3" json:"include_usage,omitempty"` // streaming: ask the upstream to report usage
-	RequestId     string                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`           // svc's run id
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Body         []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"` // chat-completions request JSON
+	Model        string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	IncludeUsage bool                   `protobuf:"varint,3,opt,name=include_usage,json=includeUsage,proto3" json:"include_usage,omitempty"` // streaming: ask the upstream to report usage
+	RequestId    string                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`           // svc's run id
+	// The W3C trace context of the attempt, sent upstream as the
+	// traceparent and tracestate headers; per call, since non-streamed calls
+	// share one ChatCalls stream.
+	TraceParent   string `protobuf:"bytes,5,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	TraceState    string `protobuf:"bytes,6,opt,name=trace_state,json=traceState,proto3" json:"trace_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -89,6 +94,20 @@ func (x *ChatRequest) GetIncludeUsage() bool {
 func (x *ChatRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ChatRequest) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
+func (x *ChatRequest) GetTraceState() string {
+	if x != nil {
+		return x.TraceState
 	}
 	return ""
 }
@@ -420,7 +439,9 @@ type EmbedRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"` // embeddings request JSON
 	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	RequestId     string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // svc's run id
+	RequestId     string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`       // svc's run id
+	TraceParent   string                 `protobuf:"bytes,4,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"` // as ChatRequest's
+	TraceState    string                 `protobuf:"bytes,5,opt,name=trace_state,json=traceState,proto3" json:"trace_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -472,6 +493,20 @@ func (x *EmbedRequest) GetModel() string {
 func (x *EmbedRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
+func (x *EmbedRequest) GetTraceState() string {
+	if x != nil {
+		return x.TraceState
 	}
 	return ""
 }
@@ -969,13 +1004,16 @@ var File_pkg_pluginapi_proto_pluginapi_proto protoreflect.FileDescriptor
 
 const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\n" +
-	"#pkg/pluginapi/proto/pluginapi.proto\x12\x10svc.pluginapi.v1\"{\n" +
+	"#pkg/pluginapi/proto/pluginapi.proto\x12\x10svc.pluginapi.v1\"\xbf\x01\n" +
 	"\vChatRequest\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
 	"\rinclude_usage\x18\x03 \x01(\bR\fincludeUsage\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"|\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12!\n" +
+	"\ftrace_parent\x18\x05 \x01(\tR\vtraceParent\x12\x1f\n" +
+	"\vtrace_state\x18\x06 \x01(\tR\n" +
+	"traceState\"|\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12!\n" +
@@ -995,12 +1033,15 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x12\x12\n" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\"A\n" +
 	"\x0eModelsResponse\x12/\n" +
-	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"W\n" +
+	"\x06models\x18\x01 \x03(\v2\x17.svc.pluginapi.v1.ModelR\x06models\"\x9b\x01\n" +
 	"\fEmbedRequest\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"R\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12!\n" +
+	"\ftrace_parent\x18\x04 \x01(\tR\vtraceParent\x12\x1f\n" +
+	"\vtrace_state\x18\x05 \x01(\tR\n" +
+	"traceState\"R\n" +
 	"\rEmbedResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12-\n" +
 	"\x05usage\x18\x02 \x01(\v2\x17.svc.pluginapi.v1.UsageR\x05usage\"\xa5\x01\n" +

@@ -193,7 +193,7 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 	}
 	ctx, cancel, dl := p.withTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, req.RequestID, "application/json")
+	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, callOf(req.RequestID, req.TraceParent, req.TraceState), "application/json")
 	if err != nil {
 		return pluginapi.ChatResponse{}, err
 	}
@@ -233,7 +233,7 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 	}
 	ctx, cancel, dl := p.withTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, req.RequestID, "text/event-stream")
+	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, callOf(req.RequestID, req.TraceParent, req.TraceState), "text/event-stream")
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 
 // do sends one request. Its errors are ready to return: ctx.Err() when the
 // caller went away, otherwise a *ProviderError.
-func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, body []byte, requestID, accept string) (*http.Response, error) {
+func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, body []byte, c call, accept string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -297,8 +297,16 @@ func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, 
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
-	if requestID != "" {
-		r.Header.Set("X-Request-Id", requestID)
+	if c.requestID != "" {
+		r.Header.Set("X-Request-Id", c.requestID)
+	}
+	// The W3C trace context svc passes on, so that the upstream's spans
+	// join the call's trace.
+	if c.traceParent != "" {
+		r.Header["Traceparent"] = []string{c.traceParent}
+		if c.traceState != "" {
+			r.Header["Tracestate"] = []string{c.traceState}
+		}
 	}
 	resp, err := p.client.Do(r)
 	if err != nil {
@@ -513,7 +521,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		if after != "" {
 			target += "&after_id=" + url.QueryEscape(after)
 		}
-		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, "", "application/json")
+		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, call{}, "application/json")
 		if err != nil {
 			return nil, err
 		}
@@ -613,4 +621,12 @@ func truncate(s string, n int) string {
 		s = s[:cut] + "…"
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// call is what identifies one call upstream: svc's run id and the W3C
+// trace context of the attempt.
+type call struct{ requestID, traceParent, traceState string }
+
+func callOf(requestID, traceParent, traceState string) call {
+	return call{requestID, traceParent, traceState}
 }

@@ -115,6 +115,25 @@ func TestChatHeaders(t *testing.T) {
 	})
 }
 
+func TestTraceContextReachesTheUpstream(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	f := newFake(t, serveJSON("message.json"))
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		req := chatReq(hello)
+		req.TraceParent, req.TraceState = tp, "vendor=abc"
+		_, err := p.Chat(context.Background(), req)
+		require.NoError(t, err)
+		h := f.last(t).header
+		assert.Equal(t, tp, h.Get("Traceparent"))
+		assert.Equal(t, "vendor=abc", h.Get("Tracestate"))
+
+		_, err = p.Chat(context.Background(), chatReq(hello))
+		require.NoError(t, err)
+		_, present := f.last(t).header["Traceparent"]
+		assert.False(t, present, "no trace context, no header")
+	})
+}
+
 func TestNewRefusesABadHeader(t *testing.T) {
 	for _, h := range []map[string]string{{"X-Team": "a\r\nX-Evil: b"}, {"X Team": "a"}, {"X-Team": "a\x00"}} {
 		_, err := New(pluginapi.ProviderConfig{Headers: h}, nil)

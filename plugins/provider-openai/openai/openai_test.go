@@ -162,6 +162,50 @@ func TestChatWithoutRequestIDSendsNoHeader(t *testing.T) {
 	})
 }
 
+// The W3C trace context of the call reaches the upstream as its headers,
+// for chat, streams and embeddings, in process and across the plugin
+// connection (whose per-call message carries it).
+func TestTraceContextReachesTheUpstream(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	var headers []http.Header
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		headers = append(headers, r.Header.Clone())
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			io.WriteString(w, `{"object":"list","data":[],"model":"e"}`)
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
+			writeSSE(w, "data: {\"choices\":[]}\n\n", "data: [DONE]\n\n")
+			return
+		}
+		io.WriteString(w, `{"choices":[]}`)
+	})
+	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+		headers = nil
+		req := chatReq(simpleBody)
+		req.TraceParent, req.TraceState = tp, "vendor=abc"
+		_, err := p.Chat(context.Background(), req)
+		require.NoError(t, err)
+		_, err = collect(t, p, req)
+		require.NoError(t, err)
+		_, err = p.(pluginapi.Embedder).Embed(context.Background(), pluginapi.EmbedRequest{
+			Body: []byte(`{"model":"e","input":"x"}`), Model: "e", TraceParent: tp, TraceState: "vendor=abc"})
+		require.NoError(t, err)
+		require.Len(t, headers, 3)
+		for _, h := range headers {
+			assert.Equal(t, tp, h.Get("Traceparent"))
+			assert.Equal(t, "vendor=abc", h.Get("Tracestate"))
+		}
+
+		headers = nil
+		_, err = p.Chat(context.Background(), chatReq(simpleBody))
+		require.NoError(t, err)
+		require.Len(t, headers, 1)
+		_, present := headers[0]["Traceparent"]
+		assert.False(t, present, "no trace context, no header")
+	})
+}
+
 func TestChatUsageParsing(t *testing.T) {
 	cases := []struct {
 		name string

@@ -1,0 +1,214 @@
+// Package tracing sets up svc's OpenTelemetry traces and holds the helpers
+// every traced package uses. Setup reads the standard OTEL_* variables
+// (the exporters read their endpoint, headers, timeout and TLS themselves);
+// with tracing off nothing of the SDK runs, and a span is started only under
+// a span that records, so the request path pays one context lookup.
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/svc-gateway/svc/internal/errs"
+)
+
+// Name is the instrumentation scope of every span svc makes.
+const Name = "github.com/svc-gateway/svc"
+
+// Attributes svc adds beside the semantic conventions' (the contract's
+// names).
+const (
+	RunID    = attribute.Key("svc.run.id")
+	TenantID = attribute.Key("svc.tenant.id")
+	Route    = attribute.Key("svc.route")
+	Provider = attribute.Key("svc.provider")
+	Outcome  = attribute.Key("svc.outcome")
+)
+
+// Propagator reads and writes the W3C trace context and baggage headers.
+var Propagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(
+	propagation.TraceContext{}, propagation.Baggage{})
+
+// Options configure New.
+type Options struct {
+	// On says that traces are exported (config.Tracing); off, the tracer
+	// is a no-op and no exporter is made.
+	On bool
+	// Version is the build's, the resource's service.version.
+	Version string
+	// Getenv reads the variables; nil is os.Getenv.
+	Getenv func(string) string
+	// Logger receives the exporter's failures (a collector that cannot be
+	// reached); nil discards them.
+	Logger hclog.Logger
+}
+
+// Tracing is svc's tracer and what stops it.
+type Tracing struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+	sdk      *sdktrace.TracerProvider // nil when off
+}
+
+// New builds the tracer provider: an OTLP exporter over HTTP
+// (http/protobuf, the default) or gRPC, as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+// or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor; the
+// resource names the service (OTEL_SERVICE_NAME, else "svc"), its version
+// and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
+// OTEL_TRACES_SAMPLER overrides (parent-based always-on when unset).
+func New(ctx context.Context, o Options) (*Tracing, error) {
+	if !o.On {
+		p := noop.NewTracerProvider()
+		return &Tracing{provider: p, tracer: p.Tracer(Name)}, nil
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Logger != nil {
+		// The SDK reports through one handler per process; svc has one
+		// tracer provider.
+		log := o.Logger
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("traces not exported", "error", err) }))
+	}
+	exporter, err := newExporter(ctx, protocol(getenv))
+	if err != nil {
+		return nil, err
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName("svc"), semconv.ServiceVersion(o.Version)),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
+	)
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		_ = exporter.Shutdown(ctx)
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
+}
+
+// protocol is the OTLP protocol the variables ask for, http/protobuf by
+// default.
+func protocol(getenv func(string) string) string {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return strings.ToLower(v)
+		}
+	}
+	return "http/protobuf"
+}
+
+func newExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
+	switch proto {
+	case "grpc":
+		return otlptracegrpc.New(ctx)
+	case "http/protobuf":
+		return otlptracehttp.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not a protocol svc exports with (grpc, http/protobuf)", proto)
+	}
+}
+
+// Tracer is the tracer of the spans that start a trace: an HTTP request,
+// a job.
+func (t *Tracing) Tracer() trace.Tracer { return t.tracer }
+
+// Enabled says whether spans are exported.
+func (t *Tracing) Enabled() bool { return t.sdk != nil }
+
+// Shutdown exports the spans still buffered and stops the exporter.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t.sdk == nil {
+		return nil
+	}
+	return t.sdk.Shutdown(ctx)
+}
+
+// Start starts a child span of the span in ctx, with the tracer that made
+// it, only when that span records: under no span, or one that is not
+// sampled, ctx and its span come back as they are and nothing is
+// allocated. The caller ends the span it gets (ending a span that does not
+// record does nothing).
+func Start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
+	}
+	return parent.TracerProvider().Tracer(Name).Start(ctx, name, trace.WithSpanKind(kind))
+}
+
+// Recording says whether ctx's span records, that is, whether attributes
+// set on it are kept: callers check it before building them.
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
+// Fail marks span as failed: error.type is the failure's class (an error
+// code, or a status), description its public text.
+func Fail(span trace.Span, class, description string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(semconv.ErrorTypeKey.String(class))
+	span.SetStatus(codes.Error, description)
+}
+
+// W3C is ctx's span context as the traceparent and tracestate header
+// values, empty when ctx holds no valid one. With tracing off it is the
+// caller's own traceparent, unchanged.
+func W3C(ctx context.Context) (traceparent, tracestate string) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	var b [55]byte
+	copy(b[:], "00-")
+	hexTo(b[3:35], tid[:])
+	b[35] = '-'
+	hexTo(b[36:52], sid[:])
+	b[52] = '-'
+	hexTo(b[53:55], []byte{byte(sc.TraceFlags())})
+	return string(b[:]), sc.TraceState().String()
+}
+
+const hexDigits = "0123456789abcdef"
+
+func hexTo(dst, src []byte) {
+	for i, v := range src {
+		dst[2*i], dst[2*i+1] = hexDigits[v>>4], hexDigits[v&0x0f]
+	}
+}
+
+// TraceID is ctx's trace id in hex, empty when it holds no valid span
+// context: a run names the trace it was part of, sampled or passed on.
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// Error marks span as failed with err: error.type is its machine code,
+// the status its public text (never the private cause).
+func Error(span trace.Span, err error) {
+	if err == nil || !span.IsRecording() {
+		return
+	}
+	Fail(span, errs.Code(err), errs.Public(err))
+}

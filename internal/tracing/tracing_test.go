@@ -1,0 +1,88 @@
+package tracing_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-gateway/svc/internal/tracing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// Off, svc makes no SDK and no exporter: its tracer records nothing.
+func TestOffIsANoop(t *testing.T) {
+	tr, err := tracing.New(context.Background(), tracing.Options{On: false})
+	require.NoError(t, err)
+	assert.False(t, tr.Enabled())
+	_, span := tr.Tracer().Start(context.Background(), "x")
+	assert.False(t, span.IsRecording())
+	assert.NoError(t, tr.Shutdown(context.Background()))
+}
+
+// The protocol comes from OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+// OTEL_EXPORTER_OTLP_PROTOCOL; one svc cannot export with stops the start.
+func TestProtocol(t *testing.T) {
+	for _, vars := range []map[string]string{
+		{},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
+	} {
+		tr, err := tracing.New(context.Background(), tracing.Options{On: true, Getenv: env(vars)})
+		require.NoError(t, err, "%v", vars)
+		assert.True(t, tr.Enabled())
+		require.NoError(t, tr.Shutdown(context.Background()))
+	}
+	_, err := tracing.New(context.Background(), tracing.Options{On: true, Getenv: env(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "http/json")
+}
+
+// The sampler is the SDK's, which OTEL_TRACES_SAMPLER sets.
+func TestSamplerFromTheEnvironment(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	tr, err := tracing.New(context.Background(), tracing.Options{On: true, Getenv: env(nil)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	_, span := tr.Tracer().Start(context.Background(), "x")
+	assert.False(t, span.IsRecording())
+}
+
+// Under no recording span, Start hands back the context as it is, and
+// costs no allocation: the request path with tracing off.
+func TestStartWithoutARecordingSpanAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	got, span := tracing.Start(ctx, "x", trace.SpanKindInternal)
+	assert.Equal(t, ctx, got)
+	assert.False(t, span.IsRecording())
+	allocs := testing.AllocsPerRun(100, func() {
+		_, span := tracing.Start(ctx, "x", trace.SpanKindInternal)
+		span.End()
+		_, _ = tracing.W3C(ctx)
+		_ = tracing.TraceID(ctx)
+	})
+	assert.Zero(t, allocs)
+}
+
+// W3C writes a span context as the traceparent and tracestate headers.
+func TestW3C(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ts, err := trace.ParseTraceState("vendor=abc,other=1")
+	require.NoError(t, err)
+	for flags, want := range map[trace.TraceFlags]string{
+		trace.FlagsSampled: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		0:                  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+	} {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: ts, Remote: true})
+		tp, state := tracing.W3C(trace.ContextWithRemoteSpanContext(context.Background(), sc))
+		assert.Equal(t, want, tp)
+		assert.Equal(t, "vendor=abc,other=1", state)
+	}
+	tp, state := tracing.W3C(context.Background())
+	assert.Empty(t, tp)
+	assert.Empty(t, state)
+}
