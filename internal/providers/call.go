@@ -377,6 +377,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		defer releaseProbe(r.now, h)
 	}
 	actx, span := startAttempt(actx, prov, model, kind)
+	var a Attempt
+	defer endAttempt(span, &a, r.scrub) // a try that panics still ends it
 	clock := calltime.From(ctx) // real time, whatever r.now is: the overhead svc reports is measured
 	clock.AttemptBegan(time.Now())
 	start := r.now()
@@ -384,8 +386,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	timer.stop()
 	end := r.now()
 	clock.AttemptEnded(time.Now())
-	a := Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
-	defer endAttempt(span, &a)
+	a = Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
 	if err == nil {
 		h.done(end, probe, resultOK, "", 0)
 		return a, verdictOK, nil

@@ -31,9 +31,16 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 }
 
 // endAttempt ends an attempt's span with its outcome: the provider's
-// status, and on a failure its error.
-func endAttempt(span trace.Span, a *Attempt) {
+// status, and on a failure its error, the router's secrets hidden (and
+// masked when the tenant has redaction on). An attempt with no outcome is
+// one whose provider panicked.
+func endAttempt(span trace.Span, a *Attempt, scrub func(string) string) {
 	if !span.IsRecording() {
+		return
+	}
+	if a.Outcome == "" {
+		tracing.Fail(span, "panic", "the provider panicked")
+		span.End()
 		return
 	}
 	span.SetAttributes(tracing.Outcome.String(a.Outcome))
@@ -45,7 +52,7 @@ func endAttempt(span trace.Span, a *Attempt) {
 		if a.Status != 0 {
 			class = strconv.Itoa(a.Status)
 		}
-		tracing.Fail(span, class, a.Error)
+		tracing.Fail(span, class, scrub(a.Error))
 	}
 	span.End()
 }
