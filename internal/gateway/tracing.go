@@ -3,13 +3,17 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/internal/tracing"
 )
@@ -20,6 +24,7 @@ const (
 	attrCacheLookup    = attribute.Key("svc.cache.lookup") // off, skipped, miss, stale, fresh
 	attrArtifactFound  = attribute.Key("svc.artifact.found")
 	attrPolicyDecision = attribute.Key("svc.policy.decision")
+	attrPolicyTarget   = attribute.Key("svc.policy.target") // chat, tool
 	attrMode           = attribute.Key("svc.mode")
 )
 
@@ -32,6 +37,9 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
 		ctx, c.span = tracing.Start(ctx, op.Value.AsString()+" "+req.Model, trace.SpanKindInternal)
+		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
+			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
+		}
 		attrs := make([]attribute.KeyValue, 0, 8)
 		attrs = append(attrs, op, semconv.GenAIRequestModel(req.Model), tracing.RunID.String(c.run.ID),
 			tracing.TenantID.String(id.TenantID), attrMode.String(string(id.Mode)))
@@ -81,7 +89,7 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 		}
 	}
 	if g.traceContent && !c.embeddings {
-		masking := c.masking || g.redaction != nil && g.redaction.Redaction(context.WithoutCancel(ctx), run.TenantID)
+		masking := c.masking || tracing.Masking(ctx)
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.req.Messages, masking)))
 		if answer != nil {
 			if out, ok := outputMessages(answer, masking); ok {
@@ -91,7 +99,46 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	}
 	span.SetAttributes(attrs...)
 	if errp != nil {
-		tracing.Error(span, *errp)
+		failed(ctx, span, *errp)
+	}
+	span.End()
+}
+
+// failed marks the span of a call, or of a step of it, with the error it
+// ended with, its text masked when the call masks. A client that went away
+// is no failure of svc's: error.type "cancelled", the status left unset
+// (the server's span records the 499).
+func failed(ctx context.Context, span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	var left *clientLeft
+	if errors.Is(err, context.Canceled) || errors.As(err, &left) {
+		span.SetAttributes(semconv.ErrorTypeKey.String("cancelled"))
+		return
+	}
+	tracing.Fail(span, errs.Code(err), tracing.Describe(ctx, errs.Public(err)))
+}
+
+// startPolicy starts the span of a policy evaluation on target (chat, tool).
+func startPolicy(ctx context.Context, target policy.Target) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrPolicyTarget.String(string(target)))
+	}
+	return ctx, span
+}
+
+// endPolicy ends a policy evaluation's span with the call's decision. A
+// deny is a decision, not a failure: the status is an error only when no
+// decision could be made.
+func endPolicy(ctx context.Context, c *call, span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
+	if c.run.Route != ledger.RouteBlocked {
+		failed(ctx, span, err)
 	}
 	span.End()
 }

@@ -26,6 +26,9 @@ type traced struct {
 	mu      sync.Mutex
 	parents []string
 	fail    bool
+	message string // the failure's text, when not the default
+	cancel  func() // called by Chat, which then fails as the context does
+	answer  []byte // the answer, when not instantBody
 }
 
 func (p *traced) seen(tp string) {
@@ -36,10 +39,22 @@ func (p *traced) seen(tp string) {
 
 func (p *traced) Chat(_ context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	p.seen(req.TraceParent)
-	if p.fail {
-		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: "upstream exploded"}
+	if p.cancel != nil {
+		p.cancel()
+		return pluginapi.ChatResponse{}, context.Canceled
 	}
-	return pluginapi.ChatResponse{Body: instantBody, Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, nil
+	if p.fail {
+		msg := "upstream exploded"
+		if p.message != "" {
+			msg = p.message
+		}
+		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: msg}
+	}
+	body := instantBody
+	if p.answer != nil {
+		body = p.answer
+	}
+	return pluginapi.ChatResponse{Body: body, Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, nil
 }
 
 func (p *traced) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {

@@ -379,7 +379,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	actx, span := startAttempt(actx, prov, model, kind)
 	var a Attempt
 	// Deferred now, so that a try that panics still ends the span.
-	defer endAttempt(span, &a, r.scrub)
+	defer endAttempt(actx, span, &a, r.scrub)
 	clock := calltime.From(ctx) // real time, whatever r.now is: the overhead svc reports is measured
 	clock.AttemptBegan(time.Now())
 	start := r.now()

@@ -34,7 +34,7 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 // status, and on a failure its error, the router's secrets hidden (and
 // masked when the tenant has redaction on). An attempt with no outcome is
 // one whose provider panicked.
-func endAttempt(span trace.Span, a *Attempt, scrub func(string) string) {
+func endAttempt(ctx context.Context, span trace.Span, a *Attempt, scrub func(string) string) {
 	if !span.IsRecording() {
 		return
 	}
@@ -52,7 +52,7 @@ func endAttempt(span trace.Span, a *Attempt, scrub func(string) string) {
 		if a.Status != 0 {
 			class = strconv.Itoa(a.Status)
 		}
-		tracing.Fail(span, class, scrub(a.Error))
+		tracing.Fail(span, class, tracing.Describe(ctx, scrub(a.Error)))
 	}
 	span.End()
 }
