@@ -445,6 +445,12 @@ func runsWhere(tenantID string, f ledger.Filter) (string, []any) {
 			args = append(args, c.v)
 		}
 	}
+	if f.TraceID != "" {
+		// The index on trace ids holds only runs that have one: the term
+		// that says so lets SQLite use it.
+		where += ` AND trace_id = ? AND trace_id <> ''`
+		args = append(args, f.TraceID)
+	}
 	if !f.Since.IsZero() {
 		where += ` AND created_at >= ?`
 		args = append(args, f.Since.UnixMilli())
