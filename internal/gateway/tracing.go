@@ -46,8 +46,8 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 		if req.Temperature != nil {
 			attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
 		}
-		if n := maxTokens(req.Body); n > 0 {
-			attrs = append(attrs, semconv.GenAIRequestMaxTokens(n))
+		if req.MaxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
 		}
 		c.span.SetAttributes(attrs...)
 	} else {
@@ -141,22 +141,6 @@ func endPolicy(ctx context.Context, c *call, span trace.Span, err error) {
 		failed(ctx, span, err)
 	}
 	span.End()
-}
-
-// maxTokens is the request's max_completion_tokens, else max_tokens; 0
-// when it sets neither.
-func maxTokens(body []byte) int {
-	var b struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return 0
-	}
-	if b.MaxCompletionTokens > 0 {
-		return b.MaxCompletionTokens
-	}
-	return b.MaxTokens
 }
 
 // answerID reads the id and the model of an answer: a chat.completion, or
