@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -90,10 +91,10 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	}
 	if g.traceContent && !c.embeddings {
 		masking := c.masking || tracing.Masking(ctx)
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.req.Messages, masking)))
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(capContent(inputMessages(c.req.Messages, masking))))
 		if answer != nil {
 			if out, ok := outputMessages(answer, masking); ok {
-				attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(out))
+				attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(capContent(out)))
 			}
 		}
 	}
@@ -141,6 +142,23 @@ func endPolicy(ctx context.Context, c *call, span trace.Span, err error) {
 		failed(ctx, span, err)
 	}
 	span.End()
+}
+
+// maxContent bounds a captured messages attribute: a long conversation
+// does not make every span of its call a large export.
+const maxContent = 64 << 10
+
+// capContent cuts s to maxContent bytes, at a character's boundary (the
+// JSON is then cut short, as an attribute limit would cut it).
+func capContent(s string) string {
+	if len(s) <= maxContent {
+		return s
+	}
+	i := maxContent
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // answerID reads the id and the model of an answer: a chat.completion, or

@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,4 +135,16 @@ func TestTracedToolCallPolicy(t *testing.T) {
 	assert.Equal(t, "deny", attrsOf(pol)["svc.policy.decision"].AsString())
 	record := spanNamed(t, spans, "ledger.record", trace.SpanKindInternal)
 	assert.Equal(t, call.SpanContext().SpanID(), record.Parent().SpanID())
+}
+
+// Captured content is cut at 64 KiB, at a character's boundary.
+func TestTracedContentIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 40<<10) // 80 KiB
+	spans, err := traceCall(t, gateway.Options{Router: oneProvider(&traced{}), Recorder: discard{}, TraceContent: true},
+		`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+long+`"}]}`, auth.Observe)
+	require.NoError(t, err)
+	in := attrsOf(spanNamed(t, spans, "chat gpt-4o-mini", trace.SpanKindInternal))["gen_ai.input.messages"].AsString()
+	assert.LessOrEqual(t, len(in), 64<<10)
+	assert.Greater(t, len(in), 64<<10-4)
+	assert.True(t, utf8.ValidString(in))
 }
