@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -74,19 +75,28 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	if run.Provider != "" {
 		attrs = append(attrs, tracing.Provider.String(run.Provider))
 	}
+	if plugin := c.plugin(run.Provider); plugin != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(plugin))
+	}
 	if !run.UsageUnknown && run.TotalTokens > 0 {
-		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(run.PromptTokens)), semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
+		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(run.PromptTokens)))
+		if !c.embeddings { // an embedding has no output tokens
+			attrs = append(attrs, semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
+		}
 	}
 	answer := run.Response
 	if answer == nil && res != nil {
 		answer = res.Body
 	}
-	if id, model := answerID(answer); model != "" || id != "" {
-		if id != "" {
-			attrs = append(attrs, semconv.GenAIResponseID(id))
+	if a := readAnswer(answer); a.ID != "" || a.Model != "" || len(a.reasons) > 0 {
+		if a.ID != "" {
+			attrs = append(attrs, semconv.GenAIResponseID(a.ID))
 		}
-		if model != "" {
-			attrs = append(attrs, semconv.GenAIResponseModel(model))
+		if a.Model != "" {
+			attrs = append(attrs, semconv.GenAIResponseModel(a.Model))
+		}
+		if len(a.reasons) > 0 {
+			attrs = append(attrs, semconv.GenAIResponseFinishReasons(a.reasons...))
 		}
 	}
 	if g.traceContent && !c.embeddings {
@@ -161,27 +171,59 @@ func capContent(s string) string {
 	return s[:i]
 }
 
-// answerID reads the id and the model of an answer: a chat.completion, or
-// a stored stream's first chunk.
-func answerID(body []byte) (id, model string) {
-	if len(body) == 0 {
-		return "", ""
+// plugin is the plugin of the call's provider named name (gen_ai.provider.name):
+// openai, anthropic; empty when unknown, or a binary's path.
+func (c *call) plugin(name string) string {
+	if name == "" || c.plan == nil {
+		return ""
 	}
-	type head struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
+	for _, cand := range c.plan.Candidates {
+		if cand.Provider == name {
+			if strings.ContainsAny(cand.Plugin, `/\`) {
+				return ""
+			}
+			return cand.Plugin
+		}
 	}
+	return ""
+}
+
+// answerHead is what a span tells of an answer: its id, model and the
+// finish reasons of its choices.
+type answerHead struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	reasons []string
+}
+
+// readAnswer reads an answer: a chat.completion, or a stored stream, whose
+// id and model are its first chunk's and whose finish reasons are every
+// chunk's.
+func readAnswer(body []byte) answerHead {
 	var b struct {
-		head
-		Chunks []head `json:"chunks"`
+		answerHead
+		Chunks []answerHead `json:"chunks"`
 	}
-	if json.Unmarshal(body, &b) != nil {
-		return "", ""
+	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
+		return answerHead{}
 	}
-	if b.ID == "" && b.Model == "" && len(b.Chunks) > 0 {
-		return b.Chunks[0].ID, b.Chunks[0].Model
+	a := b.answerHead
+	heads := []answerHead{a}
+	if a.ID == "" && a.Model == "" && len(b.Chunks) > 0 {
+		a.ID, a.Model = b.Chunks[0].ID, b.Chunks[0].Model
+		heads = b.Chunks
 	}
-	return b.ID, b.Model
+	for _, h := range heads {
+		for _, ch := range h.Choices {
+			if ch.FinishReason != "" {
+				a.reasons = append(a.reasons, ch.FinishReason)
+			}
+		}
+	}
+	return a
 }
 
 // message is a message as the GenAI conventions record it: a role and

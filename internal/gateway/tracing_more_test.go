@@ -148,3 +148,13 @@ func TestTracedContentIsBounded(t *testing.T) {
 	assert.Greater(t, len(in), 64<<10-4)
 	assert.True(t, utf8.ValidString(in))
 }
+
+// A non-streamed answer's finish reasons are on the call's span.
+func TestTracedFinishReasons(t *testing.T) {
+	spans, err := traceCall(t, gateway.Options{Router: oneProvider(&traced{}), Recorder: discard{}},
+		`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`, auth.Observe)
+	require.NoError(t, err)
+	a := attrsOf(spanNamed(t, spans, "chat gpt-4o-mini", trace.SpanKindInternal))
+	assert.Equal(t, []string{"stop"}, a["gen_ai.response.finish_reasons"].AsStringSlice())
+	assert.Equal(t, "openai", a["gen_ai.provider.name"].AsString())
+}

@@ -153,6 +153,8 @@ func TestTracedEmbeddings(t *testing.T) {
 	call := spanNamed(t, spans, "embeddings e-1", trace.SpanKindInternal)
 	assert.Equal(t, "embeddings", attrsOf(call)["gen_ai.operation.name"].AsString())
 	assert.EqualValues(t, 3, attrsOf(call)["gen_ai.usage.input_tokens"].AsInt64())
+	_, output := attrsOf(call)["gen_ai.usage.output_tokens"]
+	assert.False(t, output, "an embedding has no output tokens")
 	_, captured := attrsOf(call)["gen_ai.input.messages"]
 	assert.False(t, captured, "an embeddings call has no messages to record")
 	attempt := spanNamed(t, spans, "embeddings e-1", trace.SpanKindClient)
@@ -232,6 +234,8 @@ func TestTracedStream(t *testing.T) {
 	assert.Equal(t, "up-1", a["gen_ai.response.model"].AsString())
 	assert.EqualValues(t, 4, a["gen_ai.usage.input_tokens"].AsInt64())
 	assert.EqualValues(t, 2, a["gen_ai.usage.output_tokens"].AsInt64())
+	assert.Equal(t, []string{"stop"}, a["gen_ai.response.finish_reasons"].AsStringSlice(), "from the assembled stream")
+	assert.Equal(t, "openai", a["gen_ai.provider.name"].AsString(), "the answering provider's plugin")
 	in, out := a["gen_ai.input.messages"].AsString(), a["gen_ai.output.messages"].AsString()
 	assert.Contains(t, in, "mail ")
 	assert.NotContains(t, in, "dave@example.com")
