@@ -270,6 +270,10 @@ func TestLedgerSnapshotReadsRunsWithoutTraceID(t *testing.T) {
 	require.NoError(t, err)
 	rec := newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000).UTC(), ledger.RouteLive, ledger.StatusOK, "")
 	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
 	// The database as migration 0019 left it.
 	rows, err := s.DB().Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%trace_id%'`)
 	require.NoError(t, err)
@@ -296,4 +300,8 @@ func TestLedgerSnapshotReadsRunsWithoutTraceID(t *testing.T) {
 	assert.Equal(t, rec.Run.ID, c.Run.ID)
 	assert.Empty(t, c.Run.TraceID)
 	assert.True(t, c.Verify().OK)
+	r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
 }
