@@ -89,6 +89,7 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 		out, err := prov.Impl.Chat(ctx, cr)
 		if err == nil {
 			res = out
+			answered(ctx, out.Usage, false)
 		}
 		return false, err
 	})
@@ -147,6 +148,7 @@ func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest)
 		out, err := prov.Impl.(pluginapi.Embedder).Embed(ctx, er)
 		if err == nil {
 			res = out
+			answered(ctx, out.Usage, true)
 		}
 		return false, err
 	})

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/tracing"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // startAttempt starts an attempt's client span, "chat gpt-4o-mini" (the
@@ -55,4 +56,17 @@ func endAttempt(ctx context.Context, span trace.Span, a *Attempt, scrub func(str
 		tracing.Fail(span, class, tracing.Describe(ctx, scrub(a.Error)))
 	}
 	span.End()
+}
+
+// answered puts the usage the provider answered with on the attempt's
+// span in ctx (an embedding has no output tokens).
+func answered(ctx context.Context, u pluginapi.Usage, embed bool) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() || u.PromptTokens == 0 && u.CompletionTokens == 0 {
+		return
+	}
+	span.SetAttributes(semconv.GenAIUsageInputTokens(int(u.PromptTokens)))
+	if !embed {
+		span.SetAttributes(semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
+	}
 }

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,4 +61,19 @@ func TestAttemptSpanEndsWhenTheProviderPanics(t *testing.T) {
 	spans := tracedChat(t, h, context.Background())
 	require.Len(t, spans, 1, "the attempt's span is ended")
 	assert.Equal(t, codes.Error, spans[0].Status().Code)
+}
+
+// The answering attempt's span carries the usage its provider answered with.
+func TestAttemptSpanCarriesTheUsage(t *testing.T) {
+	h := newHarness(t, &Set{Providers: []*Provider{{Name: "a", Plugin: "openai"}}, Retries: Retries{MaxAttempts: 1}})
+	spans := tracedChat(t, h, context.Background())
+	require.Len(t, spans, 1)
+	a := map[string]int64{}
+	for _, kv := range spans[0].Attributes() {
+		if strings.HasPrefix(string(kv.Key), "gen_ai.usage.") {
+			a[string(kv.Key)] = kv.Value.AsInt64()
+		}
+	}
+	assert.NotZero(t, a["gen_ai.usage.input_tokens"])
+	assert.Contains(t, a, "gen_ai.usage.output_tokens")
 }
