@@ -370,5 +370,18 @@ func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
 	broken := browsertest.Run(b, chromedp.Evaluate[string](`import('/console/views/run.js').then((m) =>
 		m.integrityBadge({ok: false, events: 3, brokenAt: 1, reason: 'prev_link_mismatch'}).textContent)`, chromedp.EvalAwaitPromise))
 	assert.Equal(t, "Broken The chain breaks at event 1: an event’s link to the event before it was changed.", broken)
+
+	// A run's page names the trace its call was part of.
+	req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(chatBody))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	visit(b, p, "runs/"+res.Header.Get("x-svc-run-id"), "Run")
+	b.WaitText("#run-facts", "Trace id")
+	b.WaitText("#run-facts", callerTrace)
 	assertNoPageErrors(t, b)
 }

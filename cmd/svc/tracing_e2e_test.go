@@ -446,3 +446,58 @@ func TestTraceContextPassesThroughWithTracingOff(t *testing.T) {
 	_, requests := col.snapshot()
 	assert.Zero(t, requests, "no export with tracing off")
 }
+
+// headersCall posts tracedChat with the given trace context headers (none
+// when empty).
+func headersCall(t *testing.T, p *proc, traceparent, tracestate string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(tracedChat))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if traceparent != "" {
+		req.Header.Set("traceparent", traceparent)
+	}
+	if tracestate != "" {
+		req.Header.Set("tracestate", tracestate)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
+}
+
+// A caller's trace context goes upstream only when valid, its tracestate
+// at most 512 bytes; with tracing on, an invalid traceparent starts a
+// trace of svc's own.
+func TestHostileTraceContext(t *testing.T) {
+	valid := "00-" + callerTrace + "-" + callerSpan + "-01"
+	var members []string
+	for i := range 32 {
+		members = append(members, fmt.Sprintf("k%02d=%s", i, strings.Repeat("v", 26)))
+	}
+	huge := strings.Join(members, ",")
+
+	up := newTraceUpstream(t)
+	off := start(t, "PROVIDER_API_KEY=sk-test-0000", "PROVIDER_BASE_URL="+up.URL+"/v1")
+	headersCall(t, off, "00-zzzz-01", "a=1")
+	tp, ts := up.last()
+	assert.Empty(t, tp, "an invalid traceparent is dropped")
+	assert.Empty(t, ts)
+	headersCall(t, off, valid, "not a list member")
+	tp, ts = up.last()
+	assert.Equal(t, valid, tp, "an invalid tracestate is dropped, the traceparent kept")
+	assert.Empty(t, ts)
+	headersCall(t, off, valid, huge)
+	tp, ts = up.last()
+	assert.Equal(t, valid, tp)
+	assert.Equal(t, strings.Join(members[:16], ","), ts, "cut to 512 bytes, whole members")
+
+	_, endpoint := newHTTPCollector(t)
+	on := start(t, "PROVIDER_API_KEY=sk-test-0000", "PROVIDER_BASE_URL="+up.URL+"/v1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint, "OTEL_BSP_SCHEDULE_DELAY=100")
+	headersCall(t, on, "00-zzzz-01", "")
+	tp, _ = up.last()
+	require.Len(t, tp, 55, "a trace of svc's own")
+	assert.NotContains(t, tp, callerTrace)
+}

@@ -162,7 +162,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "unset (tracing off)", "export OpenTelemetry traces over OTLP to this endpoint (also OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, _PROTOCOL grpc or http/protobuf, _HEADERS, _TIMEOUT, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_SDK_DISABLED)"},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "unset", "the traces' OTLP endpoint, when it differs from OTEL_EXPORTER_OTLP_ENDPOINT"},
 	{"OTEL_SDK_DISABLED", "false", "true turns tracing off whatever the endpoint"},
-	{"OTEL_TRACES_EXPORTER", "otlp", "none turns tracing off whatever the endpoint"},
+	{"OTEL_TRACES_EXPORTER", "otlp", "a comma-separated list: traces are exported only when it names otlp (none, or a list without otlp, turns tracing off whatever the endpoint)"},
 	{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false", "record prompts and answers on the gateway's spans (masked when the tenant has redaction on)"},
 	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
@@ -349,13 +349,38 @@ func (p *parser) httpURL(name, def string) string {
 }
 
 // tracing says whether the OTEL_* variables ask for traces: an endpoint,
-// and neither switch off.
+// OTEL_TRACES_EXPORTER's list naming otlp (svc's one exporter), and not
+// OTEL_SDK_DISABLED. Traces on, the protocol must be one svc exports with.
 func (p *parser) tracing() bool {
 	endpoint := p.str("OTEL_EXPORTER_OTLP_ENDPOINT", "") != ""
 	traces := p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") != ""
 	disabled := p.boolean("OTEL_SDK_DISABLED")
-	none := strings.EqualFold(strings.TrimSpace(p.str("OTEL_TRACES_EXPORTER", "otlp")), "none")
-	return (endpoint || traces) && !disabled && !none
+	otlp := false
+	for _, e := range strings.Split(p.str("OTEL_TRACES_EXPORTER", "otlp"), ",") {
+		otlp = otlp || strings.EqualFold(strings.TrimSpace(e), "otlp")
+	}
+	on := (endpoint || traces) && !disabled && otlp
+	if on {
+		p.otlpProtocol()
+	}
+	return on
+}
+
+// otlpProtocol checks the protocol the traces are exported with: the
+// first of OTEL_EXPORTER_OTLP_TRACES_PROTOCOL and OTEL_EXPORTER_OTLP_PROTOCOL
+// that is set.
+func (p *parser) otlpProtocol() {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		v := strings.ToLower(p.str(name, ""))
+		switch v {
+		case "":
+			continue
+		case "grpc", "http/protobuf":
+		default:
+			p.fail(name, "%q is not supported: svc exports traces with grpc or http/protobuf only", v)
+		}
+		return
+	}
 }
 
 // optionalAddr is a host:port address, or empty when unset.

@@ -131,3 +131,40 @@ func TestOperationsDocDocumentsEveryVariable(t *testing.T) {
 		assert.Contains(t, string(readme), "| `"+v.Name+"` | "+v.Default+" |", "docs/operations.md's configuration table is out of date; regenerate the row of %s", v.Name)
 	}
 }
+
+// Tracing is on with an endpoint, unless switched off; OTEL_TRACES_EXPORTER
+// is a list that must name otlp, and the protocol is one svc exports with.
+func TestTracing(t *testing.T) {
+	const endpoint = "http://collector:4318"
+	for _, tc := range []struct {
+		env map[string]string
+		on  bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SDK_DISABLED": "true"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_TRACES_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_TRACES_EXPORTER": "console"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_TRACES_EXPORTER": "console, OTLP"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true},
+	} {
+		c, err := config.FromEnv(env(tc.env))
+		require.NoError(t, err, tc.env)
+		assert.Equal(t, tc.on, c.Tracing, tc.env)
+	}
+	for name, value := range map[string]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL":        "http/json",
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "thrift",
+	} {
+		_, err := config.FromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, name: value}))
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), name)
+		assert.Contains(t, err.Error(), "grpc or http/protobuf")
+	}
+	// The traces' own protocol comes first.
+	c, err := config.FromEnv(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}))
+	require.NoError(t, err)
+	assert.True(t, c.Tracing)
+}

@@ -454,7 +454,8 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 // the answer agree); it returns once the run is committed, whether or not
 // the client is still there.
 func (g *Gateway) finish(ctx context.Context, c *call, status int, failure string) error {
-	ctx = context.WithoutCancel(ctx)
+	// The run is recorded under the call's span, whichever step ends it.
+	ctx = trace.ContextWithSpan(context.WithoutCancel(ctx), c.span)
 	end := g.now()
 	run := c.run
 	masking := g.redaction != nil && g.redaction.Redaction(ctx, run.TenantID)

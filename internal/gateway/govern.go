@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -16,7 +14,6 @@ import (
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
-	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // Governor decides on chat requests, the providers they may go to, and
@@ -38,13 +35,9 @@ func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
 	}
-	ctx, span := tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
+	ctx, span := startPolicy(ctx, policy.Chat)
 	err := g.governChatRules(ctx, c)
-	if span.IsRecording() {
-		span.SetAttributes(attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
-		tracing.Error(span, err)
-		span.End()
-	}
+	endPolicy(ctx, c, span, err)
 	return err
 }
 
@@ -104,6 +97,13 @@ func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, ad
 	if len(calls) == 0 {
 		return nil
 	}
+	ctx, span := startPolicy(ctx, policy.Tool)
+	err := g.governToolRules(ctx, c, calls, advisory)
+	endPolicy(ctx, c, span, err)
+	return err
+}
+
+func (g *Gateway) governToolRules(ctx context.Context, c *call, calls []toolCall, advisory bool) error {
 	worst := governance.Decision{Verdict: policy.Verdict{Decision: policy.Allow, Rules: []policy.RuleResult{}}}
 	for _, tc := range calls {
 		in := &policy.Input{Tool: policy.ToolCall{Name: tc.name, Args: policy.NewArgs(tc.args), Level: governance.DefaultToolLevel}}

@@ -139,3 +139,18 @@ func BenchmarkParseRequest(b *testing.B) {
 		})
 	}
 }
+
+// The token limit is read once, with the request: max_completion_tokens
+// before max_tokens.
+func TestParseRequestReadsTheTokenLimit(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"model":"m","messages":[{"role":"user","content":"x"}]}`:                                            0,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":64}`:                            64,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":64,"max_completion_tokens":32}`: 32,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":16}`:                 16,
+	} {
+		r, err := gateway.ParseRequest([]byte(body))
+		require.NoError(t, err)
+		assert.Equal(t, want, r.MaxTokens, body)
+	}
+}

@@ -3,13 +3,19 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/learning/shape"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/redact"
 	"github.com/svc-gateway/svc/internal/tracing"
 )
@@ -20,6 +26,7 @@ const (
 	attrCacheLookup    = attribute.Key("svc.cache.lookup") // off, skipped, miss, stale, fresh
 	attrArtifactFound  = attribute.Key("svc.artifact.found")
 	attrPolicyDecision = attribute.Key("svc.policy.decision")
+	attrPolicyTarget   = attribute.Key("svc.policy.target") // chat, tool
 	attrMode           = attribute.Key("svc.mode")
 )
 
@@ -32,14 +39,17 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
 		ctx, c.span = tracing.Start(ctx, op.Value.AsString()+" "+req.Model, trace.SpanKindInternal)
+		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
+			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
+		}
 		attrs := make([]attribute.KeyValue, 0, 8)
 		attrs = append(attrs, op, semconv.GenAIRequestModel(req.Model), tracing.RunID.String(c.run.ID),
 			tracing.TenantID.String(id.TenantID), attrMode.String(string(id.Mode)))
 		if req.Temperature != nil {
 			attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
 		}
-		if n := maxTokens(req.Body); n > 0 {
-			attrs = append(attrs, semconv.GenAIRequestMaxTokens(n))
+		if req.MaxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
 		}
 		c.span.SetAttributes(attrs...)
 	} else {
@@ -65,74 +75,155 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	if run.Provider != "" {
 		attrs = append(attrs, tracing.Provider.String(run.Provider))
 	}
+	if plugin := c.plugin(run.Provider); plugin != "" {
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(plugin))
+	}
 	if !run.UsageUnknown && run.TotalTokens > 0 {
-		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(run.PromptTokens)), semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
+		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(run.PromptTokens)))
+		if !c.embeddings { // an embedding has no output tokens
+			attrs = append(attrs, semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
+		}
 	}
 	answer := run.Response
 	if answer == nil && res != nil {
 		answer = res.Body
 	}
-	if id, model := answerID(answer); model != "" || id != "" {
-		if id != "" {
-			attrs = append(attrs, semconv.GenAIResponseID(id))
+	if a := readAnswer(answer); a.ID != "" || a.Model != "" || len(a.reasons) > 0 {
+		if a.ID != "" {
+			attrs = append(attrs, semconv.GenAIResponseID(a.ID))
 		}
-		if model != "" {
-			attrs = append(attrs, semconv.GenAIResponseModel(model))
+		if a.Model != "" {
+			attrs = append(attrs, semconv.GenAIResponseModel(a.Model))
+		}
+		if len(a.reasons) > 0 {
+			attrs = append(attrs, semconv.GenAIResponseFinishReasons(a.reasons...))
 		}
 	}
 	if g.traceContent && !c.embeddings {
-		masking := c.masking || g.redaction != nil && g.redaction.Redaction(context.WithoutCancel(ctx), run.TenantID)
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(c.req.Messages, masking)))
+		masking := c.masking || tracing.Masking(ctx)
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(capContent(inputMessages(c.req.Messages, masking))))
 		if answer != nil {
 			if out, ok := outputMessages(answer, masking); ok {
-				attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(out))
+				attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(capContent(out)))
 			}
 		}
 	}
 	span.SetAttributes(attrs...)
 	if errp != nil {
-		tracing.Error(span, *errp)
+		failed(ctx, span, *errp)
 	}
 	span.End()
 }
 
-// maxTokens is the request's max_completion_tokens, else max_tokens; 0
-// when it sets neither.
-func maxTokens(body []byte) int {
-	var b struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
+// failed marks the span of a call, or of a step of it, with the error it
+// ended with, its text masked when the call masks. A client that went away
+// is no failure of svc's: error.type "cancelled", the status left unset
+// (the server's span records the 499).
+func failed(ctx context.Context, span trace.Span, err error) {
+	if err == nil {
+		return
 	}
-	if json.Unmarshal(body, &b) != nil {
-		return 0
+	var left *clientLeft
+	if errors.Is(err, context.Canceled) || errors.As(err, &left) {
+		span.SetAttributes(semconv.ErrorTypeKey.String("cancelled"))
+		return
 	}
-	if b.MaxCompletionTokens > 0 {
-		return b.MaxCompletionTokens
-	}
-	return b.MaxTokens
+	tracing.Fail(span, errs.Code(err), tracing.Describe(ctx, errs.Public(err)))
 }
 
-// answerID reads the id and the model of an answer: a chat.completion, or
-// a stored stream's first chunk.
-func answerID(body []byte) (id, model string) {
-	if len(body) == 0 {
-		return "", ""
+// startPolicy starts the span of a policy evaluation on target (chat, tool).
+func startPolicy(ctx context.Context, target policy.Target) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrPolicyTarget.String(string(target)))
 	}
-	type head struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
+	return ctx, span
+}
+
+// endPolicy ends a policy evaluation's span with the call's decision. A
+// deny is a decision, not a failure: the status is an error only when no
+// decision could be made.
+func endPolicy(ctx context.Context, c *call, span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
 	}
+	span.SetAttributes(attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
+	if c.run.Route != ledger.RouteBlocked {
+		failed(ctx, span, err)
+	}
+	span.End()
+}
+
+// maxContent bounds a captured messages attribute: a long conversation
+// does not make every span of its call a large export.
+const maxContent = 64 << 10
+
+// capContent cuts s to maxContent bytes, at a character's boundary (the
+// JSON is then cut short, as an attribute limit would cut it).
+func capContent(s string) string {
+	if len(s) <= maxContent {
+		return s
+	}
+	i := maxContent
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// plugin is the plugin of the call's provider named name (gen_ai.provider.name):
+// openai, anthropic; empty when unknown, or a binary's path.
+func (c *call) plugin(name string) string {
+	if name == "" || c.plan == nil {
+		return ""
+	}
+	for _, cand := range c.plan.Candidates {
+		if cand.Provider == name {
+			if strings.ContainsAny(cand.Plugin, `/\`) {
+				return ""
+			}
+			return cand.Plugin
+		}
+	}
+	return ""
+}
+
+// answerHead is what a span tells of an answer: its id, model and the
+// finish reasons of its choices.
+type answerHead struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	reasons []string
+}
+
+// readAnswer reads an answer: a chat.completion, or a stored stream, whose
+// id and model are its first chunk's and whose finish reasons are every
+// chunk's.
+func readAnswer(body []byte) answerHead {
 	var b struct {
-		head
-		Chunks []head `json:"chunks"`
+		answerHead
+		Chunks []answerHead `json:"chunks"`
 	}
-	if json.Unmarshal(body, &b) != nil {
-		return "", ""
+	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
+		return answerHead{}
 	}
-	if b.ID == "" && b.Model == "" && len(b.Chunks) > 0 {
-		return b.Chunks[0].ID, b.Chunks[0].Model
+	a := b.answerHead
+	heads := []answerHead{a}
+	if a.ID == "" && a.Model == "" && len(b.Chunks) > 0 {
+		a.ID, a.Model = b.Chunks[0].ID, b.Chunks[0].Model
+		heads = b.Chunks
 	}
-	return b.ID, b.Model
+	for _, h := range heads {
+		for _, ch := range h.Choices {
+			if ch.FinishReason != "" {
+				a.reasons = append(a.reasons, ch.FinishReason)
+			}
+		}
+	}
+	return a
 }
 
 // message is a message as the GenAI conventions record it: a role and

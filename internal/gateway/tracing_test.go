@@ -26,6 +26,9 @@ type traced struct {
 	mu      sync.Mutex
 	parents []string
 	fail    bool
+	message string // the failure's text, when not the default
+	cancel  func() // called by Chat, which then fails as the context does
+	answer  []byte // the answer, when not instantBody
 }
 
 func (p *traced) seen(tp string) {
@@ -36,10 +39,22 @@ func (p *traced) seen(tp string) {
 
 func (p *traced) Chat(_ context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
 	p.seen(req.TraceParent)
-	if p.fail {
-		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: "upstream exploded"}
+	if p.cancel != nil {
+		p.cancel()
+		return pluginapi.ChatResponse{}, context.Canceled
 	}
-	return pluginapi.ChatResponse{Body: instantBody, Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, nil
+	if p.fail {
+		msg := "upstream exploded"
+		if p.message != "" {
+			msg = p.message
+		}
+		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 500, Type: "server_error", Message: msg}
+	}
+	body := instantBody
+	if p.answer != nil {
+		body = p.answer
+	}
+	return pluginapi.ChatResponse{Body: body, Usage: pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}}, nil
 }
 
 func (p *traced) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {
@@ -138,6 +153,8 @@ func TestTracedEmbeddings(t *testing.T) {
 	call := spanNamed(t, spans, "embeddings e-1", trace.SpanKindInternal)
 	assert.Equal(t, "embeddings", attrsOf(call)["gen_ai.operation.name"].AsString())
 	assert.EqualValues(t, 3, attrsOf(call)["gen_ai.usage.input_tokens"].AsInt64())
+	_, output := attrsOf(call)["gen_ai.usage.output_tokens"]
+	assert.False(t, output, "an embedding has no output tokens")
 	_, captured := attrsOf(call)["gen_ai.input.messages"]
 	assert.False(t, captured, "an embeddings call has no messages to record")
 	attempt := spanNamed(t, spans, "embeddings e-1", trace.SpanKindClient)
@@ -217,6 +234,8 @@ func TestTracedStream(t *testing.T) {
 	assert.Equal(t, "up-1", a["gen_ai.response.model"].AsString())
 	assert.EqualValues(t, 4, a["gen_ai.usage.input_tokens"].AsInt64())
 	assert.EqualValues(t, 2, a["gen_ai.usage.output_tokens"].AsInt64())
+	assert.Equal(t, []string{"stop"}, a["gen_ai.response.finish_reasons"].AsStringSlice(), "from the assembled stream")
+	assert.Equal(t, "openai", a["gen_ai.provider.name"].AsString(), "the answering provider's plugin")
 	in, out := a["gen_ai.input.messages"].AsString(), a["gen_ai.output.messages"].AsString()
 	assert.Contains(t, in, "mail ")
 	assert.NotContains(t, in, "dave@example.com")

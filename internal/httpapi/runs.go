@@ -54,12 +54,12 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listFilter reads a filter of runs from r's query: route, status, app,
-// agent, model, since, until, q, limit and offset. The ledger judges the
+// agent, model, traceId, since, until, q, limit and offset. The ledger judges the
 // values, and what a live stream cannot apply it refuses there.
 func listFilter(r *http.Request) (ledger.Filter, error) {
 	q := r.URL.Query()
 	f := ledger.Filter{Route: q.Get("route"), Status: q.Get("status"), App: q.Get("app"), Agent: q.Get("agent"),
-		Model: q.Get("model"), Q: q.Get("q")}
+		Model: q.Get("model"), TraceID: q.Get("traceId"), Q: q.Get("q")}
 	var err error
 	if f.Since, err = queryTime(r, "since"); err != nil {
 		return f, err

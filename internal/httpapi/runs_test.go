@@ -236,7 +236,9 @@ func TestRunsTenantIsolation(t *testing.T) {
 
 func TestListRunsFilters(t *testing.T) {
 	ts := newServerWith(t, bootstrap, nil, &fakeProvider{})
-	support := ts.chatRun(t, bootstrap, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot")
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traceparent := "00-" + traceID + "-00f067aa0ba902b7-01"
+	support := ts.chatRun(t, bootstrap, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot", "traceparent", traceparent)
 	other := ts.chatRun(t, bootstrap, strings.Replace(triage, "charged twice", "billed 100% too much", 1), "X-Svc-App", "billing")
 	bigger := ts.chatRun(t, bootstrap, strings.Replace(triage, "gpt-4o-mini", "gpt-4o", 1), "X-Svc-App", "billing")
 
@@ -252,6 +254,8 @@ func TestListRunsFilters(t *testing.T) {
 	assert.Equal(t, []string{support}, list("agent=triage-bot"))
 	assert.Equal(t, []string{bigger}, list("model=gpt-4o"))
 	assert.Equal(t, []string{bigger, other}, list("app=billing"))
+	assert.Equal(t, []string{support}, list("traceId="+traceID))
+	assert.Equal(t, []string{support}, list("traceId="+strings.ToUpper(traceID)), "a trace id is hex, in either case")
 	assert.Equal(t, []string{other}, list("q=100%25+TOO"), "q searches the request's text, case-insensitive, % literal")
 	assert.Empty(t, list("q=1%25much"), "% is no wildcard")
 	assert.Equal(t, []string{support}, list("q=TRIAGE-bot"), "q searches the agent")
@@ -274,8 +278,9 @@ func TestListRunsFilters(t *testing.T) {
 	require.NoError(t, err)
 	_, theirToken, err := ts.keys.Create(context.Background(), o.ID, auth.NewKey{Name: "theirs", Mode: auth.Observe})
 	require.NoError(t, err)
-	theirs := ts.chatRun(t, theirToken, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot")
+	theirs := ts.chatRun(t, theirToken, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot", "traceparent", traceparent)
 	assert.Equal(t, []string{support}, list("app=support&q=charged"))
+	assert.Equal(t, []string{support}, list("traceId="+traceID), "another tenant's run of the same trace is not found")
 	assert.Equal(t, []string{theirs}, runIDs(ts.call(t, "GET", "/api/v1/runs?app=support&agent=triage-bot&q=charged", theirToken, "")))
 
 	for _, tc := range []struct{ q, param string }{
@@ -286,6 +291,8 @@ func TestListRunsFilters(t *testing.T) {
 		{"app=" + strings.Repeat("x", 201), "app"},
 		{"agent=%FF", "agent"},
 		{"model=" + strings.Repeat("x", 201), "model"},
+		{"traceId=4bf92f35", "traceId"},
+		{"traceId=" + strings.Repeat("0", 32), "traceId"},
 	} {
 		bad := ts.call(t, "GET", "/api/v1/runs?"+tc.q, bootstrap, "")
 		assert.Equal(t, http.StatusBadRequest, bad.status, tc.q)

@@ -154,11 +154,11 @@ func (s *Subscription) Close() {
 func (s *Subscription) end() { s.ended.Do(func() { close(s.done) }) }
 
 // Matches reports whether run matches f's route, status, app, agent and
-// model: what a live stream filters on.
+// model and trace id: what a live stream filters on.
 func (f *Filter) Matches(run *Run) bool {
 	return (f.Route == "" || f.Route == run.Route) && (f.Status == "" || f.Status == run.Status) &&
 		(f.App == "" || f.App == run.App) && (f.Agent == "" || f.Agent == run.Agent) &&
-		(f.Model == "" || f.Model == run.Model)
+		(f.Model == "" || f.Model == run.Model) && (f.TraceID == "" || f.TraceID == run.TraceID)
 }
 
 // Listed returns the run as a listing shows it: without its request and

@@ -132,6 +132,9 @@ type Filter struct {
 	App   string
 	Agent string
 	Model string
+	// TraceID matches the run's trace id exactly: 32 hex digits, read in
+	// lower case.
+	TraceID string
 	// Since and Until bound the run's time: Since included, Until not.
 	Since time.Time
 	Until time.Time

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/paging"
@@ -70,7 +72,7 @@ func (f *Filter) Validate() error {
 }
 
 // ValidateMatch checks a live stream's filter: route, status, app, agent
-// and model (see Matches); a search, a time range or paging is refused.
+// model and traceId (see Matches); a search, a time range or paging is refused.
 func (f *Filter) ValidateMatch() error {
 	switch {
 	case f.Q != "":
@@ -103,6 +105,13 @@ func (f *Filter) validateFields() error {
 		if len(p.v) > maxFilterText || !utf8.ValidString(p.v) {
 			return errs.Invalidf(p.name, "%s must be text of at most %d bytes", p.name, maxFilterText)
 		}
+	}
+	if f.TraceID != "" {
+		id, err := trace.TraceIDFromHex(strings.ToLower(f.TraceID))
+		if err != nil {
+			return errs.Invalidf("traceId", "traceId must be a W3C trace id: 32 hex digits, not all zero")
+		}
+		f.TraceID = id.String()
 	}
 	return nil
 }

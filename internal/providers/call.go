@@ -89,6 +89,7 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 		out, err := prov.Impl.Chat(ctx, cr)
 		if err == nil {
 			res = out
+			answered(ctx, out.Usage, false)
 		}
 		return false, err
 	})
@@ -147,6 +148,7 @@ func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest)
 		out, err := prov.Impl.(pluginapi.Embedder).Embed(ctx, er)
 		if err == nil {
 			res = out
+			answered(ctx, out.Usage, true)
 		}
 		return false, err
 	})
@@ -377,6 +379,9 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		defer releaseProbe(r.now, h)
 	}
 	actx, span := startAttempt(actx, prov, model, kind)
+	var a Attempt
+	// Deferred now, so that a try that panics still ends the span.
+	defer endAttempt(actx, span, &a, r.scrub)
 	clock := calltime.From(ctx) // real time, whatever r.now is: the overhead svc reports is measured
 	clock.AttemptBegan(time.Now())
 	start := r.now()
@@ -384,8 +389,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	timer.stop()
 	end := r.now()
 	clock.AttemptEnded(time.Now())
-	a := Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
-	defer endAttempt(span, &a)
+	a = Attempt{Provider: prov.Name, Model: model, Outcome: OutcomeOK, LatencyMS: ms(end.Sub(start))}
 	if err == nil {
 		h.done(end, probe, resultOK, "", 0)
 		return a, verdictOK, nil

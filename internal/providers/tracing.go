@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/tracing"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // startAttempt starts an attempt's client span, "chat gpt-4o-mini" (the
@@ -31,9 +32,16 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 }
 
 // endAttempt ends an attempt's span with its outcome: the provider's
-// status, and on a failure its error.
-func endAttempt(span trace.Span, a *Attempt) {
+// status, and on a failure its error, the router's secrets hidden (and
+// masked when the tenant has redaction on). An attempt with no outcome is
+// one whose provider panicked.
+func endAttempt(ctx context.Context, span trace.Span, a *Attempt, scrub func(string) string) {
 	if !span.IsRecording() {
+		return
+	}
+	if a.Outcome == "" {
+		tracing.Fail(span, "panic", "the provider panicked")
+		span.End()
 		return
 	}
 	span.SetAttributes(tracing.Outcome.String(a.Outcome))
@@ -45,7 +53,20 @@ func endAttempt(span trace.Span, a *Attempt) {
 		if a.Status != 0 {
 			class = strconv.Itoa(a.Status)
 		}
-		tracing.Fail(span, class, a.Error)
+		tracing.Fail(span, class, tracing.Describe(ctx, scrub(a.Error)))
 	}
 	span.End()
+}
+
+// answered puts the usage the provider answered with on the attempt's
+// span in ctx (an embedding has no output tokens).
+func answered(ctx context.Context, u pluginapi.Usage, embed bool) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() || u.PromptTokens == 0 && u.CompletionTokens == 0 {
+		return
+	}
+	span.SetAttributes(semconv.GenAIUsageInputTokens(int(u.PromptTokens)))
+	if !embed {
+		span.SetAttributes(semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
+	}
 }

@@ -83,7 +83,7 @@ func legacyEntries(ctx context.Context, tx *sql.Tx, after int64) ([]ledger.Entry
 // Entries returns up to limit of the tenant's ledger entries with after <
 // seq <= upTo, in order.
 func (s *Store) Entries(ctx context.Context, tenantID string, after, upTo int64, limit int) ([]ledger.Entry, error) {
-	return ledgerReader{s.read}.Entries(ctx, tenantID, after, upTo, limit)
+	return ledgerReader{q: s.read}.Entries(ctx, tenantID, after, upTo, limit)
 }
 
 // PendingEntries counts every tenant's entries after seq, up to limit,

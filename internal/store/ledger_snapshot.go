@@ -51,7 +51,18 @@ func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LedgerSnapshot{ledgerReader: ledgerReader{tx}, tx: tx}, nil
+	sn := &LedgerSnapshot{ledgerReader: ledgerReader{q: tx}, tx: tx}
+	// A database svc has not migrated since before 0020 has runs without
+	// a trace id: they read as the runs of that build, with none.
+	var traced int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'trace_id'`).Scan(&traced); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	if traced == 0 {
+		sn.runColumns = runListColumns19 + `, '' AS trace_id`
+	}
+	return sn, nil
 }
 
 // Close ends the snapshot (and closes a database OpenLedgerSnapshot
@@ -75,7 +86,11 @@ func (sn *LedgerSnapshot) HasLedger(ctx context.Context) (bool, error) {
 
 // ledgerReader reads the ledger and the runs through q: the read pool, or
 // a snapshot's transaction.
-type ledgerReader struct{ q querier }
+type ledgerReader struct {
+	q querier
+	// runColumns are the run columns read, when not runListColumns.
+	runColumns string
+}
 
 // Entries returns up to limit of the tenant's ledger entries with after <
 // seq <= upTo, in order.
@@ -134,7 +149,11 @@ func (r ledgerReader) Checkpoints(ctx context.Context, tenantID string) ([]ledge
 func (r ledgerReader) RunChain(ctx context.Context, tenantID, id string) (ledger.StoredRun, error) {
 	var c ledger.StoredRun
 	var err error
-	if c.Run, c.Explanation, c.Chain, err = readRun(ctx, r.q, tenantID, id); err != nil {
+	columns := r.runColumns
+	if columns == "" {
+		columns = runListColumns
+	}
+	if c.Run, c.Explanation, c.Chain, err = readRunColumns(ctx, r.q, columns, tenantID, id); err != nil {
 		return c, err
 	}
 	c.Events, c.Head, err = runEvents(ctx, r.q, tenantID, id)

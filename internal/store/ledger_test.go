@@ -260,3 +260,48 @@ func TestLedgerSnapshotIsOneMoment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, total, "the run was recorded meanwhile")
 }
+
+// svc verify reads a database as it finds it: one svc last ran on before
+// runs had a trace id reads its runs without one.
+func TestLedgerSnapshotReadsRunsWithoutTraceID(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "svc.db")
+	s, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	rec := newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000).UTC(), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+	// The database as migration 0019 left it.
+	rows, err := s.DB().Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%trace_id%'`)
+	require.NoError(t, err)
+	var indexes []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		indexes = append(indexes, name)
+	}
+	require.NoError(t, rows.Err())
+	for _, name := range indexes {
+		_, err = s.DB().Exec(`DROP INDEX ` + name)
+		require.NoError(t, err)
+	}
+	_, err = s.DB().Exec(`ALTER TABLE runs DROP COLUMN trace_id`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	sn, err := store.OpenLedgerSnapshot(ctx, path)
+	require.NoError(t, err)
+	defer sn.Close()
+	c, err := sn.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, rec.Run.ID, c.Run.ID)
+	assert.Empty(t, c.Run.TraceID)
+	assert.True(t, c.Verify().OK)
+	r, err := ledger.VerifyLedger(ctx, sn, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+}

@@ -314,11 +314,17 @@ func (s *Store) Run(ctx context.Context, tenantID, id string) (ledger.Run, error
 // readRun reads the tenant's run with its request and response, the
 // stored explanation and its chain version.
 func readRun(ctx context.Context, q querier, tenantID, id string) (ledger.Run, []byte, int, error) {
+	return readRunColumns(ctx, q, runListColumns, tenantID, id)
+}
+
+// readRunColumns is readRun with the run's columns given: an unmigrated
+// database's, without the trace id.
+func readRunColumns(ctx context.Context, q querier, columns, tenantID, id string) (ledger.Run, []byte, int, error) {
 	var (
 		req, res []byte
 		chain    int
 	)
-	r, explanation, err := scanRunExplained(q.QueryRowContext(ctx, `SELECT `+runListColumns+`, request, response, chain_version
+	r, explanation, err := scanRunExplained(q.QueryRowContext(ctx, `SELECT `+columns+`, request, response, chain_version
 		FROM runs WHERE tenant_id = ? AND id = ?`, tenantID, id), &req, &res, &chain)
 	if err != nil {
 		return r, nil, 0, err
@@ -347,7 +353,7 @@ func (s *Store) RunChain(ctx context.Context, tenantID, id string) (ledger.Store
 		return ledger.StoredRun{}, err
 	}
 	defer func() { _ = tx.Rollback() }()
-	return ledgerReader{tx}.RunChain(ctx, tenantID, id)
+	return ledgerReader{q: tx}.RunChain(ctx, tenantID, id)
 }
 
 // ListRuns returns a page of the tenant's runs, newest first, and the total.
@@ -438,6 +444,12 @@ func runsWhere(tenantID string, f ledger.Filter) (string, []any) {
 			where += ` AND ` + c.column + ` = ?`
 			args = append(args, c.v)
 		}
+	}
+	if f.TraceID != "" {
+		// The index on trace ids holds only runs that have one: the term
+		// that says so lets SQLite use it.
+		where += ` AND trace_id = ? AND trace_id <> ''`
+		args = append(args, f.TraceID)
 	}
 	if !f.Since.IsZero() {
 		where += ` AND created_at >= ?`

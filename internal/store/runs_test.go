@@ -601,3 +601,42 @@ func TestSearchReadsABoundedWindow(t *testing.T) {
 	require.Len(t, runs, 1)
 	assert.Equal(t, old.Run.ID, runs[0].ID)
 }
+
+// Runs are found by their trace id, in their own tenant only, through the
+// index on it.
+func TestListRunsByTraceID(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	var recs []*ledger.Record
+	for i, tid := range []string{tenant.DefaultID, tenant.DefaultID, other.ID} {
+		rec := newRun(tid, at, ledger.RouteLive, ledger.StatusOK, "")
+		if i != 1 {
+			rec.Run.TraceID = traceID
+		}
+		recs = append(recs, ledger.NewRecord(rec.Run, rec.Events, at))
+	}
+	require.NoError(t, s.InsertRuns(ctx, recs))
+
+	runs, total, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{TraceID: traceID, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 1, total)
+	require.Len(t, runs, 1)
+	assert.Equal(t, recs[0].Run.ID, runs[0].ID, "the tenant's run only")
+
+	var plan string
+	rows, err := s.DB().Query(`EXPLAIN QUERY PLAN SELECT id FROM runs WHERE tenant_id = ? AND trace_id = ? AND trace_id <> ''`, tenant.DefaultID, traceID)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan += detail + "\n"
+	}
+	require.NoError(t, rows.Err())
+	assert.Contains(t, plan, "runs_by_trace_id")
+}

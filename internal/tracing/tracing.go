@@ -183,7 +183,24 @@ func W3C(ctx context.Context) (traceparent, tracestate string) {
 	hexTo(b[36:52], sid[:])
 	b[52] = '-'
 	hexTo(b[53:55], []byte{byte(sc.TraceFlags())})
-	return string(b[:]), sc.TraceState().String()
+	return string(b[:]), capState(sc.TraceState().String())
+}
+
+// maxState is the tracestate svc passes on at most, W3C's recommended
+// limit: a caller's oversized header does not go upstream whole.
+const maxState = 512
+
+// capState cuts a tracestate longer than maxState, dropping whole members
+// from the end (the oldest) until it fits.
+func capState(s string) string {
+	for len(s) > maxState {
+		i := strings.LastIndexByte(s, ',')
+		if i < 0 {
+			return ""
+		}
+		s = s[:i]
+	}
+	return s
 }
 
 const hexDigits = "0123456789abcdef"

@@ -2,10 +2,14 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/tracing"
@@ -85,4 +89,40 @@ func TestW3C(t *testing.T) {
 	tp, state := tracing.W3C(context.Background())
 	assert.Empty(t, tp)
 	assert.Empty(t, state)
+}
+
+// w3cOf is what svc passes upstream for a caller's headers.
+func w3cOf(traceparent, tracestate string) (string, string) {
+	h := http.Header{}
+	h.Set("traceparent", traceparent)
+	if tracestate != "" {
+		h.Set("tracestate", tracestate)
+	}
+	return tracing.W3C(tracing.Propagator.Extract(context.Background(), propagation.HeaderCarrier(h)))
+}
+
+// A caller's trace context goes upstream only when valid, and its
+// tracestate at most 512 bytes, whole members dropped from the end.
+func TestW3CFromTheCaller(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	got, state := w3cOf("00-not-a-trace-01", "a=1")
+	assert.Empty(t, got, "an invalid traceparent is dropped")
+	assert.Empty(t, state)
+
+	got, state = w3cOf(tp, "a=1,b=2")
+	assert.Equal(t, tp, got)
+	assert.Equal(t, "a=1,b=2", state)
+
+	got, state = w3cOf(tp, "not a list member")
+	assert.Equal(t, tp, got, "an invalid tracestate is dropped, the traceparent kept")
+	assert.Empty(t, state)
+
+	var members []string
+	for i := range 32 {
+		members = append(members, fmt.Sprintf("k%02d=%s", i, strings.Repeat("v", 26))) // 30 bytes each
+	}
+	got, state = w3cOf(tp, strings.Join(members, ","))
+	assert.Equal(t, tp, got)
+	assert.LessOrEqual(t, len(state), 512)
+	assert.Equal(t, strings.Join(members[:16], ","), state, "whole members, the first kept")
 }

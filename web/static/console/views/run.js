@@ -181,6 +181,7 @@ export async function render(ctx) {
     ['Agent', run.agent || null],
     ['Subject', run.subject || null],
     ['Key mode', run.mode || null],
+    ['Trace id', run.traceId ? h('code', {}, run.traceId) : null],
     ['Tokens', run.usageUnknown ? 'unknown' : `${num(run.promptTokens)} in, ${num(run.completionTokens)} out`],
     ['Latency', ms(run.latencyMs)],
     ['Cost', run.priceUnknown ? 'unknown price' : money(run.costUsd)],
