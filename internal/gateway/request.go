@@ -26,8 +26,11 @@ type Request struct {
 	IncludeUsage bool // the client asked for usage in the stream
 	Messages     []Message
 	Temperature  *float64
-	N            int      // choices asked for; 0 when unset
-	Tools        []string // names of the offered functions
+	N            int // choices asked for; 0 when unset
+	// MaxTokens is max_completion_tokens, else max_tokens; 0 when the
+	// request sets neither.
+	MaxTokens int
+	Tools     []string // names of the offered functions
 	// ResponseFormat is response_format.type, empty when absent.
 	ResponseFormat string
 	// Unlearnable says why no learned artifact may answer the request, or
@@ -156,6 +159,12 @@ func ParseRequest(body []byte) (*Request, error) {
 	}
 	if m := w.MaxCompletionTokens; m != nil && *m < 1 {
 		return nil, invalid("max_completion_tokens", "Invalid 'max_completion_tokens': must be at least 1.")
+	}
+	switch {
+	case w.MaxCompletionTokens != nil:
+		r.MaxTokens = *w.MaxCompletionTokens
+	case w.MaxTokens != nil:
+		r.MaxTokens = *w.MaxTokens
 	}
 	r.Stream = w.Stream != nil && *w.Stream
 	if w.StreamOptions != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -38,8 +39,8 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 		if req.Temperature != nil {
 			attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
 		}
-		if n := maxTokens(req.Body); n > 0 {
-			attrs = append(attrs, semconv.GenAIRequestMaxTokens(n))
+		if req.MaxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
 		}
 		c.span.SetAttributes(attrs...)
 	} else {
@@ -96,43 +97,66 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	span.End()
 }
 
-// maxTokens is the request's max_completion_tokens, else max_tokens; 0
-// when it sets neither.
-func maxTokens(body []byte) int {
-	var b struct {
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return 0
-	}
-	if b.MaxCompletionTokens > 0 {
-		return b.MaxCompletionTokens
-	}
-	return b.MaxTokens
-}
-
 // answerID reads the id and the model of an answer: a chat.completion, or
-// a stored stream's first chunk.
+// a stored stream's first chunk (`{"chunks":[...]}`). It reads the answer's
+// keys in turn and stops once it has both: an answer names them before its
+// choices, so a long answer is not decoded for its span.
 func answerID(body []byte) (id, model string) {
 	if len(body) == 0 {
 		return "", ""
 	}
-	type head struct {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", ""
+		}
+		switch t {
+		case "id", "model":
+			var v string
+			if dec.Decode(&v) != nil {
+				return "", ""
+			}
+			if t == "id" {
+				id = v
+			} else {
+				model = v
+			}
+			if id != "" && model != "" {
+				return id, model
+			}
+		case "chunks":
+			if id != "" || model != "" {
+				return id, model
+			}
+			return firstChunk(dec)
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return "", ""
+			}
+		}
+	}
+	return id, model
+}
+
+// firstChunk reads the id and the model of the first chunk of the array
+// dec is at.
+func firstChunk(dec *json.Decoder) (id, model string) {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') || !dec.More() {
+		return "", ""
+	}
+	var h struct {
 		ID    string `json:"id"`
 		Model string `json:"model"`
 	}
-	var b struct {
-		head
-		Chunks []head `json:"chunks"`
-	}
-	if json.Unmarshal(body, &b) != nil {
+	if dec.Decode(&h) != nil {
 		return "", ""
 	}
-	if b.ID == "" && b.Model == "" && len(b.Chunks) > 0 {
-		return b.Chunks[0].ID, b.Chunks[0].Model
-	}
-	return b.ID, b.Model
+	return h.ID, h.Model
 }
 
 // message is a message as the GenAI conventions record it: a role and
