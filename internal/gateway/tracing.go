@@ -98,29 +98,44 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 }
 
 // answerID reads the id and the model of an answer: a chat.completion, or
-// a stored stream's first chunk (`{"chunks":[...]}`). It reads the answer's
-// keys in turn and stops once it has both: an answer names them before its
-// choices, so a long answer is not decoded for its span.
+// a stored stream's first chunk (`{"chunks":[...]}`). It walks the
+// answer's top-level keys, skipping their values unread, and stops once it
+// has both: an answer names them before its choices, so a long answer is
+// not decoded for its span. What is not a JSON object gives neither.
 func answerID(body []byte) (id, model string) {
-	if len(body) == 0 {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return "", ""
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", ""
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
+	i++
+	for {
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != '"' {
+			return id, model // the end of the object, or not one
+		}
+		end := stringEnd(body, i)
+		if end < 0 {
 			return "", ""
 		}
-		switch t {
+		key := body[i+1 : end-1]
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return "", ""
+		}
+		i = skipSpace(body, i+1)
+		vend := valueEnd(body, i)
+		if vend < 0 {
+			return "", ""
+		}
+		switch string(key) {
 		case "id", "model":
 			var v string
-			if dec.Decode(&v) != nil {
+			if raw := body[i:vend]; raw[0] == '"' && !bytes.ContainsRune(raw, '\\') {
+				v = string(raw[1 : len(raw)-1]) // nothing to unescape
+			} else if json.Unmarshal(raw, &v) != nil {
 				return "", ""
 			}
-			if t == "id" {
+			if string(key) == "id" {
 				id = v
 			} else {
 				model = v
@@ -129,34 +144,93 @@ func answerID(body []byte) (id, model string) {
 				return id, model
 			}
 		case "chunks":
-			if id != "" || model != "" {
-				return id, model
-			}
-			return firstChunk(dec)
-		default:
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return "", ""
+			if id == "" && model == "" {
+				return firstChunk(body[i:vend])
 			}
 		}
+		i = skipSpace(body, vend)
+		if i < len(body) && body[i] == ',' {
+			i++
+		}
 	}
-	return id, model
 }
 
-// firstChunk reads the id and the model of the first chunk of the array
-// dec is at.
-func firstChunk(dec *json.Decoder) (id, model string) {
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') || !dec.More() {
+// firstChunk reads the id and the model of the first chunk of a stored
+// stream's chunks.
+func firstChunk(chunks []byte) (id, model string) {
+	i := skipSpace(chunks, 0)
+	if i >= len(chunks) || chunks[i] != '[' {
 		return "", ""
 	}
-	var h struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-	}
-	if dec.Decode(&h) != nil {
+	i = skipSpace(chunks, i+1)
+	end := valueEnd(chunks, i)
+	if end < 0 {
 		return "", ""
 	}
-	return h.ID, h.Model
+	return answerID(chunks[i:end])
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the JSON string that starts at b[i],
+// -1 when it does not end.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd is the index just past the JSON value that starts at b[i]: a
+// string, an object or array (its strings skipped whole), or a bare word
+// or number; -1 when it does not end.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
 }
 
 // message is a message as the GenAI conventions record it: a role and
