@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -276,8 +278,12 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			col, endpoint := tc.new(t)
 			up := newTraceUpstream(t)
+			// A chat rule that lets the call through: policies are in
+			// force, so the call has a policy.evaluate span.
+			policies := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(policies, "rules.yaml"), []byte(denyBigModel), 0o600))
 			p := start(t, append([]string{"PROVIDER_API_KEY=sk-test-0000", "PROVIDER_BASE_URL=" + up.URL + "/v1",
-				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100"}, tc.env...)...)
+				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100", "SVC_POLICY_DIR=" + policies}, tc.env...)...)
 
 			runID := tracedCall(t, p)
 			require.NotEmpty(t, runID)

@@ -53,23 +53,26 @@ type artifactLookup struct {
 // ghost savings. A call that goes live while an artifact exists (shadow
 // state, canary, observe, or an abstention) has the artifact's answer
 // computed beside it, for shadow evidence.
+//
+// Its span is started only when the tenant has an artifact in the index:
+// a tenant without one has nothing to look up.
 func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 	if g.learner == nil {
 		return
 	}
+	ix := g.learner.Index()
+	if ix.Empty(c.id.TenantID) {
+		return
+	}
 	ctx, span := tracing.Start(ctx, "artifact.lookup", trace.SpanKindInternal)
-	g.lookupArtifactEntry(ctx, c)
+	g.lookupArtifactEntry(ctx, c, ix)
 	if span.IsRecording() {
 		span.SetAttributes(attrArtifactFound.Bool(c.art != nil))
 		span.End()
 	}
 }
 
-func (g *Gateway) lookupArtifactEntry(ctx context.Context, c *call) {
-	ix := g.learner.Index()
-	if ix.Empty(c.id.TenantID) {
-		return
-	}
+func (g *Gateway) lookupArtifactEntry(ctx context.Context, c *call, ix *learning.Index) {
 	if c.req.Unlearnable != "" {
 		c.reject(ledger.RouteArtifact, c.req.Unlearnable)
 		return

@@ -31,9 +31,16 @@ var _ Governor = (*governance.Governor)(nil)
 // governChat puts the request before the chat policies, then its
 // candidate providers before the provider policies. It returns the error
 // to answer with when they block it, after recording the blocked run.
+//
+// Its span is started only when a rule can judge the call (an agent's call
+// always goes before the chat rules): with no policy in force there is no
+// evaluation to measure, and each span costs every call its export.
 func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
+	}
+	if c.id.Agent == "" && !g.governor.Has(policy.Chat) && !g.governor.Has(policy.Provider) {
+		return g.governChatRules(ctx, c) // no rule can judge it: nothing to measure
 	}
 	ctx, span := startPolicy(ctx, policy.Chat)
 	err := g.governChatRules(ctx, c)

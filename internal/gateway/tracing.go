@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,16 +89,15 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	if answer == nil && res != nil {
 		answer = res.Body
 	}
-	if a := readAnswer(answer); a.ID != "" || a.Model != "" || len(a.reasons) > 0 {
-		if a.ID != "" {
-			attrs = append(attrs, semconv.GenAIResponseID(a.ID))
-		}
-		if a.Model != "" {
-			attrs = append(attrs, semconv.GenAIResponseModel(a.Model))
-		}
-		if len(a.reasons) > 0 {
-			attrs = append(attrs, semconv.GenAIResponseFinishReasons(a.reasons...))
-		}
+	id, model := answerID(answer)
+	if id != "" {
+		attrs = append(attrs, semconv.GenAIResponseID(id))
+	}
+	if model != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(model))
+	}
+	if reasons := finishReasons(answer); len(reasons) > 0 {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(reasons...))
 	}
 	if g.traceContent && !c.embeddings {
 		masking := c.masking || tracing.Masking(ctx)
@@ -188,42 +188,166 @@ func (c *call) plugin(name string) string {
 	return ""
 }
 
-// answerHead is what a span tells of an answer: its id, model and the
-// finish reasons of its choices.
-type answerHead struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	reasons []string
-}
-
-// readAnswer reads an answer: a chat.completion, or a stored stream, whose
-// id and model are its first chunk's and whose finish reasons are every
-// chunk's.
-func readAnswer(body []byte) answerHead {
-	var b struct {
-		answerHead
-		Chunks []answerHead `json:"chunks"`
-	}
-	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
-		return answerHead{}
-	}
-	a := b.answerHead
-	heads := []answerHead{a}
-	if a.ID == "" && a.Model == "" && len(b.Chunks) > 0 {
-		a.ID, a.Model = b.Chunks[0].ID, b.Chunks[0].Model
-		heads = b.Chunks
-	}
-	for _, h := range heads {
-		for _, ch := range h.Choices {
-			if ch.FinishReason != "" {
-				a.reasons = append(a.reasons, ch.FinishReason)
+// finishReasons are the finish reasons of an answer's choices (every
+// chunk's, for a stored stream), found by their key without decoding the
+// answer: inside a JSON string a quote is escaped, so the key's bytes
+// appear only as a key.
+func finishReasons(body []byte) []string {
+	var reasons []string
+	const key = `"finish_reason"`
+	for i := bytes.Index(body, []byte(key)); i >= 0; {
+		j := skipSpace(body, i+len(key))
+		if j < len(body) && body[j] == ':' {
+			j = skipSpace(body, j+1)
+			if j < len(body) && body[j] == '"' {
+				if end := stringEnd(body, j); end > 0 && !bytes.ContainsRune(body[j:end], '\\') {
+					reasons = append(reasons, string(body[j+1:end-1]))
+				}
 			}
 		}
+		next := bytes.Index(body[i+len(key):], []byte(key))
+		if next < 0 {
+			break
+		}
+		i += len(key) + next
 	}
-	return a
+	return reasons
+}
+
+// answerID reads the id and the model of an answer: a chat.completion, or
+// a stored stream's first chunk (`{"chunks":[...]}`). It walks the
+// answer's top-level keys, skipping their values unread, and stops once it
+// has both: an answer names them before its choices, so a long answer is
+// not decoded for its span. What is not a JSON object gives neither.
+func answerID(body []byte) (id, model string) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return "", ""
+	}
+	i++
+	for {
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] != '"' {
+			return id, model // the end of the object, or not one
+		}
+		end := stringEnd(body, i)
+		if end < 0 {
+			return "", ""
+		}
+		key := body[i+1 : end-1]
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return "", ""
+		}
+		i = skipSpace(body, i+1)
+		vend := valueEnd(body, i)
+		if vend < 0 {
+			return "", ""
+		}
+		switch string(key) {
+		case "id", "model":
+			var v string
+			if raw := body[i:vend]; raw[0] == '"' && !bytes.ContainsRune(raw, '\\') {
+				v = string(raw[1 : len(raw)-1]) // nothing to unescape
+			} else if json.Unmarshal(raw, &v) != nil {
+				return "", ""
+			}
+			if string(key) == "id" {
+				id = v
+			} else {
+				model = v
+			}
+			if id != "" && model != "" {
+				return id, model
+			}
+		case "chunks":
+			if id == "" && model == "" {
+				return firstChunk(body[i:vend])
+			}
+		}
+		i = skipSpace(body, vend)
+		if i < len(body) && body[i] == ',' {
+			i++
+		}
+	}
+}
+
+// firstChunk reads the id and the model of the first chunk of a stored
+// stream's chunks.
+func firstChunk(chunks []byte) (id, model string) {
+	i := skipSpace(chunks, 0)
+	if i >= len(chunks) || chunks[i] != '[' {
+		return "", ""
+	}
+	i = skipSpace(chunks, i+1)
+	end := valueEnd(chunks, i)
+	if end < 0 {
+		return "", ""
+	}
+	return answerID(chunks[i:end])
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the JSON string that starts at b[i],
+// -1 when it does not end.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd is the index just past the JSON value that starts at b[i]: a
+// string, an object or array (its strings skipped whole), or a bare word
+// or number; -1 when it does not end.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
 }
 
 // message is a message as the GenAI conventions record it: a role and

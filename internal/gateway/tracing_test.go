@@ -15,7 +15,9 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -241,4 +243,54 @@ func TestTracedStream(t *testing.T) {
 	assert.NotContains(t, in, "dave@example.com")
 	assert.Contains(t, out, "Hi ")
 	assert.NotContains(t, out, "carol@example.net")
+}
+
+// The steps' spans measure work: policy.evaluate is there when a rule can
+// judge the call (a chat or provider rule in force, or an agent's call),
+// artifact.lookup when the tenant has an artifact; each is the call's
+// child. Without them a call has no such spans, and costs no exports.
+func TestStepSpansOnlyForStepsThatRun(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		targets          map[policy.Target]bool
+		agent, tenant    string
+		policy, artifact bool
+	}{
+		{name: "no policy, no artifact of the tenant", tenant: "ten_other"},
+		{name: "a chat rule, an artifact", targets: map[policy.Target]bool{policy.Chat: true}, tenant: tenantID, policy: true, artifact: true},
+		{name: "a provider rule", targets: map[policy.Target]bool{policy.Provider: true}, tenant: "ten_other", policy: true},
+		{name: "tool rules only", targets: map[policy.Target]bool{policy.Tool: true}, tenant: "ten_other"},
+		{name: "an agent's call", agent: "bot", tenant: "ten_other", policy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			f := newFixture(t, setup{governor: &governor{targets: tc.targets}, artifact: synth.ArtifactShadow})
+			ctx, root := tp.Tracer("test").Start(context.Background(), "request")
+			_, err := f.gw.Complete(ctx, &auth.Identity{TenantID: tc.tenant, KeyID: "key_1", Mode: auth.Observe, Agent: tc.agent},
+				question(t, `"max_tokens":40,"max_completion_tokens":30,`))
+			root.End()
+			require.NoError(t, err)
+
+			spans := rec.Ended()
+			call := spanNamed(t, spans, "chat "+model, trace.SpanKindInternal)
+			assert.EqualValues(t, 30, attrsOf(call)["gen_ai.request.max_tokens"].AsInt64(), "max_completion_tokens wins")
+			assert.Equal(t, "chatcmpl-1", attrsOf(call)["gen_ai.response.id"].AsString())
+			assert.Equal(t, model, attrsOf(call)["gen_ai.response.model"].AsString())
+			for name, want := range map[string]bool{"policy.evaluate": tc.policy, "artifact.lookup": tc.artifact, "cache.lookup": true} {
+				var got []sdktrace.ReadOnlySpan
+				for _, s := range spans {
+					if s.Name() == name {
+						got = append(got, s)
+					}
+				}
+				if !want {
+					assert.Empty(t, got, name)
+					continue
+				}
+				require.Len(t, got, 1, name)
+				assert.Equal(t, call.SpanContext().SpanID(), got[0].Parent().SpanID(), name)
+			}
+		})
+	}
 }

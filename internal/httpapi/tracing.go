@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -29,8 +30,30 @@ func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	ctx = tracing.Propagator.Extract(ctx, carrier)
-	return s.Spans.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method)))
+	return s.Spans.Start(ctx, r.Method, serverOptions(r.Method)...)
+}
+
+// methodOptions are the server span's start options for the common
+// methods, made once.
+var methodOptions = func() map[string][]trace.SpanStartOption {
+	m := map[string][]trace.SpanStartOption{}
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		m[method] = newServerOptions(method)
+	}
+	return m
+}()
+
+func serverOptions(method string) []trace.SpanStartOption {
+	if o, ok := methodOptions[method]; ok {
+		return o
+	}
+	return newServerOptions(method)
+}
+
+func newServerOptions(method string) []trace.SpanStartOption {
+	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method))}
 }
 
 // endSpan names the span by its route, once the mux has matched one
@@ -44,15 +67,20 @@ func endSpan(span trace.Span, r *http.Request, status int) {
 	if !span.IsRecording() {
 		return
 	}
-	if route := routeOf(r.Pattern); route != "" {
+	attrs := make([]attribute.KeyValue, 0, 4)
+	if method, route, ok := strings.Cut(r.Pattern, " "); ok && method == r.Method {
+		span.SetName(r.Pattern) // the pattern is the name: nothing to build
+		attrs = append(attrs, semconv.HTTPRoute(route))
+	} else if route := routeOf(r.Pattern); route != "" {
 		span.SetName(r.Method + " " + route)
-		span.SetAttributes(semconv.HTTPRoute(route))
+		attrs = append(attrs, semconv.HTTPRoute(route))
 	}
-	span.SetAttributes(semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
+	attrs = append(attrs, semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
 	if status >= 500 {
-		span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
+		attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")
 	}
+	span.SetAttributes(attrs...)
 	span.End()
 }
 

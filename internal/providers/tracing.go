@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -24,10 +25,12 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 		op = semconv.GenAIOperationNameEmbeddings
 	}
 	ctx, span := tracing.Start(ctx, op.Value.AsString()+" "+model, trace.SpanKindClient)
-	span.SetAttributes(op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
 	if !strings.ContainsAny(prov.Plugin, `/\`) { // a plugin's name, not its binary's path
-		span.SetAttributes(semconv.GenAIProviderNameKey.String(prov.Plugin))
+		attrs = append(attrs, semconv.GenAIProviderNameKey.String(prov.Plugin))
 	}
+	span.SetAttributes(attrs...)
 	return ctx, span
 }
 
@@ -44,9 +47,10 @@ func endAttempt(ctx context.Context, span trace.Span, a *Attempt, scrub func(str
 		span.End()
 		return
 	}
-	span.SetAttributes(tracing.Outcome.String(a.Outcome))
 	if a.Status != 0 {
-		span.SetAttributes(semconv.HTTPResponseStatusCode(a.Status))
+		span.SetAttributes(tracing.Outcome.String(a.Outcome), semconv.HTTPResponseStatusCode(a.Status))
+	} else {
+		span.SetAttributes(tracing.Outcome.String(a.Outcome))
 	}
 	if a.Outcome != OutcomeOK {
 		class := a.Outcome

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel"
@@ -150,7 +151,47 @@ func Start(ctx context.Context, name string, kind trace.SpanKind) (context.Conte
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
-	return parent.TracerProvider().Tracer(Name).Start(ctx, name, trace.WithSpanKind(kind))
+	return tracerOf(parent.TracerProvider()).Start(ctx, name, kindOption(kind)...)
+}
+
+// scoped is an SDK tracer provider and its tracer of svc's scope.
+type scoped struct {
+	provider *sdktrace.TracerProvider
+	tracer   trace.Tracer
+}
+
+// lastTracer is the tracer Start used last, with its provider: svc has one
+// provider, so asking it for the tracer (a lock and a map lookup in the
+// SDK) is done once rather than for every span.
+var lastTracer atomic.Pointer[scoped]
+
+func tracerOf(p trace.TracerProvider) trace.Tracer {
+	sdk, ok := p.(*sdktrace.TracerProvider)
+	if !ok {
+		return p.Tracer(Name)
+	}
+	if s := lastTracer.Load(); s != nil && s.provider == sdk {
+		return s.tracer
+	}
+	s := &scoped{provider: sdk, tracer: sdk.Tracer(Name)}
+	lastTracer.Store(s)
+	return s.tracer
+}
+
+// kindOptions are the start options of each span kind, made once.
+var kindOptions = func() [trace.SpanKindConsumer + 1][]trace.SpanStartOption {
+	var o [trace.SpanKindConsumer + 1][]trace.SpanStartOption
+	for k := range o {
+		o[k] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKind(k))}
+	}
+	return o
+}()
+
+func kindOption(k trace.SpanKind) []trace.SpanStartOption {
+	if k < 0 || int(k) >= len(kindOptions) {
+		return nil
+	}
+	return kindOptions[k]
 }
 
 // Recording says whether ctx's span records, that is, whether attributes

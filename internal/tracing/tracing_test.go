@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/tracing"
@@ -125,4 +127,32 @@ func TestW3CFromTheCaller(t *testing.T) {
 	assert.Equal(t, tp, got)
 	assert.LessOrEqual(t, len(state), 512)
 	assert.Equal(t, strings.Join(members[:16], ","), state, "whole members, the first kept")
+}
+
+// Start makes a child span with the provider of its parent, in svc's
+// scope, and of the kind asked, whichever provider it used last: the
+// tracer it keeps is its last provider's only.
+func TestStartUsesTheParentsProvider(t *testing.T) {
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recA))
+	b := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recB))
+	for i, p := range []*sdktrace.TracerProvider{a, b, a, a, b} {
+		ctx, root := p.Tracer("test").Start(context.Background(), "root")
+		_, child := tracing.Start(ctx, "child", trace.SpanKind(i%5+1))
+		child.End()
+		root.End()
+	}
+	for rec, kinds := range map[*tracetest.SpanRecorder][]trace.SpanKind{
+		recA: {trace.SpanKindInternal, trace.SpanKindClient, trace.SpanKindProducer},
+		recB: {trace.SpanKindServer, trace.SpanKindConsumer},
+	} {
+		var got []trace.SpanKind
+		for _, s := range rec.Ended() {
+			if s.Name() == "child" {
+				assert.Equal(t, tracing.Name, s.InstrumentationScope().Name)
+				got = append(got, s.SpanKind())
+			}
+		}
+		assert.Equal(t, kinds, got)
+	}
 }
