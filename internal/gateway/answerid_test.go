@@ -42,3 +42,21 @@ func BenchmarkAnswerID(b *testing.B) {
 		}
 	}
 }
+
+// finishReasons finds every choice's finish reason, a stored stream's
+// chunks' too, and never one quoted inside a message's text.
+func TestFinishReasons(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"one choice", `{"id":"a","choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]}`, []string{"stop"}},
+		{"two choices, spaces", `{"choices":[{"finish_reason" : "length"},{"finish_reason":"tool_calls"}]}`, []string{"length", "tool_calls"}},
+		{"quoted in the text", `{"choices":[{"message":{"content":"say \"finish_reason\":\"evil\""},"finish_reason":"stop"}]}`, []string{"stop"}},
+		{"a stream", `{"object":"chat.completion.stream","chunks":[{"choices":[{"finish_reason":null}]},{"choices":[{"finish_reason":"stop"}]}]}`, []string{"stop"}},
+		{"none", `{"error":{"message":"no"}}`, nil},
+		{"cut short", `{"choices":[{"finish_reason":"st`, nil},
+	} {
+		assert.Equal(t, c.want, finishReasons([]byte(c.body)), c.name)
+	}
+}
