@@ -40,6 +40,7 @@ type Options struct {
 // of nil and of bounding labels.
 type Metrics struct {
 	registry *prometheus.Registry
+	handler  http.Handler
 	tenant   bool
 	apps     *Limiter
 	models   *Limiter
@@ -168,6 +169,7 @@ func New(o Options) *Metrics {
 	m.registry.MustRegister(build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	return m
 }
 
@@ -189,9 +191,12 @@ func (m *Metrics) Register(c prometheus.Collector) {
 }
 
 // Handler serves the registry in the exposition format (OpenMetrics when the
-// scraper asks for it).
+// scraper asks for it); with the metrics off, a 404.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return m.handler
 }
 
 // factory registers families as it makes them.
