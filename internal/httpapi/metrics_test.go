@@ -280,7 +280,8 @@ func TestMetricsFollowTheGatewaysCalls(t *testing.T) {
 		require.Equal(t, "live", res.header.Get("x-svc-route"), res.body)
 		return res
 	})
-	step("blocked", expected{endpoint: "chat_completions", route: "blocked", statusClass: "4xx", app: "blocked-app"}, func() response {
+	// A refused call admits no new app label value: blocked-app counts as other.
+	step("blocked", expected{endpoint: "chat_completions", route: "blocked", statusClass: "4xx", app: "other"}, func() response {
 		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, live, "X-Svc-App", "blocked-app")
 		require.Equal(t, http.StatusForbidden, res.status, res.body)
 		return res
