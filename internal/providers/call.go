@@ -234,7 +234,13 @@ calls:
 				}
 			}
 			if wait > 0 {
-				if err := r.sleep(ctx, wait); err != nil {
+				// The wait between attempts is on the provider's account,
+				// not svc's: it counts on the call's clock as provider time.
+				clock := calltime.From(ctx)
+				clock.AttemptBegan(time.Now())
+				err := r.sleep(ctx, wait)
+				clock.AttemptEnded(time.Now())
+				if err != nil {
 					if errors.Is(ctx.Err(), context.Canceled) {
 						return context.Canceled
 					}

@@ -1,14 +1,17 @@
 package providers
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/calltime"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/metrics/metricstest"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 func TestAttemptsRetriesAndFallbacksAreCounted(t *testing.T) {
@@ -47,4 +50,29 @@ func TestBreakerStateIsReadAtScrape(t *testing.T) {
 
 	h.clock.Advance(10 * time.Second)
 	assert.Equal(t, 1.0, metricstest.Samples(t, m, "svc_provider_breaker_state")["a,half_open"])
+}
+
+func TestABackoffWaitIsTheProvidersTime(t *testing.T) {
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}, BreakerConfig{}))
+	h.script("a", status(502, "bad gateway"), nil)
+	h.script("b", status(500, "boom"))
+	clock := calltime.Start(time.Now())
+	waited := false
+	h.r.sleep = func(ctx context.Context, d time.Duration) error {
+		// While the call waits, the clock counts a provider's time: an
+		// hour from now, all of that hour is the provider's.
+		now := time.Now()
+		waited = true
+		assert.GreaterOrEqual(t, clock.Provider(now.Add(time.Hour))-clock.Provider(now), time.Hour,
+			"the wait is not on the provider's account")
+		h.clock.Advance(d)
+		return ctx.Err()
+	}
+	p, err := h.r.Plan("m")
+	require.NoError(t, err)
+	_, err = h.r.Chat(calltime.With(context.Background(), clock), p, pluginapi.ChatRequest{Body: []byte(`{"model":"m"}`), Model: "m"})
+	require.NoError(t, err)
+	require.True(t, waited, "the call retried a after a backoff")
+	now := time.Now()
+	assert.Equal(t, clock.Provider(now), clock.Provider(now.Add(time.Hour)), "no attempt or wait left under way")
 }
