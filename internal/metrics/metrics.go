@@ -141,7 +141,7 @@ func New(o Options) *Metrics {
 
 	m.ProviderAttempts = f.counters("svc_provider_attempts_total", "Calls made to provider instances, by outcome (ok, or why the attempt failed).", "provider", "outcome")
 	m.ProviderDuration = f.histograms("svc_provider_attempt_duration_seconds", "Time of each provider attempt (a stream's: until its end).", latencyBuckets, "provider")
-	m.ProviderRetries = f.counters("svc_provider_retries_total", "Provider attempts after the first of a call, by the provider retried.", "provider")
+	m.ProviderRetries = f.counters("svc_provider_retries_total", "Provider attempts on a provider their call had already tried, by the provider retried.", "provider")
 	m.Fallbacks = f.counters("svc_provider_fallbacks_total", "Calls answered by another provider than the first they tried.", "from", "to")
 	m.PluginRestarts = f.counters("svc_plugin_restarts_total", "Plugin processes started again after theirs died.", "plugin")
 

@@ -86,8 +86,8 @@ func (m *Metrics) Provider(name string, outcomes ...string) *ProviderCounters {
 	return p
 }
 
-// Attempt counts an attempt of outcome that took d; retry says it was not
-// its call's first.
+// Attempt counts an attempt of outcome that took d; retry says its call
+// had already tried this provider.
 func (p *ProviderCounters) Attempt(outcome string, d time.Duration, retry bool) {
 	if p == nil {
 		return

@@ -281,7 +281,9 @@ calls:
 			p.lastTried = i + 1
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
-			r.counters(h, prov.Name).Attempt(a.Outcome, time.Duration(a.LatencyMS*float64(time.Millisecond)), made > 1)
+			// A retry is a further attempt on a provider this call already
+			// tried; the first attempt on the next one is a fallback's.
+			r.counters(h, prov.Name).Attempt(a.Outcome, time.Duration(a.LatencyMS*float64(time.Millisecond)), t.n > 1)
 			switch v {
 			case verdictOK:
 				p.Answered = c.Provider

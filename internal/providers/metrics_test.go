@@ -26,10 +26,21 @@ func TestAttemptsRetriesAndFallbacksAreCounted(t *testing.T) {
 
 	assert.Equal(t, map[string]float64{"error,a": 1, "ok,a": 1, "ok,b": 1},
 		metricstest.Nonzero(t, m, "svc_provider_attempts_total"))
-	assert.Equal(t, map[string]float64{"b": 1}, metricstest.Nonzero(t, m, "svc_provider_retries_total"),
-		"only an attempt after its call's first is a retry")
+	assert.Empty(t, metricstest.Nonzero(t, m, "svc_provider_retries_total"),
+		"an attempt on the next provider is a fallback, not a retry")
 	assert.Equal(t, map[string]float64{"a,b": 1}, metricstest.Samples(t, m, "svc_provider_fallbacks_total"))
 	assert.Equal(t, map[string]float64{"a": 2, "b": 1}, metricstest.Samples(t, m, "svc_provider_attempt_duration_seconds"))
+
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	m = metrics.New(metrics.Options{})
+	h.r.SetMetrics(m)
+	h.script("a", status(503, "upstream error"), nil)
+	h.script("b", status(500, "boom"))
+	p, _, err := h.chat(t, "m") // a fails, b fails, a again after a backoff answers
+	require.NoError(t, err)
+	require.Equal(t, []string{"a:error", "b:error", "a:ok"}, outcomes(p))
+	assert.Equal(t, map[string]float64{"a": 1}, metricstest.Nonzero(t, m, "svc_provider_retries_total"),
+		"a second attempt on a provider already tried is a retry")
 }
 
 func TestBreakerStateIsReadAtScrape(t *testing.T) {
