@@ -334,6 +334,11 @@ func (p *slowProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest
 	return p.fakeProvider.StreamChat(ctx, req, send)
 }
 
+func (p *slowProvider) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	time.Sleep(p.delay)
+	return p.fakeProvider.Models(ctx)
+}
+
 // overheadMS reads x-svc-overhead-ms: a number of milliseconds, at most
 // three decimals.
 func overheadMS(t *testing.T, h http.Header) float64 {
@@ -370,6 +375,13 @@ func TestOverheadLeavesTheProvidersTimeOut(t *testing.T) {
 		overhead := overheadMS(t, h)
 		assert.LessOrEqual(t, overhead, elapsed-float64(delay.Milliseconds()), "stream %t: the overhead %v ms leaves the provider's %v out of %v ms", stream, overhead, delay, elapsed)
 	}
+
+	start := time.Now()
+	res := ts.call(t, "GET", "/v1/models", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	elapsed := float64(time.Since(start).Microseconds()) / 1000
+	overhead := overheadMS(t, res.header)
+	assert.LessOrEqual(t, overhead, elapsed-float64(delay.Milliseconds()), "models: the overhead %v ms leaves the provider's %v out of %v ms", overhead, delay, elapsed)
 }
 
 // Every answer of a gateway route carries the overhead, errors before any
