@@ -45,12 +45,17 @@ func TestVerdictsAreCountedOncePerEvaluation(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"allow,example-sites,web":            2,
 		"deny,no-admin-pages,web":            1,
-		"allow,none,web":                     1,
 		"require_approval,bank-accounts,web": 1,
 		"deny,eu-stays-off-us,provider":      1,
-		"allow,none,provider":                1, // anthropic
 		"allow,local-is-fine,provider":       1,
-	}, metricstest.Samples(t, m, "svc_policy_verdicts_total"))
+	}, metricstest.Samples(t, m, "svc_policy_verdicts_total"), "each rule that matched, by its effect")
+	assert.Equal(t, map[string]float64{
+		"deny,web":             1, // example-sites allows, no-admin-pages denies: one evaluation
+		"allow,web":            1, // no rule matched
+		"require_approval,web": 1,
+		"deny,provider":        1,
+		"allow,provider":       2, // anthropic (no rule) and local
+	}, metricstest.Samples(t, m, "svc_policy_evaluations_total"), "each evaluation once, by its decision")
 	assert.Equal(t, map[string]float64{"web": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"))
 }
 

@@ -65,8 +65,9 @@ type Metrics struct {
 	Quarantines       prometheus.Counter     // svc_artifact_quarantines_total
 
 	// Policies and approvals.
-	PolicyVerdicts *prometheus.CounterVec // svc_policy_verdicts_total{target,effect,rule}
-	PolicyErrors   *prometheus.CounterVec // svc_policy_errors_total{target}
+	PolicyEvaluations *prometheus.CounterVec // svc_policy_evaluations_total{target,decision}
+	PolicyVerdicts    *prometheus.CounterVec // svc_policy_verdicts_total{target,effect,rule}
+	PolicyErrors      *prometheus.CounterVec // svc_policy_errors_total{target}
 
 	// Providers and plugins.
 	ProviderAttempts *prometheus.CounterVec   // svc_provider_attempts_total{provider,outcome}
@@ -136,7 +137,8 @@ func New(o Options) *Metrics {
 	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match, mismatch, or abstain when the artifact declined).", "result")
 	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Artifacts quarantined, automatically or by an operator.")
 
-	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Policy rule verdicts, by target, effect and rule id.", "target", "effect", "rule")
+	m.PolicyEvaluations = f.counters("svc_policy_evaluations_total", "Policy evaluations, by target and the decision they came to (allow, deny or require_approval).", "target", "decision")
+	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Verdicts of the policy rules that matched an evaluation, by target, effect and rule id.", "target", "effect", "rule")
 	m.PolicyErrors = f.counters("svc_policy_errors_total", "Policy rules whose condition failed to evaluate, by target.", "target")
 
 	m.ProviderAttempts = f.counters("svc_provider_attempts_total", "Calls made to provider instances, by outcome (ok, or why the attempt failed).", "provider", "outcome")

@@ -30,21 +30,22 @@ func child(vec *prometheus.CounterVec, labels ...string) *Counter {
 	return &Counter{vec.WithLabelValues(labels...)}
 }
 
-// PolicyVerdict counts a rule that matched a request of target, by its
-// effect and id (bounded: past the label limit, ids count as Other). A
-// verdict no rule matched counts once as effect allow, rule "none".
-func (m *Metrics) PolicyVerdict(target, effect, rule string) {
-	if m == nil {
-		return
+// PolicyEvaluation counts an evaluation of the policies on a request of
+// target, by the decision it came to (an evaluation no rule matched is an
+// allow).
+func (m *Metrics) PolicyEvaluation(target, decision string) {
+	if m != nil {
+		m.PolicyEvaluations.WithLabelValues(target, decision).Inc()
 	}
-	if rule != NoRule {
-		rule = m.rules.Value(rule)
-	}
-	m.PolicyVerdicts.WithLabelValues(target, effect, rule).Inc()
 }
 
-// NoRule is the rule label of a verdict no rule matched.
-const NoRule = "none"
+// PolicyVerdict counts a rule that matched a request of target, by its
+// effect and id (bounded: past the label limit, ids count as Other).
+func (m *Metrics) PolicyVerdict(target, effect, rule string) {
+	if m != nil {
+		m.PolicyVerdicts.WithLabelValues(target, effect, m.rules.Value(rule)).Inc()
+	}
+}
 
 // PolicyError counts a rule of target whose condition failed to evaluate.
 func (m *Metrics) PolicyError(target string) {

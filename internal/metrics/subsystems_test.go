@@ -14,6 +14,7 @@ import (
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *metrics.Metrics
 	m.PolicyVerdict("chat", "deny", "r")
+	m.PolicyEvaluation("chat", "deny")
 	m.PolicyError("chat")
 	m.RateLimiter("api").Inc()
 	m.Provider("p", "ok").Attempt("ok", time.Millisecond, true)
@@ -36,17 +37,13 @@ func TestPolicyRulesAreBounded(t *testing.T) {
 	for i := range 4 {
 		m.PolicyVerdict("chat", "deny", "rule-"+strconv.Itoa(i))
 	}
-	m.PolicyVerdict("chat", "allow", metrics.NoRule)
 	for rule, want := range map[string]float64{"rule-0": 1, "rule-1": 1, metrics.Other: 2} {
 		if got := metricstest.Value(t, m.PolicyVerdicts.WithLabelValues("chat", "deny", rule)); got != want {
 			t.Errorf("deny %s = %v, want %v", rule, got, want)
 		}
 	}
-	if got := metricstest.Value(t, m.PolicyVerdicts.WithLabelValues("chat", "allow", metrics.NoRule)); got != 1 {
-		t.Errorf("allow none = %v, want 1 (none is never bounded away)", got)
-	}
-	if n := len(metricstest.Samples(t, m, "svc_policy_verdicts_total")); n != 4 {
-		t.Errorf("%d series, want 4", n)
+	if n := len(metricstest.Samples(t, m, "svc_policy_verdicts_total")); n != 3 {
+		t.Errorf("%d series, want 3", n)
 	}
 }
 
