@@ -450,6 +450,8 @@ func TestMetricsOff(t *testing.T) {
 	ts := newServer(t, bootstrap, map[string]string{"SVC_METRICS": "off"})
 	res := ts.call(t, "GET", "/metrics", bootstrap, "")
 	assert.Equal(t, http.StatusNotFound, res.status, res.body)
+	res = ts.call(t, "GET", "/metrics", "", "")
+	assert.Equal(t, http.StatusNotFound, res.status, "no credential: no route to ask one for: %s", res.body)
 	chat := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
 	require.Equal(t, http.StatusOK, chat.status, chat.body)
 	overheadMS(t, chat.header) // the header is no metric: it stays
