@@ -122,6 +122,30 @@ func TestGatewayLogLineNamesTheRun(t *testing.T) {
 	}
 }
 
+// A scrape is logged at debug level, like a health probe, and its answer
+// is not cached.
+func TestMetricsScrapeIsQuiet(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
+	res := ts.call(t, "GET", "/metrics", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
+	settings := ts.call(t, "GET", "/api/v1/settings", bootstrap, "")
+	require.Equal(t, http.StatusOK, settings.status)
+	require.Eventually(t, func() bool {
+		for _, l := range buf.lines() {
+			if l["@message"] == "request" && l["path"] == "/api/v1/settings" {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "the request after the scrape is logged")
+	for _, l := range buf.lines() {
+		assert.False(t, l["@message"] == "request" && l["path"] == "/metrics", "a scrape logged at info: %v", l)
+	}
+}
+
 // panickingProvider panics in a chat call, a bug deep in a gateway call.
 type panickingProvider struct{ fakeProvider }
 
