@@ -130,8 +130,9 @@ type Store interface {
 	// ListJobs returns the tenant's jobs matching f, newest first, and the
 	// counts per state of all the tenant's jobs, read in one snapshot.
 	ListJobs(ctx context.Context, tenantID string, f Filter) ([]Job, Stats, error)
-	// CountJobs counts the jobs of every tenant that are queued, running or
-	// failed (succeeded ones are not counted), for the queue's depth.
+	// CountJobs counts the jobs of every tenant that are queued or running
+	// (finished ones, succeeded or failed, are history), for the queue's
+	// depth.
 	CountJobs(ctx context.Context) (Stats, error)
 }
 

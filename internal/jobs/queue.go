@@ -221,14 +221,14 @@ func (q *Queue) List(ctx context.Context, tenantID string, f Filter) (Listing, e
 	return Listing{Jobs: jobs, Stats: stats}, nil
 }
 
-// Depth counts every tenant's jobs per state: queued, running and failed
+// Depth counts every tenant's jobs per state: queued and running
 // (metrics.JobStates), for the queue depth gauge.
 func (q *Queue) Depth(ctx context.Context) (map[string]int, error) {
 	st, err := q.store.CountJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]int{Queued: st.Queued, Running: st.Running, Failed: st.Failed}, nil
+	return map[string]int{Queued: st.Queued, Running: st.Running}, nil
 }
 
 // Recover queues again the jobs a stopped process left running: their

@@ -94,7 +94,7 @@ type Metrics struct {
 	// source).
 	ApprovalsPending *Sourced // svc_approvals_pending
 	Breakers         *Sourced // svc_provider_breaker_state{provider,state=closed|open|half_open}, svc_provider_rate_limited{provider}
-	JobQueue         *Sourced // svc_job_queue_depth{state=queued|running|failed}
+	JobQueue         *Sourced // svc_job_queue_depth{state=queued|running}
 	Journal          *Sourced // svc_ledger_journal_backlog_runs, svc_ledger_journal_backlog_bytes
 }
 
@@ -161,7 +161,7 @@ func New(o Options) *Metrics {
 	m.Breakers = f.sourced(m.MetricsErrors,
 		prometheus.NewDesc("svc_provider_breaker_state", "Each provider's circuit breaker: 1 for its current state (closed, open or half_open), 0 for the others.", []string{"provider", "state"}, nil),
 		prometheus.NewDesc("svc_provider_rate_limited", "1 while a provider is rate limited (a 429 asked to wait), else 0.", []string{"provider"}, nil))
-	m.JobQueue = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_job_queue_depth", "Jobs in the queue across tenants, by state (queued, running, or failed for good).", []string{"state"}, nil))
+	m.JobQueue = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_job_queue_depth", "Jobs in the queue across tenants, by state (queued or running).", []string{"state"}, nil))
 	m.Journal = f.sourced(m.MetricsErrors,
 		prometheus.NewDesc("svc_ledger_journal_backlog_runs", "Runs journaled and not yet stored in the database.", nil, nil),
 		prometheus.NewDesc("svc_ledger_journal_backlog_bytes", "Journal bytes of the runs not yet stored in the database.", nil, nil))

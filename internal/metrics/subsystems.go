@@ -300,8 +300,9 @@ func b2f(b bool) float64 {
 }
 
 // JobStates are the states svc_job_queue_depth reports: those of jobs
-// still waiting, running, or failed for good (succeeded ones are history).
-var JobStates = []string{"queued", "running", "failed"}
+// still waiting or running (finished ones, succeeded or failed, are
+// history: svc_job_failures_total counts the failures).
+var JobStates = []string{"queued", "running"}
 
 // ReadJobQueue makes svc_job_queue_depth count's answer, a count per
 // state; each of JobStates is reported, 0 when count has none.

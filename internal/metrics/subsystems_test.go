@@ -95,7 +95,7 @@ func TestSourcedFamilies(t *testing.T) {
 	m.ReadJournal(func() (int64, int64) { return 5, 1234 })
 
 	want := map[string]map[string]float64{
-		"svc_job_queue_depth":   {"queued": 3, "running": 0, "failed": 1},
+		"svc_job_queue_depth":   {"queued": 3, "running": 0}, // a failed job is history, not depth
 		"svc_approvals_pending": {"": 2},
 		"svc_provider_breaker_state": {"a,closed": 0, "a,open": 1, "a,half_open": 0,
 			"b,closed": 1, "b,open": 0, "b,half_open": 0},
