@@ -122,8 +122,8 @@ type Store interface {
 	// RequeueRunningJobs puts every running job back to queued, due at now,
 	// with lastError saying the attempt was interrupted; a job whose
 	// interrupted attempt was its last becomes failed instead. It returns
-	// how many jobs were requeued and failed.
-	RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed int, err error)
+	// the types of the jobs requeued and failed, one per job.
+	RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error)
 	// Job returns one job of the tenant. Returns errs.NotFound when the
 	// tenant has no job id.
 	Job(ctx context.Context, tenantID, id string) (Job, error)

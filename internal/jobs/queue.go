@@ -232,13 +232,20 @@ func (q *Queue) Depth(ctx context.Context) (map[string]int, error) {
 }
 
 // Recover queues again the jobs a stopped process left running: their
-// attempt was interrupted and counts as failed. Call it before any worker of
-// this process runs; Start does.
+// attempt was interrupted and counts as failed (for good, when it was the
+// last). Call it before any worker of this process runs; Start does.
 func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
-	requeued, failed, err = q.store.RequeueRunningJobs(ctx, q.now())
+	again, lost, err := q.store.RequeueRunningJobs(ctx, q.now())
 	if err != nil {
 		return 0, 0, fmt.Errorf("jobs: recover interrupted jobs: %w", err)
 	}
+	for _, typ := range again {
+		q.opts.Metrics.JobFailed(typ, false)
+	}
+	for _, typ := range lost {
+		q.opts.Metrics.JobFailed(typ, true)
+	}
+	requeued, failed = len(again), len(lost)
 	if requeued+failed > 0 {
 		q.log.Info("recovered jobs interrupted by a stop", "requeued", requeued, "failed", failed)
 	}
