@@ -221,12 +221,15 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 
 // count counts an evaluation on a request of target t, by its decision,
 // and each rule that matched it (with its effect, a failed one as a policy
-// error too).
+// error too), and each allow rule that failed as a policy error.
 func (g *Governor) count(t policy.Target, v policy.Verdict) {
 	if g.metrics == nil {
 		return
 	}
 	g.metrics.PolicyEvaluation(string(t), string(v.Decision))
+	for range v.AllowErrors {
+		g.metrics.PolicyError(string(t))
+	}
 	for _, r := range v.Rules {
 		g.metrics.PolicyVerdict(string(t), string(r.Effect), r.ID)
 		if r.Error != "" {
