@@ -34,7 +34,7 @@ func TestMetricsAreWired(t *testing.T) {
 	assert.Equal(t, map[string]float64{"ok," + provider: 1}, metricstest.Nonzero(t, m, "svc_provider_attempts_total"))
 	assert.Equal(t, map[string]float64{provider + ",closed": 1, provider + ",open": 0, provider + ",half_open": 0},
 		metricstest.Samples(t, m, "svc_provider_breaker_state"))
-	assert.Equal(t, map[string]float64{"queued": 0, "running": 0, "failed": 0}, metricstest.Samples(t, m, "svc_job_queue_depth"))
+	assert.Equal(t, map[string]float64{"queued": 0, "running": 0}, metricstest.Samples(t, m, "svc_job_queue_depth"))
 	assert.Equal(t, map[string]float64{"": 0}, metricstest.Samples(t, m, "svc_approvals_pending"))
 	assert.Equal(t, map[string]float64{"": 0}, metricstest.Samples(t, m, "svc_ledger_journal_backlog_runs"))
 	assert.Equal(t, 1.0, metricstest.Samples(t, m, "svc_ledger_batch_runs")[""], "the run was stored in one batch")

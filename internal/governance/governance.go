@@ -219,16 +219,16 @@ func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) er
 	return nil
 }
 
-// count counts a verdict on a request of target t: each rule that matched
-// it (with its effect, a failed one as a policy error too), or, when none
-// did, one allow by no rule.
+// count counts an evaluation on a request of target t, by its decision,
+// and each rule that matched it (with its effect, a failed one as a policy
+// error too), and each allow rule that failed as a policy error.
 func (g *Governor) count(t policy.Target, v policy.Verdict) {
 	if g.metrics == nil {
 		return
 	}
-	if len(v.Rules) == 0 {
-		g.metrics.PolicyVerdict(string(t), string(policy.Allow), metrics.NoRule)
-		return
+	g.metrics.PolicyEvaluation(string(t), string(v.Decision))
+	for range v.AllowErrors {
+		g.metrics.PolicyError(string(t))
 	}
 	for _, r := range v.Rules {
 		g.metrics.PolicyVerdict(string(t), string(r.Effect), r.ID)

@@ -34,10 +34,19 @@ func metered(t *testing.T, rules string) (*world, *metrics.Metrics) {
 	return w, m
 }
 
+// brokenAllow is an allow rule whose condition fails on other.test: the
+// field it reads is not there.
+const brokenAllow = `  - id: broken-allow
+    target: web
+    when: web.host == "other.test" && web.fields["missing"] == "x"
+    effect: allow
+    reason: never decides
+`
+
 func TestVerdictsAreCountedOncePerEvaluation(t *testing.T) {
-	w, m := metered(t, decideRules)
+	w, m := metered(t, decideRules+brokenAllow)
 	w.decide(t, webAction(key(), "shop.example.com", "https://shop.example.com/admin", nil)) // example-sites allows, no-admin-pages denies
-	w.decide(t, webAction(key(), "other.test", "https://other.test/", nil))                  // no rule matches
+	w.decide(t, webAction(key(), "other.test", "https://other.test/", nil))                  // no rule matches; broken-allow fails
 	w.decide(t, webAction(key(), "bank.example.com", "https://bank.example.com/", nil))      // bank-accounts fails: no account field
 	_, err := w.gov.JudgeProviders(context.Background(), key(), "run_1", routedRequest("eu-portal", ""), candidates)
 	require.NoError(t, err)
@@ -45,13 +54,19 @@ func TestVerdictsAreCountedOncePerEvaluation(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"allow,example-sites,web":            2,
 		"deny,no-admin-pages,web":            1,
-		"allow,none,web":                     1,
 		"require_approval,bank-accounts,web": 1,
 		"deny,eu-stays-off-us,provider":      1,
-		"allow,none,provider":                1, // anthropic
 		"allow,local-is-fine,provider":       1,
-	}, metricstest.Samples(t, m, "svc_policy_verdicts_total"))
-	assert.Equal(t, map[string]float64{"web": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"))
+	}, metricstest.Samples(t, m, "svc_policy_verdicts_total"), "each rule that matched, by its effect")
+	assert.Equal(t, map[string]float64{
+		"deny,web":             1, // example-sites allows, no-admin-pages denies: one evaluation
+		"allow,web":            1, // no rule matched
+		"require_approval,web": 1,
+		"deny,provider":        1,
+		"allow,provider":       2, // anthropic (no rule) and local
+	}, metricstest.Samples(t, m, "svc_policy_evaluations_total"), "each evaluation once, by its decision")
+	assert.Equal(t, map[string]float64{"web": 2}, metricstest.Samples(t, m, "svc_policy_errors_total"),
+		"bank-accounts (require_approval) and broken-allow failed")
 }
 
 func TestPendingLimitIsARateLimitRefusal(t *testing.T) {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/pkg/netguard"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 type syncBuffer struct {
@@ -118,4 +120,69 @@ func TestGatewayLogLineNamesTheRun(t *testing.T) {
 			assert.NotContains(t, l, "run_id", "no run: no run id")
 		}
 	}
+}
+
+// A scrape is logged at debug level, like a health probe, and its answer
+// is not cached.
+func TestMetricsScrapeIsQuiet(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
+	res := ts.call(t, "GET", "/metrics", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
+	settings := ts.call(t, "GET", "/api/v1/settings", bootstrap, "")
+	require.Equal(t, http.StatusOK, settings.status)
+	require.Eventually(t, func() bool {
+		for _, l := range buf.lines() {
+			if l["@message"] == "request" && l["path"] == "/api/v1/settings" {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "the request after the scrape is logged")
+	for _, l := range buf.lines() {
+		assert.False(t, l["@message"] == "request" && l["path"] == "/metrics", "a scrape logged at info: %v", l)
+	}
+}
+
+// panickingProvider panics in a chat call, a bug deep in a gateway call.
+type panickingProvider struct{ fakeProvider }
+
+func (*panickingProvider) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	panic("provider bug")
+}
+
+// A gateway call that panics is still a gateway answer: a 500 with the
+// overhead, counted, and one request line.
+func TestAPanicIsLoggedAndCounted(t *testing.T) {
+	var buf syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	ts := newServerOptions(t, bootstrap, nil, &panickingProvider{}, func(o *app.Options) { o.Logger = logger })
+	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
+	require.Equal(t, http.StatusInternalServerError, res.status, res.body)
+	overheadMS(t, res.header)
+
+	s := ts.scrapeAfter(t, 1)
+	var failed []string
+	for _, m := range s.families["svc_gateway_requests_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		failed = append(failed, labels["endpoint"]+" "+labels["status_class"])
+	}
+	assert.Equal(t, []string{"chat_completions 5xx"}, failed)
+	var line map[string]any
+	require.Eventually(t, func() bool {
+		for _, l := range buf.lines() {
+			if l["@message"] == "request" && l["path"] == "/v1/chat/completions" {
+				line = l
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond)
+	assert.InDelta(t, float64(http.StatusInternalServerError), line["status"], 0)
+	assert.Equal(t, "internal", line["code"])
 }

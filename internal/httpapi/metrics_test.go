@@ -280,7 +280,8 @@ func TestMetricsFollowTheGatewaysCalls(t *testing.T) {
 		require.Equal(t, "live", res.header.Get("x-svc-route"), res.body)
 		return res
 	})
-	step("blocked", expected{endpoint: "chat_completions", route: "blocked", statusClass: "4xx", app: "blocked-app"}, func() response {
+	// A refused call admits no new app label value: blocked-app counts as other.
+	step("blocked", expected{endpoint: "chat_completions", route: "blocked", statusClass: "4xx", app: "other"}, func() response {
 		res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, live, "X-Svc-App", "blocked-app")
 		require.Equal(t, http.StatusForbidden, res.status, res.body)
 		return res
@@ -333,6 +334,11 @@ func (p *slowProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest
 	return p.fakeProvider.StreamChat(ctx, req, send)
 }
 
+func (p *slowProvider) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	time.Sleep(p.delay)
+	return p.fakeProvider.Models(ctx)
+}
+
 // overheadMS reads x-svc-overhead-ms: a number of milliseconds, at most
 // three decimals.
 func overheadMS(t *testing.T, h http.Header) float64 {
@@ -369,6 +375,13 @@ func TestOverheadLeavesTheProvidersTimeOut(t *testing.T) {
 		overhead := overheadMS(t, h)
 		assert.LessOrEqual(t, overhead, elapsed-float64(delay.Milliseconds()), "stream %t: the overhead %v ms leaves the provider's %v out of %v ms", stream, overhead, delay, elapsed)
 	}
+
+	start := time.Now()
+	res := ts.call(t, "GET", "/v1/models", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	elapsed := float64(time.Since(start).Microseconds()) / 1000
+	overhead := overheadMS(t, res.header)
+	assert.LessOrEqual(t, overhead, elapsed-float64(delay.Milliseconds()), "models: the overhead %v ms leaves the provider's %v out of %v ms", overhead, delay, elapsed)
 }
 
 // Every answer of a gateway route carries the overhead, errors before any
@@ -437,6 +450,8 @@ func TestMetricsOff(t *testing.T) {
 	ts := newServer(t, bootstrap, map[string]string{"SVC_METRICS": "off"})
 	res := ts.call(t, "GET", "/metrics", bootstrap, "")
 	assert.Equal(t, http.StatusNotFound, res.status, res.body)
+	res = ts.call(t, "GET", "/metrics", "", "")
+	assert.Equal(t, http.StatusNotFound, res.status, "no credential: no route to ask one for: %s", res.body)
 	chat := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
 	require.Equal(t, http.StatusOK, chat.status, chat.body)
 	overheadMS(t, chat.header) // the header is no metric: it stays

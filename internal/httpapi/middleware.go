@@ -110,8 +110,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		endSpan(span, r, ri.status)
 		level := hclog.Info
-		if r.URL.Path == "/health" {
-			level = hclog.Debug
+		if r.URL.Path == "/health" || r.URL.Path == "/metrics" {
+			level = hclog.Debug // probes and scrapes, every few seconds
 		}
 		if s.log.GetLevel() > level {
 			return
@@ -186,7 +186,7 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 }
 
 func isAPIPath(p string) bool {
-	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/health"
+	return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/v1/") || p == "/health" || p == "/metrics"
 }
 
 // CORS: browser code on another origin may call the API with a bearer token

@@ -8,7 +8,11 @@ import "net/http"
 func (s *Server) routes() {
 	s.mux.Handle("GET /health", s.public(s.health))
 	s.mux.Handle("GET /api/v1/openapi.json", s.public(s.openAPI))
-	s.mux.Handle("GET /metrics", s.admin(s.metrics))
+	if s.Metrics != nil {
+		// Metrics off: no route, a 404 like any unknown path, before any
+		// credential is asked for.
+		s.mux.Handle("GET /metrics", s.admin(s.metrics))
+	}
 
 	s.mux.Handle("POST /v1/chat/completions", s.gateway(s.chatCompletions))
 	s.mux.Handle("GET /v1/models", s.gateway(s.models))

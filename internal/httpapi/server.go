@@ -159,7 +159,10 @@ func New(d Deps) *Server {
 		_ = s.csrf.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 	}
 	s.routes()
-	s.handler = s.recoverPanics(s.logRequests(s.securityHeaders(s.cors(s.limitBody(s.mux)))))
+	// The request's log line, span and metrics wrap the panic recovery, so
+	// that a panic's 500 is logged, observed and ends its span like any
+	// answer.
+	s.handler = s.logRequests(s.recoverPanics(s.securityHeaders(s.cors(s.limitBody(s.mux)))))
 	return s
 }
 

@@ -122,16 +122,17 @@ type Store interface {
 	// RequeueRunningJobs puts every running job back to queued, due at now,
 	// with lastError saying the attempt was interrupted; a job whose
 	// interrupted attempt was its last becomes failed instead. It returns
-	// how many jobs were requeued and failed.
-	RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed int, err error)
+	// the types of the jobs requeued and failed, one per job.
+	RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error)
 	// Job returns one job of the tenant. Returns errs.NotFound when the
 	// tenant has no job id.
 	Job(ctx context.Context, tenantID, id string) (Job, error)
 	// ListJobs returns the tenant's jobs matching f, newest first, and the
 	// counts per state of all the tenant's jobs, read in one snapshot.
 	ListJobs(ctx context.Context, tenantID string, f Filter) ([]Job, Stats, error)
-	// CountJobs counts the jobs of every tenant that are queued, running or
-	// failed (succeeded ones are not counted), for the queue's depth.
+	// CountJobs counts the jobs of every tenant that are queued or running
+	// (finished ones, succeeded or failed, are history), for the queue's
+	// depth.
 	CountJobs(ctx context.Context) (Stats, error)
 }
 

@@ -221,24 +221,31 @@ func (q *Queue) List(ctx context.Context, tenantID string, f Filter) (Listing, e
 	return Listing{Jobs: jobs, Stats: stats}, nil
 }
 
-// Depth counts every tenant's jobs per state: queued, running and failed
+// Depth counts every tenant's jobs per state: queued and running
 // (metrics.JobStates), for the queue depth gauge.
 func (q *Queue) Depth(ctx context.Context) (map[string]int, error) {
 	st, err := q.store.CountJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]int{Queued: st.Queued, Running: st.Running, Failed: st.Failed}, nil
+	return map[string]int{Queued: st.Queued, Running: st.Running}, nil
 }
 
 // Recover queues again the jobs a stopped process left running: their
-// attempt was interrupted and counts as failed. Call it before any worker of
-// this process runs; Start does.
+// attempt was interrupted and counts as failed (for good, when it was the
+// last). Call it before any worker of this process runs; Start does.
 func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
-	requeued, failed, err = q.store.RequeueRunningJobs(ctx, q.now())
+	again, lost, err := q.store.RequeueRunningJobs(ctx, q.now())
 	if err != nil {
 		return 0, 0, fmt.Errorf("jobs: recover interrupted jobs: %w", err)
 	}
+	for _, typ := range again {
+		q.opts.Metrics.JobFailed(typ, false)
+	}
+	for _, typ := range lost {
+		q.opts.Metrics.JobFailed(typ, true)
+	}
+	requeued, failed = len(again), len(lost)
 	if requeued+failed > 0 {
 		q.log.Info("recovered jobs interrupted by a stop", "requeued", requeued, "failed", failed)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/jobs"
+	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/metrics/metricstest"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
@@ -269,7 +271,8 @@ func TestRestartRecoversRunningJobs(t *testing.T) {
 		mu  sync.Mutex
 		ran []string
 	)
-	q2 := jobs.New(s2, jobs.Options{Now: c.Now, PollInterval: time.Hour})
+	m := metrics.New(metrics.Options{})
+	q2 := jobs.New(s2, jobs.Options{Now: c.Now, PollInterval: time.Hour, Metrics: m})
 	q2.Register("test.work", func(_ context.Context, j jobs.Job) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -290,6 +293,8 @@ func TestRestartRecoversRunningJobs(t *testing.T) {
 	assert.Equal(t, jobs.Failed, got.Status)
 	assert.Equal(t, 1, got.Attempts)
 	assert.Equal(t, "interrupted: the service stopped during attempt 1, the last", got.LastError)
+	assert.Equal(t, map[string]float64{"false,test.work": 1, "true,test.work": 1}, metricstest.Samples(t, m, "svc_job_failures_total"),
+		"each interrupted attempt is a failed one; the last one's job failed for good")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{again.ID}, ran)

@@ -34,7 +34,7 @@ func (s *Service) Ignore(ctx context.Context, tenantID, id, actor string) (synth
 	}
 	for _, a := range arts {
 		if a.State == synth.ArtifactShadow || a.State == synth.ArtifactPromoted {
-			if _, err := s.o.Store.SetArtifactState(ctx, tenantID, a.ID, synth.ArtifactRetired, "its pattern was ignored", s.now()); err != nil {
+			if _, _, err := s.o.Store.SetArtifactState(ctx, tenantID, a.ID, synth.ArtifactRetired, "its pattern was ignored", s.now()); err != nil {
 				return synth.Pattern{}, err
 			}
 		}

@@ -19,11 +19,12 @@ type retireStore struct {
 	arts map[string]synth.Artifact
 }
 
-func (s *retireStore) SetArtifactState(_ context.Context, _, id, state, reason string, _ time.Time) (synth.Artifact, error) {
+func (s *retireStore) SetArtifactState(_ context.Context, _, id, state, reason string, _ time.Time) (synth.Artifact, string, error) {
 	a := s.arts[id]
+	previous := a.State
 	a.State, a.StateReason = state, reason
 	s.arts[id] = a
-	return a, nil
+	return a, previous, nil
 }
 
 func (s *retireStore) Pattern(context.Context, string, string) (synth.Pattern, error) {
@@ -55,6 +56,9 @@ func TestShadowEvaluationsAndQuarantinesAreCounted(t *testing.T) {
 	_, err = s.Quarantine(ctx, "t", "art_a", "user:u", "")
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, metricstest.Value(t, m.Quarantines))
+	_, err = s.Quarantine(ctx, "t", "art_a", "user:u", "again")
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, metricstest.Value(t, m.Quarantines), "quarantining a quarantined artifact again is no new quarantine")
 }
 
 func (s *retireStore) SavePatterns(context.Context, string, []synth.Pattern) error { return nil }

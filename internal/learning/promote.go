@@ -31,7 +31,7 @@ func (s *Service) Promote(ctx context.Context, tenantID, id string, confirm bool
 }
 
 func (s *Service) promote(ctx context.Context, a synth.Artifact, actor, reason string) (synth.Artifact, error) {
-	out, err := s.o.Store.SetArtifactState(ctx, a.TenantID, a.ID, synth.ArtifactPromoted, reason, s.now())
+	out, _, err := s.o.Store.SetArtifactState(ctx, a.TenantID, a.ID, synth.ArtifactPromoted, reason, s.now())
 	if err != nil {
 		return synth.Artifact{}, err
 	}
@@ -42,7 +42,7 @@ func (s *Service) promote(ctx context.Context, a synth.Artifact, actor, reason s
 	}
 	for _, o := range arts {
 		if o.ID != a.ID && o.State == synth.ArtifactPromoted {
-			if _, err := s.o.Store.SetArtifactState(ctx, a.TenantID, o.ID, synth.ArtifactRetired, "replaced by "+a.ID, s.now()); err != nil {
+			if _, _, err := s.o.Store.SetArtifactState(ctx, a.TenantID, o.ID, synth.ArtifactRetired, "replaced by "+a.ID, s.now()); err != nil {
 				return synth.Artifact{}, err
 			}
 		}

@@ -21,12 +21,12 @@ func (s *Service) Quarantine(ctx context.Context, tenantID, id, actor, reason st
 }
 
 func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor, event string) (synth.Artifact, error) {
-	a, err := s.o.Store.SetArtifactState(ctx, tenantID, id, state, reason, s.now())
+	a, previous, err := s.o.Store.SetArtifactState(ctx, tenantID, id, state, reason, s.now())
 	if err != nil {
 		return synth.Artifact{}, err
 	}
 	s.index.drop(tenantID, id)
-	if state == synth.ArtifactQuarantined {
+	if state == synth.ArtifactQuarantined && previous != synth.ArtifactQuarantined {
 		s.o.Metrics.Quarantined()
 	}
 	if err := s.advancePattern(ctx, tenantID, a.PatternID); err != nil {

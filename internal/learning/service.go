@@ -63,9 +63,10 @@ type Store interface {
 	Artifact(ctx context.Context, tenantID, id string) (synth.Artifact, error)
 	// InsertArtifact stores a with its evaluations.
 	InsertArtifact(ctx context.Context, a *synth.Artifact, evals []synth.Evaluation) error
-	// SetArtifactState changes an artifact's state. Returns errs.NotFound
-	// for an unknown artifact.
-	SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, error)
+	// SetArtifactState changes an artifact's state, and returns it with
+	// the state it had before. Returns errs.NotFound for an unknown
+	// artifact.
+	SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (a synth.Artifact, previous string, err error)
 	// AddEvaluations stores evaluations of one artifact and adds their
 	// outcomes to its counters, in one transaction, and returns the
 	// artifact as it is after.

@@ -42,6 +42,7 @@ type GatewayCall struct {
 // The label values of what was not there.
 const (
 	routeNone = "none"
+	routeLive = "live"
 	modeNone  = "none"
 	// The routes that answer without a provider (ledger.RouteExactCache,
 	// ledger.RouteArtifact).
@@ -62,8 +63,9 @@ func statusClass(status int) string {
 // ObserveCall records a gateway request: its count, latency, overhead,
 // first byte, and its run's tokens (those a provider answered with: not a
 // cached or an artifact's answer's), cost and savings. App, model and tenant
-// pass through their limiters; the tenant label is there only when turned
-// on.
+// pass through their limiters (a new app or model is admitted only by a
+// call answered with a 2xx by a provider, the cache or an artifact); the
+// tenant label is there only when turned on.
 func (m *Metrics) ObserveCall(c *GatewayCall) {
 	if m == nil {
 		return
@@ -75,8 +77,16 @@ func (m *Metrics) ObserveCall(c *GatewayCall) {
 	if mode == "" {
 		mode = modeNone
 	}
-	model, app := m.models.Value(c.Model), m.apps.Value(c.App)
 	class := statusClass(c.Status)
+	// Only a call a provider, the cache or an artifact answered admits a
+	// new model or app: any client can name one in a call that is refused,
+	// and such calls must not use up the limit.
+	var model, app string
+	if class == "2xx" && (route == routeLive || route == routeExactCache || route == routeArtifact) {
+		model, app = m.models.Value(c.Model), m.apps.Value(c.App)
+	} else {
+		model, app = m.models.Known(c.Model), m.apps.Known(c.App)
+	}
 	// A cached or an artifact's answer carries the tokens of the call it
 	// stands for, which no provider was paid for this time.
 	in, out := c.InputTokens, c.OutputTokens

@@ -127,3 +127,28 @@ func BenchmarkObserveCall(b *testing.B) {
 		})
 	}
 }
+
+func TestRefusedCallsDoNotUseUpTheLimit(t *testing.T) {
+	m := metrics.New(metrics.Options{LabelLimit: 2})
+	m.ObserveCall(liveCall()) // admits gpt-4o-mini and support
+	for i := range 10 {
+		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 400, Model: fmt.Sprint("made-up-", i), App: fmt.Sprint("app-", i)})
+		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Route: "live", Provider: "mock", Status: 502, Model: fmt.Sprint("failed-", i)})
+	}
+	blocked := liveCall()
+	blocked.Route, blocked.Status, blocked.Model = "blocked", 403, "blocked-model"
+	m.ObserveCall(blocked)
+	assert.InDelta(t, 10, value(t, m.Requests.WithLabelValues("chat_completions", "none", "", "other", "4xx", "none", "other")), 0)
+	known := liveCall()
+	known.Status = 400
+	known.Route = ""
+	m.ObserveCall(known)
+	assert.InDelta(t, 1, value(t, m.Requests.WithLabelValues("chat_completions", "none", "mock", "gpt-4o-mini", "4xx", "optimize", "support")), 0,
+		"a value already admitted keeps its label on a refused call")
+
+	second := liveCall()
+	second.Model = "gpt-4o"
+	m.ObserveCall(second)
+	assert.InDelta(t, 1, value(t, m.Requests.WithLabelValues("chat_completions", "live", "mock", "gpt-4o", "2xx", "optimize", "support")), 0,
+		"the refused calls left the second model its own label")
+}

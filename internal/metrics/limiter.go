@@ -42,3 +42,16 @@ func (l *Limiter) Value(v string) string {
 	l.n.Add(1)
 	return v
 }
+
+// Known is v if it was already admitted, else Other; it never admits v.
+// It is for values a client can make up (a call refused before any
+// provider answered), which must not use up the limit.
+func (l *Limiter) Known(v string) string {
+	if v == "" {
+		return v
+	}
+	if _, ok := l.seen.Load(v); ok {
+		return v
+	}
+	return Other
+}

@@ -40,6 +40,7 @@ type Options struct {
 // of nil and of bounding labels.
 type Metrics struct {
 	registry *prometheus.Registry
+	handler  http.Handler
 	tenant   bool
 	apps     *Limiter
 	models   *Limiter
@@ -64,8 +65,9 @@ type Metrics struct {
 	Quarantines       prometheus.Counter     // svc_artifact_quarantines_total
 
 	// Policies and approvals.
-	PolicyVerdicts *prometheus.CounterVec // svc_policy_verdicts_total{target,effect,rule}
-	PolicyErrors   *prometheus.CounterVec // svc_policy_errors_total{target}
+	PolicyEvaluations *prometheus.CounterVec // svc_policy_evaluations_total{target,decision}
+	PolicyVerdicts    *prometheus.CounterVec // svc_policy_verdicts_total{target,effect,rule}
+	PolicyErrors      *prometheus.CounterVec // svc_policy_errors_total{target}
 
 	// Providers and plugins.
 	ProviderAttempts *prometheus.CounterVec   // svc_provider_attempts_total{provider,outcome}
@@ -92,7 +94,7 @@ type Metrics struct {
 	// source).
 	ApprovalsPending *Sourced // svc_approvals_pending
 	Breakers         *Sourced // svc_provider_breaker_state{provider,state=closed|open|half_open}, svc_provider_rate_limited{provider}
-	JobQueue         *Sourced // svc_job_queue_depth{state=queued|running|failed}
+	JobQueue         *Sourced // svc_job_queue_depth{state=queued|running}
 	Journal          *Sourced // svc_ledger_journal_backlog_runs, svc_ledger_journal_backlog_bytes
 }
 
@@ -135,12 +137,13 @@ func New(o Options) *Metrics {
 	m.ShadowEvaluations = f.counters("svc_artifact_shadow_evaluations_total", "Shadow evaluations of an artifact beside a live call, by result (match, mismatch, or abstain when the artifact declined).", "result")
 	m.Quarantines = f.counter("svc_artifact_quarantines_total", "Artifacts quarantined, automatically or by an operator.")
 
-	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Policy rule verdicts, by target, effect and rule id.", "target", "effect", "rule")
+	m.PolicyEvaluations = f.counters("svc_policy_evaluations_total", "Policy evaluations, by target and the decision they came to (allow, deny or require_approval).", "target", "decision")
+	m.PolicyVerdicts = f.counters("svc_policy_verdicts_total", "Verdicts of the policy rules that matched an evaluation, by target, effect and rule id.", "target", "effect", "rule")
 	m.PolicyErrors = f.counters("svc_policy_errors_total", "Policy rules whose condition failed to evaluate, by target.", "target")
 
 	m.ProviderAttempts = f.counters("svc_provider_attempts_total", "Calls made to provider instances, by outcome (ok, or why the attempt failed).", "provider", "outcome")
 	m.ProviderDuration = f.histograms("svc_provider_attempt_duration_seconds", "Time of each provider attempt (a stream's: until its end).", latencyBuckets, "provider")
-	m.ProviderRetries = f.counters("svc_provider_retries_total", "Provider attempts after the first of a call, by the provider retried.", "provider")
+	m.ProviderRetries = f.counters("svc_provider_retries_total", "Provider attempts on a provider their call had already tried, by the provider retried.", "provider")
 	m.Fallbacks = f.counters("svc_provider_fallbacks_total", "Calls answered by another provider than the first they tried.", "from", "to")
 	m.PluginRestarts = f.counters("svc_plugin_restarts_total", "Plugin processes started again after theirs died.", "plugin")
 
@@ -158,7 +161,7 @@ func New(o Options) *Metrics {
 	m.Breakers = f.sourced(m.MetricsErrors,
 		prometheus.NewDesc("svc_provider_breaker_state", "Each provider's circuit breaker: 1 for its current state (closed, open or half_open), 0 for the others.", []string{"provider", "state"}, nil),
 		prometheus.NewDesc("svc_provider_rate_limited", "1 while a provider is rate limited (a 429 asked to wait), else 0.", []string{"provider"}, nil))
-	m.JobQueue = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_job_queue_depth", "Jobs in the queue across tenants, by state (queued, running, or failed for good).", []string{"state"}, nil))
+	m.JobQueue = f.sourced(m.MetricsErrors, prometheus.NewDesc("svc_job_queue_depth", "Jobs in the queue across tenants, by state (queued or running).", []string{"state"}, nil))
 	m.Journal = f.sourced(m.MetricsErrors,
 		prometheus.NewDesc("svc_ledger_journal_backlog_runs", "Runs journaled and not yet stored in the database.", nil, nil),
 		prometheus.NewDesc("svc_ledger_journal_backlog_bytes", "Journal bytes of the runs not yet stored in the database.", nil, nil))
@@ -168,6 +171,7 @@ func New(o Options) *Metrics {
 	m.registry.MustRegister(build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	return m
 }
 
@@ -189,9 +193,12 @@ func (m *Metrics) Register(c prometheus.Collector) {
 }
 
 // Handler serves the registry in the exposition format (OpenMetrics when the
-// scraper asks for it).
+// scraper asks for it); with the metrics off, a 404.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return m.handler
 }
 
 // factory registers families as it makes them.

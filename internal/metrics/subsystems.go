@@ -30,21 +30,22 @@ func child(vec *prometheus.CounterVec, labels ...string) *Counter {
 	return &Counter{vec.WithLabelValues(labels...)}
 }
 
-// PolicyVerdict counts a rule that matched a request of target, by its
-// effect and id (bounded: past the label limit, ids count as Other). A
-// verdict no rule matched counts once as effect allow, rule "none".
-func (m *Metrics) PolicyVerdict(target, effect, rule string) {
-	if m == nil {
-		return
+// PolicyEvaluation counts an evaluation of the policies on a request of
+// target, by the decision it came to (an evaluation no rule matched is an
+// allow).
+func (m *Metrics) PolicyEvaluation(target, decision string) {
+	if m != nil {
+		m.PolicyEvaluations.WithLabelValues(target, decision).Inc()
 	}
-	if rule != NoRule {
-		rule = m.rules.Value(rule)
-	}
-	m.PolicyVerdicts.WithLabelValues(target, effect, rule).Inc()
 }
 
-// NoRule is the rule label of a verdict no rule matched.
-const NoRule = "none"
+// PolicyVerdict counts a rule that matched a request of target, by its
+// effect and id (bounded: past the label limit, ids count as Other).
+func (m *Metrics) PolicyVerdict(target, effect, rule string) {
+	if m != nil {
+		m.PolicyVerdicts.WithLabelValues(target, effect, m.rules.Value(rule)).Inc()
+	}
+}
 
 // PolicyError counts a rule of target whose condition failed to evaluate.
 func (m *Metrics) PolicyError(target string) {
@@ -86,8 +87,8 @@ func (m *Metrics) Provider(name string, outcomes ...string) *ProviderCounters {
 	return p
 }
 
-// Attempt counts an attempt of outcome that took d; retry says it was not
-// its call's first.
+// Attempt counts an attempt of outcome that took d; retry says its call
+// had already tried this provider.
 func (p *ProviderCounters) Attempt(outcome string, d time.Duration, retry bool) {
 	if p == nil {
 		return
@@ -299,8 +300,9 @@ func b2f(b bool) float64 {
 }
 
 // JobStates are the states svc_job_queue_depth reports: those of jobs
-// still waiting, running, or failed for good (succeeded ones are history).
-var JobStates = []string{"queued", "running", "failed"}
+// still waiting or running (finished ones, succeeded or failed, are
+// history: svc_job_failures_total counts the failures).
+var JobStates = []string{"queued", "running"}
 
 // ReadJobQueue makes svc_job_queue_depth count's answer, a count per
 // state; each of JobStates is reported, 0 when count has none.

@@ -14,6 +14,7 @@ import (
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *metrics.Metrics
 	m.PolicyVerdict("chat", "deny", "r")
+	m.PolicyEvaluation("chat", "deny")
 	m.PolicyError("chat")
 	m.RateLimiter("api").Inc()
 	m.Provider("p", "ok").Attempt("ok", time.Millisecond, true)
@@ -36,17 +37,13 @@ func TestPolicyRulesAreBounded(t *testing.T) {
 	for i := range 4 {
 		m.PolicyVerdict("chat", "deny", "rule-"+strconv.Itoa(i))
 	}
-	m.PolicyVerdict("chat", "allow", metrics.NoRule)
 	for rule, want := range map[string]float64{"rule-0": 1, "rule-1": 1, metrics.Other: 2} {
 		if got := metricstest.Value(t, m.PolicyVerdicts.WithLabelValues("chat", "deny", rule)); got != want {
 			t.Errorf("deny %s = %v, want %v", rule, got, want)
 		}
 	}
-	if got := metricstest.Value(t, m.PolicyVerdicts.WithLabelValues("chat", "allow", metrics.NoRule)); got != 1 {
-		t.Errorf("allow none = %v, want 1 (none is never bounded away)", got)
-	}
-	if n := len(metricstest.Samples(t, m, "svc_policy_verdicts_total")); n != 4 {
-		t.Errorf("%d series, want 4", n)
+	if n := len(metricstest.Samples(t, m, "svc_policy_verdicts_total")); n != 3 {
+		t.Errorf("%d series, want 3", n)
 	}
 }
 
@@ -98,7 +95,7 @@ func TestSourcedFamilies(t *testing.T) {
 	m.ReadJournal(func() (int64, int64) { return 5, 1234 })
 
 	want := map[string]map[string]float64{
-		"svc_job_queue_depth":   {"queued": 3, "running": 0, "failed": 1},
+		"svc_job_queue_depth":   {"queued": 3, "running": 0}, // a failed job is history, not depth
 		"svc_approvals_pending": {"": 2},
 		"svc_provider_breaker_state": {"a,closed": 0, "a,open": 1, "a,half_open": 0,
 			"b,closed": 1, "b,open": 0, "b,half_open": 0},

@@ -72,6 +72,8 @@ type start struct {
 	done chan struct{} // closed once impl and err are set
 	impl any
 	err  error
+	// restart says a process of the slot ran before.
+	restart bool
 }
 
 // errShutDown is the answer of a slot after Kill.
@@ -107,10 +109,7 @@ func (s *Slot) Dispense(ctx context.Context) (any, error) {
 	}
 	st := s.starting
 	if st == nil {
-		if s.started {
-			s.metrics.PluginRestart(filepath.Base(s.path))
-		}
-		st = &start{done: make(chan struct{})}
+		st = &start{done: make(chan struct{}), restart: s.started}
 		s.starting = st
 		dead := s.client
 		s.client, s.impl = nil, nil
@@ -186,6 +185,9 @@ func (s *Slot) start(dead *plugin.Client, st *start) {
 	if err == nil {
 		s.client, s.impl, s.started = client, impl, true
 		st.impl = impl
+		if st.restart { // counted once it succeeded: a failed start restarted nothing
+			s.metrics.PluginRestart(filepath.Base(s.path))
+		}
 	}
 	st.err = err
 	s.mu.Unlock()

@@ -48,3 +48,36 @@ func TestRestartsAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{name: 2}, metricstest.Samples(t, m, "svc_plugin_restarts_total"))
 }
+
+func init() { helperRoles["once-plugin"] = serveOnce }
+
+// onceMark names the file whose presence makes the once-plugin fail.
+const onceMark = "PLUGINS_TEST_ONCE"
+
+// serveOnce serves as a plugin the first time, and fails to start every
+// time after.
+func serveOnce() {
+	f, err := os.OpenFile(os.Getenv(onceMark), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		os.Exit(1)
+	}
+	_ = f.Close()
+	serveBarePlugin()
+}
+
+// A restart that fails to start restarted nothing: it is not counted.
+func TestAFailedRestartIsNotCounted(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	mark := filepath.Join(t.TempDir(), "started")
+	slot, err := plugins.NewSlot(pluginapi.ProviderName, os.Args[0], []string{helperRole + "=once-plugin", onceMark + "=" + mark}, hclog.NewNullLogger())
+	require.NoError(t, err)
+	t.Cleanup(slot.Kill)
+	slot.SetMetrics(m)
+	ctx := context.Background()
+	impl, err := slot.Dispense(ctx)
+	require.NoError(t, err)
+	slot.Reset(impl)
+	_, err = slot.Dispense(ctx)
+	require.Error(t, err, "the second process exits at once")
+	assert.Empty(t, metricstest.Samples(t, m, "svc_plugin_restarts_total"))
+}

@@ -59,7 +59,8 @@ func (s *Set) Evaluate(ctx context.Context, t Target, in *Input) Verdict {
 		switch {
 		case err != nil:
 			if r.Effect == Allow {
-				continue // an allow rule that cannot decide allows nothing
+				v.AllowErrors++ // an allow rule that cannot decide allows nothing
+				continue
 			}
 			res.Error = describe(err, limit, size)
 			res.Reason += " (the condition failed: " + res.Error + ")"

@@ -57,6 +57,11 @@ type Verdict struct {
 	// ApprovalID names the approval that let a request held for approval
 	// pass, or the one opened for it.
 	ApprovalID string `json:"approvalId,omitempty"`
+	// AllowErrors counts the allow rules whose condition failed to
+	// evaluate. They allow nothing and are not listed in Rules (the
+	// verdict is no policy error for them, and what runs record is
+	// unchanged); they count as policy errors in the metrics.
+	AllowErrors int `json:"-"`
 }
 
 // RuleResult is a rule that matched.

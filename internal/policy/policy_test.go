@@ -206,6 +206,7 @@ func TestARunawayConditionIsStoppedAndFailsClosed(t *testing.T) {
 	require.Len(t, v.Rules, 1, "an allow rule that cannot finish allows nothing")
 	assert.Equal(t, "heavy-deny", v.Rules[0].ID)
 	assert.Contains(t, v.Rules[0].Error, "cost limit")
+	assert.Equal(t, 1, v.AllowErrors, "the allow rule's failure is counted, not listed")
 }
 
 func TestEvaluationCompilesNothing(t *testing.T) {

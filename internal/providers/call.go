@@ -236,7 +236,13 @@ calls:
 				}
 			}
 			if wait > 0 {
-				if err := r.sleep(ctx, wait); err != nil {
+				// The wait between attempts is on the provider's account,
+				// not svc's: it counts on the call's clock as provider time.
+				clock := calltime.From(ctx)
+				clock.AttemptBegan(time.Now())
+				err := r.sleep(ctx, wait)
+				clock.AttemptEnded(time.Now())
+				if err != nil {
 					if errors.Is(ctx.Err(), context.Canceled) {
 						return context.Canceled
 					}
@@ -277,7 +283,9 @@ calls:
 			p.lastTried = i + 1
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
-			r.counters(h, prov.Name).Attempt(a.Outcome, time.Duration(a.LatencyMS*float64(time.Millisecond)), made > 1)
+			// A retry is a further attempt on a provider this call already
+			// tried; the first attempt on the next one is a fallback's.
+			r.counters(h, prov.Name).Attempt(a.Outcome, time.Duration(a.LatencyMS*float64(time.Millisecond)), t.n > 1)
 			switch v {
 			case verdictOK:
 				p.Answered = c.Provider

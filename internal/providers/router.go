@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/calltime"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -200,6 +201,10 @@ func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
 	// that hangs costs the list its timeout, not the sum of them all.
 	lists := make([][]pluginapi.Model, len(set.Providers))
 	errs := make([]error, len(set.Providers))
+	// The fan-out is the providers' time, not svc's (real time, as
+	// attempt marks it).
+	clock := calltime.From(ctx)
+	clock.AttemptBegan(time.Now())
 	var wg sync.WaitGroup
 	for i, p := range set.Providers {
 		wg.Go(func() {
@@ -212,6 +217,7 @@ func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
 		})
 	}
 	wg.Wait()
+	clock.AttemptEnded(time.Now())
 	var out []pluginapi.Model
 	seen := map[string]bool{}
 	var firstErr error

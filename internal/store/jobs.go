@@ -93,32 +93,44 @@ func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 
 // RequeueRunningJobs puts the jobs left running back to queued, or to failed
 // when the interrupted attempt was their last.
-func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed int, err error) {
+func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE jobs
+		var err error
+		failed, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'failed', updated_at = ?,
 				last_error = 'interrupted: the service stopped during attempt ' || attempts || ', the last'
-			WHERE status = 'running' AND attempts >= max_attempts`, now.UnixMilli())
+			WHERE status = 'running' AND attempts >= max_attempts RETURNING type`, now.UnixMilli())
 		if err != nil {
 			return err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		failed = int(n)
-		res, err = tx.ExecContext(ctx, `UPDATE jobs
+		requeued, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'queued', run_at = ?, updated_at = ?,
 				last_error = 'interrupted: the service stopped during attempt ' || attempts
-			WHERE status = 'running'`, now.UnixMilli(), now.UnixMilli())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		requeued = int(n)
+			WHERE status = 'running' RETURNING type`, now.UnixMilli(), now.UnixMilli())
 		return err
 	})
-	return requeued, failed, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return requeued, failed, nil
+}
+
+// jobTypes runs an update returning the type of each job it changed.
+func jobTypes(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var types []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		types = append(types, t)
+	}
+	return types, rows.Err()
 }
 
 // Job returns one job of the tenant.
@@ -130,12 +142,12 @@ func (s *Store) Job(ctx context.Context, tenantID, id string) (jobs.Job, error) 
 	return j, err
 }
 
-// CountJobs counts every tenant's queued, running and failed jobs, from
-// the status index (succeeded ones, the bulk, are not read).
+// CountJobs counts every tenant's queued and running jobs, from the status
+// index (finished ones, which only grow, are not read).
 func (s *Store) CountJobs(ctx context.Context) (jobs.Stats, error) {
 	var stats jobs.Stats
-	rows, err := s.read.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs WHERE status IN (?, ?, ?) GROUP BY status`,
-		jobs.Queued, jobs.Running, jobs.Failed)
+	rows, err := s.read.QueryContext(ctx, `SELECT status, COUNT(*) FROM jobs WHERE status IN (?, ?) GROUP BY status`,
+		jobs.Queued, jobs.Running)
 	if err != nil {
 		return stats, err
 	}

@@ -283,11 +283,12 @@ func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals [
 	return nil
 }
 
-// SetArtifactState changes an artifact's state.
-func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, error) {
+// SetArtifactState changes an artifact's state, and returns it with the
+// state it had before.
+func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, string, error) {
 	var out synth.Artifact
+	var current string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var current string
 		err := tx.QueryRowContext(ctx, `SELECT state FROM artifacts WHERE tenant_id = ? AND id = ?`, tenantID, id).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.NotFoundf("artifact not found")
@@ -313,7 +314,10 @@ func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reaso
 		out, err = artifactBy(ctx, tx, tenantID, id)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return synth.Artifact{}, "", err
+	}
+	return out, current, nil
 }
 
 // AddEvaluations stores evaluations of one artifact and adds their

@@ -145,7 +145,7 @@ func TestLearningStore(t *testing.T) {
 	assert.True(t, errs.Is(err, errs.NotFound))
 	_, err = s.Artifact(ctx, other.ID, a.ID)
 	assert.True(t, errs.Is(err, errs.NotFound))
-	_, err = s.SetArtifactState(ctx, other.ID, a.ID, synth.ArtifactRetired, "x", time.Now())
+	_, _, err = s.SetArtifactState(ctx, other.ID, a.ID, synth.ArtifactRetired, "x", time.Now())
 	assert.True(t, errs.Is(err, errs.NotFound))
 	_, err = s.AddEvaluations(ctx, other.ID, a.ID, nil, time.Now())
 	assert.True(t, errs.Is(err, errs.NotFound))
