@@ -56,7 +56,7 @@ func cacheable(req *Request) (bool, string) {
 // lookupExact looks the call up in the exact cache and notes on the run what
 // it found; in observe mode a fresh entry becomes ghost savings.
 func (g *Gateway) lookupExact(ctx context.Context, c *call) {
-	ctx, span := tracing.Start(ctx, "cache.lookup", trace.SpanKindInternal)
+	_, span := tracing.Start(ctx, "cache.lookup", trace.SpanKindInternal)
 	g.lookupExactEntry(c)
 	if span.IsRecording() {
 		lookup := "off"
