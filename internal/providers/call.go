@@ -79,13 +79,10 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 	var res pluginapi.ChatResponse
 	var body bodies
 	err := r.execute(ctx, p, callChat, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
-		cr := req
-		cr.TraceParent, cr.TraceState = tracing.W3C(ctx)
-		var err error
-		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
+		cr, err := body.chat(ctx, req, model)
+		if err != nil {
 			return false, err
 		}
-		cr.Model = model
 		out, err := prov.Impl.Chat(ctx, cr)
 		if err == nil {
 			res = out
@@ -103,13 +100,10 @@ func (r *Router) Chat(ctx context.Context, p *Plan, req pluginapi.ChatRequest) (
 func (r *Router) StreamChat(ctx context.Context, p *Plan, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
 	var body bodies
 	return r.execute(ctx, p, callStream, func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (bool, error) {
-		cr := req
-		cr.TraceParent, cr.TraceState = tracing.W3C(ctx)
-		var err error
-		if cr.Body, err = body.of(req.Body, req.Model, model); err != nil {
+		cr, err := body.chat(ctx, req, model)
+		if err != nil {
 			return false, err
 		}
-		cr.Model = model
 		var sent bool
 		var sendErr error
 		err = prov.Impl.StreamChat(ctx, cr, func(ch pluginapi.ChatChunk) error {
@@ -138,13 +132,10 @@ func (r *Router) Embed(ctx context.Context, p *Plan, req pluginapi.EmbedRequest)
 	var res pluginapi.EmbedResponse
 	var body bodies
 	err := r.execute(ctx, p, callEmbed, func(ctx context.Context, prov *Provider, model string, _ *attemptTimer) (bool, error) {
-		er := req
-		er.TraceParent, er.TraceState = tracing.W3C(ctx)
-		var err error
-		if er.Body, err = body.of(req.Body, req.Model, model); err != nil {
+		er, err := body.embed(ctx, req, model)
+		if err != nil {
 			return false, err
 		}
-		er.Model = model
 		out, err := prov.Impl.(pluginapi.Embedder).Embed(ctx, er)
 		if err == nil {
 			res = out
@@ -540,6 +531,23 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 type bodies struct {
 	model string
 	body  []byte
+}
+
+// chat is req as the attempt in ctx sends it to a provider asked for
+// model: that model in its body, and the attempt's trace context.
+func (b *bodies) chat(ctx context.Context, req pluginapi.ChatRequest, model string) (pluginapi.ChatRequest, error) {
+	body, err := b.of(req.Body, req.Model, model)
+	req.Body, req.Model = body, model
+	req.TraceParent, req.TraceState = tracing.W3C(ctx)
+	return req, err
+}
+
+// embed is chat's counterpart for an embeddings request.
+func (b *bodies) embed(ctx context.Context, req pluginapi.EmbedRequest, model string) (pluginapi.EmbedRequest, error) {
+	body, err := b.of(req.Body, req.Model, model)
+	req.Body, req.Model = body, model
+	req.TraceParent, req.TraceState = tracing.W3C(ctx)
+	return req, err
 }
 
 // of is body as a provider asked for model sees it: body itself when model
