@@ -36,3 +36,28 @@ func NewUpstreamClient() *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// Call names one call to an upstream: svc's run id and the W3C trace
+// context of svc's attempt. The zero Call names nothing (a model list).
+type Call struct{ RequestID, TraceParent, TraceState string }
+
+// Call is the call req names upstream.
+func (req ChatRequest) Call() Call { return Call{req.RequestID, req.TraceParent, req.TraceState} }
+
+// Call is the call req names upstream.
+func (req EmbedRequest) Call() Call { return Call{req.RequestID, req.TraceParent, req.TraceState} }
+
+// SetHeaders puts the call on an upstream request: X-Request-Id, and the
+// traceparent and tracestate headers, so that the upstream's spans join
+// the call's trace; each only when known.
+func (c Call) SetHeaders(h http.Header) {
+	if c.RequestID != "" {
+		h["X-Request-Id"] = []string{c.RequestID}
+	}
+	if c.TraceParent != "" {
+		h["Traceparent"] = []string{c.TraceParent}
+		if c.TraceState != "" {
+			h["Tracestate"] = []string{c.TraceState}
+		}
+	}
+}

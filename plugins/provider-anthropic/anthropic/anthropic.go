@@ -193,7 +193,7 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 	}
 	ctx, cancel, dl := p.withTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, callOf(req.RequestID, req.TraceParent, req.TraceState), "application/json")
+	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, req.Call(), "application/json")
 	if err != nil {
 		return pluginapi.ChatResponse{}, err
 	}
@@ -233,7 +233,7 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 	}
 	ctx, cancel, dl := p.withTimeout(ctx)
 	defer cancel()
-	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, callOf(req.RequestID, req.TraceParent, req.TraceState), "text/event-stream")
+	resp, err := p.do(ctx, dl, http.MethodPost, p.messagesURL, body, req.Call(), "text/event-stream")
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 
 // do sends one request. Its errors are ready to return: ctx.Err() when the
 // caller went away, otherwise a *ProviderError.
-func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, body []byte, c call, accept string) (*http.Response, error) {
+func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, body []byte, c pluginapi.Call, accept string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -297,17 +297,7 @@ func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, 
 	if body != nil {
 		r.Header.Set("Content-Type", "application/json")
 	}
-	if c.requestID != "" {
-		r.Header.Set("X-Request-Id", c.requestID)
-	}
-	// The W3C trace context svc passes on, so that the upstream's spans
-	// join the call's trace.
-	if c.traceParent != "" {
-		r.Header["Traceparent"] = []string{c.traceParent}
-		if c.traceState != "" {
-			r.Header["Tracestate"] = []string{c.traceState}
-		}
-	}
+	c.SetHeaders(r.Header)
 	resp, err := p.client.Do(r)
 	if err != nil {
 		return nil, p.failure(ctx, dl, err, "provider unreachable: ")
@@ -521,7 +511,7 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		if after != "" {
 			target += "&after_id=" + url.QueryEscape(after)
 		}
-		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, call{}, "application/json")
+		resp, err := p.do(ctx, dl, http.MethodGet, target, nil, pluginapi.Call{}, "application/json")
 		if err != nil {
 			return nil, err
 		}
@@ -621,12 +611,4 @@ func truncate(s string, n int) string {
 		s = s[:cut] + "…"
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
-// call is what identifies one call upstream: svc's run id and the W3C
-// trace context of the attempt.
-type call struct{ requestID, traceParent, traceState string }
-
-func callOf(requestID, traceParent, traceState string) call {
-	return call{requestID, traceParent, traceState}
 }

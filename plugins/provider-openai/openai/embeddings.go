@@ -26,7 +26,7 @@ func (u *Upstream) Embed(ctx context.Context, req pluginapi.EmbedRequest) (plugi
 }
 
 func (u *Upstream) embed(ctx context.Context, req pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
-	resp, err := u.do(ctx, http.MethodPost, u.embeddingsURL, req.Body, callOf(req.RequestID, req.TraceParent, req.TraceState), hdrJSON)
+	resp, err := u.do(ctx, http.MethodPost, u.embeddingsURL, req.Body, req.Call(), hdrJSON)
 	if err != nil {
 		return pluginapi.EmbedResponse{}, err
 	}

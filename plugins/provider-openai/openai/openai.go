@@ -40,26 +40,22 @@ const (
 
 	redacted = "[REDACTED]"
 
-	typeUpstream    = "upstream_error"
-	typeInvalid     = "invalid_request_error"
-	typeRateLimit   = "rate_limit_error"
-	codeAuth        = pluginapi.CodeUpstreamAuthFailed
-	codeTimeout     = pluginapi.CodeTimeout
-	codeUnreachable = "upstream_unreachable"
-	codeTooLarge    = "upstream_response_too_large"
-	codeBadResponse = "upstream_bad_response"
-	userAgent       = "svc-provider-openai"
-	mimeJSON        = "application/json"
-	mimeEventStream = "text/event-stream"
-	headerRequestID = "X-Request-Id"
-	// The W3C trace context svc passes on, so that the upstream's spans
-	// join the call's trace.
-	headerTraceParent = "Traceparent"
-	headerTraceState  = "Tracestate"
-	headerAuthorize   = "Authorization"
-	headerContentTyp  = "Content-Type"
-	headerAccept      = "Accept"
-	headerUserAgent   = "User-Agent"
+	typeUpstream     = "upstream_error"
+	typeInvalid      = "invalid_request_error"
+	typeRateLimit    = "rate_limit_error"
+	codeAuth         = pluginapi.CodeUpstreamAuthFailed
+	codeTimeout      = pluginapi.CodeTimeout
+	codeUnreachable  = "upstream_unreachable"
+	codeTooLarge     = "upstream_response_too_large"
+	codeBadResponse  = "upstream_bad_response"
+	userAgent        = "svc-provider-openai"
+	mimeJSON         = "application/json"
+	mimeEventStream  = "text/event-stream"
+	headerRequestID  = "X-Request-Id"
+	headerAuthorize  = "Authorization"
+	headerContentTyp = "Content-Type"
+	headerAccept     = "Accept"
+	headerUserAgent  = "User-Agent"
 )
 
 // Shared header values. Each slice has len == cap, so a RoundTripper that
@@ -268,7 +264,7 @@ func (u *Upstream) Models(ctx context.Context) ([]pluginapi.Model, error) {
 }
 
 func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
-	resp, err := u.do(ctx, http.MethodPost, u.chatURL, req.Body, callOf(req.RequestID, req.TraceParent, req.TraceState), hdrJSON)
+	resp, err := u.do(ctx, http.MethodPost, u.chatURL, req.Body, req.Call(), hdrJSON)
 	if err != nil {
 		return pluginapi.ChatResponse{}, err
 	}
@@ -333,7 +329,7 @@ func (u *Upstream) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 			Message: "request body must be a JSON object",
 		}
 	}
-	resp, err := u.do(ctx, http.MethodPost, u.chatURL, body, callOf(req.RequestID, req.TraceParent, req.TraceState), hdrSSE)
+	resp, err := u.do(ctx, http.MethodPost, u.chatURL, body, req.Call(), hdrSSE)
 	if err != nil {
 		return err
 	}
@@ -369,7 +365,7 @@ func (u *Upstream) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 }
 
 func (u *Upstream) models(ctx context.Context) ([]pluginapi.Model, error) {
-	resp, err := u.do(ctx, http.MethodGet, u.modelsURL, nil, call{}, hdrJSON)
+	resp, err := u.do(ctx, http.MethodGet, u.modelsURL, nil, pluginapi.Call{}, hdrJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +406,7 @@ func (u *Upstream) models(ctx context.Context) ([]pluginapi.Model, error) {
 
 // do sends one request. Its errors are ready to return: ctx.Err() when the
 // caller went away, otherwise a *ProviderError.
-func (u *Upstream) do(ctx context.Context, method, target string, body []byte, c call, accept []string) (*http.Response, error) {
+func (u *Upstream) do(ctx context.Context, method, target string, body []byte, c pluginapi.Call, accept []string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body) // sets ContentLength and GetBody
@@ -436,15 +432,7 @@ func (u *Upstream) do(ctx context.Context, method, target string, body []byte, c
 	if body != nil {
 		h[headerContentTyp] = hdrJSON
 	}
-	if c.requestID != "" {
-		h[headerRequestID] = []string{c.requestID}
-	}
-	if c.traceParent != "" {
-		h[headerTraceParent] = []string{c.traceParent}
-		if c.traceState != "" {
-			h[headerTraceState] = []string{c.traceState}
-		}
-	}
+	c.SetHeaders(h)
 	resp, err := u.client().Do(r)
 	if err != nil {
 		return nil, u.transportError(ctx, err)
@@ -949,12 +937,4 @@ func appendKey(dst []byte, k string) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, k...)
 	return append(dst, '"')
-}
-
-// call is what identifies one call upstream: svc's run id and the W3C
-// trace context of the attempt.
-type call struct{ requestID, traceParent, traceState string }
-
-func callOf(requestID, traceParent, traceState string) call {
-	return call{requestID, traceParent, traceState}
 }
