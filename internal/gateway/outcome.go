@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/metrics"
 )
 
 // Outcome is what a call's recorded run tells the layer that answered it
@@ -11,19 +12,8 @@ import (
 // call's context with WithOutcome, and the call fills it once its run is
 // recorded. A call without one fills nothing.
 type Outcome struct {
-	RunID    string
-	Route    string
-	Provider string
-	Model    string
-	// InputTokens and OutputTokens are the run's usage; CostUSD, SavedUSD
-	// and GhostSavedUSD its cost and savings.
-	InputTokens   int64
-	OutputTokens  int64
-	CostUSD       float64
-	SavedUSD      float64
-	GhostSavedUSD float64
-	// ArtifactType is the type of the artifact that answered, when one did.
-	ArtifactType string
+	RunID string
+	metrics.Run
 }
 
 type outcomeKey struct{}
@@ -39,7 +29,7 @@ func report(ctx context.Context, run *ledger.Run, artifactType string) {
 	if o == nil {
 		return
 	}
-	*o = Outcome{RunID: run.ID, Route: run.Route, Provider: run.Provider, Model: run.Model,
+	*o = Outcome{RunID: run.ID, Run: metrics.Run{Route: run.Route, Provider: run.Provider, Model: run.Model,
 		InputTokens: run.PromptTokens, OutputTokens: run.CompletionTokens,
-		CostUSD: run.CostUSD, SavedUSD: run.SavedUSD, GhostSavedUSD: run.GhostSavedUSD, ArtifactType: artifactType}
+		CostUSD: run.CostUSD, SavedUSD: run.SavedUSD, GhostSavedUSD: run.GhostSavedUSD, ArtifactType: artifactType}}
 }

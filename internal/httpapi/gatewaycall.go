@@ -71,12 +71,9 @@ func (s *Server) observe(gc *gatewayCall, status int, end time.Time) {
 	if s.Metrics == nil {
 		return
 	}
-	o := &gc.outcome
 	c := metrics.GatewayCall{
-		Endpoint: gc.endpoint, Route: o.Route, Provider: o.Provider, Model: o.Model, Status: status,
+		Endpoint: gc.endpoint, Status: status, Run: gc.outcome.Run,
 		Duration: end.Sub(gc.clock.Started()), Overhead: gc.clock.Overhead(end), FirstByte: gc.firstByte,
-		InputTokens: o.InputTokens, OutputTokens: o.OutputTokens,
-		CostUSD: o.CostUSD, SavedUSD: o.SavedUSD, GhostSavedUSD: o.GhostSavedUSD, ArtifactType: o.ArtifactType,
 	}
 	if id := gc.id; id != nil {
 		c.Mode, c.App, c.Tenant = string(id.Mode), id.App, id.TenantID

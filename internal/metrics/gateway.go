@@ -3,16 +3,11 @@ package metrics
 import "time"
 
 // GatewayCall is one gateway request as its metrics see it, once its
-// answer ended. The HTTP layer fills it: the run's fields when a run was
-// recorded, else Route "" (counted as "none").
+// answer ended. The HTTP layer fills it, with the Run its call recorded
+// (the zero Run when none was: Route "" counts as "none").
 type GatewayCall struct {
 	// Endpoint is chat_completions, responses, embeddings or models.
 	Endpoint string
-	// Route is the run's route (live, exact_cache, artifact, blocked); ""
-	// when no run was recorded.
-	Route    string
-	Provider string
-	Model    string
 	// Status is the HTTP status the answer went out with.
 	Status int
 	// Mode is the caller's key mode (observe, optimize); "" when the caller
@@ -26,6 +21,16 @@ type GatewayCall struct {
 	Duration  time.Duration
 	Overhead  time.Duration
 	FirstByte time.Duration
+	Run
+}
+
+// Run is what a gateway call's recorded run tells its metrics.
+type Run struct {
+	// Route is the run's route (live, exact_cache, artifact, blocked); ""
+	// when no run was recorded.
+	Route    string
+	Provider string
+	Model    string
 	// InputTokens and OutputTokens are the run's usage; CostUSD what it
 	// cost, SavedUSD what a cache or artifact saved, GhostSavedUSD what an
 	// observe-mode call would have saved.

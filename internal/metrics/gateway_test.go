@@ -31,21 +31,20 @@ func series(c prometheus.Collector) int {
 
 func liveCall() *metrics.GatewayCall {
 	return &metrics.GatewayCall{
-		Endpoint: "chat_completions", Route: "live", Provider: "mock", Model: "gpt-4o-mini", Status: 200,
-		Mode: "optimize", App: "support", Tenant: "default",
+		Endpoint: "chat_completions", Status: 200, Mode: "optimize", App: "support", Tenant: "default",
 		Duration: 120 * time.Millisecond, Overhead: 400 * time.Microsecond,
-		InputTokens: 12, OutputTokens: 5, CostUSD: 0.25,
+		Run: metrics.Run{Route: "live", Provider: "mock", Model: "gpt-4o-mini", InputTokens: 12, OutputTokens: 5, CostUSD: 0.25},
 	}
 }
 
 func TestObserveCallRecordsEveryFamily(t *testing.T) {
 	m := metrics.New(metrics.Options{LabelLimit: 10})
 	m.ObserveCall(liveCall())
-	m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Route: "exact_cache", Provider: "mock", Model: "gpt-4o-mini",
-		Status: 200, Mode: "optimize", App: "support", InputTokens: 12, OutputTokens: 5, SavedUSD: 0.25, FirstByte: time.Millisecond})
-	m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Route: "artifact", Status: 200, Mode: "observe",
-		ArtifactType: "classifier", SavedUSD: 0.5})
-	m.ObserveCall(&metrics.GatewayCall{Endpoint: "embeddings", Status: 401, GhostSavedUSD: 0.125})
+	m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 200, Mode: "optimize", App: "support", FirstByte: time.Millisecond,
+		Run: metrics.Run{Route: "exact_cache", Provider: "mock", Model: "gpt-4o-mini", InputTokens: 12, OutputTokens: 5, SavedUSD: 0.25}})
+	m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 200, Mode: "observe",
+		Run: metrics.Run{Route: "artifact", ArtifactType: "classifier", SavedUSD: 0.5}})
+	m.ObserveCall(&metrics.GatewayCall{Endpoint: "embeddings", Status: 401, Run: metrics.Run{GhostSavedUSD: 0.125}})
 
 	assert.InDelta(t, 1, value(t, m.Requests.WithLabelValues("chat_completions", "live", "mock", "gpt-4o-mini", "2xx", "optimize", "support")), 0)
 	assert.InDelta(t, 1, value(t, m.Requests.WithLabelValues("embeddings", "none", "", "", "4xx", "none", "")), 0, "no run: route and mode none")
@@ -132,8 +131,8 @@ func TestRefusedCallsDoNotUseUpTheLimit(t *testing.T) {
 	m := metrics.New(metrics.Options{LabelLimit: 2})
 	m.ObserveCall(liveCall()) // admits gpt-4o-mini and support
 	for i := range 10 {
-		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 400, Model: fmt.Sprint("made-up-", i), App: fmt.Sprint("app-", i)})
-		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Route: "live", Provider: "mock", Status: 502, Model: fmt.Sprint("failed-", i)})
+		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 400, App: fmt.Sprint("app-", i), Run: metrics.Run{Model: fmt.Sprint("made-up-", i)}})
+		m.ObserveCall(&metrics.GatewayCall{Endpoint: "chat_completions", Status: 502, Run: metrics.Run{Route: "live", Provider: "mock", Model: fmt.Sprint("failed-", i)}})
 	}
 	blocked := liveCall()
 	blocked.Route, blocked.Status, blocked.Model = "blocked", 403, "blocked-model"
