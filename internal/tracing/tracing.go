@@ -7,6 +7,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -219,11 +220,11 @@ func W3C(ctx context.Context) (traceparent, tracestate string) {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	var b [55]byte
 	copy(b[:], "00-")
-	hexTo(b[3:35], tid[:])
+	hex.Encode(b[3:35], tid[:])
 	b[35] = '-'
-	hexTo(b[36:52], sid[:])
+	hex.Encode(b[36:52], sid[:])
 	b[52] = '-'
-	hexTo(b[53:55], []byte{byte(sc.TraceFlags())})
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
 	return string(b[:]), capState(sc.TraceState().String())
 }
 
@@ -242,14 +243,6 @@ func capState(s string) string {
 		s = s[:i]
 	}
 	return s
-}
-
-const hexDigits = "0123456789abcdef"
-
-func hexTo(dst, src []byte) {
-	for i, v := range src {
-		dst[2*i], dst[2*i+1] = hexDigits[v>>4], hexDigits[v&0x0f]
-	}
 }
 
 // TraceID is ctx's trace id in hex, empty when it holds no valid span
