@@ -173,6 +173,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	cfg := *o.Config // DataDir changes the copy, never the caller's
 	if o.DataDir != "" {
 		cfg.DBPath = filepath.Join(o.DataDir, "svc.db")
+		cfg.JournalDir = cfg.DBPath + ".runlog"
 		cfg.LedgerKeyFile = filepath.Join(o.DataDir, "ledger.key")
 	}
 	if o.Logger == nil {
@@ -218,9 +219,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		spans = traces.Tracer()
 	}
 
-	a.Store, err = store.Open(ctx, cfg.DBPath)
+	a.Store, err = store.OpenWith(ctx, cfg.DBPath, store.Options{MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", cfg.DBPath, err)
+		return nil, fmt.Errorf("database %s: %w", a.Config.DBAddress(), err)
 	}
 	a.push("database", a.Store.Close)
 	ledgerKey, created, err := ledger.LoadOrCreateKey(cfg.LedgerKeyFile)
@@ -306,7 +307,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			a.Checkpoints.Close()
 		}
 	})
-	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.DBPath+".runlog", log.Named("ledger"))
+	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.JournalDir, log.Named("ledger"))
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +487,7 @@ func (a *App) Start(ctx context.Context) error {
 		providerKV = []any{"providers", strings.Join(providers.Names(a.Providers.Current()), ",")}
 	}
 	a.Logger.Info("listening", append(append([]any{"addr", a.listener.Addr().String(), "version", version.Version},
-		providerKV...), "auth", a.Auth.Access(ctx).Describe(), "db", cfg.DBPath)...)
+		providerKV...), "auth", a.Auth.Access(ctx).Describe(), "db", a.Store.Path())...)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/svc-gateway/svc/pkg/netguard"
 )
@@ -24,7 +25,21 @@ import (
 // Config is every setting of one svc process.
 type Config struct {
 	Addr   string // SVC_ADDR: listen address
-	DBPath string // SVC_DB: SQLite file
+	DBPath string // SVC_DB: SQLite file, or a postgres:// (postgresql://) address
+
+	// DBMaxConns bounds a PostgreSQL store's connections (SVC_DB_MAX_CONNS).
+	DBMaxConns int
+	// DBStatementTimeout ends a PostgreSQL statement that runs longer
+	// (SVC_DB_STATEMENT_TIMEOUT).
+	DBStatementTimeout time.Duration
+	// DBRefresh bounds how long a replica's in-memory copy of shared state
+	// (keys, sessions, settings, promoted artifacts) may lag a change whose
+	// notification it missed (SVC_DB_REFRESH; PostgreSQL only).
+	DBRefresh time.Duration
+	// JournalDir is this process's run journal folder (SVC_JOURNAL_DIR):
+	// beside the SQLite file by default, ./data/journal with PostgreSQL.
+	// Replicas sharing a machine each need their own.
+	JournalDir string
 
 	// APIKey is the bootstrap bearer token (SVC_API_KEY). Empty means open dev
 	// mode: headerless requests act as admin of the default tenant.
@@ -138,11 +153,33 @@ func (c *Config) ProviderName() string {
 	return "mock"
 }
 
+// Postgres reports whether SVC_DB names a PostgreSQL database.
+func (c *Config) Postgres() bool {
+	return strings.HasPrefix(c.DBPath, "postgres://") || strings.HasPrefix(c.DBPath, "postgresql://")
+}
+
+// DBAddress is SVC_DB as logs may show it: a PostgreSQL address without
+// its password.
+func (c *Config) DBAddress() string {
+	if !c.Postgres() {
+		return c.DBPath
+	}
+	u, err := url.Parse(c.DBPath)
+	if err != nil {
+		return "postgres"
+	}
+	return u.Redacted()
+}
+
 // Vars lists every variable FromEnv reads, with its default, for the
 // configuration table in docs/operations.md and for --help.
 var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_ADDR", ":4100", "listen address"},
-	{"SVC_DB", "./data/svc.db", "SQLite database file (folder created when missing)"},
+	{"SVC_DB", "./data/svc.db", "SQLite database file (folder created when missing), or a PostgreSQL address postgres://user:password@host:5432/db?sslmode=verify-full shared by several replicas"},
+	{"SVC_DB_MAX_CONNS", "20", "PostgreSQL: most connections one replica opens"},
+	{"SVC_DB_STATEMENT_TIMEOUT", "30s", "PostgreSQL: longest a statement may run (Go duration)"},
+	{"SVC_DB_REFRESH", "5s", "PostgreSQL: longest a replica's cached keys, sessions, settings and artifacts may lag a change whose notification it missed (Go duration)"},
+	{"SVC_JOURNAL_DIR", "SQLite: the file's name + .runlog; PostgreSQL: ./data/journal", "this process's run journal folder; replicas sharing a machine need one each"},
 	{"SVC_API_KEY", "unset (open dev mode)", "bootstrap bearer token, admin of the default tenant; at least 16 characters"},
 	{"SVC_PLUGIN_DIR", "plugins/ beside the svc binary", "folder of plugin binaries"},
 	{"SVC_PROVIDER_PLUGIN", "unset", "binary for the provider slot"},
@@ -170,7 +207,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_AUTO_PROMOTE", "false", "promote artifacts that pass the gates without an operator"},
 	{"SVC_LOG_LEVEL", "info", "trace, debug, info, warn or error"},
 	{"SVC_LOG_JSON", "false", "log as JSON lines"},
-	{"SVC_LEDGER_KEY_FILE", "ledger.key beside SVC_DB", "Ed25519 key that signs the run ledger's checkpoints, created (mode 0600) when missing; keep it off the database's disk and backups"},
+	{"SVC_LEDGER_KEY_FILE", "ledger.key beside SVC_DB (./data/ledger.key with PostgreSQL)", "Ed25519 key that signs the run ledger's checkpoints, created (mode 0600) when missing; keep it off the database's disk and backups"},
 	{"SVC_LEDGER_CHECKPOINT_RUNS", "1000", "sign a ledger checkpoint once this many ledger entries (runs stored, traced events, retention sweeps) wait"},
 	{"SVC_LEDGER_CHECKPOINT_INTERVAL", "1m", "sign a ledger checkpoint once the oldest waiting entry is this old (Go duration)"},
 	{"SVC_CACHE_TTL", "1h", "lifetime of exact-cache entries (Go duration)"},
@@ -201,6 +238,10 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{
 		Addr:                     p.addr("SVC_ADDR", ":4100"),
 		DBPath:                   p.str("SVC_DB", "./data/svc.db"),
+		DBMaxConns:               p.intRange("SVC_DB_MAX_CONNS", 20, 1, 10000),
+		DBStatementTimeout:       p.duration("SVC_DB_STATEMENT_TIMEOUT", 30*time.Second),
+		DBRefresh:                p.duration("SVC_DB_REFRESH", 5*time.Second),
+		JournalDir:               p.str("SVC_JOURNAL_DIR", ""),
 		APIKey:                   p.apiKey("SVC_API_KEY"),
 		PluginDir:                p.str("SVC_PLUGIN_DIR", ""),
 		ProviderPlugin:           p.str("SVC_PROVIDER_PLUGIN", ""),
@@ -258,8 +299,28 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	if c.LedgerCheckpointInterval <= 0 {
 		p.fail("SVC_LEDGER_CHECKPOINT_INTERVAL", "must be positive")
 	}
+	if c.DBStatementTimeout <= 0 {
+		p.fail("SVC_DB_STATEMENT_TIMEOUT", "must be positive")
+	}
+	if c.DBRefresh <= 0 {
+		p.fail("SVC_DB_REFRESH", "must be positive")
+	}
+	if c.Postgres() {
+		if _, err := pgx.ParseConfig(c.DBPath); err != nil {
+			p.fail("SVC_DB", "is not a PostgreSQL address: %v", err)
+		}
+	}
+	if c.JournalDir == "" {
+		c.JournalDir = c.DBPath + ".runlog"
+		if c.Postgres() {
+			c.JournalDir = filepath.Join("data", "journal")
+		}
+	}
 	if c.LedgerKeyFile == "" {
 		c.LedgerKeyFile = filepath.Join(filepath.Dir(c.DBPath), "ledger.key")
+		if c.Postgres() {
+			c.LedgerKeyFile = filepath.Join("data", "ledger.key")
+		}
 	}
 	if c.CacheTTL <= 0 {
 		p.fail("SVC_CACHE_TTL", "must be positive")

@@ -49,7 +49,7 @@ func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
-func insertUser(ctx context.Context, tx *sql.Tx, u accounts.NewUser) error {
+func insertUser(ctx context.Context, tx *txn, u accounts.NewUser) error {
 	at := u.CreatedAt.UnixMilli()
 	_, err := tx.ExecContext(ctx, `INSERT INTO users (`+userColumns+`, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.ID, u.Email, u.Name, u.Role, u.EmailVerified, u.PasswordHash, at, at)
@@ -59,7 +59,7 @@ func insertUser(ctx context.Context, tx *sql.Tx, u accounts.NewUser) error {
 	return err
 }
 
-func insertMembership(ctx context.Context, tx *sql.Tx, userID, tenantID, role string, at time.Time) error {
+func insertMembership(ctx context.Context, tx *txn, userID, tenantID, role string, at time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO memberships (user_id, tenant_id, role, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, tenant_id) DO NOTHING`, userID, tenantID, role, at.UnixMilli())
 	return formatError(err)
@@ -68,7 +68,7 @@ func insertMembership(ctx context.Context, tx *sql.Tx, userID, tenantID, role st
 // CreateUser creates u with its first membership, and its organization when
 // u.OrgName is set, in one transaction.
 func (s *Store) CreateUser(ctx context.Context, u accounts.NewUser) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if u.OrgName != "" {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`,
 				u.TenantID, u.OrgName, u.CreatedAt.UnixMilli()); err != nil {
@@ -83,7 +83,7 @@ func (s *Store) CreateUser(ctx context.Context, u accounts.NewUser) error {
 // verified, owner of u.TenantID; an existing password is kept.
 func (s *Store) EnsureAdmin(ctx context.Context, u accounts.NewUser) (bool, error) {
 	created := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var id string
 		var verified bool
 		err := tx.QueryRowContext(ctx, `SELECT id, email_verified FROM users WHERE email = ?`, u.Email).Scan(&id, &verified)
@@ -119,7 +119,7 @@ func (s *Store) EnsureAdmin(ctx context.Context, u accounts.NewUser) (bool, erro
 
 // SetPassword stores a new password hash.
 func (s *Store) SetPassword(ctx context.Context, userID, hash string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`, hash, at.UnixMilli(), userID)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func (s *Store) SetPassword(ctx context.Context, userID, hash string, at time.Ti
 
 // SetEmailVerified marks the user's address verified.
 func (s *Store) SetEmailVerified(ctx context.Context, userID string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET email_verified = 1, updated_at = ? WHERE id = ?`, at.UnixMilli(), userID)
 		if err != nil {
 			return err
@@ -162,7 +162,7 @@ func (s *Store) UserOrgs(ctx context.Context, userID string) ([]accounts.Org, er
 
 // CreateOrg creates t owned by ownerID.
 func (s *Store) CreateOrg(ctx context.Context, t tenant.Tenant, ownerID string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`,
 			t.ID, t.Name, t.CreatedAt.UnixMilli()); err != nil {
 			return formatError(err)
@@ -173,7 +173,7 @@ func (s *Store) CreateOrg(ctx context.Context, t tenant.Tenant, ownerID string) 
 
 // RenameOrg renames the tenant.
 func (s *Store) RenameOrg(ctx context.Context, tenantID, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tenants SET name = ? WHERE id = ?`, name, tenantID)
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (s *Store) Members(ctx context.Context, tenantID string) ([]accounts.Member
 
 // CreateUserToken stores a one-time token's hash.
 func (s *Store) CreateUserToken(ctx context.Context, hash [32]byte, kind, userID string, at, expires time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO user_tokens (token_hash, kind, user_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			hash[:], kind, userID, at.UnixMilli(), expires.UnixMilli())
 		return formatError(err)
@@ -213,7 +213,7 @@ func (s *Store) CreateUserToken(ctx context.Context, hash [32]byte, kind, userID
 // ConsumeUserToken marks a live token of kind used and returns its user.
 func (s *Store) ConsumeUserToken(ctx context.Context, hash [32]byte, kind string, at time.Time) (string, error) {
 	var userID string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		err := tx.QueryRowContext(ctx, `UPDATE user_tokens SET used_at = ?
 			WHERE token_hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id`,
 			at.UnixMilli(), hash[:], kind, at.UnixMilli()).Scan(&userID)
@@ -227,7 +227,7 @@ func (s *Store) ConsumeUserToken(ctx context.Context, hash [32]byte, kind string
 
 // DropUserTokens deletes the user's unused tokens of kind.
 func (s *Store) DropUserTokens(ctx context.Context, userID, kind string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM user_tokens WHERE user_id = ? AND kind = ? AND used_at IS NULL`, userID, kind)
 		return err
 	})
@@ -252,7 +252,7 @@ func scanInvite(row interface{ Scan(...any) error }, extra ...any) (accounts.Inv
 
 // CreateInvite stores inv with its token's hash.
 func (s *Store) CreateInvite(ctx context.Context, inv accounts.Invite, hash [32]byte) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO org_invites (id, tenant_id, email, role, token_hash, inviter, status, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, inv.ID, inv.TenantID, inv.Email, inv.Role, hash[:], inv.Inviter, inv.Status,
 			inv.CreatedAt.UnixMilli(), inv.ExpiresAt.UnixMilli())
@@ -297,7 +297,7 @@ func (s *Store) InviteByToken(ctx context.Context, hash [32]byte) (accounts.Invi
 // SetInviteStatus moves the tenant's pending invite to status.
 func (s *Store) SetInviteStatus(ctx context.Context, tenantID, id, status string, at time.Time) (accounts.Invite, error) {
 	var inv accounts.Invite
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		inv, err = scanInvite(tx.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM org_invites WHERE tenant_id = ? AND id = ?`, tenantID, id))
 		if err != nil {
@@ -320,7 +320,7 @@ func (s *Store) SetInviteStatus(ctx context.Context, tenantID, id, status string
 // AcceptInvite marks the pending invite accepted and adds the membership,
 // creating newUser first when set, in one transaction.
 func (s *Store) AcceptInvite(ctx context.Context, inv accounts.Invite, userID string, newUser *accounts.NewUser, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE org_invites SET status = 'accepted', decided_at = ?, accepted_by = ?
 			WHERE id = ? AND tenant_id = ? AND status = 'pending' AND expires_at > ?`,
 			at.UnixMilli(), userID, inv.ID, inv.TenantID, at.UnixMilli())
@@ -337,7 +337,7 @@ func (s *Store) AcceptInvite(ctx context.Context, inv accounts.Invite, userID st
 	})
 }
 
-func insertAndJoin(ctx context.Context, tx *sql.Tx, u accounts.NewUser) error {
+func insertAndJoin(ctx context.Context, tx *txn, u accounts.NewUser) error {
 	if err := insertUser(ctx, tx, u); err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func insertAndJoin(ctx context.Context, tx *sql.Tx, u accounts.NewUser) error {
 // ExpireInvites marks pending invites past their expiry expired.
 func (s *Store) ExpireInvites(ctx context.Context, at time.Time) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE org_invites SET status = 'expired', decided_at = ?
 			WHERE status = 'pending' AND expires_at <= ?`, at.UnixMilli(), at.UnixMilli())
 		if err != nil {
@@ -361,12 +361,12 @@ func (s *Store) ExpireInvites(ctx context.Context, at time.Time) (int, error) {
 
 // CreateSession stores a session by its id's hash.
 func (s *Store) CreateSession(ctx context.Context, hash [32]byte, userID, tenantID string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		return insertSession(ctx, tx, hash, userID, tenantID, at, at)
 	})
 }
 
-func insertSession(ctx context.Context, tx *sql.Tx, hash [32]byte, userID, tenantID string, created, seen time.Time) error {
+func insertSession(ctx context.Context, tx *txn, hash [32]byte, userID, tenantID string, created, seen time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id_hash, user_id, active_tenant_id, created_at, last_seen_at)
 		VALUES (?, ?, ?, ?, ?)`, hash[:], userID, tenantID, created.UnixMilli(), seen.UnixMilli())
 	return formatError(err)
@@ -379,7 +379,7 @@ func insertSession(ctx context.Context, tx *sql.Tx, hash [32]byte, userID, tenan
 // session of userID.
 func (s *Store) RotateSession(ctx context.Context, old, next [32]byte, userID, tenantID string, at time.Time) (time.Time, error) {
 	var created time.Time
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var ms int64
 		err := tx.QueryRowContext(ctx, `SELECT created_at FROM sessions WHERE id_hash = ? AND user_id = ?`,
 			old[:], userID).Scan(&ms)
@@ -410,7 +410,7 @@ func (s *Store) DeviceOf(ctx context.Context, hash [32]byte, email string, since
 
 // ReplaceDevice implements auth.DeviceStore, in one transaction.
 func (s *Store) ReplaceDevice(ctx context.Context, old, next [32]byte, userID string, at time.Time, keep int) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sign_in_devices WHERE id_hash = ? AND user_id = ?`, old[:], userID); err != nil {
 			return err
 		}
@@ -473,10 +473,10 @@ func (s *Store) TouchSession(ctx context.Context, hash [32]byte, at time.Time) e
 
 // DeleteSession deletes the session.
 func (s *Store) DeleteSession(ctx context.Context, hash [32]byte) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return deleteSession(ctx, tx, hash) })
+	return s.tx(ctx, func(tx *txn) error { return deleteSession(ctx, tx, hash) })
 }
 
-func deleteSession(ctx context.Context, tx *sql.Tx, hash [32]byte) error {
+func deleteSession(ctx context.Context, tx *txn, hash [32]byte) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash[:])
 	return err
 }
@@ -487,7 +487,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID string) error {
 }
 
 func (s *Store) sessionWrite(ctx context.Context, query string, args ...any) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -510,7 +510,7 @@ func scanMember(row interface{ Scan(...any) error }) (accounts.Member, error) {
 
 // keepsAnOwner returns accounts.ErrLastOwner when the tenant has no owner
 // left, so that the transaction that made it so rolls back.
-func keepsAnOwner(ctx context.Context, tx *sql.Tx, tenantID string) error {
+func keepsAnOwner(ctx context.Context, tx *txn, tenantID string) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM memberships WHERE tenant_id = ? AND role = ?`,
 		tenantID, auth.RoleOwner).Scan(&n); err != nil {
@@ -526,7 +526,7 @@ func keepsAnOwner(ctx context.Context, tx *sql.Tx, tenantID string) error {
 // tenant without an owner.
 func (s *Store) SetMemberRole(ctx context.Context, tenantID, userID, role string) (accounts.Member, error) {
 	var m accounts.Member
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE memberships SET role = ? WHERE tenant_id = ? AND user_id = ?`, role, tenantID, userID)
 		if err != nil {
 			return err
@@ -547,7 +547,7 @@ func (s *Store) SetMemberRole(ctx context.Context, tenantID, userID, role string
 // RemoveMember ends userID's membership of tenantID, unless that leaves
 // the tenant without an owner.
 func (s *Store) RemoveMember(ctx context.Context, tenantID, userID string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM memberships WHERE tenant_id = ? AND user_id = ?`, tenantID, userID)
 		if err != nil {
 			return err

@@ -40,7 +40,7 @@ func (s *Store) OpenApproval(ctx context.Context, a *approval.Approval, limit in
 	}
 	var out approval.Approval
 	created := false
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *txn) error {
 		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
 			WHERE tenant_id = ? AND fingerprint = ? AND status = 'pending'`, a.TenantID, a.Fingerprint))
 		if err == nil {
@@ -105,7 +105,7 @@ func (s *Store) ListApprovals(ctx context.Context, tenantID string, f approval.F
 
 // DecideApproval records a's decision if it is still pending.
 func (s *Store) DecideApproval(ctx context.Context, a *approval.Approval) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ?,
 			expires_at = ? WHERE tenant_id = ? AND id = ? AND status = 'pending'`,
 			a.Status, msPtr(a.DecidedAt), a.DecidedBy, a.Reason, msPtr(a.ExpiresAt), a.TenantID, a.ID)

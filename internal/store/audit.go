@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -17,7 +16,7 @@ func (s *Store) AppendAudit(ctx context.Context, e *audit.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode audit details: %w", err)
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO audit_events (id, tenant_id, at, actor, action, decision, target, details)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.ID, e.TenantID, e.At.UnixMilli(), e.Actor, e.Action, e.Decision, e.Target, string(details))

@@ -13,7 +13,7 @@ var _ cache.NegativeStore = (*Store)(nil)
 
 // AddNegative records the tenant's decision not to optimize key.
 func (s *Store) AddNegative(ctx context.Context, tenantID, key, reason string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO negative_cache (tenant_id, key, reason, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (tenant_id, key) DO UPDATE SET reason = excluded.reason`, tenantID, key, reason, at.UnixMilli())
 		return formatError(err)
@@ -39,7 +39,7 @@ func (s *Store) CountNegative(ctx context.Context, tenantID string) (int, error)
 
 // ClearNegative deletes the tenant's decisions.
 func (s *Store) ClearNegative(ctx context.Context, tenantID string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM negative_cache WHERE tenant_id = ?`, tenantID)
 		return err
 	})

@@ -19,7 +19,7 @@ const jobColumns = `id, tenant_id, type, payload, status, attempts, max_attempts
 
 // InsertJob stores a new job.
 func (s *Store) InsertJob(ctx context.Context, j *jobs.Job) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.ID, j.TenantID, j.Type, string(j.Payload), j.Status, j.Attempts, j.MaxAttempts, j.LastError,
 			j.RunAt.UnixMilli(), j.CreatedAt.UnixMilli(), j.UpdatedAt.UnixMilli())
@@ -55,7 +55,7 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jo
 		j  jobs.Job
 		ok bool
 	)
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *txn) error {
 		// Chosen again inside the transaction: another claim may have won.
 		row := tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?
 			WHERE seq = (`+due+`)
@@ -73,7 +73,7 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jo
 
 // FinishJob records the outcome of a running job's attempt.
 func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, run_at = ?, updated_at = ?
 			WHERE tenant_id = ? AND id = ? AND status = 'running'`,
 			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID)
@@ -94,7 +94,7 @@ func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 // RequeueRunningJobs puts the jobs left running back to queued, or to failed
 // when the interrupted attempt was their last.
 func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *txn) error {
 		var err error
 		failed, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'failed', updated_at = ?,
@@ -116,7 +116,7 @@ func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued
 }
 
 // jobTypes runs an update returning the type of each job it changed.
-func jobTypes(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+func jobTypes(ctx context.Context, tx *txn, query string, args ...any) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

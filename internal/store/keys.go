@@ -16,7 +16,7 @@ const keyColumns = `id, tenant_id, name, mode, app_id, admin, prefix, token_hash
 
 // CreateKey stores k.
 func (s *Store) CreateKey(ctx context.Context, k *auth.Key) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
 			k.ID, k.TenantID, k.Name, string(k.Mode), k.AppID, k.Admin, k.Prefix, k.Hash[:], k.CreatedAt.UnixMilli())
 		return formatError(err)
@@ -46,7 +46,7 @@ func (s *Store) ListKeys(ctx context.Context, tenantID string) ([]auth.Key, erro
 // unknown or foreign key, errs.Conflict when already revoked.
 func (s *Store) RevokeKey(ctx context.Context, tenantID, id string, at time.Time) (auth.Key, error) {
 	var k auth.Key
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		k, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys
 			WHERE tenant_id = ? AND id = ?`, tenantID, id))

@@ -144,7 +144,7 @@ func (s *Store) SavePatterns(ctx context.Context, tenantID string, ps []synth.Pa
 	if len(ps) == 0 {
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO patterns (id, tenant_id, key, state, optimizable, data, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET state = excluded.state, optimizable = excluded.optimizable, data = excluded.data,
@@ -241,7 +241,7 @@ func (s *Store) InsertArtifact(ctx context.Context, a *synth.Artifact, evals []s
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		var promoted sql.NullInt64
 		if a.PromotedAt != nil {
 			promoted = sql.NullInt64{Int64: a.PromotedAt.UnixMilli(), Valid: true}
@@ -258,7 +258,7 @@ func (s *Store) InsertArtifact(ctx context.Context, a *synth.Artifact, evals []s
 	})
 }
 
-func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals []synth.Evaluation) error {
+func insertEvaluations(ctx context.Context, tx *txn, tenantID string, evals []synth.Evaluation) error {
 	if len(evals) == 0 {
 		return nil
 	}
@@ -288,7 +288,7 @@ func insertEvaluations(ctx context.Context, tx *sql.Tx, tenantID string, evals [
 func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reason string, at time.Time) (synth.Artifact, string, error) {
 	var out synth.Artifact
 	var current string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		err := tx.QueryRowContext(ctx, `SELECT state FROM artifacts WHERE tenant_id = ? AND id = ?`, tenantID, id).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.NotFoundf("artifact not found")
@@ -324,7 +324,7 @@ func (s *Store) SetArtifactState(ctx context.Context, tenantID, id, state, reaso
 // outcomes to its counters in one transaction.
 func (s *Store) AddEvaluations(ctx context.Context, tenantID, artifactID string, evals []synth.Evaluation, at time.Time) (synth.Artifact, error) {
 	var out synth.Artifact
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		// A replay or live verdict on a run replaces the artifact's earlier
 		// one on the same run: replaying the holdout again, or rating one
 		// run a thousand times, adds no evidence.
@@ -409,7 +409,7 @@ func (s *Store) InsertReport(ctx context.Context, tenantID string, r *learning.R
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO learning_reports (id, tenant_id, report, created_at) VALUES (?, ?, ?, ?)`,
 			r.ID, tenantID, string(data), r.CreatedAt.UnixMilli())
 		return formatError(err)

@@ -16,7 +16,7 @@ const entryColumns = `tenant_id, run_id, kind, event_count, head_hash, digest, r
 
 // addEntry appends e to the ledger in tx, the transaction of the change it
 // records.
-func (s *Store) addEntry(ctx context.Context, tx *sql.Tx, e ledger.Entry) error {
+func (s *Store) addEntry(ctx context.Context, tx *txn, e ledger.Entry) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.TenantID, e.RunID, e.Kind, e.EventCount, e.Head[:], e.Digest[:], e.RunAt.UnixMilli(), s.nowMS())
 	return err
@@ -29,7 +29,7 @@ const legacyBatch = 500
 // temp.legacy_runs (migration 0016: the runs no entry names, stored before
 // the ledger), with its digest and head as stored, a batch at a time, in
 // the migration's transaction.
-func (s *Store) recordLegacyRuns(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) recordLegacyRuns(ctx context.Context, tx *txn) error {
 	var after int64
 	for {
 		entries, last, err := legacyEntries(ctx, tx, after)
@@ -50,7 +50,7 @@ func (s *Store) recordLegacyRuns(ctx context.Context, tx *sql.Tx) error {
 
 // legacyEntries reads the next batch of legacy runs after rowid after and
 // returns their entries and the last rowid read.
-func legacyEntries(ctx context.Context, tx *sql.Tx, after int64) ([]ledger.Entry, int64, error) {
+func legacyEntries(ctx context.Context, tx *txn, after int64) ([]ledger.Entry, int64, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+runListColumns19+`, '' AS trace_id, request, response, tenant_id, head_hash, rowid
 		FROM runs WHERE rowid IN (SELECT rid FROM temp.legacy_runs WHERE rid > ? ORDER BY rid LIMIT ?) ORDER BY rowid`,
 		after, legacyBatch)
@@ -142,7 +142,7 @@ func (s *Store) LastCheckpoint(ctx context.Context, tenantID string) (ledger.Che
 // AddCheckpoints stores a round of checkpoints in one transaction;
 // errs.Conflict, storing none, when a tenant's number is taken.
 func (s *Store) AddCheckpoints(ctx context.Context, cps []ledger.Checkpoint) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		for i := range cps {
 			c := &cps[i]
 			_, err := tx.ExecContext(ctx, `INSERT INTO ledger_checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

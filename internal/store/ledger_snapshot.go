@@ -17,7 +17,7 @@ import (
 // entries, or not at all.
 type LedgerSnapshot struct {
 	ledgerReader
-	tx    *sql.Tx
+	tx    *txn
 	owned *Store // closed with the snapshot
 }
 
@@ -35,7 +35,8 @@ func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s := &Store{write: db, read: db, Now: time.Now, path: path}
+	p := &pool{DB: db}
+	s := &Store{write: p, read: p, Now: time.Now, path: path}
 	sn, err := s.LedgerSnapshot(ctx)
 	if err != nil {
 		_ = s.Close()

@@ -11,7 +11,7 @@ import (
 // deleted; false when it was already, or the tenant has no such run.
 func (s *Store) DeleteResponse(ctx context.Context, tenantID, runID string, at time.Time) (bool, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO deleted_responses (tenant_id, run_id, deleted_at)
 			SELECT tenant_id, id, ? FROM runs WHERE tenant_id = ? AND id = ? ON CONFLICT DO NOTHING`, at.UnixMilli(), tenantID, runID)
 		if err != nil {

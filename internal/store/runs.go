@@ -44,7 +44,7 @@ const (
 )
 
 // stmt returns the prepared INSERT of rows rows into table.
-func (h *hotStatements) stmt(ctx context.Context, db *sql.DB, table string, rows int) (*sql.Stmt, error) {
+func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows int) (*sql.Stmt, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := hotKey{table, rows}
@@ -127,7 +127,7 @@ func batchRows(left, maxRows int) int {
 	return rows
 }
 
-func (b *batchInsert) exec(ctx context.Context, tx *sql.Tx) error {
+func (b *batchInsert) exec(ctx context.Context, tx *txn) error {
 	args := b.args
 	for i, st := range b.stmts {
 		n := b.rows[i] * b.rowParams
@@ -178,7 +178,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		for _, b := range []*batchInsert{runs, events, entries} {
 			if err := b.exec(ctx, tx); err != nil {
 				return err
@@ -218,7 +218,7 @@ func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
 
 // seeAgent counts a run of the agent, and takes the standing the run's
 // verdicts left it in, when the run carries one.
-func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
+func seeAgent(ctx context.Context, tx *txn, rec *ledger.Record) error {
 	r := rec.Run
 	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 		VALUES (?, ?, ?, ?, 1, ?)
@@ -233,7 +233,7 @@ func seeAgent(ctx context.Context, tx *sql.Tx, rec *ledger.Record) error {
 // takeStanding stores st as the agent's standing unless the stored one
 // counts more decisions: standings arrive by two paths (a run's batch, a
 // traced tool call's verdict at once), not always in the order reached.
-func takeStanding(ctx context.Context, tx *sql.Tx, tenantID, name string, st ledger.Standing) error {
+func takeStanding(ctx context.Context, tx *txn, tenantID, name string, st ledger.Standing) error {
 	_, err := tx.ExecContext(ctx, `UPDATE agents SET trust = ?, allow_streak = ?, deny_count = ?, decisions = ?
 		WHERE tenant_id = ? AND name = ? AND decisions <= ?`,
 		st.Trust, st.AllowStreak, st.Denies, st.Decisions, tenantID, name, st.Decisions)
@@ -256,7 +256,7 @@ func (s *Store) AgentStanding(ctx context.Context, tenantID, name string) (ledge
 // a traced tool call), meeting the agent if need be, unless a later
 // standing is stored already.
 func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st ledger.Standing, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 			VALUES (?, ?, ?, ?, 0, ?) ON CONFLICT (tenant_id, name) DO NOTHING`,
 			tenantID, name, at.UnixMilli(), at.UnixMilli(), ledger.DefaultTrust)
@@ -517,7 +517,7 @@ func runEvents(ctx context.Context, q querier, tenantID, runID string) ([]ledger
 // serialize.
 func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (ledger.Event, error) {
 	var e ledger.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var count int
 		var created int64
 		var headHash []byte
@@ -549,7 +549,7 @@ func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at
 
 // AddFeedback stores f.
 func (s *Store) AddFeedback(ctx context.Context, f *ledger.Feedback) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO feedback (id, tenant_id, run_id, rating, correction, created_at)
 			SELECT ?, ?, id, ?, ?, ? FROM runs WHERE tenant_id = ? AND id = ?`,
 			f.ID, f.TenantID, f.Rating, f.Correction, f.CreatedAt.UnixMilli(), f.TenantID, f.RunID)
@@ -588,7 +588,7 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 	total := 0
 	for {
 		var n int64
-		err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := s.tx(ctx, func(tx *txn) error {
 			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs
 				WHERE tenant_id = ? AND created_at < ? LIMIT 1000)`, tenantID, t.UnixMilli())
 			if err != nil {
@@ -614,7 +614,7 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 // learning loop's evaluation rows (an artifact keeps its counters) and
 // learning reports.
 func (s *Store) deleteRecordsBefore(ctx context.Context, tenantID string, t time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		for _, q := range []string{
 			`DELETE FROM web_snapshots WHERE tenant_id = ? AND created_at < ?`,
 			`DELETE FROM web_fetches WHERE tenant_id = ? AND at < ?`,

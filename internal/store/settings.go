@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"time"
 
@@ -31,7 +30,7 @@ func (s *Store) TenantSettings(ctx context.Context, tenantID string) (map[string
 
 // PutTenantSetting stores one setting value of the tenant.
 func (s *Store) PutTenantSetting(ctx context.Context, tenantID, key string, value json.RawMessage, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO settings (tenant_id, key, value, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 			tenantID, key, string(value), at.UnixMilli())

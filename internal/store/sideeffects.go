@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"time"
 
@@ -13,14 +12,14 @@ var _ ledger.SideEffectStore = (*Store)(nil)
 
 // AddSideEffect stores e; errs.NotFound when its run is not the tenant's.
 func (s *Store) AddSideEffect(ctx context.Context, e *ledger.SideEffect) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		return insertSideEffect(ctx, tx, e)
 	})
 }
 
 // insertSideEffect stores e in tx; errs.NotFound when its run is not the
 // tenant's.
-func insertSideEffect(ctx context.Context, tx *sql.Tx, e *ledger.SideEffect) error {
+func insertSideEffect(ctx context.Context, tx *txn, e *ledger.SideEffect) error {
 	res, err := tx.ExecContext(ctx, `INSERT INTO side_effects (id, tenant_id, run_id, tool_name, level, payload, state,
 		rule_id, reason, approval_id, planned_seq, evaluation_id, created_at, updated_at)
 		SELECT ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM runs WHERE tenant_id = ? AND id = ?`,
@@ -63,7 +62,7 @@ func (s *Store) SideEffects(ctx context.Context, tenantID, runID string) ([]ledg
 // executed.
 func (s *Store) ExecuteSideEffect(ctx context.Context, tenantID, runID, toolName string, at time.Time) (bool, error) {
 	var done bool
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE side_effects SET state = 'executed', updated_at = ?
 			WHERE rowid = (SELECT rowid FROM side_effects WHERE tenant_id = ? AND run_id = ? AND tool_name = ?
 				AND state = 'planned' ORDER BY created_at, rowid LIMIT 1)`,

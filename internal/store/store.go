@@ -1,11 +1,15 @@
 // Package store keeps svc's state in one SQLite file through modernc.org/sqlite
-// (pure Go, no cgo). It implements the storage interfaces the domain packages
-// declare; every tenant-scoped query takes the tenant id as an explicit
-// argument and filters by it.
+// (pure Go, no cgo), or in PostgreSQL through pgx, shared by several
+// replicas. It implements the storage interfaces the domain packages
+// declare, the same on either engine; every tenant-scoped query takes the
+// tenant id as an explicit argument and filters by it.
 //
-// Writes go through a pool of one connection (SQLite has one writer; queueing
-// in Go is cheaper than SQLITE_BUSY retries), reads through a separate pool
-// that WAL lets run beside the writer.
+// On SQLite, writes go through a pool of one connection (SQLite has one
+// writer; queueing in Go is cheaper than SQLITE_BUSY retries), reads
+// through a separate pool that WAL lets run beside the writer. On
+// PostgreSQL one pool serves both, and each write transaction is
+// SERIALIZABLE, retried when it loses to another: the read-then-write steps
+// written for SQLite's one writer hold with several.
 package store
 
 import (
@@ -15,13 +19,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -29,25 +39,70 @@ import (
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
-//go:embed migrations/*.sql
+// Each engine's migrations carry the same numbered names; a migration is
+// recorded under its SQLite file's name on both.
+//
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
-// Store is the SQLite-backed implementation of the domain stores.
+// Store is the database-backed implementation of the domain stores.
 type Store struct {
-	write *sql.DB // one connection: the single writer
-	read  *sql.DB
+	write *pool // SQLite: one connection, the single writer
+	read  *pool
+
+	engine Engine
 
 	// Now is the clock used for every timestamp the store writes.
 	Now func() time.Time
 
 	hot hotStatements // prepared once, for the run recorder's writes
 
-	path string
+	path string // the SQLite file, or the PostgreSQL address without its password
 }
 
-// Open opens (creating when missing) the database at path, applies pending
+// Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
+type Options struct {
+	// MaxConns bounds the connections the pool opens (SVC_DB_MAX_CONNS);
+	// zero is 20.
+	MaxConns int
+	// StatementTimeout ends a statement that runs longer
+	// (SVC_DB_STATEMENT_TIMEOUT); zero is 30 seconds.
+	StatementTimeout time.Duration
+}
+
+// Open opens (creating when missing) the database dsn names, a PostgreSQL
+// address (postgres:// or postgresql://) or an SQLite file, applies pending
 // migrations and makes sure the default tenant exists.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// OpenWith is Open with a PostgreSQL pool's limits.
+func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
+	if IsPostgres(dsn) {
+		s, err = openPostgres(dsn, o)
+	} else {
+		s, err = openSQLite(dsn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.ensureTenant(ctx, tenant.DefaultID, tenant.DefaultName); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openSQLite(path string) (*Store, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("create database folder: %w", err)
@@ -72,26 +127,56 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{write: w, read: r, Now: time.Now, path: path}
-	if err := s.migrate(ctx); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	if err := s.ensureTenant(ctx, tenant.DefaultID, tenant.DefaultName); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
+	return &Store{write: &pool{DB: w}, read: &pool{DB: r}, engine: SQLite, Now: time.Now, path: path}, nil
 }
 
-// Close closes both pools. A WAL checkpoint runs as the last connection closes.
+func openPostgres(dsn string, o Options) (*Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL address: %w", err)
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 20
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	if _, set := cfg.RuntimeParams["statement_timeout"]; !set {
+		cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
+	}
+	if _, set := cfg.RuntimeParams["application_name"]; !set {
+		cfg.RuntimeParams["application_name"] = "svc"
+	}
+	d := sql.OpenDB(stdlib.GetConnector(*cfg))
+	d.SetMaxOpenConns(o.MaxConns)
+	d.SetMaxIdleConns(o.MaxConns)
+	d.SetConnMaxIdleTime(5 * time.Minute)
+	d.SetConnMaxLifetime(time.Hour)
+	p := &pool{DB: d, binds: &binds{}}
+	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn)}, nil
+}
+
+// redactedAddress is dsn without its password, for logs and /health.
+func redactedAddress(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres"
+	}
+	return u.Redacted()
+}
+
+// Close closes the pools. On SQLite a WAL checkpoint runs as the last
+// connection closes.
 func (s *Store) Close() error {
 	s.hot.close()
-	if s.write == s.read { // OpenReadOnly
+	if s.write == s.read { // PostgreSQL, or OpenReadOnly
 		return s.read.Close()
 	}
 	return errors.Join(s.read.Close(), s.write.Close())
 }
+
+// Engine is the database the store runs on.
+func (s *Store) Engine() Engine { return s.engine }
 
 // Ping checks that the database answers a read.
 func (s *Store) Ping(ctx context.Context) error {
@@ -99,10 +184,45 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
 
-// tx runs fn in a write transaction (BEGIN IMMEDIATE), committing when fn
-// returns nil.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+// sql picks a statement's text for the engine, for the few whose SQL
+// differs between the two.
+func (s *Store) sql(sqlite, postgres string) string {
+	if s.engine == Postgres {
+		return postgres
+	}
+	return sqlite
+}
+
+// maxTxAttempts bounds the retries of a PostgreSQL transaction that lost a
+// serialization conflict to another writer.
+const maxTxAttempts = 12
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE on SQLite,
+// SERIALIZABLE on PostgreSQL), committing when fn returns nil. On
+// PostgreSQL a transaction that loses to a concurrent one runs again from
+// the start, so fn must only touch the database and its own results.
+func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+	if s.engine != Postgres {
+		return s.runTx(ctx, nil, fn)
+	}
+	opts := &sql.TxOptions{Isolation: sql.LevelSerializable}
+	for attempt := 1; ; attempt++ {
+		err := s.runTx(ctx, opts, fn)
+		if err == nil || attempt == maxTxAttempts || !retryable(err) {
+			return err
+		}
+		// A short, growing, jittered pause lets the winner finish.
+		pause := time.Duration(attempt) * time.Duration(1+rand.IntN(2000)) * time.Microsecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (s *Store) runTx(ctx context.Context, opts *sql.TxOptions, fn func(*txn) error) error {
+	tx, err := s.write.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -116,13 +236,28 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return nil
 }
 
+// retryable reports a PostgreSQL error that running the transaction again
+// may not meet: a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
 func (s *Store) nowMS() int64 { return s.Now().UnixMilli() }
 
 // migrate applies the embedded migrations that are not yet recorded, each in
 // its own transaction, in file-name order.
 func (s *Store) migrate(ctx context.Context) error {
+	if s.engine == Postgres {
+		// Replicas starting together take turns.
+		unlock, err := s.lockMigrations(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		name TEXT PRIMARY KEY, applied_at `+s.sql("INTEGER", "BIGINT")+` NOT NULL)`); err != nil {
 		return fmt.Errorf("create migrations table: %w", err)
 	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
@@ -138,14 +273,35 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// migrationLock is the PostgreSQL advisory lock a replica holds while it
+// migrates.
+const migrationLock = 0x7376635f6d6967 // "svc_mig"
+
+// lockMigrations waits for the migration lock on a connection of its own,
+// and returns its release.
+func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
+	conn, err := s.write.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+		_ = conn.Close()
+	}, nil
+}
+
 // afterMigration are the steps of a migration that SQL cannot take, run
 // in its transaction after its file.
-var afterMigration = map[string]func(s *Store, ctx context.Context, tx *sql.Tx) error{
+var afterMigration = map[string]func(s *Store, ctx context.Context, tx *txn) error{
 	"0016_ledger_legacy_runs.sql": (*Store).recordLegacyRuns,
 }
 
 func (s *Store) migrateFile(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
 			return err
@@ -153,14 +309,18 @@ func (s *Store) migrateFile(ctx context.Context, name string) error {
 		if n > 0 {
 			return nil
 		}
-		body, err := migrationFS.ReadFile(name)
+		file := name
+		if s.engine == Postgres {
+			file = path.Join("migrations/postgres", path.Base(name))
+		}
+		body, err := migrationFS.ReadFile(file)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			return err
 		}
-		if after := afterMigration[filepath.Base(name)]; after != nil {
+		if after := afterMigration[filepath.Base(name)]; after != nil && s.engine == SQLite {
 			if err := after(s, ctx, tx); err != nil {
 				return err
 			}
@@ -170,9 +330,20 @@ func (s *Store) migrateFile(ctx context.Context, name string) error {
 	})
 }
 
-// formatError turns SQLite constraint violations into errs.Conflict; other
-// errors pass through unchanged.
+// formatError turns unique violations into errs.Conflict and foreign-key
+// violations into errs.NotFound, on either engine; other errors pass
+// through unchanged.
 func formatError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			return errs.Wrap(err, errs.Conflict, "conflict", "a record with the same identity already exists")
+		case "23503": // foreign_key_violation
+			return errs.Wrap(err, errs.NotFound, "not_found", "a referenced record does not exist")
+		}
+		return err
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return err
@@ -207,7 +378,8 @@ func msTimePtr(ms sql.NullInt64) *time.Time {
 
 // DB returns the write pool, for tests and tools that inspect the file
 // directly. Application code goes through the typed methods.
-func (s *Store) DB() *sql.DB { return s.write }
+func (s *Store) DB() *sql.DB { return s.write.DB }
 
-// Path is the database file's path.
+// Path is the database file's path, or the PostgreSQL address without its
+// password.
 func (s *Store) Path() string { return s.path }

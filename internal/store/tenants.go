@@ -14,7 +14,7 @@ import (
 // ensureTenant creates the tenant id when it does not exist; running it
 // again changes nothing.
 func (s *Store) ensureTenant(ctx context.Context, id, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`, id, name, s.nowMS())
 		return err
@@ -24,7 +24,7 @@ func (s *Store) ensureTenant(ctx context.Context, id, name string) error {
 // CreateTenant creates a tenant with a fresh id.
 func (s *Store) CreateTenant(ctx context.Context, name string) (tenant.Tenant, error) {
 	t := tenant.Tenant{ID: ids.New("t"), Name: name, CreatedAt: msTime(s.nowMS())}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`,
 			t.ID, t.Name, t.CreatedAt.UnixMilli())
 		return formatError(err)
@@ -86,7 +86,7 @@ var tenantTables = []string{
 // at the commit). Sessions that had it active heal to the person's first
 // membership when they are next read.
 func (s *Store) DeleteOrg(ctx context.Context, tenantID string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap browse.Snapshot) error {
 	if snap.DriftScore != nil {
 		drift = sql.NullFloat64{Float64: *snap.DriftScore, Valid: true}
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO web_snapshots (id, tenant_id, url, source, html_bytes, som_bytes, drift_score, som, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, snap.ID, snap.TenantID, snap.URL, snap.Source, snap.HTMLBytes, snap.SOMBytes,
 			drift, string(snap.SOM), snap.CreatedAt.UnixMilli())
@@ -91,7 +91,7 @@ func (s *Store) ListSnapshots(ctx context.Context, tenantID, url string, limit, 
 
 // RecordFetch notes a fetch served and the prompt tokens it saved.
 func (s *Store) RecordFetch(ctx context.Context, tenantID, snapshotID string, cached bool, tokensSaved int, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO web_fetches (tenant_id, snapshot_id, cached, tokens_saved, at) VALUES (?, ?, ?, ?, ?)`,
 			tenantID, snapshotID, cached, tokensSaved, at.UnixMilli())
 		return formatError(err)

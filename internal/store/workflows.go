@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/workflows"
@@ -37,7 +36,7 @@ func (s *Store) ListWorkflows(ctx context.Context, tenantID string) ([]workflows
 // seeded agent has no runs; the first run it makes counts from there.
 func (s *Store) SeedTenant(ctx context.Context, tenantID string, wfs []workflows.Workflow, agents []workflows.AgentSeed, at time.Time) (workflows.Names, error) {
 	created := workflows.Names{Workflows: []string{}, Agents: []string{}}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		created = workflows.Names{Workflows: []string{}, Agents: []string{}}
 		for _, w := range wfs {
 			res, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, tenant_id, name, template, description, definition, created_at)
@@ -87,7 +86,7 @@ func (s *Store) OnboardingState(ctx context.Context, tenantID string) (workflows
 // DismissOnboarding records that the tenant dismissed onboarding, keeping
 // the first time it did.
 func (s *Store) DismissOnboarding(ctx context.Context, tenantID string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO onboarding (tenant_id, dismissed_at) VALUES (?, ?)
 			ON CONFLICT (tenant_id) DO NOTHING`, tenantID, at.UnixMilli())
 		return formatError(err)
