@@ -42,12 +42,20 @@ var (
 	dbs     atomic.Int64
 )
 
+// Shared returns the process's server, starting it on first use; for
+// programs other than tests (a benchmark). ErrMissing says PostgreSQL is not
+// installed.
+func Shared() (*Server, error) {
+	once.Do(func() { shared, failure = start() })
+	return shared, failure
+}
+
 // Start returns the process's server, starting it on first use. A machine
 // without PostgreSQL's programs skips tb.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	once.Do(func() { shared, failure = start() })
-	if errors.Is(failure, errMissing) {
+	_, failure := Shared()
+	if errors.Is(failure, ErrMissing) {
 		tb.Skipf("SKIPPED, PostgreSQL is not installed here (%v): install Debian's postgresql package to run the PostgreSQL tests", failure)
 	}
 	if failure != nil {
@@ -107,7 +115,8 @@ func (s *Server) Exec(q string, args ...any) error {
 	return err
 }
 
-var errMissing = errors.New("initdb and postgres not found")
+// ErrMissing is the failure to find PostgreSQL's programs.
+var ErrMissing = errors.New("initdb and postgres not found")
 
 // binDir finds initdb and postgres: on PATH, or in Debian's versioned
 // folder (which its package does not put on PATH).
@@ -124,7 +133,7 @@ func binDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", errMissing
+	return "", ErrMissing
 }
 
 func version(binDir string) int {
