@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
