@@ -84,6 +84,15 @@ func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
 	return sn, nil
 }
 
+// Source names the database OpenLedgerSnapshot opened: its file, or its
+// PostgreSQL address without the password.
+func (sn *LedgerSnapshot) Source() string {
+	if sn.owned == nil {
+		return ""
+	}
+	return sn.owned.path
+}
+
 // Close ends the snapshot (and closes a database OpenLedgerSnapshot
 // opened).
 func (sn *LedgerSnapshot) Close() error {
