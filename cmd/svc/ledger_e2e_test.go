@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 	"github.com/svc-gateway/svc/internal/testbin"
 	"github.com/svc-gateway/svc/internal/webhook"
@@ -319,4 +322,38 @@ func TestAnExposedLedgerKeyStopsTheStart(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, string(out), "SVC_LEDGER_KEY_FILE")
 	assert.Contains(t, string(out), "chmod 600")
+}
+
+// svc verify takes a PostgreSQL address as -db, the database replicas
+// share: it finds it whole, then names a run edited in it.
+func TestSvcVerifyReadsAPostgreSQLDatabase(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.DSN(t)
+	s := storetest.OpenAt(t, dsn)
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	var recs []*ledger.Record
+	for range 2 {
+		run := &ledger.Run{ID: ids.New("run"), TenantID: tenant.DefaultID, CreatedAt: at, Route: ledger.RouteLive,
+			Status: ledger.StatusOK, HTTPStatus: 200, Model: "gpt-4o-mini", Mode: "optimize", Provider: "mock",
+			Explanation: ledger.RouteExplanation{Route: ledger.RouteLive, Rejected: []ledger.Alternative{}},
+			Request:     json.RawMessage(`{}`)}
+		recs = append(recs, ledger.NewRecord(run, []ledger.Event{{Type: "request.received", At: at, Payload: json.RawMessage(`{}`)}}, at))
+	}
+	require.NoError(t, s.InsertRuns(ctx, recs))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Hour}).Seal(ctx)
+	require.NoError(t, err)
+	pub := hex.EncodeToString(key.Public)
+
+	code, report := verifyDB(t, "-db", dsn, "-public-key", pub)
+	require.Equal(t, 0, code, report)
+	assert.Contains(t, report, "ok: the database matches its signed checkpoints")
+	assert.Contains(t, report, "runs: 2 match the ledger")
+
+	_, err = s.DB().Exec(`UPDATE runs SET cost_usd = 1 WHERE id = $1`, recs[1].Run.ID)
+	require.NoError(t, err)
+	code, report = verifyDB(t, "-db", dsn, "-public-key", pub)
+	assert.Equal(t, 1, code, report)
+	assert.Contains(t, report, recs[1].Run.ID)
 }
