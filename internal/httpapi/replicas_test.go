@@ -17,7 +17,7 @@ import (
 // replicas serves n svcs, as package app builds them, on one new
 // PostgreSQL database, each with its own run journal and clock and the
 // same ledger key: n replicas behind a load balancer. It skips where
-// PostgreSQL is not installed.
+// PostgreSQL is not installed. Their tests record no run.
 func replicas(t *testing.T, n int, apiKey string, env map[string]string) []*testServer {
 	t.Helper()
 	dsn := storetest.DSN(t)
@@ -29,6 +29,7 @@ func replicas(t *testing.T, n int, apiKey string, env map[string]string) []*test
 			cfg.DBPath, cfg.JournalDir, cfg.LedgerKeyFile = dsn, t.TempDir(), key
 			o.Config, o.DataDir = &cfg, ""
 		})
+		ts[i].runless = true
 	}
 	return ts
 }
