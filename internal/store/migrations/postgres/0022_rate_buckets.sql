@@ -6,7 +6,10 @@
 -- is a full bucket, which the sweep deletes without changing anything.
 -- No index on full_at: the sweep reads the whole (small) table once a
 -- minute, and without one every draw's update can stay on its page (HOT).
-CREATE TABLE rate_buckets (
+-- Unlogged: a draw writes no WAL and its commit waits for no flush; a
+-- crash of the database empties the table, which refills every bucket,
+-- as a restart of one svc does its buckets in memory.
+CREATE UNLOGGED TABLE rate_buckets (
     limiter TEXT NOT NULL,
     bucket  TEXT NOT NULL,
     full_at BIGINT NOT NULL,
