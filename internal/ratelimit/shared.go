@@ -73,6 +73,12 @@ const (
 	FailClosed
 )
 
+// DecideTimeout bounds the wait for the database's decision, the free
+// connection it needs included: past it the draw counts as failed, and is
+// let through or refused as the limiter fails. A request is not held up
+// for the statement timeout by a database that hangs.
+const DecideTimeout = 2 * time.Second
+
 // ClosedRetry is the Retry-After of a draw refused because the database
 // did not decide it.
 const ClosedRetry = 5 * time.Second
@@ -140,7 +146,9 @@ func (l *Shared) Take(ctx context.Context, key string, cost int64) (bool, time.D
 	if cost < 1 || cost > l.rate.Burst {
 		return false, 0, errs.E(errs.Invalid, "", "a draw of %d tokens from a bucket of %d", cost, l.rate.Burst)
 	}
+	ctx, cancel := context.WithTimeout(ctx, DecideTimeout)
 	ok, wait, err := l.buckets.TakeTokens(ctx, l.name, key, l.rate, cost, l.now())
+	cancel()
 	if err == nil {
 		return ok, wait, nil
 	}
@@ -159,6 +167,8 @@ func (l *Shared) Refund(ctx context.Context, key string) {
 	if l.rate.Every == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, DecideTimeout)
+	defer cancel()
 	if err := l.buckets.ReturnTokens(ctx, l.name, key, l.rate, 1); err != nil {
 		l.logError("returning a rate limit's token failed", err)
 	}

@@ -214,6 +214,15 @@ func BenchmarkAllowByEngine(b *testing.B) {
 			i++
 		}
 	}
+	b.Run("memory-direct", func(b *testing.B) {
+		l := ratelimit.New(time.Millisecond, 10, 100_000)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			l.Allow(keys[i%len(keys)])
+			i++
+		}
+	})
 	b.Run("memory", func(b *testing.B) {
 		run(b, ratelimit.Local(ratelimit.New(time.Millisecond, 10, 100_000)))
 	})
@@ -240,4 +249,34 @@ func BenchmarkAllowByEngine(b *testing.B) {
 			}
 		})
 	})
+}
+
+// deadlines records the deadline of each draw's context.
+type deadlines struct{ got []time.Time }
+
+func (d *deadlines) TakeTokens(ctx context.Context, _, _ string, _ ratelimit.Rate, _ int64, _ time.Time) (bool, time.Duration, error) {
+	at, _ := ctx.Deadline()
+	d.got = append(d.got, at)
+	return true, 0, nil
+}
+
+func (d *deadlines) ReturnTokens(ctx context.Context, _, _ string, _ ratelimit.Rate, _ int64) error {
+	at, _ := ctx.Deadline()
+	d.got = append(d.got, at)
+	return nil
+}
+
+// A database that hangs holds a request up no longer than DecideTimeout,
+// whatever the request's own context allows.
+func TestSharedBoundsTheWaitForTheDatabase(t *testing.T) {
+	d := &deadlines{}
+	l := ratelimit.NewShared(d, "api", time.Second, 1, ratelimit.FailOpen, nil)
+	before := time.Now()
+	l.Allow(context.Background(), "key:a")
+	l.Refund(context.Background(), "key:a")
+	require.Len(t, d.got, 2)
+	for _, at := range d.got {
+		require.False(t, at.IsZero(), "a draw without a deadline")
+		assert.WithinRange(t, at, before, time.Now().Add(ratelimit.DecideTimeout))
+	}
 }
