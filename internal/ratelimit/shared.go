@@ -161,13 +161,15 @@ func (l *Shared) Take(ctx context.Context, key string, cost int64) (bool, time.D
 	return false, ClosedRetry, e
 }
 
-// Refund gives back one token Allow granted for key; see Keyed. A refund
-// the database did not take is logged: the caller keeps its answer.
+// Refund gives back one token Allow granted for key; see Keyed. It is
+// made even when the caller has gone meanwhile (an owner's sign-in costs
+// nothing, whether or not its answer reached them); a refund the database
+// did not take is logged.
 func (l *Shared) Refund(ctx context.Context, key string) {
 	if l.rate.Every == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, DecideTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DecideTimeout)
 	defer cancel()
 	if err := l.buckets.ReturnTokens(ctx, l.name, key, l.rate, 1); err != nil {
 		l.logError("returning a rate limit's token failed", err)

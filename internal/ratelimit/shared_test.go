@@ -280,3 +280,24 @@ func TestSharedBoundsTheWaitForTheDatabase(t *testing.T) {
 		assert.WithinRange(t, at, before, time.Now().Add(ratelimit.DecideTimeout))
 	}
 }
+
+// cancelled records whether a refund's context was already done.
+type cancelled struct {
+	deadlines
+	done bool
+}
+
+func (c *cancelled) ReturnTokens(ctx context.Context, _, _ string, _ ratelimit.Rate, _ int64) error {
+	c.done = ctx.Err() != nil
+	return nil
+}
+
+// A refund is made even when the request that earned it has gone.
+func TestSharedRefundOutlivesItsRequest(t *testing.T) {
+	c := &cancelled{}
+	l := ratelimit.NewShared(c, "account", time.Second, 1, ratelimit.FailClosed, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l.Refund(ctx, "account:a")
+	assert.False(t, c.done)
+}
