@@ -39,6 +39,7 @@ import (
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/tracing"
@@ -133,6 +134,7 @@ type App struct {
 	providersFile *providers.Manager
 
 	devices  *auth.Devices
+	now      func() time.Time
 	handler  http.Handler
 	listener net.Listener
 	failed   chan error
@@ -191,7 +193,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if o.Provider != nil && o.Mailer == nil {
 		return nil, errors.New("app: a stand-in Provider needs a stand-in Mailer")
 	}
-	a := &App{Config: &cfg, Logger: o.Logger, failed: make(chan error, 1)}
+	a := &App{Config: &cfg, Logger: o.Logger, now: o.Now, failed: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -370,6 +372,13 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.pushFunc("web sessions", webSessions.Close)
 	a.devices = auth.NewDevices(a.Store, secureCookies, now)
 	a.Auth = auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions)
+	// Several replicas share a PostgreSQL database: their rate limits draw
+	// on its buckets, so that a limit holds on a caller's total. One
+	// process on SQLite keeps them in memory.
+	var buckets ratelimit.Buckets
+	if a.Store.Engine() == store.Postgres {
+		buckets = a.Store
+	}
 
 	a.handler = httpapi.New(httpapi.Deps{
 		Config:           &cfg,
@@ -403,6 +412,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Web:              o.Files,
 		External:         external,
 		Now:              now,
+		Buckets:          buckets,
 		Metrics:          m,
 		Spans:            spans,
 	}).Handler()

@@ -11,14 +11,19 @@ import (
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/store"
 )
 
-// startTimers runs the daily sweeps and, with SVC_LEARNING_INTERVAL, the
-// timed learning passes, until Close.
+// startTimers runs the daily sweeps, on PostgreSQL the sweep of the
+// shared rate-limit buckets, and with SVC_LEARNING_INTERVAL the timed
+// learning passes, until Close.
 func (a *App) startTimers() {
 	stop := make(chan struct{})
 	var timers sync.WaitGroup
 	timers.Go(func() { a.sweepDaily(stop) })
+	if a.Store.Engine() == store.Postgres {
+		timers.Go(func() { a.sweepBuckets(stop) })
+	}
 	if a.Config.LearningInterval > 0 {
 		timers.Go(func() { a.learnEvery(stop) })
 	}
@@ -60,6 +65,29 @@ func (a *App) sweepDaily(stop <-chan struct{}) {
 			if _, err := a.Jobs.Enqueue(ctx, id, ledger.RetentionJob, map[string]any{}); err != nil {
 				a.Logger.Error("retention: queueing a sweep failed", "tenant", id, "error", err)
 			}
+		}
+	}
+}
+
+// bucketSweep is how often a replica deletes the shared rate-limit buckets
+// that are full again, which keeps the table to the callers of the last
+// minutes. Every replica sweeps: a sweep is one statement, and sweeps that
+// meet delete nothing twice.
+const bucketSweep = time.Minute
+
+// sweepBuckets deletes the full shared rate-limit buckets every
+// bucketSweep, until stop closes.
+func (a *App) sweepBuckets(stop <-chan struct{}) {
+	tick := time.NewTicker(bucketSweep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if _, err := a.Store.SweepBuckets(context.Background(), a.now()); err != nil {
+			a.Logger.Error("sweeping the rate-limit buckets failed", "error", err)
 		}
 	}
 }

@@ -20,7 +20,11 @@ const (
 
 // limitAddress draws one token of bucket for r's client address.
 func (s *Server) limitAddress(r *http.Request, bucket string) error {
-	if ok, wait := s.abuseLimiter.Allow(bucket + s.clientKey(r)); !ok {
+	ok, wait, err := s.abuseLimiter.Allow(r.Context(), bucket+s.clientKey(r))
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.abuseLimited.Inc()
 		return ratelimit.Exceeded("too many attempts from your address", wait)
 	}
@@ -54,11 +58,15 @@ func (s *Server) signInBucket(r *http.Request, email string) string {
 // checked, so that guesses sent in parallel from many addresses cannot
 // outnumber the tokens left. login refunds it unless the attempt failed:
 // only wrong guesses empty the bucket, not the owner's sign-ins.
-func (s *Server) limitSignIn(bucket string) error {
+func (s *Server) limitSignIn(r *http.Request, bucket string) error {
 	if bucket == "" {
 		return nil
 	}
-	if ok, wait := s.accountLimiter.Allow(bucket); !ok {
+	ok, wait, err := s.accountLimiter.Allow(r.Context(), bucket)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.accountLimited.Inc()
 		return ratelimit.Exceeded("too many sign-in attempts for this account", wait)
 	}
@@ -102,14 +110,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	bucket := s.signInBucket(r, body.Email)
-	if err := s.limitSignIn(bucket); err != nil {
+	if err := s.limitSignIn(r, bucket); err != nil {
 		return err
 	}
 	u, tenantID, err := s.Accounts.Login(r.Context(), body.Email, body.Password)
 	// As in identify, only a failed attempt costs a token; one that failed
 	// for another reason than the credentials was no guess.
 	if bucket != "" && !errs.Is(err, errs.Unauthorized) {
-		s.accountLimiter.Refund(bucket)
+		s.accountLimiter.Refund(r.Context(), bucket)
 	}
 	if err != nil {
 		return err
@@ -469,7 +477,11 @@ func (s *Server) resendVerification(w http.ResponseWriter, r *http.Request) erro
 	// A bucket of the person's own: the mail goes to one address, and an
 	// impatient click must not use up the address's bucket that invitations
 	// share.
-	if ok, wait := s.abuseLimiter.Allow(verifyBucket + identity(r).UserID); !ok {
+	ok, wait, err := s.abuseLimiter.Allow(r.Context(), verifyBucket+identity(r).UserID)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.abuseLimited.Inc()
 		return ratelimit.Exceeded("too many verification emails asked for", wait)
 	}

@@ -18,7 +18,7 @@ import (
 func (s *Server) public(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isManagementPath(r.URL.Path) {
-			if err := s.limit("ip:" + s.clientKey(r)); err != nil {
+			if err := s.limit(r, "ip:"+s.clientKey(r)); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
@@ -61,7 +61,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		// Failed attempts draw from the address's bucket, so guessing
 		// tokens is slowed down like any other traffic.
 		if limited && errs.Is(err, errs.Unauthorized) {
-			if lerr := s.limit("ip:" + s.clientKey(r)); lerr != nil {
+			if lerr := s.limit(r, "ip:"+s.clientKey(r)); lerr != nil {
 				return lerr
 			}
 		}
@@ -74,7 +74,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, scope auth.Sco
 		}
 	}
 	if limited {
-		if err := s.limit(s.limiterKey(id, r)); err != nil {
+		if err := s.limit(r, s.limiterKey(id, r)); err != nil {
 			return err
 		}
 	}
@@ -119,8 +119,13 @@ func (s *Server) limiterKey(id *auth.Identity, r *http.Request) string {
 	}
 }
 
-func (s *Server) limit(key string) error {
-	if ok, wait := s.apiLimiter.Allow(key); !ok {
+// limit draws one token of the standard limiter's bucket key for r.
+func (s *Server) limit(r *http.Request, key string) error {
+	ok, wait, err := s.apiLimiter.Allow(r.Context(), key)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.apiLimited.Inc()
 		return ratelimit.Exceeded("too many requests", wait)
 	}

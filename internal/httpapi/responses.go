@@ -182,7 +182,7 @@ func (s *Server) runReader(r *http.Request) (reader *auth.Identity, same bool, e
 	reader, err = s.Auth.Identify(r, auth.ScopeManagement)
 	if err != nil {
 		if errs.Is(err, errs.Unauthorized) {
-			if lerr := s.limit("ip:" + s.clientKey(r)); lerr != nil {
+			if lerr := s.limit(r, "ip:"+s.clientKey(r)); lerr != nil {
 				return nil, false, lerr
 			}
 		}

@@ -90,6 +90,10 @@ type Deps struct {
 	Web         fs.FS // the dashboard's files
 	External    bool  // whether the external page compiler is installed
 	Now         func() time.Time
+	// Buckets, when set, keeps the limiters' buckets where every replica
+	// draws on them (PostgreSQL), so that a limit holds on a caller's total;
+	// nil keeps them in this process's memory.
+	Buckets ratelimit.Buckets
 
 	// Metrics are the Prometheus metrics, served at GET /metrics; nil when
 	// SVC_METRICS=off.
@@ -111,16 +115,16 @@ type Server struct {
 	log hclog.Logger
 	mux *http.ServeMux
 	// apiLimiter is the standard limiter of /api/v1, one bucket per caller.
-	apiLimiter *ratelimit.Limiter
+	apiLimiter ratelimit.Keyed
 	// abuseLimiter holds the per-address buckets of the account endpoints:
 	// 10 a minute.
-	abuseLimiter *ratelimit.Limiter
+	abuseLimiter ratelimit.Keyed
 	// accountLimiter holds one bucket of sign-in attempts per account, so
 	// that guesses at one password from many addresses are slowed too: 10,
 	// then one every 30 seconds; and one as large per device that signed in
 	// to the account before, so that those guesses cannot lock its owner
 	// out.
-	accountLimiter *ratelimit.Limiter
+	accountLimiter ratelimit.Keyed
 	// The refusals of each limiter, counted.
 	apiLimited, abuseLimited, accountLimited *metrics.Counter
 	// csrf refuses cross-site requests that would act with a session
@@ -145,12 +149,12 @@ func New(d Deps) *Server {
 	if d.Config.RateLimit > 0 {
 		every = time.Minute / time.Duration(d.Config.RateLimit)
 	}
-	s.apiLimiter = ratelimit.New(every, max(1, d.Config.RateLimit/10), 100_000)
-	s.apiLimiter.Now = d.Now
-	s.abuseLimiter = ratelimit.New(6*time.Second, 10, 100_000)
-	s.abuseLimiter.Now = d.Now
-	s.accountLimiter = ratelimit.New(30*time.Second, 10, 100_000)
-	s.accountLimiter.Now = d.Now
+	// Without its database the standard limiter lets callers through (the
+	// error logged): refusing every caller would take svc down with it. The
+	// buckets between a guesser and a password stay shut.
+	s.apiLimiter = s.limiter("api", every, max(1, d.Config.RateLimit/10), ratelimit.FailOpen)
+	s.abuseLimiter = s.limiter("abuse", 6*time.Second, 10, ratelimit.FailClosed)
+	s.accountLimiter = s.limiter("account", 30*time.Second, 10, ratelimit.FailClosed)
 	s.apiLimited, s.abuseLimited, s.accountLimited = d.Metrics.RateLimiter("api"), d.Metrics.RateLimiter("abuse"), d.Metrics.RateLimiter("account")
 	s.csrf = http.NewCrossOriginProtection()
 	if u, err := url.Parse(d.Config.AppBaseURL); err == nil && u.Host != "" {
@@ -164,6 +168,19 @@ func New(d Deps) *Server {
 	// answer.
 	s.handler = s.logRequests(s.recoverPanics(s.securityHeaders(s.cors(s.limitBody(s.mux)))))
 	return s
+}
+
+// limiter is the limiter name, shared through Buckets when there are
+// some, else in memory.
+func (s *Server) limiter(name string, every time.Duration, burst int, onError ratelimit.OnError) ratelimit.Keyed {
+	if s.Buckets != nil {
+		l := ratelimit.NewShared(s.Buckets, name, every, burst, onError, s.log.Named("ratelimit"))
+		l.Now = s.Now
+		return l
+	}
+	l := ratelimit.New(every, burst, 100_000)
+	l.Now = s.Now
+	return ratelimit.Local(l)
 }
 
 // Handler returns the root handler with every middleware applied.

@@ -14,6 +14,10 @@
 // attacker with many addresses must not be able to grow the map without
 // limit. Buckets that have refilled completely are evicted first, since
 // forgetting a full bucket is indistinguishable from keeping it.
+//
+// Several replicas on one PostgreSQL database draw instead on Shared
+// buckets the database keeps (shared.go), so that a limit holds on a
+// caller's total; the callers see either through Keyed.
 package ratelimit
 
 import (
