@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/pgtest"
+)
+
+// The replicas phase: closed-loop throughput, with every run recorded, of
+// one svc on SQLite, one on PostgreSQL and three on one PostgreSQL database
+// with the load spread over them, against the upstream without latency (as
+// in the closed phase). PostgreSQL is a throwaway server (internal/pgtest);
+// without its programs the phase says so and is not run.
+
+// replicaSetup is one configuration of the phase.
+type replicaSetup struct {
+	name     string
+	replicas int
+	postgres bool
+}
+
+var replicaSetups = []replicaSetup{
+	{"1 svc, SQLite", 1, false},
+	{"1 svc, PostgreSQL", 1, true},
+	{"3 svcs, PostgreSQL", 3, true},
+}
+
+func replicasPhase(o options, up *upstream) error {
+	fmt.Printf("\nreplicas: closed loop, %d connections spread over the replicas, upstream without latency, every run recorded\n", o.conns)
+	pg, err := pgtest.Shared()
+	if errors.Is(err, pgtest.ErrMissing) {
+		fmt.Printf("  not run: PostgreSQL is not installed here (%v); install Debian's postgresql package\n", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replicas: start PostgreSQL: %w", err)
+	}
+	defer pgtest.Stop()
+	// A setup that fails is said so, and the others still measured.
+	var failed []string
+	for i, s := range replicaSetups {
+		if err := replicaRun(o, up, pg, s, i); err != nil {
+			fmt.Printf("  %-19s failed: %v\n", s.name, err)
+			failed = append(failed, s.name)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("replicas: %s failed", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// replicaRun starts setup's svcs, warms them, and measures them.
+func replicaRun(o options, up *upstream, pg *pgtest.Server, setup replicaSetup, n int) error {
+	dir, err := os.MkdirTemp("", "svc-bench-replicas-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var shared []string
+	if setup.postgres {
+		name := fmt.Sprintf("bench%d_%d", os.Getpid(), n)
+		if err := pg.CreateNamed(name, ""); err != nil {
+			return err
+		}
+		shared = []string{"SVC_DB=" + pg.Address(name), "SVC_LEDGER_KEY_FILE=" + filepath.Join(dir, "ledger.key")}
+	}
+	var svcs []*svcProcess
+	defer func() {
+		for _, p := range svcs {
+			p.stop()
+		}
+	}()
+	// One after the other: the first migrates the database and makes the
+	// signing key the others read.
+	for i := range setup.replicas {
+		oc := o
+		oc.env = append(slices.Clone(o.env), shared...)
+		if setup.postgres {
+			oc.env = append(oc.env, "SVC_JOURNAL_DIR="+filepath.Join(dir, "journal"+strconv.Itoa(i)))
+		}
+		p, err := startSVC(oc, up.url, nil)
+		if err != nil {
+			return err
+		}
+		svcs = append(svcs, p)
+	}
+	urls := make([]string, len(svcs))
+	for i, p := range svcs {
+		urls[i] = p.url + "/v1/chat/completions"
+	}
+	if _, err := closedLoopOver(urls, o.conns, min(time.Second, o.duration)); err != nil {
+		return err
+	}
+	// Every replica of one database counts the same runs.
+	before, err := svcs[0].runCount()
+	if err != nil {
+		return err
+	}
+	var procs []namedPID
+	for _, p := range svcs {
+		procs = append(procs, p.processes()...)
+	}
+	cpuBefore := cpuTimes(procs)
+	pgBefore := postgresCPU()
+	st, err := closedLoopOver(urls, o.conns, o.duration)
+	if err != nil {
+		return err
+	}
+	cpu := cpuPerRequest(procs, cpuBefore, st.ok)
+	if setup.postgres {
+		cpu += fmt.Sprintf(", postgres %.0f µs", float64(postgresCPU().since(pgBefore).Microseconds())/float64(max(st.ok, 1)))
+	}
+	// Runs are journaled before the answer and stored in batches: wait a
+	// little for the last batch.
+	recorded := 0
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		after, err := svcs[0].runCount()
+		if err != nil {
+			return err
+		}
+		if recorded = after - before; recorded >= st.ok || time.Now().After(deadline) {
+			break
+		}
+	}
+	fmt.Printf("  %-19s %5.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
+		setup.name, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, recorded, st.ok)
+	fmt.Printf("  %-19s CPU per request: %s\n", "", cpu)
+	return nil
+}
+
+// pgCPU is the CPU time of each PostgreSQL process of this program's
+// server: the postmaster (a child of this process) and its backends.
+type pgCPU map[int]time.Duration
+
+func postgresCPU() pgCPU {
+	out := pgCPU{}
+	self := strconv.Itoa(os.Getpid())
+	var parents []string
+	for pid, s := range procStats() {
+		if s.ppid == self && s.comm == "postgres" {
+			out[pid] = s.cpu
+			parents = append(parents, strconv.Itoa(pid))
+		}
+	}
+	for pid, s := range procStats() {
+		if slices.Contains(parents, s.ppid) {
+			out[pid] = s.cpu
+		}
+	}
+	return out
+}
+
+// since is the CPU time used from before to c by the processes alive now
+// (a backend that ended in between takes its time along).
+func (c pgCPU) since(before pgCPU) time.Duration {
+	var d time.Duration
+	for pid, t := range c {
+		d += t - before[pid]
+	}
+	return d
+}
+
+type procStat struct {
+	comm, ppid string
+	cpu        time.Duration
+}
+
+// procStats reads every process's name, parent and CPU time from /proc.
+func procStats() map[int]procStat {
+	out := map[int]procStat{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		out[pid] = procStat{
+			comm: s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')],
+			ppid: fields[1],
+			cpu:  time.Duration(utime+stime) * 10 * time.Millisecond,
+		}
+	}
+	return out
+}
