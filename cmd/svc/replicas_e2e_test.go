@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-gateway/svc/internal/pgtest"
+	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/webhook"
 )
 
@@ -50,19 +50,24 @@ type cluster struct {
 // each one's /health.
 func startReplicas(t *testing.T, env ...string) *cluster {
 	t.Helper()
-	srv := pgtest.Start(t)
+	began := time.Now()
+	// A copy of a database migrated once for the whole test process.
+	c := &cluster{dsn: storetest.DSN(t)}
 	dir := t.TempDir()
-	c := &cluster{dsn: srv.CreateDatabase(t, "")}
 	c.env = append([]string{
 		"SVC_API_KEY=" + bootstrap,
 		"SVC_LEDGER_KEY_FILE=" + filepath.Join(dir, "ledger.key"),
 		"SVC_DB_REFRESH=10m",
+		"SVC_RATE_LIMIT=0", // the tests poll; the rate-limit test sets its own
 	}, env...)
+	t.Logf("PostgreSQL up in %v", time.Since(began).Round(time.Millisecond))
 	for i := range 3 {
 		c.dirs = append(c.dirs, filepath.Join(dir, "replica"+strconv.Itoa(i+1)))
 		c.reps = append(c.reps, nil)
 		c.restart(t, i, "127.0.0.1:0")
+		t.Logf("replica %d up at %v", i+1, time.Since(began).Round(time.Millisecond))
 	}
+	t.Logf("PostgreSQL and three replicas up in %v", time.Since(began).Round(time.Millisecond))
 	return c
 }
 
@@ -97,7 +102,7 @@ func (c *cluster) pick() *proc {
 func within(t *testing.T, what string, ok func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !ok() {
 		if time.Since(start) > propagation {
@@ -145,6 +150,15 @@ func TestReplicasKeyRevokedOnOneIsRefusedByAll(t *testing.T) {
 // cookie names a host, not a port.
 func (c *person) at(p *proc) *person { return &person{p: p, client: c.client} }
 
+// everywhere checks that every replica takes the person's session for
+// path, so that each has read it before a change.
+func (c *person) everywhere(t *testing.T, reps []*proc, path string) {
+	t.Helper()
+	for i, p := range reps {
+		require.Equal(t, http.StatusOK, c.at(p).status(t, "GET", path), "replica %d takes the session", i+1)
+	}
+}
+
 func (c *person) status(t *testing.T, method, path string) int {
 	t.Helper()
 	status, _ := c.call(t, method, path, nil)
@@ -166,7 +180,7 @@ func TestReplicasSessionsAreSharedAndEndEverywhere(t *testing.T) {
 	t.Run("sign-out", func(t *testing.T) {
 		s := newPerson(t, c.reps[1])
 		s.login(t, adminEmail, adminPassword)
-		require.Equal(t, http.StatusOK, s.at(c.reps[2]).status(t, "GET", "/api/v1/auth/me"))
+		s.everywhere(t, c.reps, "/api/v1/auth/me")
 		// The jar forgets the cookie on sign-out: keep it to try again.
 		host, err := url.Parse("http://" + c.reps[0].addr)
 		require.NoError(t, err)
@@ -186,7 +200,7 @@ func TestReplicasSessionsAreSharedAndEndEverywhere(t *testing.T) {
 		id := addMember(t, admin, "member@example.com", "Member", "member-password-1", "member")
 		m := newPerson(t, c.reps[1])
 		m.login(t, "member@example.com", "member-password-1")
-		require.Equal(t, http.StatusOK, m.at(c.reps[2]).status(t, "GET", "/api/v1/orgs/active"))
+		m.everywhere(t, c.reps, "/api/v1/orgs/active")
 		status, out := admin.at(c.reps[0]).call(t, "DELETE", "/api/v1/orgs/active/members/"+id, nil)
 		require.Equal(t, http.StatusOK, status, out)
 		for _, i := range []int{1, 2} {
@@ -200,6 +214,7 @@ func TestReplicasSessionsAreSharedAndEndEverywhere(t *testing.T) {
 	t.Run("password reset", func(t *testing.T) {
 		old := newPerson(t, c.reps[2])
 		old.login(t, adminEmail, adminPassword)
+		old.everywhere(t, c.reps, "/api/v1/auth/me")
 		status, out := newPerson(t, c.reps[1]).call(t, "POST", "/api/v1/auth/password-reset", map[string]string{"email": adminEmail})
 		require.Equal(t, http.StatusOK, status, out)
 		link := c.reps[1].waitEmail(t, adminEmail, "reset", "/reset-password")
@@ -269,7 +284,8 @@ func TestReplicasChangesTakeEffectOnAll(t *testing.T) {
 				body := fmt.Sprintf(`{"model":"gpt-4o-mini","temperature":1,"messages":[{"role":"user","content":"write to jane.doe%d@example.com"}]}`, n)
 				status, runID, _ := p.chat(t, key, body)
 				require.Equal(t, http.StatusOK, status)
-				_, run := p.call(t, "GET", "/api/v1/runs/"+runID, bootstrap, "")
+				status, run := p.call(t, "GET", "/api/v1/runs/"+runID, bootstrap, "")
+				require.Equal(t, http.StatusOK, status, "run %s: %v", runID, run)
 				stored, _ := json.Marshal(run["run"].(map[string]any)["request"])
 				return strings.Contains(string(stored), "[email]") && !strings.Contains(string(stored), "jane.doe")
 			})
@@ -504,11 +520,13 @@ func TestReplicasKill9UnderLoadLosesNoAnsweredRun(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("%d runs acknowledged", len(acked))
+	// Each replica stores its journal in batches: a run answered by one
+	// is found on another once its batch is in.
 	for i, id := range acked {
 		require.NotEmpty(t, id)
 		p := c.reps[i%3]
-		status, run := p.call(t, "GET", "/api/v1/runs/"+id, bootstrap, "")
-		require.Equal(t, http.StatusOK, status, "run %s acknowledged but not found on replica %d: %v", id, i%3+1, run)
+		require.Eventually(t, func() bool { return p.status(t, "GET", "/api/v1/runs/"+id, bootstrap) == http.StatusOK },
+			10*time.Second, 10*time.Millisecond, "run %s acknowledged but not found on replica %d", id, i%3+1)
 	}
 
 	status, key := c.reps[0].call(t, "GET", "/api/v1/ledger/key", bootstrap, "")
