@@ -382,6 +382,20 @@ func TestReplicasRateLimitHoldsOnTheTotal(t *testing.T) {
 	assert.Equal(t, int64(sent), admitted.Load()+limited.Load(), "every answer is 200 or 429")
 	assert.LessOrEqual(t, float64(admitted.Load()), allowed*1.1, "the limit holds on the total, not per replica")
 	assert.GreaterOrEqual(t, float64(admitted.Load()), float64(perMinute)/10*0.9, "the burst is admitted")
+
+	// Sign-in attempts from one address: 10 a minute in all, not on each.
+	const tries = 30
+	judged := 0 // answered 401 (a wrong password), not 429
+	for range tries {
+		status, _ := c.pick().call(t, "POST", "/api/v1/auth/login", "", `{"email":"nobody@example.com","password":"wrong-password-1"}`)
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusTooManyRequests}, status)
+		if status == http.StatusUnauthorized {
+			judged++
+		}
+	}
+	t.Logf("%d of %d sign-in attempts judged across three replicas", judged, tries)
+	assert.LessOrEqual(t, judged, 11, "the sign-in bucket holds on the total")
+	assert.GreaterOrEqual(t, judged, 9, "the sign-in bucket's ten are judged")
 }
 
 // A job is run once with three replicas running workers: each event
@@ -473,11 +487,12 @@ func TestReplicasKill9UnderLoadLosesNoAnsweredRun(t *testing.T) {
 	c := startReplicas(t)
 	victim := c.reps[1]
 	var (
-		mu    sync.Mutex
-		acked []string
-		stop  atomic.Bool
-		wg    sync.WaitGroup
-		n     atomic.Int64
+		mu       sync.Mutex
+		acked    []string
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		n        atomic.Int64
+		byVictim atomic.Int64 // answered by the replica to be killed
 	)
 	for w := range 6 {
 		wg.Go(func() {
@@ -498,6 +513,9 @@ func TestReplicasKill9UnderLoadLosesNoAnsweredRun(t *testing.T) {
 					acked = append(acked, res.Header.Get("x-svc-run-id"))
 					mu.Unlock()
 					n.Add(1)
+					if p == victim {
+						byVictim.Add(1)
+					}
 				}
 			}
 		})
@@ -511,6 +529,7 @@ func TestReplicasKill9UnderLoadLosesNoAnsweredRun(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	killedAt := n.Load()
+	require.Positive(t, byVictim.Load(), "the killed replica had answered calls")
 	require.Eventually(t, func() bool { return n.Load() >= killedAt+30 }, 30*time.Second, 5*time.Millisecond,
 		"the other replicas go on answering")
 	stop.Store(true)
@@ -519,7 +538,7 @@ func TestReplicasKill9UnderLoadLosesNoAnsweredRun(t *testing.T) {
 	c.restart(t, 1, victim.addr)
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d runs acknowledged", len(acked))
+	t.Logf("%d runs acknowledged, %d by the killed replica", len(acked), byVictim.Load())
 	// Each replica stores its journal in batches: a run answered by one
 	// is found on another once its batch is in.
 	for i, id := range acked {
