@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -322,4 +323,13 @@ func TestClosedLoopOverSpreadsTheConnections(t *testing.T) {
 	assert.Equal(t, int64(st.ok), hits[0].Load()+hits[1].Load())
 	assert.Positive(t, hits[0].Load())
 	assert.Positive(t, hits[1].Load())
+}
+
+// The replicas phase sums the CPU time of each process name over the
+// replicas.
+func TestCPUByNameSumsTheReplicas(t *testing.T) {
+	self := os.Getpid()
+	procs := []namedPID{{"svc", self}, {"plugin", self}, {"svc", self}}
+	got := cpuByName(procs, []time.Duration{0, 0, 0}, 1)
+	assert.Regexp(t, `^svc \d+ µs \(2 processes\), plugin \d+ µs$`, got)
 }

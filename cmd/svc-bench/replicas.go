@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-gateway/svc/internal/pgtest"
+	"github.com/svc-gateway/svc/internal/store"
 )
 
 // The replicas phase: closed-loop throughput, with every run recorded, of
@@ -43,10 +45,23 @@ func replicasPhase(o options, up *upstream) error {
 		return fmt.Errorf("replicas: start PostgreSQL: %w", err)
 	}
 	defer pgtest.Stop()
+	// Each setup's database is a copy of one migrated here once, so that
+	// no svc spends its start (and the phase its time) migrating.
+	template := fmt.Sprintf("bench%d_template", os.Getpid())
+	if err := pg.CreateNamed(template, ""); err != nil {
+		return fmt.Errorf("replicas: %w", err)
+	}
+	s, err := store.Open(context.Background(), pg.Address(template))
+	if err != nil {
+		return fmt.Errorf("replicas: migrate: %w", err)
+	}
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("replicas: migrate: %w", err)
+	}
 	// A setup that fails is said so, and the others still measured.
 	var failed []string
 	for i, s := range replicaSetups {
-		if err := replicaRun(o, up, pg, s, i); err != nil {
+		if err := replicaRun(o, up, pg, template, s, i); err != nil {
 			fmt.Printf("  %-19s failed: %v\n", s.name, err)
 			failed = append(failed, s.name)
 		}
@@ -58,7 +73,7 @@ func replicasPhase(o options, up *upstream) error {
 }
 
 // replicaRun starts setup's svcs, warms them, and measures them.
-func replicaRun(o options, up *upstream, pg *pgtest.Server, setup replicaSetup, n int) error {
+func replicaRun(o options, up *upstream, pg *pgtest.Server, template string, setup replicaSetup, n int) error {
 	dir, err := os.MkdirTemp("", "svc-bench-replicas-")
 	if err != nil {
 		return err
@@ -67,7 +82,7 @@ func replicaRun(o options, up *upstream, pg *pgtest.Server, setup replicaSetup, 
 	var shared []string
 	if setup.postgres {
 		name := fmt.Sprintf("bench%d_%d", os.Getpid(), n)
-		if err := pg.CreateNamed(name, ""); err != nil {
+		if err := pg.CreateNamed(name, template); err != nil {
 			return err
 		}
 		shared = []string{"SVC_DB=" + pg.Address(name), "SVC_LEDGER_KEY_FILE=" + filepath.Join(dir, "ledger.key")}
@@ -114,7 +129,7 @@ func replicaRun(o options, up *upstream, pg *pgtest.Server, setup replicaSetup, 
 	if err != nil {
 		return err
 	}
-	cpu := cpuPerRequest(procs, cpuBefore, st.ok)
+	cpu := cpuByName(procs, cpuBefore, st.ok)
 	if setup.postgres {
 		cpu += fmt.Sprintf(", postgres %.0f µs", float64(postgresCPU().since(pgBefore).Microseconds())/float64(max(st.ok, 1)))
 	}
@@ -134,6 +149,29 @@ func replicaRun(o options, up *upstream, pg *pgtest.Server, setup replicaSetup, 
 		setup.name, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, recorded, st.ok)
 	fmt.Printf("  %-19s CPU per request: %s\n", "", cpu)
 	return nil
+}
+
+// cpuByName tells the CPU time procs used since before, per request of n,
+// summed over the processes of one name (svc, its plugin) of every replica.
+func cpuByName(procs []namedPID, before []time.Duration, n int) string {
+	var names []string
+	used := map[string]time.Duration{}
+	count := map[string]int{}
+	for i, p := range procs {
+		if _, ok := used[p.name]; !ok {
+			names = append(names, p.name)
+		}
+		used[p.name] += cpuTime(p.pid) - before[i]
+		count[p.name]++
+	}
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.0f µs", name, float64(used[name].Microseconds())/float64(max(n, 1)))
+		if count[name] > 1 {
+			parts[i] += fmt.Sprintf(" (%d processes)", count[name])
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pgCPU is the CPU time of each PostgreSQL process of this program's
