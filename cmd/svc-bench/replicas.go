@@ -111,11 +111,13 @@ func replicaRun(o options, up *upstream, pg *pgtest.Server, template string, set
 	for i, p := range svcs {
 		urls[i] = p.url + "/v1/chat/completions"
 	}
-	if _, err := closedLoopOver(urls, o.conns, min(time.Second, o.duration)); err != nil {
+	warm, err := closedLoopOver(urls, o.conns, min(time.Second, o.duration))
+	if err != nil {
 		return err
 	}
-	// Every replica of one database counts the same runs.
-	before, err := svcs[0].runCount()
+	// Every replica of one database counts the same runs; the database is
+	// new, so the warm-up's are all there are before the measure.
+	before, err := waitRuns(svcs[0], warm.ok)
 	if err != nil {
 		return err
 	}
@@ -133,22 +135,27 @@ func replicaRun(o options, up *upstream, pg *pgtest.Server, template string, set
 	if setup.postgres {
 		cpu += fmt.Sprintf(", postgres %.0f µs", float64(postgresCPU().since(pgBefore).Microseconds())/float64(max(st.ok, 1)))
 	}
-	// Runs are journaled before the answer and stored in batches: wait a
-	// little for the last batch.
-	recorded := 0
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		after, err := svcs[0].runCount()
-		if err != nil {
-			return err
-		}
-		if recorded = after - before; recorded >= st.ok || time.Now().After(deadline) {
-			break
-		}
+	after, err := waitRuns(svcs[0], before+st.ok)
+	if err != nil {
+		return err
 	}
+	recorded := after - before
 	fmt.Printf("  %-19s %5.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 		setup.name, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, recorded, st.ok)
 	fmt.Printf("  %-19s CPU per request: %s\n", "", cpu)
 	return nil
+}
+
+// waitRuns waits up to 10 s for p to count want runs (each replica
+// journals a run before its answer and stores it in a batch) and returns
+// the count.
+func waitRuns(p *svcProcess, want int) (int, error) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, err := p.runCount()
+		if err != nil || n >= want || time.Now().After(deadline) {
+			return n, err
+		}
+	}
 }
 
 // cpuByName tells the CPU time procs used since before, per request of n,
