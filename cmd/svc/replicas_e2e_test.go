@@ -275,9 +275,11 @@ func TestReplicasChangesTakeEffectOnAll(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, out)
 		for _, i := range []int{1, 2} {
 			p := c.reps[i]
-			status, out := p.call(t, "GET", "/api/v1/settings", bootstrap, "")
-			require.Equal(t, http.StatusOK, status)
-			assert.Equal(t, true, settingValue(out, "redaction"), "replica %d reads the setting back", i+1)
+			within(t, fmt.Sprintf("replica %d reads the setting back", i+1), func() bool {
+				status, out := p.call(t, "GET", "/api/v1/settings", bootstrap, "")
+				require.Equal(t, http.StatusOK, status)
+				return settingValue(out, "redaction") == true
+			})
 			n := 0
 			within(t, fmt.Sprintf("replica %d masks what it stores", i+1), func() bool {
 				n++
