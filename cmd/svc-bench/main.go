@@ -3,7 +3,9 @@
 // the Responses API at the first rate), the delay it adds to the first
 // streamed byte, its closed-loop throughput with every run recorded, the
 // memory of svc and its provider plugin, and the CPU time a call its
-// metrics and its tracing add (observability.go).
+// metrics and its tracing add (observability.go), and the closed-loop
+// throughput of one svc on SQLite beside one and three on PostgreSQL
+// (replicas.go).
 //
 // Everything runs on 127.0.0.1: an OpenAI-compatible upstream with a fixed
 // latency (in this process), bin/svc in front of it through the
@@ -105,7 +107,10 @@ type options struct {
 }
 
 // phaseNames are the phases -phases may name, in the order they run.
-var phaseNames = []string{"latency", "endpoints", "streaming", "closed", "observability"}
+var phaseNames = []string{"latency", "endpoints", "streaming", "closed", "observability", "replicas"}
+
+// ownPhases start svcs of their own rather than measure the targets.
+var ownPhases = []string{"observability", "replicas"}
 
 // chatBody is a request none before it asked, so that svc's exact cache
 // misses (and pays for its lookup) like it would for fresh traffic: the
@@ -195,6 +200,12 @@ func run(o options) error {
 			return err
 		}
 	}
+	if o.has("replicas") {
+		up.latency.Store(0)
+		if err := replicasPhase(o, up); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -210,11 +221,11 @@ func (o options) checkPhases() error {
 }
 
 // measuresTargets says whether the run measures svc in each mode beside
-// the relays: every run but one of the observability phase alone, which
-// starts svcs of its own.
+// the relays: every run but one of only the phases that start svcs of
+// their own.
 func (o options) measuresTargets() bool {
-	return o.chaos || !o.has("observability") || slices.ContainsFunc(phaseNames, func(p string) bool {
-		return p != "observability" && o.has(p)
+	return o.chaos || !slices.ContainsFunc(ownPhases, o.has) || slices.ContainsFunc(phaseNames, func(p string) bool {
+		return !slices.Contains(ownPhases, p) && o.has(p)
 	})
 }
 
@@ -684,6 +695,13 @@ func openLoop(c *http.Client, url string, rate int, d time.Duration) (*sample, e
 
 // closedLoop keeps conns requests in flight for d.
 func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
+	return closedLoopOver([]string{url}, conns, d)
+}
+
+// closedLoopOver keeps conns requests in flight for d, connection w
+// sending to urls[w % len(urls)], as a balancer spreading connections
+// would.
+func closedLoopOver(urls []string, conns int, d time.Duration) (*sample, error) {
 	c := client(conns)
 	deadline := time.Now().Add(d)
 	results := make([]sample, conns)
@@ -691,7 +709,7 @@ func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
 	start := time.Now()
 	for w := range conns {
 		wg.Go(func() {
-			r := &results[w]
+			r, url := &results[w], urls[w%len(urls)]
 			for time.Now().Before(deadline) {
 				t := time.Now()
 				if err := call(c, url); err != nil {
@@ -713,7 +731,7 @@ func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
 	}
 	all.rate = float64(all.ok) / elapsed.Seconds()
 	if all.ok == 0 {
-		return nil, fmt.Errorf("%s: no request succeeded", url)
+		return nil, fmt.Errorf("%s: no request succeeded", strings.Join(urls, ", "))
 	}
 	return &all, nil
 }

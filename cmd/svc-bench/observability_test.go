@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -298,4 +300,36 @@ func TestPhases(t *testing.T) {
 	assert.True(t, options{phases: "observability", chaos: true}.measuresTargets())
 	assert.True(t, options{phases: "closed,observability"}.measuresTargets())
 	assert.True(t, options{phases: ""}.measuresTargets())
+}
+
+func TestReplicasPhaseStartsItsOwnSVCs(t *testing.T) {
+	assert.NoError(t, options{phases: "closed,replicas"}.checkPhases())
+	assert.False(t, options{phases: "replicas"}.measuresTargets(), "the replicas phase starts its own svcs")
+	assert.False(t, options{phases: "observability,replicas"}.measuresTargets())
+	assert.True(t, options{phases: "closed,replicas"}.measuresTargets())
+}
+
+// The load of the replicas phase is spread over every replica.
+func TestClosedLoopOverSpreadsTheConnections(t *testing.T) {
+	var hits [2]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits[i].Add(1) }))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	st, err := closedLoopOver(urls, 4, 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, int64(st.ok), hits[0].Load()+hits[1].Load())
+	assert.Positive(t, hits[0].Load())
+	assert.Positive(t, hits[1].Load())
+}
+
+// The replicas phase sums the CPU time of each process name over the
+// replicas.
+func TestCPUByNameSumsTheReplicas(t *testing.T) {
+	self := os.Getpid()
+	procs := []namedPID{{"svc", self}, {"plugin", self}, {"svc", self}}
+	got := cpuByName(procs, []time.Duration{0, 0, 0}, 1)
+	assert.Regexp(t, `^svc \d+ µs \(2 processes\), plugin \d+ µs$`, got)
 }

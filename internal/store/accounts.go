@@ -44,9 +44,9 @@ func (s *Store) UserByID(ctx context.Context, id string) (accounts.User, string,
 
 // HasUsers reports whether any user exists.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
-	var any bool // SQLite's 1 or 0, PostgreSQL's boolean
-	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&any)
-	return any, err
+	var exists bool // SQLite answers 0 or 1, PostgreSQL a boolean
+	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&exists)
+	return exists, err
 }
 
 func insertUser(ctx context.Context, tx *txn, u accounts.NewUser) error {

@@ -126,3 +126,15 @@ func TestSignInDevicesAreKeptPerAccount(t *testing.T) {
 	assert.False(t, known(dev(2), "usr_2@example.com", never), "usr_2's device expired")
 	assert.True(t, known(dev(14), "usr_1@example.com", never))
 }
+
+// HasUsers is what decides account mode at start, on either engine.
+func TestHasUsers(t *testing.T) {
+	s := storetest.Open(t)
+	has, err := s.HasUsers(context.Background())
+	require.NoError(t, err)
+	assert.False(t, has, "a new database has no user")
+	sessionUser(t, s, "usr_first", time.UnixMilli(1_800_000_000_000))
+	has, err = s.HasUsers(context.Background())
+	require.NoError(t, err)
+	assert.True(t, has)
+}
