@@ -44,9 +44,9 @@ func (s *Store) UserByID(ctx context.Context, id string) (accounts.User, string,
 
 // HasUsers reports whether any user exists.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
-	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&n)
-	return n == 1, err
+	var has bool // an integer in SQLite, a boolean in PostgreSQL: both scan
+	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&has)
+	return has, err
 }
 
 func insertUser(ctx context.Context, tx *txn, u accounts.NewUser) error {
