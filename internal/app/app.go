@@ -313,7 +313,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	})
 	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.JournalDir, log.Named("ledger"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run journal (SVC_JOURNAL_DIR): %w", err)
 	}
 	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
 		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
@@ -370,7 +370,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Resolver: o.Resolver, Metrics: m}),
 		External:    compiler, Cache: a.Cache, Store: a.Store, Logger: log.Named("web"), Now: now, Metrics: m,
 	})
-	webSessions := browse.NewSessions(pages, governor, auditLog)
+	webSessions := browse.NewSessions(pages, a.Store, governor, auditLog)
 	a.pushFunc("web sessions", webSessions.Close)
 	a.devices = auth.NewDevices(a.Store, secureCookies, now)
 	a.Auth = auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions)
