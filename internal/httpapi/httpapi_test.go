@@ -308,16 +308,29 @@ func TestHealthReportsStorageDown(t *testing.T) {
 	assert.Equal(t, false, res.json["draining"])
 }
 
+// newReplica serves svc on the PostgreSQL database dsn, as one replica of
+// several: a run journal of its own, the ledger key in keyDir that every
+// replica shares.
+func newReplica(t *testing.T, dsn, keyDir string, env map[string]string) *testServer {
+	t.Helper()
+	ts := newServerOptions(t, "", env, mockProvider(t), func(o *app.Options) {
+		journal := filepath.Join(o.DataDir, "journal")
+		o.DataDir = ""
+		o.Config.DBPath, o.Config.JournalDir = dsn, journal
+		o.Config.LedgerKeyFile = filepath.Join(keyDir, "ledger.key")
+	})
+	// The tests of replicas record no runs: closing the store first leaves
+	// out newServer's check of the ledger, which reads every engine alike
+	// and is the ledger's tests' to make.
+	t.Cleanup(func() { _ = ts.store.Close() })
+	return ts
+}
+
 // With PostgreSQL, /health names the engine, and answers 503 once the
 // database stops answering.
 func TestHealthReportsPostgres(t *testing.T) {
 	dsn := storetest.DSN(t)
-	ts := newServerOptions(t, "", nil, mockProvider(t), func(o *app.Options) {
-		journal := filepath.Join(o.DataDir, "journal")
-		o.DataDir = ""
-		o.Config.DBPath, o.Config.JournalDir = dsn, journal
-		o.Config.LedgerKeyFile = filepath.Join(filepath.Dir(journal), "ledger.key")
-	})
+	ts := newReplica(t, dsn, t.TempDir(), nil)
 	res := ts.call(t, "GET", "/health", "", "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	assert.Equal(t, map[string]any{"engine": "postgres", "ok": true}, res.json["database"])

@@ -67,18 +67,19 @@ func (s *Store) SaveWebSession(ctx context.Context, rec browse.SessionRecord, pa
 // not found.
 func (s *Store) TouchWebSession(ctx context.Context, tenantID, id string, now, idleBefore time.Time) (browse.SessionRecord, error) {
 	var rec browse.SessionRecord
+	idle := false
 	err := s.tx(ctx, func(tx *txn) error {
 		var err error
+		idle = false
 		rec, err = scanWebSession(tx.QueryRowContext(ctx, `SELECT `+webSessionColumns+` FROM web_sessions
 			WHERE tenant_id = ? AND id = ? AND opened = 1`, tenantID, id))
 		if err != nil {
 			return err
 		}
 		if !rec.Info.LastActiveAt.After(idleBefore) {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE tenant_id = ? AND id = ?`, tenantID, id); err != nil {
-				return err
-			}
-			return browse.ErrSessionIdle
+			idle = true
+			_, err := tx.ExecContext(ctx, `DELETE FROM web_sessions WHERE tenant_id = ? AND id = ?`, tenantID, id)
+			return err
 		}
 		at := now.UnixMilli()
 		if at > rec.Info.LastActiveAt.UnixMilli() {
@@ -88,6 +89,9 @@ func (s *Store) TouchWebSession(ctx context.Context, tenantID, id string, now, i
 		}
 		return err
 	})
+	if err == nil && idle {
+		err = browse.ErrSessionIdle
+	}
 	return rec, err
 }
 
