@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -140,6 +141,9 @@ type App struct {
 	failed   chan error
 	// metricsAddr is the address of the metrics' own listener, when open.
 	metricsAddr net.Addr
+
+	// draining is set as Close begins: /health answers 503 from then on.
+	draining atomic.Bool
 
 	mu      sync.Mutex
 	started bool     // Start ran: a second one is refused
@@ -311,7 +315,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	})
 	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.JournalDir, log.Named("ledger"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run journal (SVC_JOURNAL_DIR): %w", err)
 	}
 	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
 		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
@@ -368,7 +372,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		OpenFetcher: fetch.New(fetch.Options{AllowPrivate: true, Resolver: o.Resolver, Metrics: m}),
 		External:    compiler, Cache: a.Cache, Store: a.Store, Logger: log.Named("web"), Now: now, Metrics: m,
 	})
-	webSessions := browse.NewSessions(pages, governor, auditLog)
+	webSessions := browse.NewSessions(pages, a.Store, governor, auditLog)
 	a.pushFunc("web sessions", webSessions.Close)
 	a.devices = auth.NewDevices(a.Store, secureCookies, now)
 	a.Auth = auth.NewAuthenticator(cfg.APIKey, a.Keys, a.Sessions)
@@ -384,6 +388,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Config:           &cfg,
 		Logger:           log.Named("http"),
 		Store:            a.Store,
+		DBEngine:         a.Store.Engine().String(),
+		Draining:         a.draining.Load,
 		Auth:             a.Auth,
 		Keys:             a.Keys,
 		Accounts:         a.Accounts,
@@ -483,8 +489,17 @@ func (a *App) Start(ctx context.Context) error {
 			a.failed <- err
 		}
 	}()
-	// In-flight requests finish, up to SVC_SHUTDOWN_TIMEOUT.
+	// Draining (Close set it): new connections are still accepted for
+	// SVC_DRAIN_DELAY, /health answering 503, so that a load balancer takes
+	// this replica out before its listener closes; kept-alive connections
+	// close after their current request. Then in-flight requests finish, up
+	// to SVC_SHUTDOWN_TIMEOUT.
 	a.push("http", func() error {
+		server.SetKeepAlivesEnabled(false)
+		if cfg.DrainDelay > 0 {
+			a.Logger.Info("draining", "delay", cfg.DrainDelay)
+			time.Sleep(cfg.DrainDelay)
+		}
 		a.Logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
@@ -541,8 +556,10 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // live streams of runs no server ended and stores what is journaled), the
 // checkpointer (whose last checkpoint covers it), the mailer, the plugins,
 // the database, then the tracer, which exports the spans it still holds. A
-// second Close does nothing.
+// second Close does nothing. /health answers 503 (draining) from the moment
+// Close begins.
 func (a *App) Close() error {
+	a.draining.Store(true)
 	a.mu.Lock()
 	a.closed = true
 	stack := a.stack

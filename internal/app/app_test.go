@@ -281,3 +281,48 @@ func TestCloseEndsTheLiveStreams(t *testing.T) {
 		t.Fatal("Close waits for the stream")
 	}
 }
+
+// Draining: once Close begins, /health answers 503 draining at once, and
+// for SVC_DRAIN_DELAY the listener still accepts, so that a load balancer's
+// health check sees it and sends new requests elsewhere; the call in
+// flight is answered and its run stored before the database closes.
+func TestCloseDrains(t *testing.T) {
+	dir := t.TempDir()
+	provider := &heldProvider{called: make(chan struct{}), release: make(chan struct{})}
+	a, err := app.New(context.Background(), app.Options{
+		Config: configFor(t, map[string]string{"SVC_DRAIN_DELAY": "3s"}), DataDir: dir, Provider: provider, Mailer: noMail{},
+	})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(context.Background()))
+	key, addr := a.Checkpoints.Key().Public, a.Addr()
+	health := func() (int, map[string]any) {
+		res, err := http.Get("http://" + addr + "/health")
+		require.NoError(t, err, "the listener stays open while draining")
+		defer res.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
+		return res.StatusCode, body
+	}
+	status, body := health()
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, false, body["draining"])
+
+	answered := make(chan answer, 1)
+	go func() { answered <- send(addr, "/v1/chat/completions", chatBody) }()
+	<-provider.called
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	require.Eventually(t, func() bool { status, _ := health(); return status == http.StatusServiceUnavailable },
+		10*time.Second, 5*time.Millisecond, "/health answers 503 as soon as Close begins")
+	_, body = health()
+	assert.Equal(t, true, body["draining"])
+	assert.Equal(t, false, body["ok"])
+	assert.Equal(t, map[string]any{"engine": "sqlite", "ok": true}, body["database"], "the database still answers")
+	close(provider.release)
+
+	res := <-answered
+	require.NoError(t, res.err)
+	assert.Equal(t, http.StatusOK, res.status, res.body)
+	require.NoError(t, <-closed)
+	verifyStored(t, dir, key, 1)
+}

@@ -219,7 +219,12 @@ func (s *Service) Fetch(ctx context.Context, id *auth.Identity, url string, bypa
 
 // fetcherFor returns the fetcher whose address rules apply to id.
 func (s *Service) fetcherFor(id *auth.Identity) *fetch.Fetcher {
-	if id.Via == auth.ViaOpen && s.o.OpenFetcher != nil {
+	return s.fetcher(id.Via == auth.ViaOpen)
+}
+
+// fetcher returns open dev mode's fetcher when open, else everyone else's.
+func (s *Service) fetcher(open bool) *fetch.Fetcher {
+	if open && s.o.OpenFetcher != nil {
 		return s.o.OpenFetcher
 	}
 	return s.o.Fetcher

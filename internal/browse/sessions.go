@@ -3,17 +3,15 @@ package browse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	neturl "net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/net/html"
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
@@ -64,84 +62,57 @@ type SessionInfo struct {
 	LastActiveAt time.Time `json:"lastActiveAt"`
 }
 
-// session is one agent's browsing state: cookies, the current page and
-// what was typed into its forms.
+// session is one agent's browsing state as this process last loaded it
+// from the store: cookies, the current page and what was typed into its
+// forms.
 type session struct {
 	tenantID string
 	id       string
 
 	// mu is held for a whole action, network included: one action at a
-	// time per session. It guards the fields below it.
-	mu      sync.Mutex
-	fetcher *fetch.Fetcher // the address rules of whoever opened it
-	url     string         // the current page's
-	jar     http.CookieJar
-	doc     *som.Document
-	state   formsubmit.State
-
-	// infoMu guards info and closed, which listing and the idle sweep read
-	// without waiting for an action to finish.
-	infoMu sync.Mutex
-	info   SessionInfo
-	closed bool
+	// time per session in this process (the store's lock keeps the other
+	// processes out). It guards the fields below it.
+	mu          sync.Mutex
+	loaded      bool
+	version     int64 // the stored version this state is
+	pageVersion int64 // the stored version of the page doc was compiled from
+	open        bool  // opened in open dev mode: the fetcher of its address rules
+	url         string
+	title       string
+	jar         *sessionJar
+	doc         *som.Document
+	state       formsubmit.State
+	page        []byte    // the page to store with the next save; nil when stored
+	dirty       bool      // form state changed since the last save
+	used        time.Time // last used through this process
 }
 
-// touch marks the session used at now; false when it is closed or has been
-// idle too long, which closes it.
-func (ss *session) touch(now time.Time) bool {
-	ss.infoMu.Lock()
-	defer ss.infoMu.Unlock()
-	if ss.closed || now.Sub(ss.info.LastActiveAt) >= IdleTimeout {
-		ss.closed = true
-		return false
-	}
-	ss.info.LastActiveAt = now.UTC().Truncate(time.Millisecond)
-	return true
-}
-
-// closeIf closes the session when idle(info) says so, and reports whether
-// it is closed.
-func (ss *session) closeIf(idle func(SessionInfo) bool) bool {
-	ss.infoMu.Lock()
-	defer ss.infoMu.Unlock()
-	if !ss.closed && idle(ss.info) {
-		ss.closed = true
-	}
-	return ss.closed
-}
-
-func (ss *session) isClosed() bool { return ss.closeIf(func(SessionInfo) bool { return false }) }
-
-func (ss *session) snapshotInfo() SessionInfo {
-	ss.infoMu.Lock()
-	defer ss.infoMu.Unlock()
-	return ss.info
-}
-
-// Sessions holds the open web sessions of every tenant, in memory.
+// Sessions keeps the open web sessions of every tenant in the store, with
+// the state of those used through this process at hand in memory.
 type Sessions struct {
 	svc      *Service
+	store    SessionStore
 	governor *governance.Governor
 	audit    *audit.Log
 	now      func() time.Time
 
-	mu      sync.Mutex
-	byID    map[string]*session
-	opening map[string]int // sessions being opened, per tenant: they count against the caps
-	stop    chan struct{}
-	done    chan struct{}
+	mu   sync.Mutex
+	byID map[string]*session // by tenant and id
+	stop chan struct{}
+	done chan struct{}
 }
 
 // NewSessions returns the session keeper and starts its idle sweep; Close
 // stops it.
-func NewSessions(svc *Service, governor *governance.Governor, auditLog *audit.Log) *Sessions {
-	s := &Sessions{svc: svc, governor: governor, audit: auditLog, now: svc.o.Now,
-		byID: map[string]*session{}, opening: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+func NewSessions(svc *Service, store SessionStore, governor *governance.Governor, auditLog *audit.Log) *Sessions {
+	s := &Sessions{svc: svc, store: store, governor: governor, audit: auditLog, now: svc.o.Now,
+		byID: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.sweep()
 	return s
 }
 
-// Close stops the idle sweep and forgets every session.
+// Close stops the idle sweep and forgets the sessions held in memory; the
+// store keeps them for the other processes.
 func (s *Sessions) Close() {
 	close(s.stop)
 	<-s.done
@@ -165,15 +136,22 @@ func (s *Sessions) sweep() {
 }
 
 // CloseIdle closes the sessions idle for IdleTimeout and returns how many.
+// Every process sweeps; each session is deleted once, by whichever comes
+// first.
 func (s *Sessions) CloseIdle() int {
-	now := s.now()
+	before := s.now().Add(-IdleTimeout)
+	n, err := s.store.DeleteIdleWebSessions(context.Background(), before)
+	if err != nil {
+		s.svc.o.Logger.Warn("closing idle web sessions failed", "error", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for id, ss := range s.byID {
-		if ss.closeIf(func(info SessionInfo) bool { return now.Sub(info.LastActiveAt) >= IdleTimeout }) {
-			delete(s.byID, id)
-			n++
+	for key, ss := range s.byID {
+		if ss.mu.TryLock() { // one in use is not idle
+			if !ss.used.After(before) {
+				delete(s.byID, key)
+			}
+			ss.mu.Unlock()
 		}
 	}
 	return n
@@ -187,11 +165,17 @@ type Opened struct {
 }
 
 // Open starts a session at url for the caller's tenant.
-func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Opened, error) {
-	if err := s.reserve(id.TenantID); err != nil {
+func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (_ Opened, err error) {
+	sessionID := ids.New("ws")
+	reserved := s.now().UTC().Truncate(time.Millisecond)
+	if err := s.reserve(ctx, id.TenantID, sessionID, reserved); err != nil {
 		return Opened{}, err
 	}
-	defer s.release(id.TenantID)
+	defer func() {
+		if err != nil { // the reservation no longer counts
+			_, _ = s.store.DeleteWebSession(context.WithoutCancel(ctx), id.TenantID, sessionID)
+		}
+	}()
 	// Opening reads a page, as a click does.
 	open := policy.WebAction{Action: ActOpen, URL: url, Level: LevelRead, Fields: map[string]string{}}
 	if u, err := neturl.Parse(url); err == nil {
@@ -200,120 +184,170 @@ func (s *Sessions) Open(ctx context.Context, id *auth.Identity, url string) (Ope
 	if err := s.judge(ctx, id, "", ActOpen, url, &policy.Input{Web: open}, false); err != nil {
 		return Opened{}, err
 	}
-	jar, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
-	fetcher := s.svc.fetcherFor(id)
-	page, err := fetcher.Do(ctx, &fetch.Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open}, nil)}, jar)
+	jar := newSessionJar(nil)
+	openMode := id.Via == auth.ViaOpen
+	page, err := s.svc.fetcher(openMode).Do(ctx, &fetch.Request{URL: url, Hop: s.judgeHop(id, "", ActOpen, &policy.Input{Web: open}, nil)}, jar)
 	if err != nil {
 		s.fetchFailed(ctx, id, "web.open", url, map[string]any{}, err)
 		return Opened{}, err
 	}
-	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String()})
+	rec := &pageRecord{URL: page.URL.String(), ContentType: page.ContentType, HTML: page.Body}
+	snap, doc, err := rec.compile()
 	if err != nil {
-		return Opened{}, somError(err)
+		return Opened{}, err
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	ss := &session{tenantID: id.TenantID, id: ids.New("ws"), fetcher: fetcher, url: page.URL.String(), jar: jar, doc: doc, state: newFormState()}
-	info := SessionInfo{ID: ss.id, URL: ss.url, Title: snap.Meta.Title, CreatedAt: now, LastActiveAt: now}
-	ss.info = info
+	ss := &session{tenantID: id.TenantID, id: sessionID, open: openMode, url: rec.URL, title: snap.Meta.Title,
+		jar: jar, doc: doc, state: newFormState(), used: now}
+	info := SessionInfo{ID: ss.id, URL: ss.url, Title: ss.title, CreatedAt: now, LastActiveAt: now}
 	raw, err := json.Marshal(snap)
 	if err != nil {
 		return Opened{}, err
 	}
+	if ss.page, err = json.Marshal(rec); err != nil {
+		return Opened{}, err
+	}
+	if err := s.save(ctx, ss, info); err != nil {
+		return Opened{}, err
+	}
 	s.mu.Lock()
-	s.byID[ss.id] = ss
+	s.byID[cacheKey(ss.tenantID, ss.id)] = ss
 	s.mu.Unlock()
 	s.record(ctx, id, "web.open", audit.Allow, ss.url, map[string]any{"session": ss.id})
 	return Opened{Session: info, SOM: raw, Context: snap.Context}, nil
 }
 
 // reserve counts a session about to be opened for the tenant against the
-// caps, before its page is fetched, so that parallel opens cannot pass
-// them together.
-func (s *Sessions) reserve(tenantID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, all := s.opening[tenantID], len(s.byID)
-	for _, c := range s.opening {
-		all += c
-	}
-	for _, ss := range s.byID {
-		if ss.tenantID == tenantID {
-			n++
+// caps, before its page is fetched, so that parallel opens (through any
+// process) cannot pass them together.
+func (s *Sessions) reserve(ctx context.Context, tenantID, sessionID string, at time.Time) error {
+	rec := SessionRecord{TenantID: tenantID, ID: sessionID, Info: SessionInfo{ID: sessionID, CreatedAt: at, LastActiveAt: at}}
+	return s.store.ReserveWebSession(ctx, rec, func(n, all int) error {
+		if n >= MaxSessionsPerTenant {
+			return errs.E(errs.Conflict, "too_many_sessions", "%d web sessions are open; close one first", n)
 		}
+		if all >= MaxSessions {
+			return errs.E(errs.Unavailable, "too_many_sessions", "svc holds as many web sessions as it may; try again later")
+		}
+		return nil
+	})
+}
+
+// save stores ss as the version after the one it holds: its state, and its
+// page when it changed. info gives the times of a first save.
+func (s *Sessions) save(ctx context.Context, ss *session, info SessionInfo) error {
+	ss.jar.clearChanged() // before it is read: a cookie set meanwhile is saved next time
+	state, err := encodeState(ss)
+	if err != nil {
+		return err
 	}
-	if n >= MaxSessionsPerTenant {
-		return errs.E(errs.Conflict, "too_many_sessions", "%d web sessions are open; close one first", n)
+	info.URL, info.Title = ss.url, ss.title
+	rec := SessionRecord{TenantID: ss.tenantID, ID: ss.id, Info: info, Version: ss.version, State: state}
+	if err := s.store.SaveWebSession(ctx, rec, ss.page); err != nil {
+		ss.loaded = false // read it again before the next action
+		return err
 	}
-	if all >= MaxSessions {
-		return errs.E(errs.Unavailable, "too_many_sessions", "svc holds as many web sessions as it may; try again later")
+	ss.version++
+	if ss.page != nil {
+		ss.pageVersion, ss.page = ss.version, nil
 	}
-	s.opening[tenantID]++
+	ss.loaded, ss.dirty = true, false
 	return nil
 }
 
-func (s *Sessions) release(tenantID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opening[tenantID]--; s.opening[tenantID] <= 0 {
-		delete(s.opening, tenantID)
+// refresh brings ss up to the stored version, which another process may
+// have moved on; not found when the session was closed meanwhile.
+func (s *Sessions) refresh(ctx context.Context, ss *session) error {
+	pageVersion := int64(-1)
+	if ss.loaded {
+		pageVersion = ss.pageVersion
 	}
+	rec, page, err := s.store.LoadWebSession(ctx, ss.tenantID, ss.id, pageVersion)
+	if err != nil {
+		return err
+	}
+	if ss.loaded && rec.Version == ss.version {
+		return nil
+	}
+	if page != nil {
+		var p pageRecord
+		if err := json.Unmarshal(page, &p); err != nil {
+			return fmt.Errorf("web session %s: stored page: %w", ss.id, err)
+		}
+		_, doc, err := p.compile()
+		if err != nil {
+			return err
+		}
+		ss.doc, ss.url, ss.pageVersion = doc, p.URL, rec.PageVersion
+	}
+	if err := decodeState(ss, rec.State); err != nil {
+		return fmt.Errorf("web session %s: stored state: %w", ss.id, err)
+	}
+	ss.version, ss.title, ss.loaded, ss.page, ss.dirty = rec.Version, rec.Info.Title, true, nil, false
+	return nil
 }
 
-func newFormState() formsubmit.State {
-	return formsubmit.State{Values: map[*html.Node][]string{}, Checked: map[*html.Node]bool{}}
-}
+func cacheKey(tenantID, sessionID string) string { return tenantID + "/" + sessionID }
 
 // get returns the tenant's open session, marked used; another tenant's is
 // not found.
-func (s *Sessions) get(tenantID, sessionID string) (*session, error) {
-	s.mu.Lock()
-	ss, ok := s.byID[sessionID]
-	s.mu.Unlock()
-	if !ok || ss.tenantID != tenantID {
-		return nil, errs.NotFoundf("web session not found")
+func (s *Sessions) get(ctx context.Context, tenantID, sessionID string) (SessionRecord, error) {
+	now := s.now().UTC().Truncate(time.Millisecond)
+	rec, err := s.store.TouchWebSession(ctx, tenantID, sessionID, now, now.Add(-IdleTimeout))
+	if errors.Is(err, ErrSessionIdle) {
+		s.forget(tenantID, sessionID)
+		return rec, errs.NotFoundf("web session not found (sessions close after %s idle)", IdleTimeout)
 	}
-	if !ss.touch(s.now()) {
-		s.forget(sessionID)
-		return nil, errs.NotFoundf("web session not found (sessions close after %s idle)", IdleTimeout)
+	if errs.Is(err, errs.NotFound) {
+		s.forget(tenantID, sessionID)
 	}
-	return ss, nil
+	return rec, err
 }
 
-func (s *Sessions) forget(id string) {
+// held returns this process's copy of a session get found, made when it
+// has none.
+func (s *Sessions) held(tenantID, sessionID string) *session {
 	s.mu.Lock()
-	delete(s.byID, id)
+	defer s.mu.Unlock()
+	ss, ok := s.byID[cacheKey(tenantID, sessionID)]
+	if !ok {
+		ss = &session{tenantID: tenantID, id: sessionID}
+		s.byID[cacheKey(tenantID, sessionID)] = ss
+	}
+	return ss
+}
+
+func (s *Sessions) forget(tenantID, sessionID string) {
+	s.mu.Lock()
+	delete(s.byID, cacheKey(tenantID, sessionID))
 	s.mu.Unlock()
 }
 
 // List returns the tenant's open sessions, oldest first.
-func (s *Sessions) List(tenantID string) []SessionInfo {
+func (s *Sessions) List(ctx context.Context, tenantID string) ([]SessionInfo, error) {
 	s.CloseIdle()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []SessionInfo{}
-	for _, ss := range s.byID {
-		if ss.tenantID == tenantID {
-			out = append(out, ss.snapshotInfo())
-		}
+	recs, err := s.store.ListWebSessions(ctx, tenantID)
+	if err != nil {
+		return nil, err
 	}
-	sortSessions(out)
-	return out
-}
-
-func sortSessions(list []SessionInfo) {
-	slices.SortFunc(list, func(a, b SessionInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	out := make([]SessionInfo, len(recs))
+	for i, r := range recs {
+		out[i] = r.Info
+	}
+	return out, nil
 }
 
 // CloseSession closes one of the tenant's sessions.
 func (s *Sessions) CloseSession(ctx context.Context, id *auth.Identity, sessionID string) error {
-	ss, err := s.get(id.TenantID, sessionID)
+	rec, err := s.get(ctx, id.TenantID, sessionID)
 	if err != nil {
 		return err
 	}
-	info := ss.snapshotInfo()
-	ss.closeIf(func(SessionInfo) bool { return true })
-	s.forget(sessionID)
-	s.record(ctx, id, "web.close", audit.Allow, info.URL, map[string]any{"session": sessionID})
+	if _, err := s.store.DeleteWebSession(ctx, id.TenantID, sessionID); err != nil {
+		return err
+	}
+	s.forget(id.TenantID, sessionID)
+	s.record(ctx, id, "web.close", audit.Allow, rec.Info.URL, map[string]any{"session": sessionID})
 	return nil
 }
 
@@ -360,16 +394,43 @@ type plan struct {
 // still name what the caller saw; the action is judged by the web policies
 // (observe-mode keys never submit); a navigation goes through the address
 // guard like any fetch; every action is audited.
-func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string, a Action) (Acted, error) {
-	ss, err := s.get(id.TenantID, sessionID)
+func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string, a Action) (_ Acted, err error) {
+	if _, err := s.get(ctx, id.TenantID, sessionID); err != nil {
+		return Acted{}, err
+	}
+	ss := s.held(id.TenantID, sessionID)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	unlock, err := s.store.LockWebSession(ctx, id.TenantID, sessionID)
 	if err != nil {
 		return Acted{}, err
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.isClosed() { // closed while this action waited for the one before
-		return Acted{}, errs.NotFoundf("web session not found")
+	defer unlock()
+	// Closed while this action waited for the one before, or moved on by
+	// another process.
+	if err := s.refresh(ctx, ss); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			s.forget(id.TenantID, sessionID)
+		}
+		return Acted{}, err
 	}
+	ss.used = s.now()
+	// Whatever the action changed is stored before the next one, through
+	// any process, can start: form values, a new page, cookies (a fetch
+	// that failed may have set some).
+	defer func() {
+		if !ss.dirty && ss.page == nil && !ss.jar.hasChanged() {
+			return
+		}
+		serr := s.save(context.WithoutCancel(ctx), ss, SessionInfo{})
+		if errs.Is(serr, errs.NotFound) { // closed meanwhile: the action stands, as it happened
+			s.forget(id.TenantID, sessionID)
+			serr = nil
+		}
+		if err == nil && serr != nil {
+			err = serr
+		}
+	}()
 	p, err := resolveAction(ss.doc, a)
 	if err != nil {
 		s.record(ctx, id, "web."+a.Action, audit.Deny, ss.url, map[string]any{"session": sessionID, "target": a.Target, "error": errs.As(err).Code})
@@ -396,12 +457,14 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 			return Acted{}, err
 		}
 		ss.state.Values[p.node] = values
+		ss.dirty = true
 	case p.toggle:
 		ss.state.Checked[p.node] = !isChecked(ss.state, p.node)
+		ss.dirty = true
 	case p.kind == ActClick && p.href == "":
 		result.OK, result.Error = false, "the link runs a script; a protocol-level session cannot follow it"
 	case p.kind == ActClick:
-		page, err := ss.fetcher.Do(ctx, &fetch.Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in, nil)}, ss.jar)
+		page, err := s.svc.fetcher(ss.open).Do(ctx, &fetch.Request{URL: p.href, Hop: s.judgeHop(id, sessionID, p.kind, in, nil)}, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.click", p.href, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
@@ -413,7 +476,7 @@ func (s *Sessions) Act(ctx context.Context, id *auth.Identity, sessionID string,
 	case p.kind == ActSubmit:
 		req := &fetch.Request{Method: sub.Method, URL: sub.URL, Body: sub.Body, ContentType: sub.ContentType,
 			Hop: s.judgeHop(id, sessionID, p.kind, in, sub.secret)}
-		page, err := ss.fetcher.Do(ctx, req, ss.jar)
+		page, err := s.svc.fetcher(ss.open).Do(ctx, req, ss.jar)
 		if err != nil {
 			s.fetchFailed(ctx, id, "web.submit", in.Web.URL, map[string]any{"session": sessionID}, err)
 			return Acted{}, err
@@ -520,18 +583,19 @@ func (s *Sessions) fetchFailed(ctx context.Context, id *auth.Identity, action, u
 // load makes page the session's current page; a page at the same URL is
 // reconciled with the last one so that unchanged elements keep their ids.
 func (ss *session) load(page *fetch.Result) error {
-	var prev *som.Snapshot
-	if old := ss.doc.Snapshot(); old.Meta.URL == page.URL.String() {
-		prev = old
+	rec := &pageRecord{URL: page.URL.String(), ContentType: page.ContentType, HTML: page.Body}
+	if old := ss.doc.Snapshot(); old.Meta.URL == rec.URL {
+		rec.Previous = old
 	}
-	snap, doc, err := som.Compile(som.Input{HTML: page.Body, ContentType: page.ContentType, URL: page.URL.String(), Previous: prev})
+	snap, doc, err := rec.compile()
 	if err != nil {
-		return somError(err)
+		return err
 	}
-	ss.doc, ss.state, ss.url = doc, newFormState(), page.URL.String()
-	ss.infoMu.Lock()
-	ss.info.URL, ss.info.Title = ss.url, snap.Meta.Title
-	ss.infoMu.Unlock()
+	stored, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ss.doc, ss.state, ss.url, ss.title, ss.page = doc, newFormState(), rec.URL, snap.Meta.Title, stored
 	return nil
 }
 

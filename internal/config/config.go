@@ -108,6 +108,10 @@ type Config struct {
 	RateLimit       int           // SVC_RATE_LIMIT: /api/v1 requests per minute per caller; 0 is off
 	MaxBodyBytes    int64         // SVC_MAX_BODY_BYTES: request body limit
 	ShutdownTimeout time.Duration // SVC_SHUTDOWN_TIMEOUT: how long in-flight requests may finish
+	// DrainDelay (SVC_DRAIN_DELAY) is how long a stopping svc keeps its
+	// listener open with /health at 503 before it closes it, so that a load
+	// balancer's health check sees it draining rather than gone.
+	DrainDelay time.Duration
 
 	AdminEmail        string // SVC_ADMIN_EMAIL
 	AdminPassword     string // SVC_ADMIN_PASSWORD
@@ -216,6 +220,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_RATE_LIMIT", "1200", "/api/v1 requests per minute per caller (burst a tenth of it); 0 turns it off"},
 	{"SVC_MAX_BODY_BYTES", "8388608", "largest request body accepted (8 MiB: a 4 MiB prompt with its JSON around it)"},
 	{"SVC_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests may finish on SIGTERM"},
+	{"SVC_DRAIN_DELAY", "0s", "on SIGTERM, how long svc keeps accepting requests with /health at 503 (draining) before it closes its listener: a little more than the load balancer's health-check interval"},
 	{"SVC_ADMIN_EMAIL", "unset", "bootstrap admin account's email"},
 	{"SVC_ADMIN_PASSWORD", "unset", "bootstrap admin account's first password"},
 	{"SVC_REQUIRE_LOGIN", "false", "require login even before the first user exists"},
@@ -275,6 +280,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		RateLimit:                p.intRange("SVC_RATE_LIMIT", 1200, 0, 1_000_000_000),
 		MaxBodyBytes:             int64(p.intRange("SVC_MAX_BODY_BYTES", 8<<20, 1024, 1<<30)),
 		ShutdownTimeout:          p.duration("SVC_SHUTDOWN_TIMEOUT", 30*time.Second),
+		DrainDelay:               p.duration("SVC_DRAIN_DELAY", 0),
 
 		AdminEmail:        p.str("SVC_ADMIN_EMAIL", ""),
 		AdminPassword:     p.str("SVC_ADMIN_PASSWORD", ""),
@@ -327,6 +333,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	}
 	if c.ShutdownTimeout <= 0 {
 		p.fail("SVC_SHUTDOWN_TIMEOUT", "must be positive")
+	}
+	if c.DrainDelay < 0 {
+		p.fail("SVC_DRAIN_DELAY", "must not be negative")
 	}
 	if exe, err := os.Executable(); err == nil {
 		c.ExecutableDir = filepath.Dir(exe)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/store"
+	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -289,7 +291,8 @@ func TestHealth(t *testing.T) {
 	ts := newServer(t, bootstrap, map[string]string{"SVC_ALLOW_PUBLIC_SIGNUP": "true"})
 	res := ts.call(t, "GET", "/health", "", "")
 	require.Equal(t, http.StatusOK, res.status)
-	assert.Equal(t, map[string]any{"ok": true, "version": "dev", "provider": "mock", "external": false, "publicSignup": true}, res.json)
+	assert.Equal(t, map[string]any{"ok": true, "version": "dev", "provider": "mock", "external": false, "publicSignup": true,
+		"draining": false, "database": map[string]any{"engine": "sqlite", "ok": true}}, res.json)
 	assert.Equal(t, "no-store", res.header.Get("Cache-Control"))
 	assert.Equal(t, "nosniff", res.header.Get("X-Content-Type-Options"))
 
@@ -305,6 +308,41 @@ func TestHealthReportsStorageDown(t *testing.T) {
 	res := ts.call(t, "GET", "/health", "", "")
 	assert.Equal(t, http.StatusServiceUnavailable, res.status)
 	assert.Equal(t, false, res.json["ok"])
+	assert.Equal(t, map[string]any{"engine": "sqlite", "ok": false}, res.json["database"])
+	assert.Equal(t, false, res.json["draining"])
+}
+
+// newReplica serves svc on the PostgreSQL database dsn, as one replica of
+// several: a run journal of its own, the ledger key in keyDir that every
+// replica shares.
+func newReplica(t *testing.T, dsn, keyDir string, env map[string]string) *testServer {
+	t.Helper()
+	ts := newServerOptions(t, "", env, mockProvider(t), func(o *app.Options) {
+		journal := filepath.Join(o.DataDir, "journal")
+		o.DataDir = ""
+		o.Config.DBPath, o.Config.JournalDir = dsn, journal
+		o.Config.LedgerKeyFile = filepath.Join(keyDir, "ledger.key")
+	})
+	// The tests of replicas record no runs: closing the store first leaves
+	// out newServer's check of the ledger, which reads every engine alike
+	// and is the ledger's tests' to make.
+	t.Cleanup(func() { _ = ts.store.Close() })
+	return ts
+}
+
+// With PostgreSQL, /health names the engine, and answers 503 once the
+// database stops answering.
+func TestHealthReportsPostgres(t *testing.T) {
+	dsn := storetest.DSN(t)
+	ts := newReplica(t, dsn, t.TempDir(), nil)
+	res := ts.call(t, "GET", "/health", "", "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, map[string]any{"engine": "postgres", "ok": true}, res.json["database"])
+
+	require.NoError(t, ts.store.Close())
+	res = ts.call(t, "GET", "/health", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, res.status)
+	assert.Equal(t, map[string]any{"engine": "postgres", "ok": false}, res.json["database"])
 }
 
 func TestKeysLifecycle(t *testing.T) {

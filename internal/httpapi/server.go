@@ -43,8 +43,15 @@ type Deps struct {
 	Config *config.Config
 	Logger hclog.Logger
 	Store  Pinger
-	Auth   *auth.Authenticator
-	Keys   *auth.Keys
+	// DBEngine names the database's engine for /health: sqlite or
+	// postgres.
+	DBEngine string
+	// Draining reports that svc is stopping: /health then answers 503 so
+	// that a load balancer sends new requests elsewhere while the
+	// in-flight ones finish. Nil is never.
+	Draining func() bool
+	Auth     *auth.Authenticator
+	Keys     *auth.Keys
 	// Accounts and Sessions serve people: login, organizations,
 	// invitations, signup.
 	Accounts *accounts.Service

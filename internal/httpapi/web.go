@@ -75,9 +75,13 @@ func (s *Server) openWebSession(w http.ResponseWriter, r *http.Request) error {
 
 // listWebSessions is GET /api/v1/web/sessions.
 func (s *Server) listWebSessions(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.WebSessions.List(r.Context(), identity(r).TenantID)
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Sessions []browse.SessionInfo `json:"sessions"`
-	}{s.WebSessions.List(identity(r).TenantID)})
+	}{list})
 	return nil
 }
 

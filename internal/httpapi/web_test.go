@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/store/storetest"
 )
 
 // shop is a small site for agents: a product page with a price (also in
@@ -626,4 +627,55 @@ func TestHostsEndingInANumberAre400WithoutDNS(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, res.status, res.body)
 	assert.Contains(t, field(t, res, "error", "message"), "ends in a number")
 	assert.Empty(t, ts.webDNS.lookups(), "no name was sent to DNS")
+}
+
+// A web session opened through one replica is used through any other: the
+// same id, page, form values and cookies, closed once for all, and idle on
+// all after five minutes.
+func TestWebSessionsAcrossReplicas(t *testing.T) {
+	dsn, keys := storetest.DSN(t), t.TempDir()
+	a, b := newReplica(t, dsn, keys, nil), newReplica(t, dsn, keys, nil)
+	site := newShop(t)
+	opened := a.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/"}`)
+	require.Equal(t, http.StatusCreated, opened.status, opened.body)
+	sid := field(t, opened, "session", "id").(string)
+	page := opened.json["som"]
+	act := func(ts *testServer, action, target, value string) response {
+		body := fmt.Sprintf(`{"action":%q,"target":%q,"value":%q}`, action, target, value)
+		return ts.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", "", body)
+	}
+
+	listed := b.call(t, "GET", "/api/v1/web/sessions", "", "")
+	require.Len(t, listed.json["sessions"], 1, listed.body)
+	assert.Equal(t, opened.json["session"], listed.json["sessions"].([]any)[0], "the same session on the other replica")
+
+	typed := act(b, "type", elementID(t, page, "input", "Quantity"), "3")
+	require.Equal(t, http.StatusOK, typed.status, typed.body)
+	assert.Equal(t, page, typed.json["som"], "the same page, ids included")
+	require.Equal(t, http.StatusOK, act(a, "select", elementID(t, page, "select", "Colour"), "blue").status)
+	require.Equal(t, http.StatusOK, act(b, "click", elementID(t, page, "checkbox", "Gift"), "").status)
+	submitted := act(a, "submit", formID(t, page), "")
+	require.Equal(t, http.StatusOK, submitted.status, submitted.body)
+	assert.Equal(t, site.URL+"/order", field(t, submitted, "result", "url"))
+	order, cookie := site.lastOrder()
+	assert.Equal(t, url.Values{"quantity": {"3"}, "colour": {"blue"}, "gift": {"on"}, "token": {"t-123"}}, order,
+		"the values typed through each replica")
+	assert.Equal(t, "c-42", cookie, "the cookie the site set when replica a opened the session")
+	assert.Equal(t, site.URL+"/order", field(t, b.call(t, "GET", "/api/v1/web/sessions", "", ""), "sessions").([]any)[0].(map[string]any)["url"])
+	stale := act(b, "type", elementID(t, page, "input", "Quantity"), "1")
+	assert.Equal(t, http.StatusConflict, stale.status, "replica b acts on the page replica a moved to: %s", stale.body)
+
+	require.Equal(t, http.StatusOK, b.call(t, "DELETE", "/api/v1/web/sessions/"+sid, "", "").status)
+	assert.Equal(t, http.StatusNotFound, a.call(t, "POST", "/api/v1/web/sessions/"+sid+"/act", "", `{"action":"click","target":"e_x"}`).status,
+		"closed through b, closed on a")
+
+	idle := a.call(t, "POST", "/api/v1/web/sessions", "", `{"url":"`+site.URL+`/about"}`)
+	require.Equal(t, http.StatusCreated, idle.status, idle.body)
+	a.clock.Advance(5 * time.Minute)
+	b.clock.Advance(5 * time.Minute)
+	gone := b.call(t, "POST", "/api/v1/web/sessions/"+field(t, idle, "session", "id").(string)+"/act", "",
+		`{"action":"click","target":"`+elementID(t, idle.json["som"], "link", "Back")+`"}`)
+	assert.Equal(t, http.StatusNotFound, gone.status, gone.body)
+	assert.Contains(t, gone.body, "idle")
+	assert.Empty(t, a.call(t, "GET", "/api/v1/web/sessions", "", "").json["sessions"])
 }
