@@ -36,7 +36,7 @@ func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, erro
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	p := &pool{DB: db}
-	s := &Store{write: p, read: p, Now: time.Now, path: path}
+	s := &Store{write: p, read: p, Now: time.Now, path: path, changes: newFeed(nil)}
 	sn, err := s.LedgerSnapshot(ctx)
 	if err != nil {
 		_ = s.Close()
