@@ -10,9 +10,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/metrics"
 )
@@ -63,7 +65,13 @@ type Cache struct {
 
 	mu      sync.Mutex
 	negHits map[string]int64
+
+	feed changes.Feed // Replicate: invalidations shared with the other replicas
 }
+
+// cacheTopic carries invalidations: "<tenant id> <tier>", the tier empty
+// for every tier.
+const cacheTopic = "cache"
 
 // Options configure a Cache.
 type Options struct {
@@ -236,8 +244,28 @@ func (c *Cache) Invalidate(ctx context.Context, tenantID string, tier Tier) erro
 	}
 	if tier != Negative {
 		c.mem.invalidate(tenantID, tier)
+		if c.feed != nil {
+			return c.feed.Notify(ctx, cacheTopic, tenantID+" "+string(tier))
+		}
 	}
 	return nil
+}
+
+// Replicate shares invalidations with the other replicas of the database:
+// Invalidate announces the tenant and tier on feed, and one announced
+// elsewhere drops the same entries here (the negative tier is the
+// database's, seen by every replica). When the feed reconnects, having
+// perhaps missed one, every in-memory entry is dropped. Call it before use.
+func (c *Cache) Replicate(feed changes.Feed) {
+	c.feed = feed
+	feed.Subscribe(cacheTopic, func(p string) {
+		if p == changes.Everything {
+			c.mem.invalidateAll()
+			return
+		}
+		tenantID, tier, _ := strings.Cut(p, " ")
+		c.mem.invalidate(tenantID, Tier(tier))
+	})
 }
 
 // Enabled reports whether the in-memory tiers can keep anything.

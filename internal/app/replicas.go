@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+
+	"github.com/svc-gateway/svc/internal/accounts"
+	"github.com/svc-gateway/svc/internal/changes"
+	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/store"
+)
+
+// tenantsTopic carries the id of a deleted organization.
+const tenantsTopic = "tenants"
+
+// replicate makes every in-memory copy of shared state follow the other
+// replicas of a PostgreSQL database (see docs/replicas.md): changes are
+// announced on the store's feed and heard from the others, and no copy is
+// trusted longer than SVC_DB_REFRESH, the bound on a lost notification. On
+// SQLite, one process, nothing changes. forget are the components that
+// drop a deleted organization.
+func (a *App) replicate(st *settings.Service, forget []accounts.Forgetter) []accounts.Forgetter {
+	if a.Store.Engine() != store.Postgres {
+		return forget
+	}
+	feed, refresh := changes.Feed(a.Store), a.Config.DBRefresh
+	a.Keys.Replicate(feed, refresh)
+	a.Sessions.Replicate(feed, refresh)
+	st.Replicate(feed, refresh)
+	a.Cache.Replicate(feed)
+	a.Learning.Replicate(feed)
+	feed.Subscribe(tenantsTopic, func(tenantID string) {
+		if tenantID == changes.Everything {
+			return // each component above starts over on its own topic
+		}
+		for _, f := range forget {
+			f.ForgetTenant(tenantID)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Learning.RefreshEvery(ctx, refresh)
+	}()
+	a.pushFunc("serving index refresh", func() {
+		cancel()
+		<-done
+	})
+	return append(forget, announceForget{feed})
+}
+
+// announceForget tells the other replicas that an organization was
+// deleted, so that they forget it too.
+type announceForget struct{ feed changes.Feed }
+
+func (f announceForget) ForgetTenant(tenantID string) {
+	_ = changes.Announce(f.feed, tenantsTopic, tenantID)
+}
