@@ -239,3 +239,58 @@ func TestPromotionAndQuarantineReachEveryReplica(t *testing.T) {
 	require.NoError(t, err)
 	becomes(t, 0, served(b), "B stops serving what A quarantined")
 }
+
+// With every notification to B lost, what A changes still holds on B
+// within SVC_DB_REFRESH: B reads its copies again once they are older.
+func TestLostNotificationsHealWithinTheRefreshBound(t *testing.T) {
+	const refresh = 300 * time.Millisecond
+	a, b := twoReplicas(t, refresh)
+	b.Store.LoseChanges(func(string, string) bool { return true })
+	ctx := context.Background()
+	// Each change below is seen on B well within this, or the test fails.
+	within := func(want int, req func() (int, string), why string) {
+		t.Helper()
+		start := time.Now()
+		becomes(t, want, req, why)
+		t.Logf("%s: %v", why, time.Since(start).Round(time.Millisecond))
+	}
+
+	k, token, err := a.Keys.Create(ctx, tenant.DefaultID, auth.NewKey{Name: "ci", Mode: auth.Observe, Admin: true})
+	require.NoError(t, err)
+	settingsWith := func() (int, string) { return call(b, "GET", "/api/v1/settings", "", token, "") }
+	status, body := settingsWith()
+	require.Equal(t, http.StatusOK, status, body)
+	_, err = a.Keys.Revoke(ctx, tenant.DefaultID, k.ID)
+	require.NoError(t, err)
+	within(http.StatusUnauthorized, settingsWith, "a revoked key")
+
+	owner := adminID(t, a)
+	cookie := signedIn(t, a, owner)
+	me := func() (int, string) { return call(b, "GET", "/api/v1/auth/me", "", "", cookie) }
+	status, body = me()
+	require.Equal(t, http.StatusOK, status, body)
+	require.NoError(t, a.Sessions.EndAll(ctx, owner))
+	within(http.StatusUnauthorized, me, "an ended session")
+
+	redaction := func() (int, string) {
+		_, body := call(b, "GET", "/api/v1/settings", "", replicaToken, "")
+		if strings.Contains(body, `"redaction":true`) {
+			return 1, body
+		}
+		return 0, body
+	}
+	status, body = redaction()
+	require.Zero(t, status, body)
+	status, body = call(a, "PUT", "/api/v1/settings", `{"key":"redaction","value":true}`, replicaToken, "")
+	require.Equal(t, http.StatusOK, status, body)
+	within(1, redaction, "a changed setting")
+
+	id := servingArtifact(t, a)
+	within(1, served(b), "a new shadow artifact")
+	_, err = a.Learning.Promote(ctx, tenant.DefaultID, id, false, "test")
+	require.NoError(t, err)
+	within(2, served(b), "a promotion")
+	_, err = a.Learning.Quarantine(ctx, tenant.DefaultID, id, "test", "")
+	require.NoError(t, err)
+	within(0, served(b), "a quarantine")
+}
