@@ -93,8 +93,14 @@ func TestRevokedKeyIsRefusedOnEveryReplica(t *testing.T) {
 // theirs, returning the user's id and the session's cookie value.
 func signedIn(t *testing.T, a *app.App, userID string) string {
 	t.Helper()
+	return signedInTo(t, a, userID, tenant.DefaultID)
+}
+
+// signedInTo is signedIn with tenantID the session's active organization.
+func signedInTo(t *testing.T, a *app.App, userID, tenantID string) string {
+	t.Helper()
 	cookie := ids.Secret()
-	require.NoError(t, a.Store.CreateSession(context.Background(), sha256.Sum256([]byte(cookie)), userID, tenant.DefaultID, time.Now()))
+	require.NoError(t, a.Store.CreateSession(context.Background(), sha256.Sum256([]byte(cookie)), userID, tenantID, time.Now()))
 	return cookie
 }
 
@@ -150,6 +156,28 @@ func TestRemovedMemberIsRefusedOnEveryReplica(t *testing.T) {
 
 	require.NoError(t, a.Accounts.RemoveMember(ctx, ownerID, acc.User.ID))
 	becomes(t, http.StatusForbidden, me, "B refuses a member A removed")
+}
+
+func TestDeletedOrganizationIsForgottenOnEveryReplica(t *testing.T) {
+	a, b := twoReplicas(t, never)
+	ctx := context.Background()
+	owner := adminID(t, a)
+	id, err := a.Sessions.FromRequest(withCookie(signedIn(t, a, owner)))
+	require.NoError(t, err)
+	org, err := a.Accounts.CreateOrg(ctx, id, "Doomed")
+	require.NoError(t, err)
+	_, token, err := a.Keys.Create(ctx, org.TenantID, auth.NewKey{Name: "ci", Mode: auth.Observe, Admin: true})
+	require.NoError(t, err)
+	get := func() (int, string) { return call(b, "GET", "/api/v1/settings", "", token, "") }
+	status, body := get()
+	require.Equal(t, http.StatusOK, status, body) // cached on B now
+
+	inOrg, err := a.Sessions.FromRequest(withCookie(signedInTo(t, a, owner, org.TenantID)))
+	require.NoError(t, err)
+	require.Equal(t, org.TenantID, inOrg.TenantID)
+	_, err = a.Accounts.DeleteOrg(ctx, inOrg, "Doomed")
+	require.NoError(t, err)
+	becomes(t, http.StatusUnauthorized, get, "B forgets the keys of an organization A deleted")
 }
 
 func withCookie(value string) *http.Request {

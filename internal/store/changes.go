@@ -150,6 +150,9 @@ func (s *Store) LoseChanges(lose func(topic, payload string) bool) {
 // closeFeed stops the listener, if it runs, and leaves the SQLite file's
 // stores.
 func (s *Store) closeFeed() {
+	if s.changes == nil {
+		return
+	}
 	if s.engine != Postgres {
 		s.leaveSQLite()
 		return

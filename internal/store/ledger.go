@@ -96,9 +96,9 @@ func (s *Store) PendingEntries(ctx context.Context, after int64, limit int) (int
 		last   sql.NullInt64
 	)
 	err := s.read.QueryRowContext(ctx, `SELECT
-		(SELECT COUNT(*) FROM (SELECT 1 FROM ledger_entries WHERE seq > ?1 LIMIT ?2)),
-		(SELECT created_at FROM ledger_entries WHERE seq > ?1 ORDER BY seq LIMIT 1),
-		(SELECT MAX(seq) FROM ledger_entries)`, after, limit).Scan(&count, &oldest, &last)
+		(SELECT COUNT(*) FROM (SELECT 1 FROM ledger_entries WHERE seq > ? LIMIT ?) AS pending),
+		(SELECT created_at FROM ledger_entries WHERE seq > ? ORDER BY seq LIMIT 1),
+		(SELECT MAX(seq) FROM ledger_entries)`, after, limit, after).Scan(&count, &oldest, &last)
 	return count, msTime(oldest.Int64), last.Int64, err
 }
 
