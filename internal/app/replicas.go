@@ -13,7 +13,7 @@ import (
 const tenantsTopic = "tenants"
 
 // replicate makes every in-memory copy of shared state follow the other
-// replicas of a PostgreSQL database (see docs/replicas.md): changes are
+// replicas of a PostgreSQL database (see docs/changes.md): changes are
 // announced on the store's feed and heard from the others, and no copy is
 // trusted longer than SVC_DB_REFRESH, the bound on a lost notification. On
 // SQLite, one process, nothing changes. forget are the components that
