@@ -137,6 +137,23 @@ func TestEndedSessionsAreRefusedOnEveryReplica(t *testing.T) {
 	becomes(t, http.StatusUnauthorized, me(c2), "B refuses the sessions a reset on A ended")
 }
 
+// loginRequired reports whether a replica is in account mode.
+func loginRequired(a *app.App) func() (int, string) {
+	return func() (int, string) {
+		if a.Sessions.LoginRequired(context.Background()) {
+			return 1, "accounts"
+		}
+		return 0, "open"
+	}
+}
+
+func TestFirstUserStartsAccountModeOnEveryReplica(t *testing.T) {
+	a, b := twoReplicas(t, never)
+	require.False(t, b.Sessions.LoginRequired(context.Background()))
+	adminID(t, a)
+	becomes(t, 1, loginRequired(b), "B asks for a sign-in once A has a user")
+}
+
 func TestRemovedMemberIsRefusedOnEveryReplica(t *testing.T) {
 	a, b := twoReplicas(t, never)
 	ctx := context.Background()
@@ -292,7 +309,9 @@ func TestLostNotificationsHealWithinTheRefreshBound(t *testing.T) {
 	require.NoError(t, err)
 	within(http.StatusUnauthorized, settingsWith, "a revoked key")
 
+	require.False(t, b.Sessions.LoginRequired(ctx))
 	owner := adminID(t, a)
+	within(1, loginRequired(b), "the first user")
 	cookie := signedIn(t, a, owner)
 	me := func() (int, string) { return call(b, "GET", "/api/v1/auth/me", "", "", cookie) }
 	status, body = me()
