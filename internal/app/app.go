@@ -349,7 +349,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	forget := a.replicate(settingsService, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()})
+	forget, err := a.replicate(ctx, settingsService, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()})
+	if err != nil {
+		return nil, fmt.Errorf("following the other replicas: %w", err)
+	}
 	// Invitations, verifications and password resets send through the
 	// mailer.
 	a.Accounts = accounts.NewService(accounts.Options{

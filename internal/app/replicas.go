@@ -18,15 +18,17 @@ const tenantsTopic = "tenants"
 // trusted longer than SVC_DB_REFRESH, the bound on a lost notification. On
 // SQLite, one process, nothing changes. forget are the components that
 // drop a deleted organization.
-func (a *App) replicate(st *settings.Service, forget []accounts.Forgetter) []accounts.Forgetter {
+func (a *App) replicate(ctx context.Context, st *settings.Service, forget []accounts.Forgetter) ([]accounts.Forgetter, error) {
 	if a.Store.Engine() != store.Postgres {
-		return forget
+		return forget, nil
 	}
 	feed, refresh := changes.Feed(a.Store), a.Config.DBRefresh
 	a.Keys.Replicate(feed, refresh)
 	a.Sessions.Replicate(feed, refresh)
 	st.Replicate(feed, refresh)
-	a.Cache.Replicate(feed)
+	if err := a.Cache.Replicate(ctx, feed, a.Store); err != nil {
+		return nil, err
+	}
 	a.Learning.Replicate(feed)
 	feed.Subscribe(tenantsTopic, func(tenantID string) {
 		if tenantID == changes.Everything {
@@ -36,17 +38,22 @@ func (a *App) replicate(st *settings.Service, forget []accounts.Forgetter) []acc
 			f.ForgetTenant(tenantID)
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	loops, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
-		a.Learning.RefreshEvery(ctx, refresh)
+		a.Learning.RefreshEvery(loops, refresh)
+		done <- struct{}{}
 	}()
-	a.pushFunc("serving index refresh", func() {
+	go func() {
+		a.Cache.RefreshEvery(loops, refresh)
+		done <- struct{}{}
+	}()
+	a.pushFunc("refreshes", func() {
 		cancel()
 		<-done
+		<-done
 	})
-	return append(forget, announceForget{feed})
+	return append(forget, announceForget{feed}), nil
 }
 
 // announceForget tells the other replicas that an organization was

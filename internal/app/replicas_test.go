@@ -332,6 +332,16 @@ func TestLostNotificationsHealWithinTheRefreshBound(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 	within(1, redaction, "a changed setting")
 
+	_, ok := b.Cache.Store(tenant.DefaultID, cache.ExactResponse, "k1", []byte(`{}`), cache.Meta{}, time.Hour)
+	require.True(t, ok)
+	cached := func() (int, string) {
+		_, f := b.Cache.Lookup(tenant.DefaultID, cache.ExactResponse, "k1")
+		return int(f), ""
+	}
+	status, body = call(a, "POST", "/api/v1/cache/invalidate", `{"cacheType":"exact_response"}`, replicaToken, "")
+	require.Equal(t, http.StatusOK, status, body)
+	within(int(cache.Miss), cached, "a cache invalidation")
+
 	id := servingArtifact(t, a)
 	within(1, served(b), "a new shadow artifact")
 	_, err = a.Learning.Promote(ctx, tenant.DefaultID, id, false, "test")

@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
+	"github.com/svc-gateway/svc/internal/tenant"
 )
 
 // heard collects what a subscriber was told.
@@ -113,4 +115,22 @@ func TestChangesOnSQLiteReachTheFilesOtherStores(t *testing.T) {
 	assert.Empty(t, onA.list())
 	assert.Empty(t, onOther.list())
 	assert.Zero(t, a.FeedConnects())
+}
+
+func TestInvalidationCounts(t *testing.T) {
+	s := storetest.Open(t)
+	ctx := context.Background()
+	counts, err := s.InvalidationCounts(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, counts)
+
+	require.NoError(t, s.CountInvalidation(ctx, tenant.DefaultID, cache.ExactResponse))
+	require.NoError(t, s.CountInvalidation(ctx, tenant.DefaultID, cache.ExactResponse))
+	require.NoError(t, s.CountInvalidation(ctx, tenant.DefaultID, ""))
+	counts, err = s.InvalidationCounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[cache.Scope]int64{
+		{TenantID: tenant.DefaultID, Tier: cache.ExactResponse}: 2,
+		{TenantID: tenant.DefaultID, Tier: ""}:                  1,
+	}, counts)
 }
