@@ -355,12 +355,16 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	forget, err := a.replicate(ctx, settingsService, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()})
+	if err != nil {
+		return nil, fmt.Errorf("following the other replicas: %w", err)
+	}
 	// Invitations, verifications and password resets send through the
 	// mailer.
 	a.Accounts = accounts.NewService(accounts.Options{
 		Store: a.Store, Sessions: a.Sessions, Hasher: auth.NewHasher(o.Argon2), Mailer: mailer,
 		Audit: auditLog, Logger: log.Named("accounts"), BaseURL: cfg.AppBaseURL, AllowSignup: cfg.AllowPublicSignup, Now: now,
-		Forget: []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()},
+		Forget: forget,
 	})
 	if cfg.AdminEmail != "" {
 		if err := a.Accounts.Bootstrap(ctx, cfg.AdminEmail, cfg.AdminPassword); err != nil {

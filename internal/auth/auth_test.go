@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,6 +314,27 @@ func TestRequireAdmin(t *testing.T) {
 func BenchmarkIdentifyTenantKey(b *testing.B) {
 	s := storetest.Open(b)
 	keys := auth.NewKeys(s, nil)
+	_, token, err := keys.Create(context.Background(), tenant.DefaultID, auth.NewKey{Name: "bench", Mode: auth.Optimize, AppID: "app"})
+	require.NoError(b, err)
+	a := auth.NewAuthenticator(bootstrap, keys, nil)
+	r := request("Bearer "+token, "X-Svc-Agent", "agent-7", "X-Svc-Subject", "user-42")
+	_, err = a.Identify(r, auth.ScopeGateway)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := a.Identify(r, auth.ScopeGateway); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIdentifyTenantKeyReplicated is BenchmarkIdentifyTenantKey with
+// the refresh bound of several replicas: one clock read more.
+func BenchmarkIdentifyTenantKeyReplicated(b *testing.B) {
+	s := storetest.Open(b)
+	keys := auth.NewKeys(s, nil)
+	keys.Replicate(nopFeed{}, 5*time.Second)
 	_, token, err := keys.Create(context.Background(), tenant.DefaultID, auth.NewKey{Name: "bench", Mode: auth.Optimize, AppID: "app"})
 	require.NoError(b, err)
 	a := auth.NewAuthenticator(bootstrap, keys, nil)

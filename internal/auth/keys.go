@@ -3,11 +3,13 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ids"
 )
@@ -78,11 +80,26 @@ type Keys struct {
 	now   func() time.Time
 
 	mu    sync.RWMutex
-	cache map[[32]byte]*Key
+	cache map[[32]byte]cachedKey
 	// gen counts revocations. A lookup caches what it read only if no
 	// revocation happened meanwhile, so a revoked key can never be put back.
 	gen uint64
+
+	// With several replicas (Replicate): revocations elsewhere arrive on
+	// feed, and no entry is trusted longer than refresh; zero is forever.
+	feed    changes.Feed
+	refresh time.Duration
 }
+
+// cachedKey is a key resolved from the store, and when (only kept with a
+// refresh bound).
+type cachedKey struct {
+	key    *Key
+	loaded time.Time
+}
+
+// keysTopic carries revocations: the hex sha256 of the revoked token.
+const keysTopic = "keys"
 
 // maxCachedKeys bounds the cache; past it, an arbitrary entry is dropped.
 const maxCachedKeys = 10_000
@@ -92,7 +109,41 @@ func NewKeys(store KeyStore, now func() time.Time) *Keys {
 	if now == nil {
 		now = time.Now
 	}
-	return &Keys{store: store, now: now, cache: make(map[[32]byte]*Key)}
+	return &Keys{store: store, now: now, cache: make(map[[32]byte]cachedKey)}
+}
+
+// Replicate makes the cache follow the other replicas of the database:
+// Revoke announces the key on feed, a key revoked elsewhere is dropped when
+// its notification arrives, and a cached key is read again once it is older
+// than refresh, the bound on a lost notification. Call it before use.
+func (ks *Keys) Replicate(feed changes.Feed, refresh time.Duration) {
+	ks.feed, ks.refresh = feed, refresh
+	feed.Subscribe(keysTopic, ks.dropHash)
+}
+
+// dropHash drops the cached key whose token hash is hexHash, or every key
+// for changes.Everything.
+func (ks *Keys) dropHash(hexHash string) {
+	if hexHash == changes.Everything {
+		ks.mu.Lock()
+		ks.gen++
+		clear(ks.cache)
+		ks.mu.Unlock()
+		return
+	}
+	var h [32]byte
+	if n, err := hex.Decode(h[:], []byte(hexHash)); err == nil && n == len(h) {
+		ks.drop(h)
+	}
+}
+
+// drop forgets the cached key of token hash h; a lookup in flight does not
+// put it back.
+func (ks *Keys) drop(h [32]byte) {
+	ks.mu.Lock()
+	ks.gen++
+	delete(ks.cache, h)
+	ks.mu.Unlock()
 }
 
 // Create makes a key in tenantID and returns it with its token, which is
@@ -135,10 +186,12 @@ func (ks *Keys) Revoke(ctx context.Context, tenantID, id string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	ks.mu.Lock()
-	ks.gen++
-	delete(ks.cache, k.Hash)
-	ks.mu.Unlock()
+	ks.drop(k.Hash)
+	if ks.feed != nil {
+		// The revocation is stored: a lost notice is healed by the refresh
+		// bound, so it does not fail the request.
+		_ = ks.feed.Notify(ctx, keysTopic, hex.EncodeToString(k.Hash[:]))
+	}
 	return k, nil
 }
 
@@ -147,20 +200,27 @@ func (ks *Keys) Revoke(ctx context.Context, tenantID, id string) (Key, error) {
 func (ks *Keys) Lookup(ctx context.Context, token string) (*Key, error) {
 	h := sha256.Sum256([]byte(token))
 	ks.mu.RLock()
-	k, ok := ks.cache[h]
+	c, ok := ks.cache[h]
 	gen := ks.gen
 	ks.mu.RUnlock()
+	var now time.Time
+	stale := false
+	if ks.refresh > 0 {
+		now = ks.now()
+		stale = ok && now.Sub(c.loaded) >= ks.refresh
+		ok = ok && !stale
+	}
 	if ok {
-		return k, nil
+		return c.key, nil
 	}
 	found, err := ks.store.KeyByHash(ctx, h)
-	if errs.Is(err, errs.NotFound) {
-		return nil, errInvalidToken
-	}
-	if err != nil {
+	if err != nil && !errs.Is(err, errs.NotFound) {
 		return nil, err
 	}
-	if found.RevokedAt != nil {
+	if err != nil || found.RevokedAt != nil {
+		if stale { // revoked elsewhere, its notice lost
+			ks.drop(h)
+		}
 		return nil, errInvalidToken
 	}
 	ks.mu.Lock()
@@ -171,7 +231,7 @@ func (ks *Keys) Lookup(ctx context.Context, token string) (*Key, error) {
 				break
 			}
 		}
-		ks.cache[h] = &found
+		ks.cache[h] = cachedKey{key: &found, loaded: now}
 	}
 	ks.mu.Unlock()
 	return &found, nil
@@ -185,8 +245,8 @@ func (ks *Keys) ForgetTenant(tenantID string) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.gen++
-	for h, k := range ks.cache {
-		if k.TenantID == tenantID {
+	for h, c := range ks.cache {
+		if c.key.TenantID == tenantID {
 			delete(ks.cache, h)
 		}
 	}

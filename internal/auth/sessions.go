@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
@@ -82,7 +83,26 @@ type SessionManager struct {
 
 	mu    sync.RWMutex
 	cache map[[32]byte]cachedSession
+
+	// recheck is how long a cached session goes without reading the
+	// store: cacheRecheck, or the refresh bound when Replicate set a
+	// shorter one.
+	recheck time.Duration
+	// With several replicas (Replicate): every Invalidate is announced on
+	// feed and heard from the others; until a user exists, whether one
+	// does is read again once per refresh (usersChecked, unix nanoseconds).
+	feed         changes.Feed
+	refresh      time.Duration
+	usersChecked atomic.Int64
 }
+
+// The topics of the sessions' changes: sessionsTopic drops every cached
+// resolution (sessions, users or memberships changed), usersTopic tells
+// that a user exists.
+const (
+	sessionsTopic = "sessions"
+	usersTopic    = "users"
+)
 
 type cachedSession struct {
 	id       Identity
@@ -106,7 +126,7 @@ func NewSessionManager(ctx context.Context, store SessionStore, secure, requireL
 		now = time.Now
 	}
 	m := &SessionManager{store: store, now: now, secure: secure, requireLogin: requireLogin,
-		cache: make(map[[32]byte]cachedSession)}
+		cache: make(map[[32]byte]cachedSession), recheck: cacheRecheck}
 	has, err := store.HasUsers(ctx)
 	if err != nil {
 		return nil, err
@@ -115,17 +135,68 @@ func NewSessionManager(ctx context.Context, store SessionStore, secure, requireL
 	return m, nil
 }
 
-// UserCreated tells the manager a user exists: account mode begins.
-func (m *SessionManager) UserCreated() { m.hasUsers.Store(true) }
+// Replicate makes the manager follow the other replicas of the database:
+// each Invalidate and the first user are announced on feed, and heard from
+// the others; a cached session reads the store again once it is older than
+// refresh (when shorter than a minute), the bound on a lost notification.
+// Call it before use.
+func (m *SessionManager) Replicate(feed changes.Feed, refresh time.Duration) {
+	m.feed, m.refresh = feed, refresh
+	if refresh > 0 && refresh < m.recheck {
+		m.recheck = refresh
+	}
+	feed.Subscribe(sessionsTopic, func(string) { m.gen.Add(1) })
+	feed.Subscribe(usersTopic, func(p string) {
+		if p == changes.Everything {
+			m.usersChecked.Store(0) // read again on the next request
+			return
+		}
+		m.hasUsers.Store(true)
+	})
+}
 
-// LoginRequired implements Sessions.
-func (m *SessionManager) LoginRequired(context.Context) bool {
-	return m.requireLogin || m.hasUsers.Load()
+// UserCreated tells the manager a user exists: account mode begins.
+func (m *SessionManager) UserCreated() {
+	if m.hasUsers.CompareAndSwap(false, true) && m.feed != nil {
+		_ = changes.Announce(m.feed, usersTopic, "1")
+	}
+}
+
+// LoginRequired implements Sessions. With replicas, until a user exists
+// it reads the store again once per refresh, since another replica may
+// have made the first.
+func (m *SessionManager) LoginRequired(ctx context.Context) bool {
+	if m.requireLogin || m.hasUsers.Load() {
+		return true
+	}
+	if m.feed == nil {
+		return false
+	}
+	now := m.now().UnixNano()
+	if last := m.usersChecked.Load(); now-last < int64(m.refresh) || !m.usersChecked.CompareAndSwap(last, now) {
+		return false
+	}
+	has, err := m.store.HasUsers(ctx)
+	if err != nil {
+		m.usersChecked.Store(0) // try again on the next request
+		return true             // the careful side
+	}
+	if has {
+		m.hasUsers.Store(true)
+	}
+	return has
 }
 
 // Invalidate drops every cached resolution; the next request of each
-// session reads the store again.
-func (m *SessionManager) Invalidate() { m.gen.Add(1) }
+// session reads the store again, on every replica.
+func (m *SessionManager) Invalidate() {
+	m.gen.Add(1)
+	if m.feed != nil {
+		// The change is stored: a lost notice is healed by the refresh
+		// bound.
+		_ = changes.Announce(m.feed, sessionsTopic, changes.Everything)
+	}
+}
 
 // Start creates a session for userID with tenantID active and sets its
 // cookie on w. A session cookie already on r is ended first: every login
@@ -243,7 +314,7 @@ func (m *SessionManager) FromRequest(r *http.Request) (*Identity, error) {
 	m.mu.RLock()
 	c, hit := m.cache[h]
 	m.mu.RUnlock()
-	if hit && c.gen == gen && now.Sub(c.checked) < cacheRecheck && live(c.created, c.lastSeen, now) {
+	if hit && c.gen == gen && now.Sub(c.checked) < m.recheck && live(c.created, c.lastSeen, now) {
 		id := c.id // a copy: the request adds its headers to it
 		return &id, nil
 	}

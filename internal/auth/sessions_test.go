@@ -351,3 +351,30 @@ func TestLogoutWinsOverARequestInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, id, "the logged-out session still resolves from the cache")
 }
+
+// nopFeed is a change feed that carries nothing: the replicated caches'
+// request path, measured alone.
+type nopFeed struct{}
+
+func (nopFeed) Notify(context.Context, string, string) error { return nil }
+func (nopFeed) Subscribe(string, func(string))               {}
+
+// BenchmarkSessionIdentityCachedReplicated is BenchmarkSessionIdentityCached
+// with the refresh bound of several replicas.
+func BenchmarkSessionIdentityCachedReplicated(b *testing.B) {
+	store := newMemSessions()
+	store.members["u1"] = []auth.Membership{{TenantID: "t1", Role: auth.RoleOwner}}
+	m, err := auth.NewSessionManager(context.Background(), store, false, false, nil)
+	require.NoError(b, err)
+	m.Replicate(nopFeed{}, 5*time.Second)
+	req := signIn(b, m, "u1", "t1")
+	if id, _ := m.FromRequest(req); id == nil {
+		b.Fatal("no identity")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if id, _ := m.FromRequest(req); id == nil {
+			b.Fatal("no identity")
+		}
+	}
+}

@@ -10,9 +10,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/metrics"
 )
@@ -63,7 +65,31 @@ type Cache struct {
 
 	mu      sync.Mutex
 	negHits map[string]int64
+
+	// Replicate: invalidations shared with the other replicas, and counted
+	// in the database for those that miss one.
+	feed   changes.Feed
+	counts Invalidations
+	seen   map[Scope]int64 // the counts last read; only RefreshEvery's
 }
+
+// Scope is one tenant's tier, or every tier of it when Tier is empty.
+type Scope struct {
+	TenantID string
+	Tier     Tier
+}
+
+// Invalidations counts the invalidations of the in-memory tiers in the
+// database, so that a replica that missed the notification of one sees the
+// count move.
+type Invalidations interface {
+	CountInvalidation(ctx context.Context, tenantID string, tier Tier) error
+	InvalidationCounts(ctx context.Context) (map[Scope]int64, error)
+}
+
+// cacheTopic carries invalidations: "<tenant id> <tier>", the tier empty
+// for every tier.
+const cacheTopic = "cache"
 
 // Options configure a Cache.
 type Options struct {
@@ -236,8 +262,67 @@ func (c *Cache) Invalidate(ctx context.Context, tenantID string, tier Tier) erro
 	}
 	if tier != Negative {
 		c.mem.invalidate(tenantID, tier)
+		if c.feed != nil {
+			if err := c.counts.CountInvalidation(ctx, tenantID, tier); err != nil {
+				return err
+			}
+			return c.feed.Notify(ctx, cacheTopic, tenantID+" "+string(tier))
+		}
 	}
 	return nil
+}
+
+// Replicate shares invalidations with the other replicas of the database:
+// Invalidate counts the tenant and tier in counts and announces them on
+// feed, and one announced elsewhere drops the same entries here (the
+// negative tier is the database's, seen by every replica). When the feed
+// reconnects, having perhaps missed one, every in-memory entry is dropped;
+// RefreshEvery drops what a count that moved unannounced names. Call it
+// before use.
+func (c *Cache) Replicate(ctx context.Context, feed changes.Feed, counts Invalidations) error {
+	seen, err := counts.InvalidationCounts(ctx)
+	if err != nil {
+		return err
+	}
+	c.feed, c.counts, c.seen = feed, counts, seen
+	feed.Subscribe(cacheTopic, func(p string) {
+		if p == changes.Everything {
+			c.mem.invalidateAll()
+			return
+		}
+		tenantID, tier, _ := strings.Cut(p, " ")
+		c.mem.invalidate(tenantID, Tier(tier))
+	})
+	return nil
+}
+
+// RefreshEvery reads the invalidation counts once per period until ctx
+// ends, and drops the entries of each scope whose count moved: the bound on
+// an invalidation whose notification this replica missed.
+func (c *Cache) RefreshEvery(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.refresh(ctx)
+		}
+	}
+}
+
+func (c *Cache) refresh(ctx context.Context) {
+	now, err := c.counts.InvalidationCounts(ctx)
+	if err != nil {
+		return // read again next period
+	}
+	for sc, n := range now {
+		if c.seen[sc] != n {
+			c.mem.invalidate(sc.TenantID, sc.Tier)
+		}
+	}
+	c.seen = now
 }
 
 // Enabled reports whether the in-memory tiers can keep anything.

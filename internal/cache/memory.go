@@ -135,6 +135,15 @@ func (m *memory) invalidate(tenantID string, tier Tier) int {
 	return n
 }
 
+// invalidateAll drops every entry of every tenant.
+func (m *memory) invalidateAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, el := range m.items {
+		m.remove(el)
+	}
+}
+
 // counts returns the tenant's entries and hits of tier.
 func (m *memory) counts(tenantID string, tier Tier) (int, int64) {
 	m.mu.Lock()

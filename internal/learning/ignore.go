@@ -39,7 +39,7 @@ func (s *Service) Ignore(ctx context.Context, tenantID, id, actor string) (synth
 			}
 		}
 	}
-	s.reload(ctx, tenantID)
+	s.changed(ctx, tenantID)
 	s.audit(ctx, tenantID, actor, "pattern.ignored", p.ID, map[string]any{"from": from, "to": p.State})
 	return p, nil
 }

@@ -35,9 +35,49 @@ type Entry struct {
 type Index struct {
 	mu sync.RWMutex
 	m  map[string]map[string]Entry // tenant → shape key → entry
+	// What Refresh compares: each tenant's last set's signature, and how
+	// many sets it has had.
+	sig   map[string]string
+	loads map[string]uint64
 }
 
-func newIndex() *Index { return &Index{m: map[string]map[string]Entry{}} }
+func newIndex() *Index {
+	return &Index{m: map[string]map[string]Entry{}, sig: map[string]string{}, loads: map[string]uint64{}}
+}
+
+// signature is the signature of the tenant's last set.
+func (ix *Index) signature(tenantID string) string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.sig[tenantID]
+}
+
+// loadCount is how many times the tenant's entries were set or forgotten.
+func (ix *Index) loadCount(tenantID string) uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.loads[tenantID]
+}
+
+// loadCounts is loadCount of every tenant the index has met.
+func (ix *Index) loadCounts() map[string]uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make(map[string]uint64, len(ix.loads))
+	for t, n := range ix.loads {
+		out[t] = n
+	}
+	return out
+}
+
+// forget takes the tenant out of the index.
+func (ix *Index) forget(tenantID string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	delete(ix.m, tenantID)
+	delete(ix.sig, tenantID)
+	delete(ix.loads, tenantID)
+}
 
 // Match returns the entry of a request shape; false when no artifact
 // answers it.
@@ -96,8 +136,11 @@ func (ix *Index) set(tenantID string, rows []ServingRow, logger hclog.Logger) {
 		}
 		m[r.Pattern.Key] = e
 	}
+	sig := signature(rows)
 	ix.mu.Lock()
 	ix.m[tenantID] = m
+	ix.sig[tenantID] = sig
+	ix.loads[tenantID]++
 	ix.mu.Unlock()
 }
 

@@ -218,7 +218,7 @@ func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, e
 			rep.AutoPromoted = append(rep.AutoPromoted, a.ID)
 		}
 	}
-	s.reload(ctx, tenantID)
+	s.changed(ctx, tenantID)
 	rep.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	if err := s.o.Store.InsertReport(ctx, tenantID, &rep); err != nil {
 		return Report{}, err

@@ -50,7 +50,7 @@ func (s *Service) promote(ctx context.Context, a synth.Artifact, actor, reason s
 	if err := s.advancePattern(ctx, a.TenantID, a.PatternID); err != nil {
 		return synth.Artifact{}, err
 	}
-	s.reload(ctx, a.TenantID)
+	s.changed(ctx, a.TenantID)
 	s.audit(ctx, a.TenantID, actor, "artifact.promoted", a.ID, map[string]any{"pattern": a.PatternID,
 		"confidence": out.Confidence, "lowerBound": out.LowerBound, "alpha": out.Alpha, "beta": out.Beta})
 	s.notify(ctx, a.TenantID, EventArtifactPromoted, out)

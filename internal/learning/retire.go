@@ -32,7 +32,7 @@ func (s *Service) retire(ctx context.Context, tenantID, id, state, reason, actor
 	if err := s.advancePattern(ctx, tenantID, a.PatternID); err != nil {
 		return synth.Artifact{}, err
 	}
-	s.reload(ctx, tenantID)
+	s.changed(ctx, tenantID)
 	s.audit(ctx, tenantID, actor, "artifact."+state, a.ID, map[string]any{"pattern": a.PatternID, "reason": reason,
 		"confidence": a.Confidence, "lowerBound": a.LowerBound, "alpha": a.Alpha, "beta": a.Beta})
 	s.notify(ctx, tenantID, event, a)

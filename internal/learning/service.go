@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/svc-gateway/svc/internal/audit"
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/metrics"
@@ -144,6 +145,7 @@ type Service struct {
 	// reloading holds a *sync.Mutex per tenant: its index reloads in turn.
 	reloading sync.Map
 	shadow    shadowBuffer
+	feed      changes.Feed  // Replicate: changes shared with the other replicas
 	stop      chan struct{} // closed by Close: stops the flusher
 	done      chan struct{}
 }
@@ -195,13 +197,17 @@ func (s *Service) Load(ctx context.Context) error {
 // index, under its reload lock, so that a reload that read them before the
 // deletion cannot put them back.
 func (s *Service) ForgetTenant(tenantID string) {
-	mu, _ := s.reloading.LoadOrStore(tenantID, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
-	s.index.mu.Lock()
-	delete(s.index.m, tenantID)
-	s.index.mu.Unlock()
+	mu := s.reloadLock(tenantID)
+	mu.Lock()
+	defer mu.Unlock()
+	s.index.forget(tenantID)
 	s.reloading.Delete(tenantID)
+}
+
+// reloadLock is the lock the tenant's reloads take in turn.
+func (s *Service) reloadLock(tenantID string) *sync.Mutex {
+	mu, _ := s.reloading.LoadOrStore(tenantID, new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 // reload rebuilds one tenant's part of the serving index. Reloads of a
@@ -209,9 +215,9 @@ func (s *Service) ForgetTenant(tenantID string) {
 // the artifacts before a quarantine cannot finish after the reload that
 // follows the quarantine and put the artifact back.
 func (s *Service) reload(ctx context.Context, tenantID string) {
-	mu, _ := s.reloading.LoadOrStore(tenantID, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	mu := s.reloadLock(tenantID)
+	mu.Lock()
+	defer mu.Unlock()
 	arts, err := s.o.Store.ListArtifacts(ctx, tenantID, "")
 	if err != nil {
 		s.o.Logger.Error("reloading the serving index failed", "tenant", tenantID, "error", err)

@@ -58,7 +58,7 @@ func (s *Service) Synthesize(ctx context.Context, tenantID, id, actor string) (S
 	if err := s.o.Store.SavePatterns(ctx, tenantID, []synth.Pattern{p}); err != nil {
 		return SynthesisResult{}, err
 	}
-	s.reload(ctx, tenantID)
+	s.changed(ctx, tenantID)
 	return SynthesisResult{Artifact: a, Pattern: p, Report: rep}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/pkg/netguard"
 )
@@ -88,16 +89,35 @@ type URLChecker interface {
 
 // Service reads and validates settings. It keeps each tenant's settings
 // in memory once read, since the request path asks for them (redaction),
-// and drops them when they change; svc is the only writer of its database.
+// and drops them when they change, here or, through Replicate, on another
+// replica of the database.
 type Service struct {
 	store  Store
 	guard  URLChecker
 	now    func() time.Time
-	cached sync.Map // tenant id → Settings
+	cached sync.Map // tenant id → cachedSettings
 
 	mu  sync.Mutex
 	gen map[string]uint64 // bumped by each Set, so that a read older than a change is never cached
+	// epoch is bumped when every tenant's settings are dropped at once, for
+	// the same reason.
+	epoch uint64
+
+	// With several replicas (Replicate): each Set is announced on feed and
+	// heard from the others, and no entry is trusted longer than refresh.
+	feed    changes.Feed
+	refresh time.Duration
 }
+
+// cachedSettings is a tenant's settings as read, and when (only kept with a
+// refresh bound).
+type cachedSettings struct {
+	st     Settings
+	loaded time.Time
+}
+
+// settingsTopic carries the id of a tenant whose settings changed.
+const settingsTopic = "settings"
 
 // NewService returns a settings service. guard vets webhook URLs.
 func NewService(store Store, guard URLChecker, now func() time.Time) *Service {
@@ -109,11 +129,20 @@ func NewService(store Store, guard URLChecker, now func() time.Time) *Service {
 
 // Get returns the tenant's settings.
 func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
-	if st, ok := s.cached.Load(tenantID); ok {
-		return st.(Settings), nil
+	var now time.Time
+	if c, ok := s.cached.Load(tenantID); ok {
+		c := c.(cachedSettings)
+		if s.refresh <= 0 {
+			return c.st, nil
+		}
+		if now = s.now(); now.Sub(c.loaded) < s.refresh {
+			return c.st, nil
+		}
+	} else if s.refresh > 0 {
+		now = s.now()
 	}
 	s.mu.Lock()
-	gen := s.gen[tenantID]
+	gen, epoch := s.gen[tenantID], s.epoch
 	s.mu.Unlock()
 	stored, err := s.store.TenantSettings(ctx, tenantID)
 	if err != nil {
@@ -126,11 +155,34 @@ func (s *Service) Get(ctx context.Context, tenantID string) (Settings, error) {
 		_ = out.apply(k, raw)
 	}
 	s.mu.Lock()
-	if s.gen[tenantID] == gen {
-		s.cached.Store(tenantID, out)
+	if s.gen[tenantID] == gen && s.epoch == epoch {
+		s.cached.Store(tenantID, cachedSettings{st: out, loaded: now})
 	}
 	s.mu.Unlock()
 	return out, nil
+}
+
+// Replicate makes the cache follow the other replicas of the database: Set
+// announces the tenant on feed, a tenant whose settings changed elsewhere
+// is dropped when its notification arrives, and an entry older than refresh
+// is read again, the bound on a lost notification. Call it before use.
+func (s *Service) Replicate(feed changes.Feed, refresh time.Duration) {
+	s.feed, s.refresh = feed, refresh
+	feed.Subscribe(settingsTopic, s.drop)
+}
+
+// drop forgets a tenant's cached settings, or every tenant's for
+// changes.Everything; a read in flight does not put them back.
+func (s *Service) drop(tenantID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tenantID == changes.Everything {
+		s.epoch++
+		s.cached.Clear()
+		return
+	}
+	s.gen[tenantID]++
+	s.cached.Delete(tenantID)
 }
 
 // RetentionDays is how many days of runs the tenant keeps.
@@ -181,12 +233,14 @@ func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawM
 		return Settings{}, err
 	}
 	err = s.store.PutTenantSetting(ctx, tenantID, key, normalized, s.now())
-	s.mu.Lock()
-	s.gen[tenantID]++
-	s.cached.Delete(tenantID)
-	s.mu.Unlock()
+	s.drop(tenantID)
 	if err != nil {
 		return Settings{}, err
+	}
+	if s.feed != nil {
+		// The setting is stored: a lost notice is healed by the refresh
+		// bound.
+		_ = s.feed.Notify(ctx, settingsTopic, tenantID)
 	}
 	return s.Get(ctx, tenantID)
 }

@@ -44,3 +44,37 @@ func (s *Store) ClearNegative(ctx context.Context, tenantID string) error {
 		return err
 	})
 }
+
+var _ cache.Invalidations = (*Store)(nil)
+
+// CountInvalidation counts one invalidation of the tenant's in-memory tier
+// (every tier when tier is empty).
+func (s *Store) CountInvalidation(ctx context.Context, tenantID string, tier cache.Tier) error {
+	return s.tx(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO cache_invalidations (tenant_id, tier, epoch) VALUES (?, ?, 1)
+			ON CONFLICT (tenant_id, tier) DO UPDATE SET epoch = cache_invalidations.epoch + 1`, tenantID, string(tier))
+		return formatError(err)
+	})
+}
+
+// InvalidationCounts returns every tenant's counts of invalidations by
+// tier.
+func (s *Store) InvalidationCounts(ctx context.Context) (map[cache.Scope]int64, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT tenant_id, tier, epoch FROM cache_invalidations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[cache.Scope]int64{}
+	for rows.Next() {
+		var (
+			sc cache.Scope
+			n  int64
+		)
+		if err := rows.Scan(&sc.TenantID, &sc.Tier, &n); err != nil {
+			return nil, err
+		}
+		out[sc] = n
+	}
+	return out, rows.Err()
+}

@@ -45,7 +45,7 @@ func OpenLedgerSnapshot(ctx context.Context, dsn string) (*LedgerSnapshot, error
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 		p := &pool{DB: db}
-		s = &Store{write: p, read: p, Now: time.Now, path: dsn}
+		s = &Store{write: p, read: p, Now: time.Now, path: dsn, changes: newFeed(nil)}
 	}
 	sn, err := s.LedgerSnapshot(ctx)
 	if err != nil {

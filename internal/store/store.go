@@ -58,6 +58,8 @@ type Store struct {
 	hot hotStatements // prepared once, for the run recorder's writes
 
 	path string // the SQLite file, or the PostgreSQL address without its password
+
+	changes *feed // changes.go
 }
 
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
@@ -99,6 +101,9 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if s.engine == SQLite {
+		s.joinSQLite()
+	}
 	return s, nil
 }
 
@@ -127,7 +132,7 @@ func openSQLite(path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return &Store{write: &pool{DB: w}, read: &pool{DB: r}, engine: SQLite, Now: time.Now, path: path}, nil
+	return &Store{write: &pool{DB: w}, read: &pool{DB: r}, engine: SQLite, Now: time.Now, path: path, changes: newFeed(nil)}, nil
 }
 
 func openPostgres(dsn string, o Options) (*Store, error) {
@@ -153,7 +158,9 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	d.SetConnMaxLifetime(time.Hour)
 	p := &pool{DB: d, binds: &binds{}}
-	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn)}, nil
+	listener := cfg.Copy()
+	listener.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " changes"
+	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn), changes: newFeed(listener)}, nil
 }
 
 // redactedAddress is dsn without its password, for logs and /health.
@@ -168,6 +175,7 @@ func redactedAddress(dsn string) string {
 // Close closes the pools. On SQLite a WAL checkpoint runs as the last
 // connection closes.
 func (s *Store) Close() error {
+	s.closeFeed()
 	s.hot.close()
 	if s.write == s.read { // PostgreSQL, or OpenReadOnly
 		return s.read.Close()

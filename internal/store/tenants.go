@@ -76,7 +76,7 @@ var tenantTables = []string{
 	"ledger_checkpoints", "ledger_entries",
 	"artifact_evaluations", "artifacts", "patterns", "learning_reports",
 	"side_effects", "feedback", "run_events", "deleted_responses", "runs", "approvals", "agents",
-	"web_snapshots", "web_fetches", "web_sessions", "negative_cache", "jobs",
+	"web_snapshots", "web_fetches", "web_sessions", "negative_cache", "cache_invalidations", "jobs",
 	"workflows", "onboarding", "org_invites", "memberships", "api_keys", "settings", "audit_events",
 }
 

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+
+	"github.com/svc-gateway/svc/internal/accounts"
+	"github.com/svc-gateway/svc/internal/changes"
+	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/store"
+)
+
+// tenantsTopic carries the id of a deleted organization.
+const tenantsTopic = "tenants"
+
+// replicate makes every in-memory copy of shared state follow the other
+// replicas of a PostgreSQL database (see docs/changes.md): changes are
+// announced on the store's feed and heard from the others, and no copy is
+// trusted longer than SVC_DB_REFRESH, the bound on a lost notification. On
+// SQLite, one process, nothing changes. forget are the components that
+// drop a deleted organization.
+func (a *App) replicate(ctx context.Context, st *settings.Service, forget []accounts.Forgetter) ([]accounts.Forgetter, error) {
+	if a.Store.Engine() != store.Postgres {
+		return forget, nil
+	}
+	feed, refresh := changes.Feed(a.Store), a.Config.DBRefresh
+	a.Keys.Replicate(feed, refresh)
+	a.Sessions.Replicate(feed, refresh)
+	st.Replicate(feed, refresh)
+	if err := a.Cache.Replicate(ctx, feed, a.Store); err != nil {
+		return nil, err
+	}
+	a.Learning.Replicate(feed)
+	feed.Subscribe(tenantsTopic, func(tenantID string) {
+		if tenantID == changes.Everything {
+			return // each component above starts over on its own topic
+		}
+		for _, f := range forget {
+			f.ForgetTenant(tenantID)
+		}
+	})
+	loops, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() {
+		a.Learning.RefreshEvery(loops, refresh)
+		done <- struct{}{}
+	}()
+	go func() {
+		a.Cache.RefreshEvery(loops, refresh)
+		done <- struct{}{}
+	}()
+	a.pushFunc("refreshes", func() {
+		cancel()
+		<-done
+		<-done
+	})
+	return append(forget, announceForget{feed}), nil
+}
+
+// announceForget tells the other replicas that an organization was
+// deleted, so that they forget it too.
+type announceForget struct{ feed changes.Feed }
+
+func (f announceForget) ForgetTenant(tenantID string) {
+	_ = changes.Announce(f.feed, tenantsTopic, tenantID)
+}
