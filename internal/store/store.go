@@ -149,7 +149,7 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	if _, set := cfg.RuntimeParams["application_name"]; !set {
 		cfg.RuntimeParams["application_name"] = "svc"
 	}
-	d := sql.OpenDB(stdlib.GetConnector(*cfg))
+	d := sql.OpenDB(stdlib.GetConnector(*cfg, stdlib.OptionAfterConnect(teachTypes)))
 	d.SetMaxOpenConns(o.MaxConns)
 	d.SetMaxIdleConns(o.MaxConns)
 	d.SetConnMaxIdleTime(5 * time.Minute)
