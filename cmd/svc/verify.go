@@ -40,7 +40,7 @@ const (
 func verifyMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("svc verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", "", "the SQLite database file to verify (opened read only)")
+	db := fs.String("db", "", "the database to verify, opened read only: an SQLite file, or a PostgreSQL address (postgres://…)")
 	var keyArgs keyFlags
 	fs.Var(&keyArgs, "public-key", "the ledger's public key: hex, base64, or a file holding it (PEM, or the JSON of GET /api/v1/ledger/key); repeat for a replaced key")
 	kept := fs.String("checkpoints", "", "a file of checkpoints kept elsewhere (GET /api/v1/ledger/checkpoints answers, ledger.checkpoint webhook bodies); the database must still hold each")
@@ -80,6 +80,9 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	s, err := store.OpenLedgerSnapshot(ctx, *db)
+	if store.IsPostgres(*db) {
+		*db = store.RedactedAddress(*db) // what is printed from here on
+	}
 	if err != nil {
 		return usage("%s: %v", *db, err)
 	}

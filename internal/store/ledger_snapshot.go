@@ -17,16 +17,31 @@ import (
 // entries, or not at all.
 type LedgerSnapshot struct {
 	ledgerReader
-	tx    *txn
-	owned *Store // closed with the snapshot
+	tx     *txn
+	owned  *Store // closed with the snapshot
+	engine Engine
 }
 
 var _ ledger.LedgerSource = (*LedgerSnapshot)(nil)
 
-// OpenLedgerSnapshot opens the database at path read only, as it is (no
-// migration, nothing written, so that a database under investigation is
-// left as it was found), and takes a snapshot of it.
+// OpenLedgerSnapshot opens the database at path (an SQLite file, or a
+// PostgreSQL address) read only, as it is (no migration, nothing written,
+// so that a database under investigation is left as it was found), and
+// takes a snapshot of it.
 func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, error) {
+	if IsPostgres(path) {
+		s, err := openPostgres(path, Options{MaxConns: 2})
+		if err != nil {
+			return nil, err
+		}
+		sn, err := s.LedgerSnapshot(ctx)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		sn.owned = s
+		return sn, nil
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
@@ -48,15 +63,22 @@ func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, erro
 
 // LedgerSnapshot takes a snapshot of the open database.
 func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.engine == Postgres {
+		// One snapshot for every statement, as SQLite's read transaction is.
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.read.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	sn := &LedgerSnapshot{ledgerReader: ledgerReader{q: tx}, tx: tx}
+	sn := &LedgerSnapshot{ledgerReader: ledgerReader{q: tx}, tx: tx, engine: s.engine}
 	// A database svc has not migrated since before 0020 has runs without
 	// a trace id: they read as the runs of that build, with none.
 	var traced int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'trace_id'`).Scan(&traced); err != nil {
+	if err := tx.QueryRowContext(ctx, s.sql(`SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'trace_id'`,
+		`SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema()
+			AND table_name = 'runs' AND column_name = 'trace_id'`)).Scan(&traced); err != nil {
 		_ = tx.Rollback()
 		return nil, err
 	}
@@ -80,8 +102,13 @@ func (sn *LedgerSnapshot) Close() error {
 // database of a build before them has none until svc starts on it.
 func (sn *LedgerSnapshot) HasLedger(ctx context.Context) (bool, error) {
 	var n int
-	err := sn.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'
-		AND name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`).Scan(&n)
+	q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'
+		AND name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`
+	if sn.engine == Postgres {
+		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()
+		AND table_name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`
+	}
+	err := sn.q.QueryRowContext(ctx, q).Scan(&n)
 	return n == 4, err
 }
 

@@ -155,11 +155,12 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	d.SetConnMaxLifetime(time.Hour)
 	p := &pool{DB: d, binds: &binds{}}
-	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn)}, nil
+	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: RedactedAddress(dsn)}, nil
 }
 
-// redactedAddress is dsn without its password, for logs and /health.
-func redactedAddress(dsn string) string {
+// RedactedAddress is a PostgreSQL address without its password, for logs
+// and /health.
+func RedactedAddress(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres"
