@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +36,7 @@ func replicaQueues(t *testing.T, n int, c *fakeclock.Clock, opts jobs.Options) [
 func TestEachJobRunsOnceAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
-	qs := replicaQueues(t, 3, c, jobs.Options{Workers: 4, PollInterval: 5 * time.Millisecond})
+	qs := replicaQueues(t, 3, c, jobs.Options{Workers: 4, PollInterval: 5 * time.Millisecond, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error})})
 	var (
 		mu    sync.Mutex
 		calls = map[string]int{}
@@ -60,10 +61,12 @@ func TestEachJobRunsOnceAcrossReplicas(t *testing.T) {
 	for _, q := range qs {
 		require.NoError(t, q.Start(ctx))
 	}
+	var last jobs.Stats
 	require.Eventually(t, func() bool {
 		l, err := qs[0].List(ctx, tenant.DefaultID, jobs.Filter{})
+		last = l.Stats
 		return err == nil && l.Stats.Succeeded == n
-	}, 60*time.Second, 10*time.Millisecond, "every job succeeds")
+	}, 60*time.Second, 10*time.Millisecond, "every job succeeds: %+v", &last)
 	for _, q := range qs {
 		q.Close()
 	}
