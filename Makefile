@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 # dependencies never touch svc's build); the first run fetches it.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build svc plugins client run test test-go test-ts test-compat fuzz bench bench-go lint proto clean
+.PHONY: all build svc plugins client run test test-go test-postgres test-ts test-compat fuzz bench bench-go lint proto clean
 
 all: build
 
@@ -37,10 +37,19 @@ run: build
 	./bin/svc
 
 ## test: every test
-test: build test-go test-ts test-compat
+test: build test-go test-postgres test-ts test-compat
 
 test-go:
 	$(GO) test -race -count=1 ./...
+
+## test-postgres: the store's tests and those of every package that opens
+## its stores through storetest, again on PostgreSQL (SVC_TEST_DB=postgres:
+## a throwaway cluster per test process; without PostgreSQL installed they
+## skip and say so). internal/httpapi is left out: its server is built by
+## app.New on an SQLite file.
+PG_PKGS := $(filter-out internal/httpapi/,$(sort $(dir $(shell grep -rl --include='*_test.go' 'internal/store/storetest"' internal))))
+test-postgres:
+	SVC_TEST_DB=postgres $(GO) test -race -count=1 $(addprefix ./,$(PG_PKGS))
 
 ## test-ts: the TypeScript client's unit tests, and its tests against bin/svc
 test-ts: build client

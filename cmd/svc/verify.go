@@ -40,12 +40,12 @@ const (
 func verifyMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("svc verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", "", "the database to verify, opened read only: an SQLite file, or a PostgreSQL address (postgres://…)")
+	db := fs.String("db", "", "the database to verify: an SQLite file, or a PostgreSQL address (postgres://…); read only, nothing written")
 	var keyArgs keyFlags
 	fs.Var(&keyArgs, "public-key", "the ledger's public key: hex, base64, or a file holding it (PEM, or the JSON of GET /api/v1/ledger/key); repeat for a replaced key")
 	kept := fs.String("checkpoints", "", "a file of checkpoints kept elsewhere (GET /api/v1/ledger/checkpoints answers, ledger.checkpoint webhook bodies); the database must still hold each")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: svc verify -db <file> -public-key <hex|base64|file> [-checkpoints <file>]\n\n"+
+		fmt.Fprintf(stderr, "usage: svc verify -db <file|postgres://…> -public-key <hex|base64|file> [-checkpoints <file>]\n\n"+
 			"Checks every run of the database against the ledger's signed checkpoints and names the first\n"+
 			"that does not match. Exit status: 0 whole, 1 mismatch, 2 usage error or unreadable input.\n\n")
 		fs.PrintDefaults()
@@ -80,21 +80,22 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	s, err := store.OpenLedgerSnapshot(ctx, *db)
-	if store.IsPostgres(*db) {
-		*db = store.RedactedAddress(*db) // what is printed from here on
-	}
 	if err != nil {
+		if store.IsPostgres(*db) {
+			return usage("%v", err) // the address may hold a password
+		}
 		return usage("%s: %v", *db, err)
 	}
 	defer s.Close()
+	name := s.Source()
 	if ok, err := s.HasLedger(ctx); err != nil || !ok {
-		return usage("%s: not a database with svc's run ledger (a database of an older svc gets it at its next start): %v", *db, err)
+		return usage("%s: not a database with svc's run ledger (a database of an older svc gets it at its next start): %v", name, err)
 	}
 	report, err := ledger.VerifyLedger(ctx, s, keys, pinned)
 	if err != nil {
-		return usage("%s: reading the database failed: %v", *db, err)
+		return usage("%s: reading the database failed: %v", name, err)
 	}
-	printReport(stdout, *db, report, len(pinned))
+	printReport(stdout, name, report, len(pinned))
 	if !report.OK() {
 		return verifyMismatch
 	}

@@ -34,7 +34,7 @@ func setup(t *testing.T) (*approval.Service, *fakeclock.Clock, string) {
 	t.Helper()
 	s := storetest.Open(t)
 	other := "t_other"
-	_, err := s.DB().Exec(`INSERT INTO tenants (id, name, created_at) VALUES (?, 'Other', 0)`, other)
+	_, err := s.DB().Exec(`INSERT INTO tenants (id, name, created_at) VALUES ($1, 'Other', 0)`, other)
 	require.NoError(t, err)
 	c := fakeclock.New(time.UnixMilli(1_800_000_000_000).UTC())
 	return approval.NewService(s, fixedSettings{ttl: 2 * time.Hour, pending: 3}, c.Now), c, other

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
@@ -66,6 +67,19 @@ func (w *signedLedger) verifyWith(t *testing.T, key ed25519.PublicKey, kept ...l
 	return r
 }
 
+// dropTrigger drops one of the ledger's guards, as an attacker with the
+// database's file or owner role can.
+func (w *signedLedger) dropTrigger(t *testing.T, table, name string) {
+	t.Helper()
+	if storetest.Postgres() {
+		w.exec(t, `DROP TRIGGER `+name+` ON `+table)
+		return
+	}
+	w.exec(t, `DROP TRIGGER `+name)
+}
+
+// exec runs q on the database directly, with $n placeholders, which both
+// engines read.
 func (w *signedLedger) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
 	_, err := w.store.DB().Exec(q, args...)
@@ -86,12 +100,12 @@ func (w *signedLedger) rechain(t *testing.T, runID string) {
 		e.Hash = ledger.Link(prev, e)
 		prev = e.Hash
 	}
-	w.exec(t, `DELETE FROM run_events WHERE run_id = ?`, runID)
+	w.exec(t, `DELETE FROM run_events WHERE run_id = $1`, runID)
 	for _, e := range c.Events {
-		w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			runID, e.Seq, tenant.DefaultID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 	}
-	w.exec(t, `UPDATE runs SET event_count = ?, head_hash = ? WHERE id = ?`, len(c.Events), prev[:], runID)
+	w.exec(t, `UPDATE runs SET event_count = $1, head_hash = $2 WHERE id = $3`, len(c.Events), prev[:], runID)
 }
 
 // An untouched database verifies: every run matched, the one recorded
@@ -120,58 +134,58 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 		checkpoint int64
 	}{
 		{"edited answer", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `UPDATE runs SET response = CAST('{"id":"forged"}' AS BLOB) WHERE id = ?`, w.runs[0].Run.ID)
+			w.exec(t, `UPDATE runs SET response = $1 WHERE id = $2`, []byte(`{"id":"forged"}`), w.runs[0].Run.ID)
 			return w.runs[0].Run.ID
 		}, ledger.ProblemRunMismatch, 1},
 		{"edited cost, chain recomputed to match", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, w.runs[2].Run.ID)
+			w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = $1`, w.runs[2].Run.ID)
 			w.rechain(t, w.runs[2].Run.ID)
 			return w.runs[2].Run.ID
 		}, ledger.ProblemRunMismatch, 1},
 		{"edited run not yet covered", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `UPDATE runs SET model = 'gpt-5' WHERE id = ?`, w.latest.Run.ID)
+			w.exec(t, `UPDATE runs SET model = 'gpt-5' WHERE id = $1`, w.latest.Run.ID)
 			return w.latest.Run.ID
 		}, ledger.ProblemRunMismatch, 0},
 		{"deleted run", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[1].Run.ID)
+			w.exec(t, `DELETE FROM runs WHERE id = $1`, w.runs[1].Run.ID)
 			return w.runs[1].Run.ID
 		}, ledger.ProblemRunDeleted, 1},
 		{"deleted tail event, count and head fixed", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[0].Run.ID
-			w.exec(t, `DELETE FROM run_events WHERE run_id = ? AND seq = 2`, id)
-			w.exec(t, `UPDATE runs SET event_count = 2, head_hash = (SELECT hash FROM run_events WHERE run_id = ? AND seq = 1) WHERE id = ?`, id, id)
+			w.exec(t, `DELETE FROM run_events WHERE run_id = $1 AND seq = 2`, id)
+			w.exec(t, `UPDATE runs SET event_count = 2, head_hash = (SELECT hash FROM run_events WHERE run_id = $1 AND seq = 1) WHERE id = $2`, id, id)
 			return id
 		}, ledger.ProblemEventsDeleted, 1},
 		{"every event deleted, count 0", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[2].Run.ID
-			w.exec(t, `DELETE FROM run_events WHERE run_id = ?`, id)
-			w.exec(t, `UPDATE runs SET event_count = 0 WHERE id = ?`, id)
+			w.exec(t, `DELETE FROM run_events WHERE run_id = $1`, id)
+			w.exec(t, `UPDATE runs SET event_count = 0 WHERE id = $1`, id)
 			return id
 		}, ledger.ProblemEventsDeleted, 1},
 		{"deleted traced event, chain recomputed", func(t *testing.T, w *signedLedger) string {
 			id := w.traced.Run.ID
-			w.exec(t, `DELETE FROM run_events WHERE run_id = ? AND seq = 3`, id)
+			w.exec(t, `DELETE FROM run_events WHERE run_id = $1 AND seq = 3`, id)
 			w.rechain(t, id)
 			return id
 		}, ledger.ProblemEventsDeleted, 1},
 		{"reordered events", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[0].Run.ID
-			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = ? AND seq = 0`, id)
-			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = ? AND seq = 1`, id)
-			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = ? AND seq = 9`, id)
+			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = $1 AND seq = 0`, id)
+			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = $1 AND seq = 1`, id)
+			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = $1 AND seq = 9`, id)
 			return id
 		}, ledger.ProblemEventMismatch, 1},
 		{"reordered events, chain recomputed", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[0].Run.ID
-			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = ? AND seq = 0`, id)
-			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = ? AND seq = 1`, id)
-			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = ? AND seq = 9`, id)
+			w.exec(t, `UPDATE run_events SET seq = 9 WHERE run_id = $1 AND seq = 0`, id)
+			w.exec(t, `UPDATE run_events SET seq = 0 WHERE run_id = $1 AND seq = 1`, id)
+			w.exec(t, `UPDATE run_events SET seq = 1 WHERE run_id = $1 AND seq = 9`, id)
 			w.rechain(t, id)
 			return id
 		}, ledger.ProblemChainRewritten, 1},
 		{"edited payload, chain recomputed, head fixed", func(t *testing.T, w *signedLedger) string {
 			id := w.runs[1].Run.ID
-			w.exec(t, `UPDATE run_events SET payload = CAST('{"route":"artifact"}' AS BLOB) WHERE run_id = ? AND seq = 1`, id)
+			w.exec(t, `UPDATE run_events SET payload = $1 WHERE run_id = $2 AND seq = 1`, []byte(`{"route":"artifact"}`), id)
 			w.rechain(t, id)
 			return id
 		}, ledger.ProblemChainRewritten, 1},
@@ -179,47 +193,55 @@ func TestVerifyLedgerFindsEachTamper(t *testing.T) {
 			id := w.runs[2].Run.ID
 			e := ledger.Event{Seq: 3, Type: "tool.called", At: w.clock.Now(), Payload: json.RawMessage(`{}`), PrevHash: w.runs[2].Head.Hash}
 			e.Hash = ledger.Link(e.PrevHash, &e)
-			w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES (?, 3, ?, ?, ?, ?, ?, ?)`,
+			w.exec(t, `INSERT INTO run_events (run_id, seq, tenant_id, at, type, payload, prev_hash, hash) VALUES ($1, 3, $2, $3, $4, $5, $6, $7)`,
 				id, tenant.DefaultID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
-			w.exec(t, `UPDATE runs SET event_count = 4, head_hash = ? WHERE id = ?`, e.Hash[:], id)
+			w.exec(t, `UPDATE runs SET event_count = 4, head_hash = $1 WHERE id = $2`, e.Hash[:], id)
 			return id
 		}, ledger.ProblemEventsInserted, 1},
 		{"inserted run", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+			w.exec(t, `INSERT INTO runs (id, tenant_id, created_at, route, status, http_status, model, app, agent,
 				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
 				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
-				ghost_saved_usd, chain_version, trace_id FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+				ghost_saved_usd, chain_version, trace_id)
+				SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
+				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
+				ghost_saved_usd, chain_version, trace_id FROM runs WHERE id = $1`, w.runs[0].Run.ID)
 			return "run_forged"
 		}, ledger.ProblemRunInserted, 0},
 		{"inserted run of chain v1, its v1 chain made", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `INSERT INTO runs SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+			w.exec(t, `INSERT INTO runs (id, tenant_id, created_at, route, status, http_status, model, app, agent,
 				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
 				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
-				ghost_saved_usd, 1, trace_id FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+				ghost_saved_usd, chain_version, trace_id)
+				SELECT 'run_forged', tenant_id, created_at, route, status, http_status, model, app, agent,
+				subject, mode, key_id, provider, stream, prompt_tokens, completion_tokens, total_tokens, usage_unknown, cost_usd,
+				price_unknown, latency_ms, explanation, error, request, response, event_count, head_hash, saved_usd, saved_ms,
+				ghost_saved_usd, 1, trace_id FROM runs WHERE id = $1`, w.runs[0].Run.ID)
 			w.exec(t, `INSERT INTO run_events SELECT 'run_forged', seq, tenant_id, at, type, payload, prev_hash, hash
-				FROM run_events WHERE run_id = ?`, w.runs[0].Run.ID)
+				FROM run_events WHERE run_id = $1`, w.runs[0].Run.ID)
 			w.rechain(t, "run_forged")
 			return "run_forged"
 		}, ledger.ProblemRunInserted, 0},
 		{"head moved back", func(t *testing.T, w *signedLedger) string {
 			id := w.traced.Run.ID
-			w.exec(t, `UPDATE runs SET event_count = 3, head_hash = ? WHERE id = ?`, w.traced.Head.Hash[:], id)
+			w.exec(t, `UPDATE runs SET event_count = 3, head_hash = $1 WHERE id = $2`, w.traced.Head.Hash[:], id)
 			return id
 		}, ledger.ProblemHeadMismatch, 1},
 		{"changed entry", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `DROP TRIGGER ledger_entries_no_update`)
-			w.exec(t, `UPDATE ledger_entries SET event_count = 3 WHERE run_id = ? AND kind = 'event'`, w.traced.Run.ID)
+			w.dropTrigger(t, "ledger_entries", "ledger_entries_no_update")
+			w.exec(t, `UPDATE ledger_entries SET event_count = 3 WHERE run_id = $1 AND kind = 'event'`, w.traced.Run.ID)
 			return ""
 		}, ledger.ProblemEntries, -1},
 		{"deleted run and its entry", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `DROP TRIGGER ledger_entries_no_delete`)
-			w.exec(t, `DELETE FROM ledger_entries WHERE run_id = ?`, w.runs[0].Run.ID)
-			w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+			w.dropTrigger(t, "ledger_entries", "ledger_entries_no_delete")
+			w.exec(t, `DELETE FROM ledger_entries WHERE run_id = $1`, w.runs[0].Run.ID)
+			w.exec(t, `DELETE FROM runs WHERE id = $1`, w.runs[0].Run.ID)
 			return ""
 		}, ledger.ProblemEntries, -1},
 		{"forged checkpoint", func(t *testing.T, w *signedLedger) string {
-			w.exec(t, `DROP TRIGGER ledger_checkpoints_no_update`)
-			w.exec(t, `UPDATE ledger_checkpoints SET entries = entries - 1 WHERE tenant_id = ?`, tenant.DefaultID)
+			w.dropTrigger(t, "ledger_checkpoints", "ledger_checkpoints_no_update")
+			w.exec(t, `UPDATE ledger_checkpoints SET entries = entries - 1 WHERE tenant_id = $1`, tenant.DefaultID)
 			return ""
 		}, ledger.ProblemSignature, -1},
 	} {
@@ -256,8 +278,8 @@ func TestVerifyLedgerAgainstKeptCheckpoints(t *testing.T) {
 	}
 	r := w.verify(t, w.sealed...)
 	require.Empty(t, r.Problems)
-	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
-	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, tenant.DefaultID)
+	w.dropTrigger(t, "ledger_checkpoints", "ledger_checkpoints_no_delete")
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = $1`, tenant.DefaultID)
 	r = w.verify(t, w.sealed...)
 	require.NotEmpty(t, r.Problems)
 	assert.Equal(t, ledger.ProblemCheckpointMissing, r.Problems[0].Reason)
@@ -284,8 +306,8 @@ func TestVerifyLedgerFindsADeletedCheckpoint(t *testing.T) {
 	_, err := w.checkpointer(1000, time.Minute).Seal(context.Background()) // covers the latest run: checkpoint 2
 	require.NoError(t, err)
 	require.True(t, w.verify(t).OK())
-	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
-	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ? AND number = 1`, tenant.DefaultID)
+	w.dropTrigger(t, "ledger_checkpoints", "ledger_checkpoints_no_delete")
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = $1 AND number = 1`, tenant.DefaultID)
 	r := w.verify(t)
 	require.NotEmpty(t, r.Problems)
 	assert.Equal(t, ledger.ProblemCheckpointChain, r.Problems[0].Reason)
@@ -323,7 +345,7 @@ func TestVerifyLedgerSweepExcusesOnlyItsCutoff(t *testing.T) {
 	_, err := ledger.NewRetention(w.store, retention(30), func() time.Time { return w.clock.Now().Add(31 * 24 * time.Hour) }).
 		Sweep(ctx, w.other)
 	require.NoError(t, err)
-	w.exec(t, `DELETE FROM runs WHERE id = ?`, w.runs[0].Run.ID)
+	w.exec(t, `DELETE FROM runs WHERE id = $1`, w.runs[0].Run.ID)
 	r := w.verify(t)
 	require.Len(t, r.Problems, 1, "the other tenant's sweep excuses none of the default tenant's runs")
 	assert.Equal(t, ledger.ProblemRunDeleted, r.Problems[0].Reason)
@@ -335,8 +357,8 @@ func TestVerifyLedgerSweepExcusesOnlyItsCutoff(t *testing.T) {
 // tells, since every round seals every tenant up to one seq.
 func TestVerifyLedgerFindsOneTenantsCheckpointsDeleted(t *testing.T) {
 	w := newSignedLedger(t)
-	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
-	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, tenant.DefaultID)
+	w.dropTrigger(t, "ledger_checkpoints", "ledger_checkpoints_no_delete")
+	w.exec(t, `DELETE FROM ledger_checkpoints WHERE tenant_id = $1`, tenant.DefaultID)
 	r := w.verify(t)
 	require.NotEmpty(t, r.Problems, "its entries are not merely pending: a round sealed them")
 	p := r.Problems[0]
@@ -346,12 +368,12 @@ func TestVerifyLedgerFindsOneTenantsCheckpointsDeleted(t *testing.T) {
 
 	// The entries rewritten after an edit: still found.
 	id := w.runs[0].Run.ID
-	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, id)
+	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = $1`, id)
 	w.rechain(t, id)
 	c, err := w.store.RunChain(context.Background(), tenant.DefaultID, id)
 	require.NoError(t, err)
-	w.exec(t, `DROP TRIGGER ledger_entries_no_update`)
-	w.exec(t, `UPDATE ledger_entries SET digest = ?, head_hash = ? WHERE run_id = ?`, func() []byte { d := c.Digest(); return d[:] }(),
+	w.dropTrigger(t, "ledger_entries", "ledger_entries_no_update")
+	w.exec(t, `UPDATE ledger_entries SET digest = $1, head_hash = $2 WHERE run_id = $3`, func() []byte { d := c.Digest(); return d[:] }(),
 		c.Head.Hash[:], id)
 	r = w.verify(t)
 	require.NotEmpty(t, r.Problems)
@@ -383,12 +405,12 @@ func TestVerifyLedgerAcceptsRoundsThatSkipATenant(t *testing.T) {
 // whole one.
 func TestVerifyLedgerFindsTheLedgerDeleted(t *testing.T) {
 	w := newSignedLedger(t)
-	w.exec(t, `DROP TRIGGER ledger_checkpoints_no_delete`)
-	w.exec(t, `DROP TRIGGER ledger_entries_no_delete`)
+	w.dropTrigger(t, "ledger_checkpoints", "ledger_checkpoints_no_delete")
+	w.dropTrigger(t, "ledger_entries", "ledger_entries_no_delete")
 	w.exec(t, `DELETE FROM ledger_checkpoints`)
 	w.exec(t, `DELETE FROM ledger_entries`)
 	w.exec(t, `UPDATE runs SET chain_version = 1`)
-	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = ?`, w.runs[0].Run.ID)
+	w.exec(t, `UPDATE runs SET cost_usd = 0 WHERE id = $1`, w.runs[0].Run.ID)
 	for _, rec := range append([]*ledger.Record{w.latest}, w.runs...) {
 		w.rechain(t, rec.Run.ID)
 	}

@@ -102,7 +102,7 @@ func (s *Store) RenewJobs(ctx context.Context, owner string, until time.Time) er
 
 // FinishJob records the outcome of a running job's attempt.
 func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
-	return s.lockingTx(ctx, func(tx *txn) error {
+	return s.lockedTx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, run_at = ?, updated_at = ?
 			WHERE tenant_id = ? AND id = ? AND status = 'running' AND owner = ?`,
 			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID, j.Owner)
@@ -128,7 +128,7 @@ func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time, all bool)
 	if all {
 		lapsed = math.MaxInt64
 	}
-	err = s.lockingTx(ctx, func(tx *txn) error {
+	err = s.lockedTx(ctx, func(tx *txn) error {
 		var err error
 		failed, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'failed', updated_at = ?, owner = '',
@@ -147,14 +147,6 @@ func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time, all bool)
 		return nil, nil, err
 	}
 	return requeued, failed, nil
-}
-
-// lockingTx runs fn in a write transaction that relies on the row locks
-// its UPDATEs take, each re-checking its WHERE on the row it locks: READ
-// COMMITTED on PostgreSQL, where the queue's busy rows would fail
-// SERIALIZABLE's checks again and again; the single writer's on SQLite.
-func (s *Store) lockingTx(ctx context.Context, fn func(*txn) error) error {
-	return s.runTx(ctx, nil, fn)
 }
 
 // jobTypes runs an update returning the type of each job it changed.

@@ -18,40 +18,35 @@ import (
 type LedgerSnapshot struct {
 	ledgerReader
 	tx     *txn
-	owned  *Store // closed with the snapshot
 	engine Engine
+	owned  *Store // closed with the snapshot
 }
 
 var _ ledger.LedgerSource = (*LedgerSnapshot)(nil)
 
-// OpenLedgerSnapshot opens the database at path (an SQLite file, or a
-// PostgreSQL address) read only, as it is (no migration, nothing written,
-// so that a database under investigation is left as it was found), and
-// takes a snapshot of it.
-func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, error) {
-	if IsPostgres(path) {
-		s, err := openPostgres(path, Options{MaxConns: 2})
-		if err != nil {
+// OpenLedgerSnapshot opens the database dsn names, an SQLite file or a
+// PostgreSQL address, read only and as it is (no migration, nothing
+// written, so that a database under investigation is left as it was found),
+// and takes a snapshot of it.
+func OpenLedgerSnapshot(ctx context.Context, dsn string) (*LedgerSnapshot, error) {
+	var s *Store
+	if IsPostgres(dsn) {
+		var err error
+		if s, err = openPostgres(dsn, Options{MaxConns: 1}); err != nil {
 			return nil, err
 		}
-		sn, err := s.LedgerSnapshot(ctx)
+	} else {
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, err
+		}
+		q := "file:" + (&url.URL{Path: dsn}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+		db, err := sql.Open("sqlite", q)
 		if err != nil {
-			_ = s.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}
-		sn.owned = s
-		return sn, nil
+		p := &pool{DB: db}
+		s = &Store{write: p, read: p, Now: time.Now, path: dsn}
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	p := &pool{DB: db}
-	s := &Store{write: p, read: p, Now: time.Now, path: path}
 	sn, err := s.LedgerSnapshot(ctx)
 	if err != nil {
 		_ = s.Close()
@@ -61,11 +56,12 @@ func OpenLedgerSnapshot(ctx context.Context, path string) (*LedgerSnapshot, erro
 	return sn, nil
 }
 
-// LedgerSnapshot takes a snapshot of the open database.
+// LedgerSnapshot takes a snapshot of the open database: on PostgreSQL a
+// read-only REPEATABLE READ transaction, whose reads all see the moment of
+// its first.
 func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
 	opts := &sql.TxOptions{ReadOnly: true}
 	if s.engine == Postgres {
-		// One snapshot for every statement, as SQLite's read transaction is.
 		opts.Isolation = sql.LevelRepeatableRead
 	}
 	tx, err := s.read.BeginTx(ctx, opts)
@@ -77,8 +73,8 @@ func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
 	// a trace id: they read as the runs of that build, with none.
 	var traced int
 	if err := tx.QueryRowContext(ctx, s.sql(`SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name = 'trace_id'`,
-		`SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema()
-			AND table_name = 'runs' AND column_name = 'trace_id'`)).Scan(&traced); err != nil {
+		`SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'trace_id'`)).Scan(&traced); err != nil {
 		_ = tx.Rollback()
 		return nil, err
 	}
@@ -86,6 +82,15 @@ func (s *Store) LedgerSnapshot(ctx context.Context) (*LedgerSnapshot, error) {
 		sn.runColumns = runListColumns19 + `, '' AS trace_id`
 	}
 	return sn, nil
+}
+
+// Source names the database OpenLedgerSnapshot opened: its file, or its
+// PostgreSQL address without the password.
+func (sn *LedgerSnapshot) Source() string {
+	if sn.owned == nil {
+		return ""
+	}
+	return sn.owned.path
 }
 
 // Close ends the snapshot (and closes a database OpenLedgerSnapshot
@@ -101,13 +106,13 @@ func (sn *LedgerSnapshot) Close() error {
 // HasLedger reports whether the database has the ledger's tables: a
 // database of a build before them has none until svc starts on it.
 func (sn *LedgerSnapshot) HasLedger(ctx context.Context) (bool, error) {
-	var n int
 	q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'
 		AND name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`
 	if sn.engine == Postgres {
 		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()
 		AND table_name IN ('runs', 'run_events', 'ledger_entries', 'ledger_checkpoints')`
 	}
+	var n int
 	err := sn.q.QueryRowContext(ctx, q).Scan(&n)
 	return n == 4, err
 }

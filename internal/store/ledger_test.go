@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"encoding/json"
 	"math"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/pgtest"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
@@ -304,4 +306,48 @@ func TestLedgerSnapshotReadsRunsWithoutTraceID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, r.Problems)
 	assert.Equal(t, 1, r.Runs)
+}
+
+// svc verify -db postgres://… reads a PostgreSQL database through one
+// read-only snapshot, as it finds it: it migrates nothing and writes
+// nothing, and a run recorded while it reads is not in what it reads.
+func TestOpenLedgerSnapshotOfAPostgreSQLAddress(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.DSN(t)
+	s := storetest.OpenAt(t, dsn)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	key, _, err := ledger.LoadOrCreateKey(filepath.Join(t.TempDir(), "ledger.key"))
+	require.NoError(t, err)
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: key, Entries: 1, Interval: time.Minute}).Seal(ctx)
+	require.NoError(t, err)
+
+	sn, err := store.OpenLedgerSnapshot(ctx, dsn)
+	require.NoError(t, err)
+	defer sn.Close()
+	assert.Equal(t, s.Path(), sn.Source())
+	ok, err := sn.HasLedger(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	src := racingSource{sn, func() {
+		require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{newRun(tenant.DefaultID, time.Now(), ledger.RouteLive, ledger.StatusOK, "")}))
+	}}
+	r, err := ledger.VerifyLedger(ctx, src, []ed25519.PublicKey{key.Public}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, 1, r.Runs)
+
+	// A database svc never ran on stays empty.
+	empty := pgtest.DSN(t)
+	sn, err = store.OpenLedgerSnapshot(ctx, empty)
+	require.NoError(t, err)
+	ok, err = sn.HasLedger(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, sn.Close())
+	db, err := sql.Open("pgx", empty)
+	require.NoError(t, err)
+	defer db.Close()
+	var tables int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&tables))
+	assert.Zero(t, tables, "nothing migrated")
 }

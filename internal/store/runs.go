@@ -226,7 +226,8 @@ func seeAgent(ctx context.Context, tx *txn, rec *ledger.Record) error {
 	r := rec.Run
 	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 		VALUES (?, ?, ?, ?, 1, ?)
-		ON CONFLICT (tenant_id, name) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), run_count = run_count + 1`,
+		ON CONFLICT (tenant_id, name) DO UPDATE SET run_count = agents.run_count + 1,
+			last_seen = CASE WHEN excluded.last_seen > agents.last_seen THEN excluded.last_seen ELSE agents.last_seen END`,
 		r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), ledger.DefaultTrust)
 	if err != nil || rec.Standing == nil {
 		return err
@@ -386,9 +387,8 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 // it), and one pass reads the window, counting the matches beside the page.
 func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter, where string, args []any) ([]ledger.Run, int, error) {
 	q := asciiLower(f.Q)
-	where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)
-		AND (instr(lower(id), ?) OR instr(lower(model), ?) OR instr(lower(app), ?) OR instr(lower(agent), ?)
-			OR instr(lower(CAST(request AS TEXT)), ?) OR instr(lower(CAST(response AS TEXT)), ?))`
+	where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)` +
+		s.sql(searchSQLite, searchPostgres)
 	args = append(append(args, args...), ledger.SearchWindow, q, q, q, q, q, q)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+`, COUNT(*) OVER () FROM runs`+where+
 		` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
@@ -403,6 +403,17 @@ func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter
 	err = s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`+where, args...).Scan(&total)
 	return runs, total, err
 }
+
+// searchSQLite and searchPostgres are the condition of searchRuns on each
+// engine; each ? is the folded text.
+const (
+	searchSQLite = ` AND (instr(lower(id), ?) > 0 OR instr(lower(model), ?) > 0 OR instr(lower(app), ?) > 0
+		OR instr(lower(agent), ?) > 0 OR instr(lower(CAST(request AS TEXT)), ?) > 0
+		OR instr(lower(CAST(response AS TEXT)), ?) > 0)`
+	searchPostgres = ` AND (strpos(lower(id), ?) > 0 OR strpos(lower(model), ?) > 0 OR strpos(lower(app), ?) > 0
+		OR strpos(lower(agent), ?) > 0 OR strpos(lower(convert_from(request, 'UTF8')), ?) > 0
+		OR strpos(lower(convert_from(response, 'UTF8')), ?) > 0)`
+)
 
 // scanRuns reads listed runs, and with counted the total each row carries
 // last.
@@ -515,17 +526,22 @@ func runEvents(ctx context.Context, q querier, tenantID, runID string) ([]ledger
 	return events, head, rows.Err()
 }
 
+// appendHeadSQL reads the chain an appended event extends.
+const appendHeadSQL = `SELECT event_count, head_hash, created_at FROM runs WHERE tenant_id = ? AND id = ?`
+
 // AppendEvent appends an event to the tenant's run, linking it to the head
 // recorded on the run row, with the ledger entry of the run's new head,
 // inside the single writer's transaction so that concurrent appends
 // serialize.
 func (s *Store) AppendEvent(ctx context.Context, tenantID, runID, typ string, at time.Time, payload json.RawMessage) (ledger.Event, error) {
 	var e ledger.Event
-	err := s.tx(ctx, func(tx *txn) error {
+	err := s.lockedTx(ctx, func(tx *txn) error {
 		var count int
 		var created int64
 		var headHash []byte
-		err := tx.QueryRowContext(ctx, `SELECT event_count, head_hash, created_at FROM runs WHERE tenant_id = ? AND id = ?`,
+		// On PostgreSQL the row lock makes a concurrent append wait and
+		// then read the head the first one left.
+		err := tx.QueryRowContext(ctx, s.sql(appendHeadSQL, appendHeadSQL+` FOR UPDATE`),
 			tenantID, runID).Scan(&count, &headHash, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.NotFoundf("run not found")

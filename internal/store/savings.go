@@ -16,9 +16,9 @@ func (s *Store) Savings(ctx context.Context, tenantID string, since time.Time) (
 		from = since.UnixMilli()
 	}
 	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*),
-		COALESCE(SUM(route = 'live'), 0), COALESCE(SUM(route IN ('exact_cache', 'artifact')), 0),
-		COALESCE(SUM(route = 'blocked'), 0), COALESCE(SUM(route = 'exact_cache'), 0), COALESCE(SUM(route = 'artifact'), 0),
-		TOTAL(cost_usd), TOTAL(saved_usd), TOTAL(ghost_saved_usd), TOTAL(saved_ms)
+		`+countWhere(`route = 'live'`)+`, `+countWhere(`route IN ('exact_cache', 'artifact')`)+`,
+		`+countWhere(`route = 'blocked'`)+`, `+countWhere(`route = 'exact_cache'`)+`, `+countWhere(`route = 'artifact'`)+`,
+		COALESCE(SUM(cost_usd), 0), COALESCE(SUM(saved_usd), 0), COALESCE(SUM(ghost_saved_usd), 0), COALESCE(SUM(saved_ms), 0)
 		FROM runs WHERE tenant_id = ? AND created_at >= ?`, tenantID, from).Scan(&sum.TotalRuns, &sum.LiveRuns,
 		&sum.OptimizedRuns, &sum.BlockedRuns, &sum.CacheHits, &sum.ArtifactHits, &sum.TotalCostUSD, &sum.TotalSavedUSD,
 		&sum.GhostSavedUSD, &sum.TotalSavedMS)
@@ -31,7 +31,8 @@ func (s *Store) Savings(ctx context.Context, tenantID string, since time.Time) (
 		return sum, nil, err
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT created_at / 86400000 AS day, COUNT(*),
-		COALESCE(SUM(route IN ('exact_cache', 'artifact')), 0), TOTAL(cost_usd), TOTAL(saved_usd), TOTAL(ghost_saved_usd)
+		`+countWhere(`route IN ('exact_cache', 'artifact')`)+`, COALESCE(SUM(cost_usd), 0), COALESCE(SUM(saved_usd), 0),
+		COALESCE(SUM(ghost_saved_usd), 0)
 		FROM runs WHERE tenant_id = ? AND created_at >= ? GROUP BY day ORDER BY day`, tenantID, from)
 	if err != nil {
 		return sum, nil, err
@@ -48,4 +49,10 @@ func (s *Store) Savings(ctx context.Context, tenantID string, since time.Time) (
 		days = append(days, d)
 	}
 	return sum, days, rows.Err()
+}
+
+// countWhere is the SQL that counts the rows of a group that meet cond, on
+// either engine (PostgreSQL sums no booleans).
+func countWhere(cond string) string {
+	return `COUNT(CASE WHEN ` + cond + ` THEN 1 END)`
 }

@@ -155,12 +155,11 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	d.SetConnMaxLifetime(time.Hour)
 	p := &pool{DB: d, binds: &binds{}}
-	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: RedactedAddress(dsn)}, nil
+	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn)}, nil
 }
 
-// RedactedAddress is a PostgreSQL address without its password, for logs
-// and /health.
-func RedactedAddress(dsn string) string {
+// redactedAddress is dsn without its password, for logs and /health.
+func redactedAddress(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres"
@@ -205,10 +204,23 @@ const maxTxAttempts = 12
 // PostgreSQL a transaction that loses to a concurrent one runs again from
 // the start, so fn must only touch the database and its own results.
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+	return s.txAt(ctx, sql.LevelSerializable, fn)
+}
+
+// lockedTx is tx at READ COMMITTED on PostgreSQL, for a transaction whose
+// first read locks the row its writes depend on (SELECT … FOR UPDATE): a
+// concurrent one waits for the lock and then reads the row as committed,
+// where SERIALIZABLE would fail it and every other waiter in turn, round
+// after round, under contention on one row.
+func (s *Store) lockedTx(ctx context.Context, fn func(*txn) error) error {
+	return s.txAt(ctx, sql.LevelReadCommitted, fn)
+}
+
+func (s *Store) txAt(ctx context.Context, level sql.IsolationLevel, fn func(*txn) error) error {
 	if s.engine != Postgres {
 		return s.runTx(ctx, nil, fn)
 	}
-	opts := &sql.TxOptions{Isolation: sql.LevelSerializable}
+	opts := &sql.TxOptions{Isolation: level}
 	for attempt := 1; ; attempt++ {
 		err := s.runTx(ctx, opts, fn)
 		if err == nil || attempt == maxTxAttempts || !retryable(err) {

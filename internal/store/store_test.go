@@ -46,6 +46,9 @@ func TestOpenAppliesMigrationsOnceAndCreatesDefaultTenant(t *testing.T) {
 }
 
 func TestPragmas(t *testing.T) {
+	if storetest.Postgres() {
+		t.Skip("SQLite's connection pragmas; PostgreSQL has none")
+	}
 	s := storetest.Open(t)
 	var mode string
 	require.NoError(t, s.DB().QueryRow(`PRAGMA journal_mode`).Scan(&mode))

@@ -87,7 +87,7 @@ var tenantTables = []string{
 // membership when they are next read.
 func (s *Store) DeleteOrg(ctx context.Context, tenantID string) error {
 	return s.tx(ctx, func(tx *txn) error {
-		if _, err := tx.ExecContext(ctx, `PRAGMA defer_foreign_keys = ON`); err != nil {
+		if _, err := tx.ExecContext(ctx, s.sql(`PRAGMA defer_foreign_keys = ON`, `SET CONSTRAINTS ALL DEFERRED`)); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM tenants WHERE id = ?`, tenantID)

@@ -19,8 +19,13 @@ import (
 // tables a tenant's records live in.
 func tenantScoped(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	rows, err := s.DB().Query(`SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
-		WHERE m.type = 'table' AND c.name = 'tenant_id' ORDER BY m.name`)
+	q := `SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c
+		WHERE m.type = 'table' AND c.name = 'tenant_id' ORDER BY m.name`
+	if storetest.Postgres() {
+		q = `SELECT table_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND column_name = 'tenant_id' ORDER BY table_name`
+	}
+	rows, err := s.DB().Query(q)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []string
@@ -40,7 +45,16 @@ func tenantScoped(t *testing.T, s *store.Store) []string {
 func insertMadeUp(t *testing.T, conn *sql.Conn, table, tenantID string) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := conn.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?)`, table)
+	q := `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info($1)`
+	if storetest.Postgres() {
+		// PostgreSQL's types named as SQLite's; an identity is a default.
+		q = `SELECT column_name, CASE data_type WHEN 'bigint' THEN 'INTEGER' WHEN 'double precision' THEN 'REAL'
+				WHEN 'bytea' THEN 'BLOB' ELSE 'TEXT' END,
+			is_nullable = 'NO', column_default IS NOT NULL OR is_identity = 'YES', 0
+			FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1
+			ORDER BY ordinal_position`
+	}
+	rows, err := conn.QueryContext(ctx, q, table)
 	require.NoError(t, err)
 	var cols []string
 	var args []any
@@ -67,7 +81,11 @@ func insertMadeUp(t *testing.T, conn *sql.Conn, table, tenantID string) {
 	}
 	require.NoError(t, rows.Err())
 	require.NoError(t, rows.Close())
-	q := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?%s)`, table, strings.Join(cols, ", "), strings.Repeat(", ?", len(cols)-1))
+	marks := make([]string, len(cols))
+	for i := range marks {
+		marks[i] = fmt.Sprintf("$%d", i+1)
+	}
+	q = fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, table, strings.Join(cols, ", "), strings.Join(marks, ", "))
 	_, err = conn.ExecContext(ctx, q, args...)
 	require.NoError(t, err, q)
 }
@@ -88,7 +106,25 @@ func TestDeleteOrgEmptiesEveryTenantTable(t *testing.T) {
 
 	conn, err := s.DB().Conn(ctx)
 	require.NoError(t, err)
-	for _, p := range []string{`PRAGMA foreign_keys = OFF`, `PRAGMA ignore_check_constraints = ON`} {
+	off := []string{`PRAGMA foreign_keys = OFF`, `PRAGMA ignore_check_constraints = ON`}
+	on := []string{`PRAGMA foreign_keys = ON`, `PRAGMA ignore_check_constraints = OFF`}
+	if storetest.Postgres() {
+		// Foreign keys are triggers, off in replica mode; checks cannot be
+		// turned off, so this throwaway database drops them.
+		off, on = []string{`SET session_replication_role = replica`}, []string{`SET session_replication_role = DEFAULT`}
+		rows, err := conn.QueryContext(ctx, `SELECT conrelid::regclass::text, conname FROM pg_constraint
+			WHERE contype = 'c' AND connamespace = current_schema()::regnamespace`)
+		require.NoError(t, err)
+		var drops []string
+		for rows.Next() {
+			var table, name string
+			require.NoError(t, rows.Scan(&table, &name))
+			drops = append(drops, fmt.Sprintf(`ALTER TABLE %s DROP CONSTRAINT %s`, table, name))
+		}
+		require.NoError(t, rows.Close())
+		off = append(off, drops...)
+	}
+	for _, p := range off {
 		_, err = conn.ExecContext(ctx, p)
 		require.NoError(t, err)
 	}
@@ -96,7 +132,7 @@ func TestDeleteOrgEmptiesEveryTenantTable(t *testing.T) {
 		insertMadeUp(t, conn, table, gone.ID)
 		insertMadeUp(t, conn, table, kept.ID)
 	}
-	for _, p := range []string{`PRAGMA foreign_keys = ON`, `PRAGMA ignore_check_constraints = OFF`} {
+	for _, p := range on {
 		_, err = conn.ExecContext(ctx, p)
 		require.NoError(t, err)
 	}
@@ -114,11 +150,11 @@ func TestDeleteOrgEmptiesEveryTenantTable(t *testing.T) {
 
 	// The ledger stays append-only for a tenant that exists, and takes no
 	// checkpoint for one that is gone.
-	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE tenant_id = ?`, kept.ID)
+	_, err = s.DB().Exec(`DELETE FROM ledger_entries WHERE tenant_id = $1`, kept.ID)
 	assert.ErrorContains(t, err, "append-only")
-	_, err = s.DB().Exec(`DELETE FROM ledger_checkpoints WHERE tenant_id = ?`, kept.ID)
+	_, err = s.DB().Exec(`DELETE FROM ledger_checkpoints WHERE tenant_id = $1`, kept.ID)
 	assert.ErrorContains(t, err, "append-only")
 	_, err = s.DB().Exec(`INSERT INTO ledger_checkpoints (tenant_id, number, first_seq, last_seq, entries, root, prev_hash,
-		created_at, key_id, signature) VALUES (?, 1, 1, 1, 1, x'00', x'00', 1, 'k', x'00')`, gone.ID)
+		created_at, key_id, signature) VALUES ($1, 1, 1, 1, 1, $2, $2, 1, 'k', $2)`, gone.ID, []byte{0})
 	assert.ErrorContains(t, err, "deleted tenant")
 }

@@ -20,8 +20,8 @@ var verdictActions = "'" + strings.Join(governance.VerdictActions, "', '") + "'"
 // among the newest window of those verdicts: an index range (tenant,
 // action, time) picks them, and only they have their rules read.
 func (s *Store) RuleMatches(ctx context.Context, tenantID string, day, hour time.Time, window int) (map[string]governance.Matches, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT json_extract(r.value, '$.id'), COUNT(*), SUM(a.at >= ?), MAX(a.at)
-		FROM audit_events a, json_each(a.details, '$.rules') r
+	rows, err := s.read.QueryContext(ctx, `SELECT `+s.ruleField("id")+`, COUNT(*), `+countWhere(`a.at >= ?`)+`, MAX(a.at)
+		FROM `+s.verdictRules()+`
 		WHERE a.seq IN (SELECT seq FROM audit_events WHERE tenant_id = ? AND action IN (`+verdictActions+`) AND at >= ?
 			ORDER BY seq DESC LIMIT ?)
 		GROUP BY 1`, hour.UnixMilli(), tenantID, day.UnixMilli(), window)
@@ -46,6 +46,19 @@ func (s *Store) RuleMatches(ctx context.Context, tenantID string, day, hour time
 	return out, rows.Err()
 }
 
+// verdictRules is the FROM clause that pairs each audit event a with each
+// rule r its details list.
+func (s *Store) verdictRules() string {
+	return s.sql(`audit_events a, json_each(a.details, '$.rules') r`,
+		`audit_events a, jsonb_array_elements(a.details::jsonb -> 'rules') r`)
+}
+
+// ruleField is the SQL of a text field of the rule r of verdictRules.
+// Field names are the store's own literals.
+func (s *Store) ruleField(name string) string {
+	return s.sql(`json_extract(r.value, '$.`+name+`')`, `r.value ->> '`+name+`'`)
+}
+
 // newestVerdicts is the sequence numbers of the tenant's newest recorded
 // verdicts, at most ? of them; its arguments are the tenant and the count.
 var newestVerdicts = `SELECT seq FROM audit_events WHERE tenant_id = ? AND action IN (` + verdictActions + `)
@@ -54,8 +67,8 @@ var newestVerdicts = `SELECT seq FROM audit_events WHERE tenant_id = ? AND actio
 // LastMatches returns, per rule, the time of the latest of the tenant's
 // newest window recorded verdicts that lists it.
 func (s *Store) LastMatches(ctx context.Context, tenantID string, window int) (map[string]time.Time, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT json_extract(r.value, '$.id'), MAX(a.at)
-		FROM audit_events a, json_each(a.details, '$.rules') r
+	rows, err := s.read.QueryContext(ctx, `SELECT `+s.ruleField("id")+`, MAX(a.at)
+		FROM `+s.verdictRules()+`
 		WHERE a.seq IN (`+newestVerdicts+`)
 		GROUP BY 1`, tenantID, window)
 	if err != nil {
@@ -80,10 +93,10 @@ func (s *Store) LastMatches(ctx context.Context, tenantID string, window int) (m
 // first, among the tenant's newest window.
 func (s *Store) RuleVerdicts(ctx context.Context, tenantID, ruleID string, window, limit int) ([]governance.RuleVerdict, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT a.at, a.action, a.decision, a.target,
-			COALESCE(json_extract(a.details, '$.approvalId'), ''),
-			COALESCE(json_extract(r.value, '$.effect'), ''), COALESCE(json_extract(r.value, '$.reason'), '')
-		FROM audit_events a, json_each(a.details, '$.rules') r
-		WHERE a.seq IN (`+newestVerdicts+`) AND json_extract(r.value, '$.id') = ?
+			COALESCE(`+s.sql(`json_extract(a.details, '$.approvalId')`, `a.details::jsonb ->> 'approvalId'`)+`, ''),
+			COALESCE(`+s.ruleField("effect")+`, ''), COALESCE(`+s.ruleField("reason")+`, '')
+		FROM `+s.verdictRules()+`
+		WHERE a.seq IN (`+newestVerdicts+`) AND `+s.ruleField("id")+` = ?
 		ORDER BY a.seq DESC LIMIT ?`, tenantID, window, ruleID, limit)
 	if err != nil {
 		return nil, err

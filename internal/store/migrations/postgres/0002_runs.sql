@@ -46,6 +46,7 @@ CREATE TABLE run_events (
 );
 
 CREATE TABLE feedback (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY, -- insertion order, as SQLite's rowid
     id         TEXT PRIMARY KEY,
     tenant_id  TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
     run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

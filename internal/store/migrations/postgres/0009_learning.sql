@@ -56,6 +56,7 @@ CREATE TABLE artifact_evaluations (
 CREATE INDEX evaluations_by_artifact ON artifact_evaluations (tenant_id, artifact_id, created_at DESC);
 
 CREATE TABLE learning_reports (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY, -- insertion order, as SQLite's rowid
     id         TEXT PRIMARY KEY,
     tenant_id  TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
     report     TEXT NOT NULL,             -- JSON
