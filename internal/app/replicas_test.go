@@ -71,5 +71,5 @@ func TestPeriodicWorkIsQueuedOncePerPeriodAcrossReplicas(t *testing.T) {
 	l, err := apps[2].Jobs.List(ctx, tenant.DefaultID, jobs.Filter{})
 	require.NoError(t, err)
 	assert.Len(t, l.Jobs, 2)
-	assert.Equal(t, "ledger.retention/"+time.Now().UTC().Format(time.DateOnly), app.RetentionKey(time.Now()))
+	assert.Equal(t, ledger.RetentionJob+"/"+time.Now().UTC().Format(time.DateOnly), app.RetentionKey(time.Now()))
 }

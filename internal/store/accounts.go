@@ -45,7 +45,7 @@ func (s *Store) UserByID(ctx context.Context, id string) (accounts.User, string,
 // HasUsers reports whether any user exists.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&n)
+	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM users LIMIT 1) AS any_user`).Scan(&n)
 	return n == 1, err
 }
 
