@@ -9,3 +9,6 @@ func (a *App) QueueLearning() { a.locked(learningLock, a.queueLearning) }
 
 // RetentionKey is the key of the retention sweep queued on t's day.
 var RetentionKey = retentionKey
+
+// CheckLedgerKey is the start's check of the ledger key.
+var CheckLedgerKey = checkLedgerKey

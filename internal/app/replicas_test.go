@@ -3,10 +3,12 @@ package app_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,4 +74,37 @@ func TestPeriodicWorkIsQueuedOncePerPeriodAcrossReplicas(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, l.Jobs, 2)
 	assert.Equal(t, ledger.RetentionJob+"/"+time.Now().UTC().Format(time.DateOnly), app.RetentionKey(time.Now()))
+}
+
+// A replica on PostgreSQL that made itself a new ledger key, for a database
+// whose checkpoints another key signed, does not start, and keeps no key
+// that would let it start next time; a key file that differs is a
+// replaced key, and starts.
+func TestReplicaWithoutTheLedgerKeyIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.OpenPostgres(t)
+	dir := t.TempDir()
+	shared, _, err := ledger.LoadOrCreateKey(filepath.Join(dir, "shared.key"))
+	require.NoError(t, err)
+	at := time.Now().UTC()
+	rec := ledger.NewRecord(&ledger.Run{ID: "run_" + strings.Repeat("a", 20), TenantID: tenant.DefaultID, CreatedAt: at,
+		Request: []byte(`{}`)}, []ledger.Event{{Type: "request.received", Payload: []byte(`{}`)}}, at)
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	_, err = ledger.NewCheckpointer(ledger.CheckpointerOptions{Store: s, Key: shared, Locker: s}).Seal(ctx)
+	require.NoError(t, err)
+	log := hclog.NewNullLogger()
+
+	require.NoError(t, app.CheckLedgerKey(ctx, s, shared, false, filepath.Join(dir, "shared.key"), log))
+	fresh := filepath.Join(dir, "fresh.key")
+	made, created, err := ledger.LoadOrCreateKey(fresh)
+	require.NoError(t, err)
+	require.True(t, created)
+	err = app.CheckLedgerKey(ctx, s, made, created, fresh, log)
+	require.ErrorContains(t, err, "SVC_LEDGER_KEY_FILE")
+	assert.ErrorContains(t, err, shared.ID)
+	assert.NoFileExists(t, fresh)
+
+	replaced, _, err := ledger.LoadOrCreateKey(filepath.Join(dir, "replaced.key"))
+	require.NoError(t, err)
+	assert.NoError(t, app.CheckLedgerKey(ctx, s, replaced, false, filepath.Join(dir, "replaced.key"), log))
 }
