@@ -311,8 +311,9 @@ func (q *Queue) recover(ctx context.Context, all bool) (requeued, failed int, er
 	return requeued, failed, nil
 }
 
-// Heartbeat renews the leases of the jobs this process runs and queues
-// again the jobs whose lease has lapsed (their process died). The
+// Heartbeat renews the leases of the jobs this process runs and, in a
+// Shared queue, queues again the jobs whose lease has lapsed (their
+// process died; where one process serves the store, Start took them). The
 // started queue calls it every third of Options.Lease; tests call it with
 // their clock.
 func (q *Queue) Heartbeat(ctx context.Context) error {
@@ -320,6 +321,9 @@ func (q *Queue) Heartbeat(ctx context.Context) error {
 		if err := q.store.RenewJobs(ctx, q.opts.Owner, q.leaseUntil()); err != nil {
 			return fmt.Errorf("jobs: renew leases: %w", err)
 		}
+	}
+	if !q.opts.Shared {
+		return nil
 	}
 	_, _, err := q.recover(ctx, false)
 	return err
