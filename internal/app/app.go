@@ -234,6 +234,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger key (SVC_LEDGER_KEY_FILE): %w", err)
 	}
+	if err := checkLedgerKey(ctx, a.Store, ledgerKey, created, cfg.LedgerKeyFile, log); err != nil {
+		return nil, err
+	}
 	if created {
 		log.Info("ledger signing key created: keep a copy of its public key (GET /api/v1/ledger/key) apart from svc",
 			"path", cfg.LedgerKeyFile, "keyId", ledgerKey.ID)
@@ -243,7 +246,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	settingsService := settings.NewService(a.Store, guard, nil)
 	// The queue takes jobs from here on; its workers start last, once
 	// everything their handlers use runs.
-	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Metrics: m, Tracer: spans})
+	shared := a.Store.Engine() == store.Postgres // other replicas may serve the database
+	a.Jobs = jobs.New(a.Store, jobs.Options{Now: now, Logger: log.Named("jobs"), Metrics: m, Tracer: spans, Shared: shared})
 	a.Jobs.Register(webhook.JobType, webhook.NewDeliverer(webhook.Options{
 		Settings: settingsService, Guard: guard, Logger: log.Named("webhook"),
 	}).Deliver)
@@ -319,7 +323,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	a.Checkpoints = ledger.NewCheckpointer(ledger.CheckpointerOptions{
 		Store: a.Store, Key: ledgerKey, Entries: cfg.LedgerCheckpointEntries, Interval: cfg.LedgerCheckpointInterval,
-		Notifier: notifier, Logger: log.Named("ledger"), Now: now,
+		Notifier: notifier, Logger: log.Named("ledger"), Now: now, Locker: a.Store,
 	})
 	a.pushFunc("recorder", a.Recorder.Close)
 	a.Recorder.SetMetrics(m)

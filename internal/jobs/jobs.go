@@ -8,8 +8,17 @@
 // the handler registered for its type runs with a timeout; the outcome is
 // written back: succeeded, queued again with an exponential backoff, or
 // failed once the attempts are spent or the handler returned a Permanent
-// error. Jobs that a crashed process left running are queued again by
-// Recover, which Start calls before the workers begin.
+// error.
+//
+// Several processes (replicas on one PostgreSQL database) may serve one
+// queue. A claim leases the job to its process (Options.Owner) for
+// Options.Lease, and the process renews the leases of the jobs it runs
+// every third of that while their handlers run. A running job whose lease
+// has lapsed belongs to a process that died: any process queues it again,
+// the attempt counted as failed, so it runs again elsewhere; an outcome
+// its old process records after that is refused. Where one process serves
+// the store (SQLite, Options.Shared false) Start queues again every job
+// left running at once, as they can only be a stopped process's.
 //
 // Time comes from Options.Now and backoff from Options.Backoff, so tests
 // drive both and call RunDue instead of waiting.
@@ -49,6 +58,11 @@ type Job struct {
 	RunAt     time.Time `json:"runAt"` // when the next attempt may start
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Owner is the process running the job, while it runs.
+	Owner string `json:"-"`
+	// OnceKey, when set, names the job among its tenant's: a second job
+	// with the same key is not stored (EnqueueOnce).
+	OnceKey string `json:"-"`
 }
 
 // Stats counts a tenant's jobs per state.
@@ -105,25 +119,34 @@ type Listing struct {
 }
 
 // Store persists jobs. Methods that read or change one tenant's jobs take
-// the tenant id and filter by it; ClaimJob and RequeueRunningJobs serve the
-// workers, which work for every tenant.
+// the tenant id and filter by it; ClaimJob, RenewJobs and
+// RequeueRunningJobs serve the workers, which work for every tenant.
 type Store interface {
 	// InsertJob stores a new job. Returns errs.NotFound when the tenant
-	// does not exist.
+	// does not exist, errs.Conflict when the tenant has a job with j's
+	// OnceKey already.
 	InsertJob(ctx context.Context, j *Job) error
 	// ClaimJob takes the queued job of one of types whose RunAt is earliest
-	// and not after now, marks it running, counts the attempt and returns
-	// it, all in one write transaction. ok is false when no job is due.
-	ClaimJob(ctx context.Context, types []string, now time.Time) (j Job, ok bool, err error)
+	// and not after now, marks it running, leased to owner until
+	// leaseUntil, counts the attempt and returns it, in one statement that
+	// no concurrent claim, of this process or another, can also win. ok is
+	// false when no job is due.
+	ClaimJob(ctx context.Context, types []string, now time.Time, owner string, leaseUntil time.Time) (j Job, ok bool, err error)
+	// RenewJobs extends to until the leases of the running jobs owner
+	// holds.
+	RenewJobs(ctx context.Context, owner string, until time.Time) error
 	// FinishJob records the outcome of a running job's attempt: Status,
 	// LastError, RunAt and UpdatedAt of j. Returns errs.NotFound when the
-	// tenant has no running job j.ID.
+	// tenant has no job j.ID running for j.Owner (its lease lapsed and it
+	// was queued again).
 	FinishJob(ctx context.Context, j *Job) error
-	// RequeueRunningJobs puts every running job back to queued, due at now,
+	// RequeueRunningJobs puts running jobs back to queued, due at now,
 	// with lastError saying the attempt was interrupted; a job whose
-	// interrupted attempt was its last becomes failed instead. It returns
-	// the types of the jobs requeued and failed, one per job.
-	RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error)
+	// interrupted attempt was its last becomes failed instead. With all it
+	// takes every running job, otherwise only those whose lease ended
+	// before now. It returns the types of the jobs requeued and failed,
+	// one per job.
+	RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error)
 	// Job returns one job of the tenant. Returns errs.NotFound when the
 	// tenant has no job id.
 	Job(ctx context.Context, tenantID, id string) (Job, error)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -34,6 +35,10 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultTimeout      = 30 * time.Second
 	DefaultMaxAttempts  = 5
+	// DefaultLease is how long a claim holds a job without being renewed.
+	// Renewed every third of it, a lease lapses only when its process has
+	// missed two renewals: it stopped, or lost the database.
+	DefaultLease = 30 * time.Second
 )
 
 // MaxPayloadBytes bounds a job's JSON payload.
@@ -76,6 +81,18 @@ type Options struct {
 	// Tracer starts each attempt's span, the root of its own trace ("job
 	// webhook.deliver"); nil traces nothing.
 	Tracer trace.Tracer
+	// Lease is how long a claim holds a running job unless renewed;
+	// DefaultLease. The processes' clocks may differ by less than two
+	// thirds of it.
+	Lease time.Duration
+	// Owner names this process in the leases it holds; by default the
+	// host name, process id and a random suffix.
+	Owner string
+	// Shared says other processes serve the same store (PostgreSQL
+	// replicas): Start then leaves running jobs to their leases, since
+	// they may be a live process's. Otherwise Start queues again every job
+	// left running.
+	Shared bool
 }
 
 // Queue runs jobs from a Store with a small pool of workers.
@@ -90,8 +107,16 @@ type Queue struct {
 	poke      chan struct{} // a job may be due: wake a worker
 	stop      chan struct{}
 	closeOnce sync.Once
+	stopBeat  sync.Once
 	started   atomic.Bool
 	workers   sync.WaitGroup
+
+	// running counts the attempts in flight, whose leases the heartbeat
+	// renews; the heartbeat stops after the workers, once their attempts
+	// are recorded.
+	running  atomic.Int64
+	beatStop chan struct{}
+	beat     sync.WaitGroup
 }
 
 // New returns a queue over store. Register handlers, then Start the workers
@@ -118,11 +143,18 @@ func New(store Store, opts Options) *Queue {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Owner == "" {
+		opts.Owner = processName()
+	}
 	return &Queue{
 		store: store, opts: opts, log: opts.Logger,
 		handlers: map[string]Handler{},
 		poke:     make(chan struct{}, opts.Workers),
 		stop:     make(chan struct{}),
+		beatStop: make(chan struct{}),
 	}
 }
 
@@ -166,6 +198,10 @@ func (q *Queue) now() time.Time { return q.opts.Now().UTC().Truncate(time.Millis
 // the payload does not encode or is larger than MaxPayloadBytes, or the
 // store fails (errs.NotFound for an unknown tenant).
 func (q *Queue) Enqueue(ctx context.Context, tenantID, typ string, payload any) (Job, error) {
+	return q.enqueue(ctx, tenantID, typ, "", payload)
+}
+
+func (q *Queue) enqueue(ctx context.Context, tenantID, typ, onceKey string, payload any) (Job, error) {
 	if tenantID == "" {
 		return Job{}, errors.New("jobs: enqueue without a tenant")
 	}
@@ -182,13 +218,28 @@ func (q *Queue) Enqueue(ctx context.Context, tenantID, typ string, payload any) 
 	now := q.now()
 	j := Job{
 		ID: ids.Ordered("job", now), TenantID: tenantID, Type: typ, Payload: raw,
-		Status: Queued, MaxAttempts: q.opts.MaxAttempts, RunAt: now, CreatedAt: now, UpdatedAt: now,
+		Status: Queued, MaxAttempts: q.opts.MaxAttempts, RunAt: now, CreatedAt: now, UpdatedAt: now, OnceKey: onceKey,
 	}
 	if err := q.store.InsertJob(ctx, &j); err != nil {
 		return Job{}, err
 	}
 	q.wake()
 	return j, nil
+}
+
+// EnqueueOnce is Enqueue for work that must be queued once, whichever
+// process asks first: key names it among the tenant's jobs (say, the day
+// of a daily sweep), and a job with the same key, in whatever state,
+// leaves this one unqueued, queued false.
+func (q *Queue) EnqueueOnce(ctx context.Context, tenantID, typ, key string, payload any) (j Job, queued bool, err error) {
+	if key == "" {
+		return Job{}, false, errors.New("jobs: enqueue once without a key")
+	}
+	j, err = q.enqueue(ctx, tenantID, typ, key, payload)
+	if errs.KindOf(err) == errs.Conflict {
+		return Job{}, false, nil
+	}
+	return j, err == nil, err
 }
 
 // wake tells one idle worker to look for due jobs; it never blocks.
@@ -233,9 +284,16 @@ func (q *Queue) Depth(ctx context.Context) (map[string]int, error) {
 
 // Recover queues again the jobs a stopped process left running: their
 // attempt was interrupted and counts as failed (for good, when it was the
-// last). Call it before any worker of this process runs; Start does.
+// last). Unless the queue is Shared that is every running job, and it must
+// run before any worker of this process does, as Start calls it; a Shared
+// queue takes only the jobs whose lease has lapsed, which it may do at any
+// time (Heartbeat does).
 func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
-	again, lost, err := q.store.RequeueRunningJobs(ctx, q.now())
+	return q.recover(ctx, !q.opts.Shared)
+}
+
+func (q *Queue) recover(ctx context.Context, all bool) (requeued, failed int, err error) {
+	again, lost, err := q.store.RequeueRunningJobs(ctx, q.now(), all)
 	if err != nil {
 		return 0, 0, fmt.Errorf("jobs: recover interrupted jobs: %w", err)
 	}
@@ -248,13 +306,57 @@ func (q *Queue) Recover(ctx context.Context) (requeued, failed int, err error) {
 	requeued, failed = len(again), len(lost)
 	if requeued+failed > 0 {
 		q.log.Info("recovered jobs interrupted by a stop", "requeued", requeued, "failed", failed)
+		q.wake()
 	}
 	return requeued, failed, nil
 }
 
-// Start recovers interrupted jobs and starts the workers. Each worker runs
-// due jobs one at a time; it wakes on Enqueue and otherwise every
-// PollInterval. Call it once, after the handlers are registered; a second
+// Heartbeat renews the leases of the jobs this process runs and, in a
+// Shared queue, queues again the jobs whose lease has lapsed (their
+// process died; where one process serves the store, Start took them). The
+// started queue calls it every third of Options.Lease; tests call it with
+// their clock.
+func (q *Queue) Heartbeat(ctx context.Context) error {
+	if q.running.Load() > 0 {
+		if err := q.store.RenewJobs(ctx, q.opts.Owner, q.leaseUntil()); err != nil {
+			return fmt.Errorf("jobs: renew leases: %w", err)
+		}
+	}
+	if !q.opts.Shared {
+		return nil
+	}
+	_, _, err := q.recover(ctx, false)
+	return err
+}
+
+func (q *Queue) leaseUntil() time.Time { return q.now().Add(q.opts.Lease) }
+
+func (q *Queue) heartbeat() {
+	defer q.beat.Done()
+	tick := time.NewTicker(q.opts.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-q.beatStop:
+			return
+		case <-tick.C:
+		}
+		if err := q.Heartbeat(context.Background()); err != nil {
+			q.log.Error("job queue", "error", err)
+		}
+	}
+}
+
+// processName names this process in the leases it holds: host, process
+// id, and a random part, since hosts and ids repeat across containers.
+func processName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), ids.New("p")[2:10])
+}
+
+// Start recovers interrupted jobs and starts the workers and the
+// heartbeat (every third of Options.Lease). Each worker runs due jobs one
+// at a time; it wakes on Enqueue and otherwise every PollInterval. Call it once, after the handlers are registered; a second
 // call fails, since recovering again would requeue the jobs in flight.
 func (q *Queue) Start(ctx context.Context) error {
 	if !q.started.CompareAndSwap(false, true) {
@@ -267,6 +369,8 @@ func (q *Queue) Start(ctx context.Context) error {
 		q.workers.Add(1)
 		go q.work()
 	}
+	q.beat.Add(1)
+	go q.heartbeat()
 	return nil
 }
 
@@ -276,6 +380,8 @@ func (q *Queue) Start(ctx context.Context) error {
 func (q *Queue) Close() {
 	q.closeOnce.Do(func() { close(q.stop) })
 	q.workers.Wait()
+	q.stopBeat.Do(func() { close(q.beatStop) })
+	q.beat.Wait()
 }
 
 func (q *Queue) work() {
@@ -331,7 +437,9 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	if len(types) == 0 {
 		return false, nil
 	}
-	j, ok, err := q.store.ClaimJob(ctx, types, q.now())
+	q.running.Add(1)
+	defer q.running.Add(-1)
+	j, ok, err := q.store.ClaimJob(ctx, types, q.now(), q.opts.Owner, q.leaseUntil())
 	if err != nil || !ok {
 		return false, err
 	}
@@ -346,6 +454,10 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	endSpan(span, j, herr)
 	// The outcome is recorded even when ctx has ended meanwhile.
 	if err := q.store.FinishJob(context.WithoutCancel(ctx), &j); err != nil {
+		if errs.KindOf(err) == errs.NotFound {
+			// Its lease lapsed and another process has it now.
+			return true, fmt.Errorf("job %s: its lease lapsed during the attempt and it was queued again; this outcome (%s) is dropped", j.ID, j.Status)
+		}
 		return true, fmt.Errorf("record outcome of job %s: %w", j.ID, err)
 	}
 	q.logOutcome(j, herr)

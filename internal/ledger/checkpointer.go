@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,7 +33,25 @@ type CheckpointStore interface {
 	// ListCheckpoints returns a page of the tenant's checkpoints, newest
 	// first, and how many it has.
 	ListCheckpoints(ctx context.Context, tenantID string, limit, offset int) ([]Checkpoint, int, error)
+	// SealedUpTo is the highest seq any checkpoint covers: since a round
+	// seals every tenant up to one seq, every entry up to it is covered.
+	SealedUpTo(ctx context.Context) (int64, error)
 }
+
+// Locker takes a lock shared by every process serving the database
+// (replicas on one PostgreSQL); *store.Store is one. release is nil when
+// ok is false.
+type Locker interface {
+	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
+}
+
+// sealLock is the Locker's lock a round of checkpoints is signed under:
+// one replica signs at a time, each from where the last round stopped.
+const sealLock = "ledger.checkpoint"
+
+// ErrKeyDiffers is matched by the error of a round refused because
+// another replica signs with another key.
+var ErrKeyDiffers = errors.New("ledger: another replica signs checkpoints with another key")
 
 // Notifier delivers a tenant's events to its webhook; *webhook.Notifier
 // is one.
@@ -54,6 +73,9 @@ type CheckpointerOptions struct {
 	Notifier Notifier
 	Logger   hclog.Logger
 	Now      func() time.Time // time.Now when nil
+	// Locker makes the replicas sign in turn; nil when this process is
+	// the database's only one.
+	Locker Locker
 }
 
 // maxCheckpointEntries bounds the entries one checkpoint covers, so that
@@ -71,8 +93,9 @@ const pollEvery = time.Second
 type Checkpointer struct {
 	o CheckpointerOptions
 
-	mu     sync.Mutex // one sealing at a time
-	sealed int64      // every entry up to this seq is covered by a checkpoint
+	mu      sync.Mutex // one sealing at a time
+	sealed  int64      // every entry up to this seq is covered by a checkpoint
+	started time.Time  // a checkpoint of another key after it is another replica's
 
 	stop   chan struct{}
 	exited chan struct{}
@@ -89,7 +112,7 @@ func NewCheckpointer(o CheckpointerOptions) *Checkpointer {
 	if o.Entries <= 0 {
 		o.Entries = 1
 	}
-	return &Checkpointer{o: o}
+	return &Checkpointer{o: o, started: o.Now()}
 }
 
 // Key is the key checkpoints are signed with.
@@ -133,33 +156,95 @@ func (c *Checkpointer) Close() {
 }
 
 // Tick seals when enough entries wait, or the oldest has waited long
-// enough; otherwise it does nothing.
+// enough; otherwise, or while another replica seals, it does nothing.
 func (c *Checkpointer) Tick(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	count, oldest, last, err := c.o.Store.PendingEntries(ctx, c.sealed, c.o.Entries)
-	switch {
-	case err != nil:
+	if last, due, err := c.due(ctx); err != nil || !due {
 		return err
-	case count == 0:
-		return nil
-	case count < c.o.Entries && (c.o.Interval <= 0 || c.o.Now().Sub(oldest) < c.o.Interval):
-		return nil
+	} else if c.o.Locker == nil {
+		_, err = c.seal(ctx, last)
+		return err
+	}
+	release, ok, err := c.o.Locker.TryLock(ctx, sealLock)
+	if err != nil || !ok {
+		return err
+	}
+	defer release()
+	// Another replica may have sealed meanwhile: start where it stopped.
+	if err := c.catchUp(ctx); err != nil {
+		return err
+	}
+	last, due, err := c.due(ctx)
+	if err != nil || !due {
+		return err
 	}
 	_, err = c.seal(ctx, last)
 	return err
 }
 
+// due reports whether enough entries wait, or the oldest has waited long
+// enough, and the highest seq.
+func (c *Checkpointer) due(ctx context.Context) (last int64, due bool, err error) {
+	count, oldest, last, err := c.o.Store.PendingEntries(ctx, c.sealed, c.o.Entries)
+	switch {
+	case err != nil || count == 0:
+		return 0, false, err
+	case count < c.o.Entries && (c.o.Interval <= 0 || c.o.Now().Sub(oldest) < c.o.Interval):
+		return 0, false, nil
+	}
+	return last, true, nil
+}
+
+// catchUp moves sealed past what other replicas' rounds covered.
+func (c *Checkpointer) catchUp(ctx context.Context) error {
+	covered, err := c.o.Store.SealedUpTo(ctx)
+	c.sealed = max(c.sealed, covered)
+	return err
+}
+
+// sealWait bounds how long Seal waits for another replica's round.
+const sealWait = 10 * time.Second
+
 // Seal signs a checkpoint for each tenant with entries not yet covered, now,
-// and returns them.
+// and returns them. While another replica signs a round it waits for it,
+// up to sealWait, and then covers what that round left.
 func (c *Checkpointer) Seal(ctx context.Context) ([]Checkpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.o.Locker != nil {
+		release, err := c.waitLock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		if err := c.catchUp(ctx); err != nil {
+			return nil, err
+		}
+	}
 	count, _, last, err := c.o.Store.PendingEntries(ctx, c.sealed, 1)
 	if err != nil || count == 0 {
 		return nil, err
 	}
 	return c.seal(ctx, last)
+}
+
+func (c *Checkpointer) waitLock(ctx context.Context) (func(), error) {
+	deadline := time.Now().Add(sealWait)
+	for {
+		release, ok, err := c.o.Locker.TryLock(ctx, sealLock)
+		if err != nil || ok {
+			return release, err
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("another replica held the checkpoint lock for " + sealWait.String())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // seal covers every tenant's entries up to upTo, in one round stored whole
@@ -206,6 +291,15 @@ func (c *Checkpointer) sealTenant(ctx context.Context, tenantID string, upTo int
 	}
 	if !ok {
 		prev = Checkpoint{} // number 0, LastSeq 0, and a zero hash for the first's Prev
+	}
+	// A previous checkpoint of another key, made before this process
+	// started, is a key replaced between runs; made since, it is another
+	// replica's, and replicas must share the key (SVC_LEDGER_KEY_FILE):
+	// two keys taking turns would leave a chain no one key vouches for.
+	if ok && prev.KeyID != c.o.Key.ID && prev.CreatedAt.After(c.started) {
+		return nil, fmt.Errorf("%w: checkpoint %d was signed with key %s since this process started, and this one has key %s; "+
+			"every replica must be given the same SVC_LEDGER_KEY_FILE, so this one signs nothing until restarted with that key",
+			ErrKeyDiffers, prev.Number, prev.KeyID, c.o.Key.ID)
 	}
 	var made []Checkpoint
 	for prev.LastSeq < upTo {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -15,29 +16,38 @@ import (
 
 var _ jobs.Store = (*Store)(nil)
 
-const jobColumns = `id, tenant_id, type, payload, status, attempts, max_attempts, last_error, run_at, created_at, updated_at`
+const jobColumns = `id, tenant_id, type, payload, status, attempts, max_attempts, last_error, run_at, created_at, updated_at, owner`
 
 // InsertJob stores a new job.
 func (s *Store) InsertJob(ctx context.Context, j *jobs.Job) error {
 	return s.tx(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		var once any
+		if j.OnceKey != "" {
+			once = j.OnceKey
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`, once_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.ID, j.TenantID, j.Type, string(j.Payload), j.Status, j.Attempts, j.MaxAttempts, j.LastError,
-			j.RunAt.UnixMilli(), j.CreatedAt.UnixMilli(), j.UpdatedAt.UnixMilli())
+			j.RunAt.UnixMilli(), j.CreatedAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.Owner, once)
 		return formatError(err)
 	})
 }
 
 // ClaimJob takes the earliest due queued job of one of types, marks it
-// running and counts the attempt, in one write transaction. A read on the
-// read pool first checks that something is due, so idle workers polling do
-// not take the single writer.
-func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jobs.Job, bool, error) {
+// running, leased to owner, and counts the attempt. A read on the read
+// pool first checks that something is due, so idle workers polling do not
+// take the single writer (SQLite) or lock rows (PostgreSQL).
+//
+// On SQLite the claim is one write transaction of the single writer. On
+// PostgreSQL it is one statement whose choice locks the row FOR UPDATE
+// SKIP LOCKED: concurrent claims, from this replica or another, each take
+// a different job, none waits for another, and none fails to serialize.
+func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time, owner string, leaseUntil time.Time) (jobs.Job, bool, error) {
 	if len(types) == 0 {
 		return jobs.Job{}, false, nil
 	}
 	in := strings.Repeat("?, ", len(types)-1) + "?"
 	due := `SELECT seq FROM jobs WHERE status = 'queued' AND run_at <= ? AND type IN (` + in + `) ORDER BY run_at, seq LIMIT 1`
-	args := make([]any, 0, len(types)+2)
+	args := make([]any, 0, len(types)+4)
 	args = append(args, now.UnixMilli())
 	for _, t := range types {
 		args = append(args, t)
@@ -51,17 +61,27 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jo
 		return jobs.Job{}, false, err
 	}
 
+	claim := `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?, owner = ?, lease_until = ?
+		WHERE seq = (` + due + s.sql("", " FOR UPDATE SKIP LOCKED") + `)
+		RETURNING ` + jobColumns
+	args = append([]any{now.UnixMilli(), owner, leaseUntil.UnixMilli()}, args...)
+	if s.engine == Postgres {
+		// One statement in its own READ COMMITTED transaction: the lock
+		// it takes is what makes the claim exclusive.
+		j, err := scanJob(s.write.QueryRowContext(ctx, claim, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return jobs.Job{}, false, nil
+		}
+		return j, err == nil, err
+	}
 	var (
 		j  jobs.Job
 		ok bool
 	)
 	err = s.tx(ctx, func(tx *txn) error {
 		// Chosen again inside the transaction: another claim may have won.
-		row := tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?
-			WHERE seq = (`+due+`)
-			RETURNING `+jobColumns, append([]any{now.UnixMilli()}, args...)...)
 		var err error
-		j, err = scanJob(row)
+		j, err = scanJob(tx.QueryRowContext(ctx, claim, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -71,12 +91,21 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time) (jo
 	return j, ok, err
 }
 
+// RenewJobs extends the leases of the running jobs owner holds.
+func (s *Store) RenewJobs(ctx context.Context, owner string, until time.Time) error {
+	// One statement: on PostgreSQL it takes each row's lock as it
+	// updates, with no snapshot to serialize against the claims.
+	_, err := s.write.ExecContext(ctx, `UPDATE jobs SET lease_until = ? WHERE status = 'running' AND owner = ?`,
+		until.UnixMilli(), owner)
+	return err
+}
+
 // FinishJob records the outcome of a running job's attempt.
 func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
-	return s.tx(ctx, func(tx *txn) error {
+	return s.lockedTx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, run_at = ?, updated_at = ?
-			WHERE tenant_id = ? AND id = ? AND status = 'running'`,
-			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID)
+			WHERE tenant_id = ? AND id = ? AND status = 'running' AND owner = ?`,
+			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID, j.Owner)
 		if err != nil {
 			return formatError(err)
 		}
@@ -91,22 +120,27 @@ func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 	})
 }
 
-// RequeueRunningJobs puts the jobs left running back to queued, or to failed
-// when the interrupted attempt was their last.
-func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time) (requeued, failed []string, err error) {
-	err = s.tx(ctx, func(tx *txn) error {
+// RequeueRunningJobs puts the jobs left running (all of them, or those
+// whose lease ended before now) back to queued, or to failed when the
+// interrupted attempt was their last.
+func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error) {
+	lapsed := now.UnixMilli()
+	if all {
+		lapsed = math.MaxInt64
+	}
+	err = s.lockedTx(ctx, func(tx *txn) error {
 		var err error
 		failed, err = jobTypes(ctx, tx, `UPDATE jobs
-			SET status = 'failed', updated_at = ?,
+			SET status = 'failed', updated_at = ?, owner = '',
 				last_error = 'interrupted: the service stopped during attempt ' || attempts || ', the last'
-			WHERE status = 'running' AND attempts >= max_attempts RETURNING type`, now.UnixMilli())
+			WHERE status = 'running' AND lease_until < ? AND attempts >= max_attempts RETURNING type`, now.UnixMilli(), lapsed)
 		if err != nil {
 			return err
 		}
 		requeued, err = jobTypes(ctx, tx, `UPDATE jobs
-			SET status = 'queued', run_at = ?, updated_at = ?,
+			SET status = 'queued', run_at = ?, updated_at = ?, owner = '',
 				last_error = 'interrupted: the service stopped during attempt ' || attempts
-			WHERE status = 'running' RETURNING type`, now.UnixMilli(), now.UnixMilli())
+			WHERE status = 'running' AND lease_until < ? RETURNING type`, now.UnixMilli(), now.UnixMilli(), lapsed)
 		return err
 	})
 	if err != nil {
@@ -224,7 +258,7 @@ func scanJob(r scanner) (jobs.Job, error) {
 		runAt, created, upd int64
 	)
 	err := r.Scan(&j.ID, &j.TenantID, &j.Type, &payload, &j.Status, &j.Attempts, &j.MaxAttempts, &j.LastError,
-		&runAt, &created, &upd)
+		&runAt, &created, &upd, &j.Owner)
 	if err != nil {
 		return jobs.Job{}, err
 	}

@@ -14,9 +14,20 @@ var _ ledger.CheckpointStore = (*Store)(nil)
 
 const entryColumns = `tenant_id, run_id, kind, event_count, head_hash, digest, run_at, created_at`
 
+// ledgerLock serializes the transactions that append to the ledger on
+// PostgreSQL, from the moment each takes its entries' seq to its commit:
+// several replicas' entries are then committed in seq order, and a reader
+// of the entries after seq N (the checkpointer) never misses one that
+// commits later with a smaller seq. Each transaction takes it as its last
+// step before the entries, so it is held for an INSERT and the commit.
+const ledgerLock = "ledger.append"
+
 // addEntry appends e to the ledger in tx, the transaction of the change it
-// records.
+// records, as that transaction's last write.
 func (s *Store) addEntry(ctx context.Context, tx *txn, e ledger.Entry) error {
+	if err := s.xactLock(ctx, tx, ledgerLock); err != nil {
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (`+entryColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.TenantID, e.RunID, e.Kind, e.EventCount, e.Head[:], e.Digest[:], e.RunAt.UnixMilli(), s.nowMS())
 	return err
@@ -154,6 +165,24 @@ func (s *Store) AddCheckpoints(ctx context.Context, cps []ledger.Checkpoint) err
 		}
 		return nil
 	})
+}
+
+// NewestCheckpointKey is the key id of the checkpoint that covers the
+// highest seq; false when there is none.
+func (s *Store) NewestCheckpointKey(ctx context.Context) (string, bool, error) {
+	var id string
+	err := s.read.QueryRowContext(ctx, `SELECT key_id FROM ledger_checkpoints ORDER BY last_seq DESC LIMIT 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+// SealedUpTo is the highest seq any checkpoint covers, from its index.
+func (s *Store) SealedUpTo(ctx context.Context) (int64, error) {
+	var last sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT MAX(last_seq) FROM ledger_checkpoints`).Scan(&last)
+	return last.Int64, err
 }
 
 // ListCheckpoints returns a page of the tenant's checkpoints, newest first,

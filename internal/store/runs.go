@@ -179,7 +179,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		return err
 	}
 	return s.tx(ctx, func(tx *txn) error {
-		for _, b := range []*batchInsert{runs, events, entries} {
+		for _, b := range []*batchInsert{runs, events} {
 			if err := b.exec(ctx, tx); err != nil {
 				return err
 			}
@@ -191,7 +191,11 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 				}
 			}
 		}
-		return nil
+		// The entries last, under the ledger's lock (see ledgerLock).
+		if err := s.xactLock(ctx, tx, ledgerLock); err != nil {
+			return err
+		}
+		return entries.exec(ctx, tx)
 	})
 }
 

@@ -57,6 +57,8 @@ type Store struct {
 
 	hot hotStatements // prepared once, for the run recorder's writes
 
+	locks localLocks // TryLock's, on SQLite
+
 	path string // the SQLite file, or the PostgreSQL address without its password
 
 	changes *feed // changes.go
