@@ -45,11 +45,12 @@ test-go:
 ## test-postgres: the store's tests and those of every package that opens
 ## its stores through storetest, again on PostgreSQL (SVC_TEST_DB=postgres:
 ## a throwaway cluster per test process; without PostgreSQL installed they
-## skip and say so). internal/httpapi is left out: its server is built by
-## app.New on an SQLite file. No race detector here: test-go runs these
+## skip and say so). internal/httpapi and internal/app are left out: their
+## servers are built by app.New on an SQLite file, and their tests of
+## several replicas run on PostgreSQL in test-go already. No race detector here: test-go runs these
 ## tests under it, and the tests only PostgreSQL has (several replicas) with
 ## it too; this run is about the SQL, and keeps make test short.
-PG_PKGS := $(filter-out internal/httpapi/,$(sort $(dir $(shell grep -rl --include='*_test.go' 'internal/store/storetest"' internal))))
+PG_PKGS := $(filter-out internal/httpapi/ internal/app/,$(sort $(dir $(shell grep -rl --include='*_test.go' 'internal/store/storetest"' internal))))
 test-postgres:
 	SVC_TEST_DB=postgres $(GO) test -count=1 $(addprefix ./,$(PG_PKGS))
 
