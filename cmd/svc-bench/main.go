@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1048,23 +1049,13 @@ type namedPID struct {
 // processes are svc and its children (the provider plugin).
 func (p *svcProcess) processes() []namedPID {
 	out := []namedPID{{"svc", p.cmd.Process.Pid}}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(p.cmd.Process.Pid) {
-			comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
-			out = append(out, namedPID{comm, pid})
+	parent := strconv.Itoa(p.cmd.Process.Pid)
+	for pid, st := range procStats() {
+		if st.ppid == parent {
+			out = append(out, namedPID{st.comm, pid})
 		}
 	}
+	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].pid < out[1+j].pid })
 	return out
 }
 
