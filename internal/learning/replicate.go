@@ -36,10 +36,7 @@ func (s *Service) Replicate(feed changes.Feed) {
 func (s *Service) changed(ctx context.Context, tenantID string) {
 	s.reload(ctx, tenantID)
 	if s.feed != nil {
-		// The change is stored: a lost notice is healed by Refresh.
-		if err := s.feed.Notify(ctx, learningTopic, tenantID); err != nil {
-			s.o.Logger.Warn("announcing a change of the serving index failed", "tenant", tenantID, "error", err)
-		}
+		changes.Announce(ctx, s.feed, learningTopic, tenantID)
 	}
 }
 
