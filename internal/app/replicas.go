@@ -22,7 +22,7 @@ func (a *App) replicate(ctx context.Context, st *settings.Service, forget []acco
 	if a.Store.Engine() != store.Postgres {
 		return forget, nil
 	}
-	feed, refresh := changes.Feed(a.Store), a.Config.DBRefresh
+	feed, refresh := changes.Logged(a.Store, a.Logger.Named("changes")), a.Config.DBRefresh
 	a.Keys.Replicate(feed, refresh)
 	a.Sessions.Replicate(feed, refresh)
 	st.Replicate(feed, refresh)
@@ -61,5 +61,5 @@ func (a *App) replicate(ctx context.Context, st *settings.Service, forget []acco
 type announceForget struct{ feed changes.Feed }
 
 func (f announceForget) ForgetTenant(tenantID string) {
-	_ = changes.Announce(f.feed, tenantsTopic, tenantID)
+	changes.Announce(context.Background(), f.feed, tenantsTopic, tenantID)
 }

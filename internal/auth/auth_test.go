@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/changes/changestest"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/store/storetest"
@@ -368,4 +369,35 @@ func TestKeysOfADeletedTenantAreRefusedAtOnce(t *testing.T) {
 	id, err := a.Identify(request("Bearer "+kept), auth.ScopeGateway)
 	require.NoError(t, err)
 	assert.Equal(t, tenant.DefaultID, id.TenantID)
+}
+
+// revokeThenHangUp is the client hanging up the moment its revocation
+// commits.
+type revokeThenHangUp struct {
+	*store.Store
+	hangUp context.CancelFunc
+}
+
+func (s revokeThenHangUp) RevokeKey(ctx context.Context, tenantID, id string, at time.Time) (auth.Key, error) {
+	k, err := s.Store.RevokeKey(ctx, tenantID, id, at)
+	s.hangUp()
+	return k, err
+}
+
+func TestRevocationIsAnnouncedEvenWhenTheClientHangsUp(t *testing.T) {
+	s := storetest.Open(t)
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	keys := auth.NewKeys(revokeThenHangUp{s, hangUp}, nil)
+	feed := changestest.New()
+	keys.Replicate(feed, time.Minute)
+	k, _, err := keys.Create(context.Background(), tenant.DefaultID, auth.NewKey{Name: "k", Mode: auth.Optimize})
+	require.NoError(t, err)
+
+	_, err = keys.Revoke(ctx, tenant.DefaultID, k.ID)
+	require.NoError(t, err)
+	notices := feed.Notices()
+	require.Len(t, notices, 1)
+	assert.NoError(t, notices[0].Err, "the other replicas must hear of the revocation")
+	assert.True(t, notices[0].Deadline, "the notice is bounded")
 }

@@ -188,9 +188,7 @@ func (ks *Keys) Revoke(ctx context.Context, tenantID, id string) (Key, error) {
 	}
 	ks.drop(k.Hash)
 	if ks.feed != nil {
-		// The revocation is stored: a lost notice is healed by the refresh
-		// bound, so it does not fail the request.
-		_ = ks.feed.Notify(ctx, keysTopic, hex.EncodeToString(k.Hash[:]))
+		changes.Announce(ctx, ks.feed, keysTopic, hex.EncodeToString(k.Hash[:]))
 	}
 	return k, nil
 }

@@ -158,7 +158,7 @@ func (m *SessionManager) Replicate(feed changes.Feed, refresh time.Duration) {
 // UserCreated tells the manager a user exists: account mode begins.
 func (m *SessionManager) UserCreated() {
 	if m.hasUsers.CompareAndSwap(false, true) && m.feed != nil {
-		_ = changes.Announce(m.feed, usersTopic, "1")
+		changes.Announce(context.Background(), m.feed, usersTopic, "1")
 	}
 }
 
@@ -192,9 +192,7 @@ func (m *SessionManager) LoginRequired(ctx context.Context) bool {
 func (m *SessionManager) Invalidate() {
 	m.gen.Add(1)
 	if m.feed != nil {
-		// The change is stored: a lost notice is healed by the refresh
-		// bound.
-		_ = changes.Announce(m.feed, sessionsTopic, changes.Everything)
+		changes.Announce(context.Background(), m.feed, sessionsTopic, changes.Everything)
 	}
 }
 

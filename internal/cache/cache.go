@@ -266,7 +266,7 @@ func (c *Cache) Invalidate(ctx context.Context, tenantID string, tier Tier) erro
 			if err := c.counts.CountInvalidation(ctx, tenantID, tier); err != nil {
 				return err
 			}
-			return c.feed.Notify(ctx, cacheTopic, tenantID+" "+string(tier))
+			changes.Announce(ctx, c.feed, cacheTopic, tenantID+" "+string(tier))
 		}
 	}
 	return nil

@@ -9,6 +9,8 @@ package changes
 import (
 	"context"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Feed carries changes between the replicas of one database.
@@ -29,15 +31,34 @@ type Feed interface {
 // reload it all.
 const Everything = ""
 
-// Timeout bounds the notifying of a change made where no request context
-// is at hand.
+// Timeout bounds the sending of one notice.
 const Timeout = 5 * time.Second
 
-// Announce notifies feed with a fresh bounded context, for the callers that
-// have none; its error is the caller's to log or drop, the refresh bound
-// being the net under a lost one.
-func Announce(feed Feed, topic, payload string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+// Announce tells the other replicas, through feed, that payload changed on
+// topic; call it once the change is committed. The notice outlives ctx's
+// cancellation (keeping its values), bounded by Timeout instead: a client
+// that hangs up right after a revocation must not cancel the notice and
+// leave the other replicas accepting the key until the refresh bound. It
+// never fails the caller, whose change is already made: a failure goes to
+// the feed's log (see Logged), and the refresh bound heals it.
+func Announce(ctx context.Context, feed Feed, topic, payload string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
 	defer cancel()
-	return feed.Notify(ctx, topic, payload)
+	_ = feed.Notify(ctx, topic, payload)
+}
+
+// Logged returns feed with every failed Notify logged to log.
+func Logged(feed Feed, log hclog.Logger) Feed { return logged{feed, log} }
+
+type logged struct {
+	Feed
+	log hclog.Logger
+}
+
+func (l logged) Notify(ctx context.Context, topic, payload string) error {
+	err := l.Feed.Notify(ctx, topic, payload)
+	if err != nil {
+		l.log.Warn("announcing a change failed; the other replicas catch up within the refresh bound", "topic", topic, "error", err)
+	}
+	return err
 }

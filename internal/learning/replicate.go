@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/changes"
@@ -18,17 +19,76 @@ const learningTopic = "learning"
 // database: each change to a tenant's artifacts is announced on feed, and
 // one announced elsewhere reloads that tenant here. A lost notification is
 // healed by Refresh, which the caller runs once per refresh bound. Call it
-// before use.
+// before use; Close stops the reloads it started.
 func (s *Service) Replicate(feed changes.Feed) {
 	s.feed = feed
+	ctx, cancel := context.WithCancel(context.Background())
+	s.follow = &follower{ctx: ctx, cancel: cancel, queued: map[string]bool{}}
 	feed.Subscribe(learningTopic, func(tenantID string) {
-		// Off the feed's goroutine: a reload reads the store.
-		if tenantID == changes.Everything {
-			go func() { _ = s.Refresh(context.Background()) }()
-			return
-		}
-		go s.reload(context.Background(), tenantID)
+		s.follow.start(tenantID, func(ctx context.Context) {
+			if tenantID == changes.Everything {
+				if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+					s.o.Logger.Error("refreshing the serving index failed", "error", err)
+				}
+				return
+			}
+			s.reload(ctx, tenantID)
+		})
 	})
+}
+
+// follower runs the reloads the other replicas' notices call for off the
+// feed's goroutine (a reload reads the store), under a context Close
+// cancels and waits for. Notices for one tenant (or for everything) arriving
+// while its reload is under way fold into one more reload after it.
+type follower struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	queued map[string]bool // tenant → another run is due after the current one
+}
+
+// start runs do for key, or has it run once more after the run of key
+// under way.
+func (f *follower) start(key string, do func(context.Context)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	if _, running := f.queued[key]; running {
+		f.queued[key] = true
+		return
+	}
+	f.queued[key] = false
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			do(f.ctx)
+			f.mu.Lock()
+			again := f.queued[key] && !f.closed
+			if !again {
+				delete(f.queued, key)
+				f.mu.Unlock()
+				return
+			}
+			f.queued[key] = false
+			f.mu.Unlock()
+		}
+	}()
+}
+
+// close cancels the runs under way, waits for them and starts no more.
+func (f *follower) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
 }
 
 // changed reloads the tenant's serving index after a change of its
@@ -36,10 +96,7 @@ func (s *Service) Replicate(feed changes.Feed) {
 func (s *Service) changed(ctx context.Context, tenantID string) {
 	s.reload(ctx, tenantID)
 	if s.feed != nil {
-		// The change is stored: a lost notice is healed by Refresh.
-		if err := s.feed.Notify(ctx, learningTopic, tenantID); err != nil {
-			s.o.Logger.Warn("announcing a change of the serving index failed", "tenant", tenantID, "error", err)
-		}
+		changes.Announce(ctx, s.feed, learningTopic, tenantID)
 	}
 }
 

@@ -146,6 +146,7 @@ type Service struct {
 	reloading sync.Map
 	shadow    shadowBuffer
 	feed      changes.Feed  // Replicate: changes shared with the other replicas
+	follow    *follower     // Replicate: the reloads other replicas' notices call for
 	stop      chan struct{} // closed by Close: stops the flusher
 	done      chan struct{}
 }

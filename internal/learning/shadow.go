@@ -180,8 +180,12 @@ func (s *Service) Start() {
 	}()
 }
 
-// Close stores what is pending and stops the flusher.
+// Close stops the reloads that other replicas' notices started, stores
+// what is pending and stops the flusher.
 func (s *Service) Close() {
+	if s.follow != nil {
+		s.follow.close()
+	}
 	if s.stop == nil {
 		return
 	}

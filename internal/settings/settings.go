@@ -238,9 +238,7 @@ func (s *Service) Set(ctx context.Context, tenantID, key string, value json.RawM
 		return Settings{}, err
 	}
 	if s.feed != nil {
-		// The setting is stored: a lost notice is healed by the refresh
-		// bound.
-		_ = s.feed.Notify(ctx, settingsTopic, tenantID)
+		changes.Announce(ctx, s.feed, settingsTopic, tenantID)
 	}
 	return s.Get(ctx, tenantID)
 }

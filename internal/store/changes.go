@@ -34,6 +34,11 @@ var _ changes.Feed = (*Store)(nil)
 // payload is "<origin> <topic> <payload>".
 const changesChannel = "svc_changes"
 
+// feedPing is how long the listener waits for a notification before it
+// pings its connection: a connection left half-open by a silent network
+// drop is found dead within twice this, and replaced.
+const feedPing = 30 * time.Second
+
 // feedBackoff bounds the pause between two attempts to reconnect the
 // listener.
 const feedBackoff = 2 * time.Second
@@ -46,6 +51,7 @@ type feed struct {
 	subs map[string][]func(string)
 
 	conf     *pgx.ConnConfig // the listener's, on PostgreSQL
+	ping     time.Duration   // feedPing; shorter in tests
 	started  bool
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -54,7 +60,7 @@ type feed struct {
 }
 
 func newFeed(conf *pgx.ConnConfig) *feed {
-	return &feed{origin: ids.Secret()[:16], subs: map[string][]func(string){}, conf: conf}
+	return &feed{origin: ids.Secret()[:16], subs: map[string][]func(string){}, conf: conf, ping: feedPing}
 }
 
 // sqliteStores are the open SQLite stores by file, which hear each other's
@@ -226,7 +232,9 @@ func (f *feed) listen(ctx context.Context) {
 }
 
 // listenOnce connects, listens, tells every subscriber to start over and
-// delivers notifications until the connection fails.
+// delivers notifications until the connection fails. A connection quiet
+// for f.ping is pinged: one that does not answer within f.ping more is
+// taken for dropped (a half-open connection would otherwise wait for ever).
 func (f *feed) listenOnce(ctx context.Context) (connected bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, f.conf)
 	if err != nil {
@@ -244,7 +252,18 @@ func (f *feed) listenOnce(ctx context.Context) (connected bool, err error) {
 	f.deliverAll()
 	f.connects.Add(1)
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		waiting, cancel := context.WithTimeout(ctx, f.ping)
+		n, err := conn.WaitForNotification(waiting)
+		cancel()
+		if err != nil && ctx.Err() == nil && waiting.Err() != nil {
+			// Quiet for f.ping: is the connection still there?
+			pinging, cancel := context.WithTimeout(ctx, f.ping)
+			err = conn.Ping(pinging)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			return true, err
 		}

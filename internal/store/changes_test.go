@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,4 +136,86 @@ func TestInvalidationCounts(t *testing.T) {
 		{TenantID: tenant.DefaultID, Tier: cache.ExactResponse}: 2,
 		{TenantID: tenant.DefaultID, Tier: ""}:                  1,
 	}, counts)
+}
+
+// silencer forwards TCP connections to a PostgreSQL socket until told to
+// go silent: then the connections open so far carry nothing more, either
+// way, and stay open, as after a network drop no one was told of. Later
+// connections are forwarded.
+type silencer struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	silent []*atomic.Bool
+}
+
+func newSilencer(t *testing.T, dsn string) (*silencer, string) {
+	t.Helper()
+	conf, err := pgx.ParseConfig(dsn)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &silencer{ln: ln, target: filepath.Join(conf.Host, fmt.Sprintf(".s.PGSQL.%d", conf.Port))}
+	t.Cleanup(func() { _ = ln.Close() })
+	go p.serve()
+	return p, fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", conf.User, ln.Addr(), conf.Database)
+}
+
+func (p *silencer) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("unix", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		silent := new(atomic.Bool)
+		p.mu.Lock()
+		p.silent = append(p.silent, silent)
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := src.Read(buf)
+				if err != nil {
+					_ = dst.Close()
+					return
+				}
+				if !silent.Load() {
+					_, _ = dst.Write(buf[:n])
+				}
+			}
+		}
+		go pipe(up, c)
+		go pipe(c, up)
+	}
+}
+
+// silence drops every connection open so far, silently.
+func (p *silencer) silence() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.silent {
+		s.Store(true)
+	}
+}
+
+func TestChangesListenerReplacesAHalfOpenConnection(t *testing.T) {
+	dsn := storetest.DSN(t)
+	proxy, through := newSilencer(t, dsn)
+	a, b := storetest.OpenAt(t, dsn), storetest.OpenAt(t, through)
+	store.SetFeedPing(b, 50*time.Millisecond)
+	var onB heard
+	b.Subscribe("key", onB.add)
+	waitConnected(t, b, 1)
+
+	proxy.silence() // the listener's connection is dead, and nobody says so
+	waitConnected(t, b, 2)
+	assert.Equal(t, []string{changes.Everything, changes.Everything}, onB.list(), "what was missed is reloaded")
+	require.NoError(t, a.Notify(context.Background(), "key", "after"))
+	require.Eventually(t, func() bool { return onB.has("after") }, 20*time.Second, 5*time.Millisecond)
 }
