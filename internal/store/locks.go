@@ -24,7 +24,7 @@ func (s *Store) TryLock(ctx context.Context, name string) (release func(), ok bo
 			return nil, false, nil
 		}
 	}
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", name, err)
 	}

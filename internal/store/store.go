@@ -59,6 +59,13 @@ type Store struct {
 
 	locks localLocks // TryLock's, on SQLite
 
+	// lockDB holds PostgreSQL's session advisory locks (TryLock,
+	// LockWebSession, the migration lock), each on a connection of its own
+	// for as long as it is held. A pool of its own, so that lock holders
+	// waiting for a connection never starve the work they protect, which
+	// runs on the main pool; nil on SQLite.
+	lockDB *sql.DB
+
 	path string // the SQLite file, or the PostgreSQL address without its password
 
 	changes *feed // changes.go
@@ -67,7 +74,8 @@ type Store struct {
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
 type Options struct {
 	// MaxConns bounds the connections the pool opens (SVC_DB_MAX_CONNS);
-	// zero is 20.
+	// zero is 20. Advisory locks are held on a pool of their own, of
+	// max(4, MaxConns/2) more.
 	MaxConns int
 	// StatementTimeout ends a statement that runs longer
 	// (SVC_DB_STATEMENT_TIMEOUT); zero is 30 seconds.
@@ -160,9 +168,16 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	d.SetConnMaxLifetime(time.Hour)
 	p := &pool{DB: d, binds: &binds{}}
+	lockCfg := cfg.Copy()
+	lockCfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " locks"
+	locks := sql.OpenDB(stdlib.GetConnector(*lockCfg))
+	n := max(4, o.MaxConns/2)
+	locks.SetMaxOpenConns(n)
+	locks.SetMaxIdleConns(n)
+	locks.SetConnMaxIdleTime(5 * time.Minute)
 	listener := cfg.Copy()
 	listener.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " changes"
-	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn), changes: newFeed(listener)}, nil
+	return &Store{write: p, read: p, lockDB: locks, engine: Postgres, Now: time.Now, path: redactedAddress(dsn), changes: newFeed(listener)}, nil
 }
 
 // redactedAddress is dsn without its password, for logs and /health.
@@ -179,7 +194,10 @@ func redactedAddress(dsn string) string {
 func (s *Store) Close() error {
 	s.closeFeed()
 	s.hot.close()
-	if s.write == s.read { // PostgreSQL, or OpenReadOnly
+	if s.lockDB != nil {
+		return errors.Join(s.read.Close(), s.lockDB.Close())
+	}
+	if s.write == s.read { // OpenReadOnly
 		return s.read.Close()
 	}
 	return errors.Join(s.read.Close(), s.write.Close())
@@ -303,7 +321,7 @@ const migrationLock = 0x7376635f6d6967 // "svc_mig"
 // lockMigrations waits for the migration lock on a connection of its own,
 // and returns its release.
 func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}

@@ -164,7 +164,7 @@ func (s *Store) LockWebSession(ctx context.Context, tenantID, id string) (unlock
 	h := fnv.New32a()
 	h.Write([]byte(tenantID + "/" + id))
 	key := int32(h.Sum32()) //nolint:gosec // a hash: any 32 bits will do
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
