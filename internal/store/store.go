@@ -326,13 +326,10 @@ func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		_ = conn.Close()
+		discard(conn)
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
-	return func() {
-		_, _ = conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-		_ = conn.Close()
-	}, nil
+	return func() { releaseLock(conn, `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) }, nil
 }
 
 // afterMigration are the steps of a migration that SQL cannot take, run

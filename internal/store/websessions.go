@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"hash/fnv"
 	"time"
@@ -169,16 +168,10 @@ func (s *Store) LockWebSession(ctx context.Context, tenantID, id string) (unlock
 		return nil, err
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, int32(webSessionLockClass), key); err != nil {
-		conn.Close()
+		discard(conn) // the lock may have been granted as the wait was cut short
 		return nil, errs.Wrap(err, errs.Unavailable, "session_busy", "the web session is busy with another action; try again")
 	}
-	return func() {
-		// A lock that cannot be released ends with its connection.
-		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1, $2)`, int32(webSessionLockClass), key); err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}, nil
+	return func() { releaseLock(conn, `SELECT pg_advisory_unlock($1, $2)`, int32(webSessionLockClass), key) }, nil
 }
 
 const webSessionColumns = `id, tenant_id, url, title, created_at, last_active_at, version, page_version`
