@@ -325,11 +325,19 @@ func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
+	// A replica waits as long as another's migrations take, whatever the
+	// statement timeout.
+	if _, err := conn.ExecContext(ctx, `SET statement_timeout = 0`); err != nil {
+		discard(conn)
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
 		discard(conn)
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
-	return func() { releaseLock(conn, `SELECT pg_advisory_unlock($1)`, int64(migrationLock)) }, nil
+	// Ending the session releases the lock, and keeps its setting out of
+	// the pool.
+	return func() { discard(conn) }, nil
 }
 
 // afterMigration are the steps of a migration that SQL cannot take, run
@@ -340,6 +348,13 @@ var afterMigration = map[string]func(s *Store, ctx context.Context, tx *txn) err
 
 func (s *Store) migrateFile(ctx context.Context, name string) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if s.engine == Postgres {
+			// A migration (an index on a big table) may take longer than
+			// any request should.
+			if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+				return err
+			}
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
 			return err
