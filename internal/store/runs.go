@@ -609,6 +609,7 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 	for {
 		var n int64
 		err := s.tx(ctx, func(tx *txn) error {
+			n = 0 // not an earlier attempt's
 			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs
 				WHERE tenant_id = ? AND created_at < ? LIMIT 1000)`, tenantID, t.UnixMilli())
 			if err != nil {

@@ -228,7 +228,8 @@ const maxTxAttempts = 12
 // tx runs fn in a write transaction (BEGIN IMMEDIATE on SQLite,
 // SERIALIZABLE on PostgreSQL), committing when fn returns nil. On
 // PostgreSQL a transaction that loses to a concurrent one runs again from
-// the start, so fn must only touch the database and its own results.
+// the start, so fn must only touch the database and its own results, and
+// set each of those afresh (a failed attempt may have set them).
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 	return s.txAt(ctx, sql.LevelSerializable, fn)
 }
