@@ -222,7 +222,8 @@ func (s *Store) sql(sqlite, postgres string) string {
 }
 
 // maxTxAttempts bounds the retries of a PostgreSQL transaction that lost a
-// serialization conflict to another writer.
+// serialization conflict to another writer; one that loses them all is
+// errs.Unavailable (503), for its caller to try again later.
 const maxTxAttempts = 12
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE on SQLite,
@@ -250,8 +251,11 @@ func (s *Store) txAt(ctx context.Context, level sql.IsolationLevel, fn func(*txn
 	opts := &sql.TxOptions{Isolation: level}
 	for attempt := 1; ; attempt++ {
 		err := s.runTx(ctx, opts, fn)
-		if err == nil || attempt == maxTxAttempts || !retryable(err) {
+		if err == nil || !retryable(err) {
 			return err
+		}
+		if attempt == maxTxAttempts {
+			return errs.Wrap(err, errs.Unavailable, "database_busy", "the database is busy, try again")
 		}
 		// A short, growing, jittered pause lets the winner finish.
 		pause := time.Duration(attempt) * time.Duration(1+rand.IntN(2000)) * time.Microsecond
