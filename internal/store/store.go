@@ -35,6 +35,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -177,16 +178,7 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	locks.SetConnMaxIdleTime(5 * time.Minute)
 	listener := cfg.Copy()
 	listener.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " changes"
-	return &Store{write: p, read: p, lockDB: locks, engine: Postgres, Now: time.Now, path: redactedAddress(dsn), changes: newFeed(listener)}, nil
-}
-
-// redactedAddress is dsn without its password, for logs and /health.
-func redactedAddress(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres"
-	}
-	return u.Redacted()
+	return &Store{write: p, read: p, lockDB: locks, engine: Postgres, Now: time.Now, path: config.RedactDBAddress(dsn), changes: newFeed(listener)}, nil
 }
 
 // Close closes the pools. On SQLite a WAL checkpoint runs as the last
