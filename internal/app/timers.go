@@ -79,8 +79,9 @@ func (a *App) locked(name string, round func(context.Context)) {
 	round(ctx)
 }
 
-// sweep expires invites and sign-in devices and queues the day's retention
-// sweep of every tenant (once a day, whichever replica queues it).
+// sweep expires invites and sign-in devices and queues a retention sweep of
+// every tenant: on PostgreSQL the day's, once whichever replica queues it;
+// on SQLite one each round, a minute after each start and daily after.
 func (a *App) sweep(ctx context.Context) {
 	if n, err := a.Accounts.ExpireInvites(ctx); err != nil {
 		a.Logger.Error("marking expired invites failed", "error", err)
@@ -99,7 +100,14 @@ func (a *App) sweep(ctx context.Context) {
 	}
 	key := retentionKey(a.now())
 	for _, id := range tenants {
-		if _, _, err := a.Jobs.EnqueueOnce(ctx, id, ledger.RetentionJob, key, map[string]any{}); err != nil {
+		var err error
+		if a.Store.Engine() == store.Postgres {
+			_, _, err = a.Jobs.EnqueueOnce(ctx, id, ledger.RetentionJob, key, map[string]any{})
+		} else {
+			// One process: each start's first round queues a sweep.
+			_, err = a.Jobs.Enqueue(ctx, id, ledger.RetentionJob, map[string]any{})
+		}
+		if err != nil {
 			a.Logger.Error("retention: queueing a sweep failed", "tenant", id, "error", err)
 		}
 	}

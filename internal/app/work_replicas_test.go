@@ -108,3 +108,19 @@ func TestReplicaWithoutTheLedgerKeyIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, app.CheckLedgerKey(ctx, s, replaced, false, filepath.Join(dir, "replaced.key"), log))
 }
+
+// On SQLite, one process, each round of the daily sweep queues a
+// retention sweep, as every start did before replicas shared a database.
+func TestSweepOnSQLiteQueuesEachRound(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := app.New(ctx, app.Options{Config: configFor(t, map[string]string{"SVC_DB": filepath.Join(dir, "svc.db")}),
+		Provider: &heldProvider{}, Mailer: noMail{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, a.Close()) })
+	a.Sweep()
+	a.Sweep()
+	l, err := a.Jobs.List(ctx, tenant.DefaultID, jobs.Filter{})
+	require.NoError(t, err)
+	assert.Len(t, l.Jobs, 2, "a retention sweep each round")
+}

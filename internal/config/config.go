@@ -168,9 +168,27 @@ func (c *Config) DBAddress() string {
 	if !c.Postgres() {
 		return c.DBPath
 	}
-	u, err := url.Parse(c.DBPath)
+	return RedactDBAddress(c.DBPath)
+}
+
+// RedactDBAddress is the PostgreSQL address dsn as logs and /health may
+// show it: without the password of its user information, nor the password
+// and sslpassword parameters libpq also reads from its query.
+func RedactDBAddress(dsn string) string {
+	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres"
+	}
+	q := u.Query()
+	changed := false
+	for _, name := range []string{"password", "sslpassword"} {
+		if q.Has(name) {
+			q.Set(name, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -168,3 +168,29 @@ func TestTracing(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.Tracing)
 }
+
+// A PostgreSQL address shown in logs or /health carries no password,
+// whether in its user information or in its parameters.
+func TestRedactDBAddressHidesEveryPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://svc:s3cret@db:5432/svc?sslmode=verify-full":                     "postgres://svc:xxxxx@db:5432/svc?sslmode=verify-full",
+		"postgres://svc@db/svc?password=s3cret&sslmode=require":                     "postgres://svc@db/svc?password=xxxxx&sslmode=require",
+		"postgresql://db/svc?sslpassword=k3y&sslkey=/k.pem&user=svc":                "postgresql://db/svc?sslkey=%2Fk.pem&sslpassword=xxxxx&user=svc",
+		"postgres://svc@db/svc?sslmode=disable":                                     "postgres://svc@db/svc?sslmode=disable",
+		"postgres://svc:pw@db/svc?password=other&sslpassword=third&sslmode=require": "postgres://svc:xxxxx@db/svc?password=xxxxx&sslmode=require&sslpassword=xxxxx",
+	} {
+		got := config.RedactDBAddress(in)
+		if got != want {
+			t.Errorf("RedactDBAddress(%q) = %q, want %q", in, got, want)
+		}
+		for _, secret := range []string{"s3cret", "k3y", "other", "third", ":pw@"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("RedactDBAddress(%q) = %q shows %q", in, got, secret)
+			}
+		}
+	}
+	c := config.Config{DBPath: "postgres://svc@db/svc?password=s3cret"}
+	if got := c.DBAddress(); strings.Contains(got, "s3cret") {
+		t.Errorf("DBAddress() = %q shows the password", got)
+	}
+}

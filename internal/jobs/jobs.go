@@ -137,8 +137,8 @@ type Store interface {
 	RenewJobs(ctx context.Context, owner string, until time.Time) error
 	// FinishJob records the outcome of a running job's attempt: Status,
 	// LastError, RunAt and UpdatedAt of j. Returns errs.NotFound when the
-	// tenant has no job j.ID running for j.Owner (its lease lapsed and it
-	// was queued again).
+	// tenant has no job j.ID running its attempt j.Attempts for j.Owner
+	// (its lease lapsed and it was queued again, perhaps claimed again).
 	FinishJob(ctx context.Context, j *Job) error
 	// RequeueRunningJobs puts running jobs back to queued, due at now,
 	// with lastError saying the attempt was interrupted; a job whose

@@ -3,7 +3,8 @@
 // stopped with it, and a fresh database for each test that asks.
 //
 // It needs the server's programs (Debian's postgresql package; .ci/run
-// installs it). Without them a test that asks skips, saying why. As root,
+// installs it). Without them a test that asks skips, saying why, unless
+// SVC_TEST_DB=postgres asks for PostgreSQL: it fails then. As root,
 // which PostgreSQL refuses, the server runs as the postgres user (or
 // nobody).
 package pgtest
@@ -56,12 +57,24 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	_, failure := Shared()
 	if errors.Is(failure, ErrMissing) {
-		tb.Skipf("SKIPPED, PostgreSQL is not installed here (%v): install Debian's postgresql package to run the PostgreSQL tests", failure)
+		missing(tb, failure)
 	}
 	if failure != nil {
 		tb.Fatalf("start PostgreSQL: %v", failure)
 	}
 	return shared
+}
+
+// missing skips tb, saying why, on a machine without PostgreSQL; but fails
+// it where SVC_TEST_DB=postgres asks for PostgreSQL, so that a run meant to
+// test it cannot pass without it.
+func missing(tb testing.TB, err error) {
+	tb.Helper()
+	if os.Getenv("SVC_TEST_DB") == "postgres" {
+		tb.Fatalf("SVC_TEST_DB=postgres but PostgreSQL is not installed here (%v): install Debian's postgresql package", err)
+		return
+	}
+	tb.Skipf("SKIPPED, PostgreSQL is not installed here (%v): install Debian's postgresql package to run the PostgreSQL tests", err)
 }
 
 // DSN is the address of a new, empty database on the process's server.

@@ -84,6 +84,7 @@ func (s *Store) CreateUser(ctx context.Context, u accounts.NewUser) error {
 func (s *Store) EnsureAdmin(ctx context.Context, u accounts.NewUser) (bool, error) {
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
+		created = false // not an earlier attempt's
 		var id string
 		var verified bool
 		err := tx.QueryRowContext(ctx, `SELECT id, email_verified FROM users WHERE email = ?`, u.Email).Scan(&id, &verified)

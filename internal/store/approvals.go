@@ -41,6 +41,7 @@ func (s *Store) OpenApproval(ctx context.Context, a *approval.Approval, limit in
 	var out approval.Approval
 	created := false
 	err = s.tx(ctx, func(tx *txn) error {
+		created = false // not an earlier attempt's
 		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
 			WHERE tenant_id = ? AND fingerprint = ? AND status = 'pending'`, a.TenantID, a.Fingerprint))
 		if err == nil {

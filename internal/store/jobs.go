@@ -100,12 +100,14 @@ func (s *Store) RenewJobs(ctx context.Context, owner string, until time.Time) er
 	return err
 }
 
-// FinishJob records the outcome of a running job's attempt.
+// FinishJob records the outcome of a running job's attempt, provided it
+// is still the job's latest: the attempt number tells an attempt whose
+// lease lapsed from a later one the same owner claimed.
 func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 	return s.lockedTx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, last_error = ?, run_at = ?, updated_at = ?
-			WHERE tenant_id = ? AND id = ? AND status = 'running' AND owner = ?`,
-			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID, j.Owner)
+			WHERE tenant_id = ? AND id = ? AND status = 'running' AND owner = ? AND attempts = ?`,
+			j.Status, j.LastError, j.RunAt.UnixMilli(), j.UpdatedAt.UnixMilli(), j.TenantID, j.ID, j.Owner, j.Attempts)
 		if err != nil {
 			return formatError(err)
 		}

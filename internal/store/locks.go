@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -24,25 +26,44 @@ func (s *Store) TryLock(ctx context.Context, name string) (release func(), ok bo
 			return nil, false, nil
 		}
 	}
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", name, err)
 	}
 	key := lockKey(name)
-	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil || !ok {
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+		discard(conn)
+		return nil, false, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if !ok {
 		_ = conn.Close()
-		if err != nil {
-			return nil, false, fmt.Errorf("lock %s: %w", name, err)
-		}
 		return nil, false, nil
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, key)
-			_ = conn.Close()
+			releaseLock(conn, `SELECT pg_advisory_unlock($1)`, key)
 		})
 	}, true, nil
+}
+
+// releaseLock runs query, which releases a session advisory lock held on conn,
+// and gives conn back to its pool; a lock that cannot be released ends
+// with its connection, which the pool then discards instead of handing it
+// on still locked.
+func releaseLock(conn *sql.Conn, query string, args ...any) {
+	if _, err := conn.ExecContext(context.Background(), query, args...); err != nil {
+		discard(conn)
+		return
+	}
+	_ = conn.Close()
+}
+
+// discard closes conn for good, not back into its pool: after a failed
+// lock or unlock statement it may hold a lock no one will release.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
 }
 
 // lockKey is the advisory lock's number for name: the first 63 bits of

@@ -387,9 +387,13 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 // it), and one pass reads the window, counting the matches beside the page.
 func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter, where string, args []any) ([]ledger.Run, int, error) {
 	q := asciiLower(f.Q)
+	body := q // the text as the bodies' condition reads them
+	if s.engine == Postgres {
+		body = byteaEscape(q)
+	}
 	where += ` AND rowid IN (SELECT rowid FROM runs` + where + ` ORDER BY created_at DESC, rowid DESC LIMIT ?)` +
 		s.sql(searchSQLite, searchPostgres)
-	args = append(append(args, args...), ledger.SearchWindow, q, q, q, q, q, q)
+	args = append(append(args, args...), ledger.SearchWindow, q, q, q, q, body, body)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+`, COUNT(*) OVER () FROM runs`+where+
 		` ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
@@ -405,15 +409,35 @@ func (s *Store) searchRuns(ctx context.Context, tenantID string, f ledger.Filter
 }
 
 // searchSQLite and searchPostgres are the condition of searchRuns on each
-// engine; each ? is the folded text.
+// engine; each ? is the folded text. PostgreSQL reads a body in its escape
+// form (encode(…, 'escape'): NUL and bytes of the high bit as \ooo, \ as
+// \\, the rest as is), which any bytes have, where reading them as UTF-8
+// fails on one stored body that is not; the text is matched in the same
+// form (byteaEscape), so both engines match bytes, ASCII letters folded.
 const (
 	searchSQLite = ` AND (instr(lower(id), ?) > 0 OR instr(lower(model), ?) > 0 OR instr(lower(app), ?) > 0
 		OR instr(lower(agent), ?) > 0 OR instr(lower(CAST(request AS TEXT)), ?) > 0
 		OR instr(lower(CAST(response AS TEXT)), ?) > 0)`
 	searchPostgres = ` AND (strpos(lower(id), ?) > 0 OR strpos(lower(model), ?) > 0 OR strpos(lower(app), ?) > 0
-		OR strpos(lower(agent), ?) > 0 OR strpos(lower(convert_from(request, 'UTF8')), ?) > 0
-		OR strpos(lower(convert_from(response, 'UTF8')), ?) > 0)`
+		OR strpos(lower(agent), ?) > 0 OR strpos(lower(encode(request, 'escape')), ?) > 0
+		OR strpos(lower(encode(response, 'escape')), ?) > 0)`
 )
+
+// byteaEscape is s as PostgreSQL's encode(…, 'escape') writes its bytes.
+func byteaEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == 0 || c >= 0x80:
+			fmt.Fprintf(&b, `\%03o`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
 
 // scanRuns reads listed runs, and with counted the total each row carries
 // last.
@@ -609,6 +633,7 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 	for {
 		var n int64
 		err := s.tx(ctx, func(tx *txn) error {
+			n = 0 // not an earlier attempt's
 			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs
 				WHERE tenant_id = ? AND created_at < ? LIMIT 1000)`, tenantID, t.UnixMilli())
 			if err != nil {

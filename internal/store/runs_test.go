@@ -648,3 +648,34 @@ func TestListRunsByTraceID(t *testing.T) {
 	require.NoError(t, rows.Err())
 	assert.Contains(t, plan, "runs_by_trace_id")
 }
+
+// A stored body that is not valid UTF-8 neither breaks the tenant's
+// search nor hides its run; text beyond ASCII is found as stored.
+func TestRunSearchReadsBodiesThatAreNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
+	bad := newRun(tenant.DefaultID, base, ledger.RouteLive, ledger.StatusOK, "")
+	bad.Run.Request = json.RawMessage("{\"q\":\"Needle \xff\xfe in bytes\"}")
+	bad = ledger.NewRecord(bad.Run, bad.Events, base)
+	accented := newRun(tenant.DefaultID, base.Add(time.Minute), ledger.RouteLive, ledger.StatusOK, "")
+	accented.Run.Response = json.RawMessage(`{"a":"Café \\ NEEDLE"}`)
+	accented = ledger.NewRecord(accented.Run, accented.Events, base.Add(time.Minute))
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{bad, accented}))
+
+	search := func(q string) []string {
+		t.Helper()
+		runs, _, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Q: q, Limit: 10})
+		require.NoError(t, err, "search %q", q)
+		out := []string{}
+		for _, r := range runs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{accented.Run.ID, bad.Run.ID}, search("needle"))
+	assert.Equal(t, []string{bad.Run.ID}, search("in bytes"))
+	assert.Equal(t, []string{accented.Run.ID}, search("café"))
+	assert.Equal(t, []string{accented.Run.ID}, search(`\ needle`))
+	assert.Empty(t, search("caf\\303"), "an escape is no byte")
+}

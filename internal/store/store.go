@@ -35,6 +35,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -59,6 +60,13 @@ type Store struct {
 
 	locks localLocks // TryLock's, on SQLite
 
+	// lockDB holds PostgreSQL's session advisory locks (TryLock,
+	// LockWebSession, the migration lock), each on a connection of its own
+	// for as long as it is held. A pool of its own, so that lock holders
+	// waiting for a connection never starve the work they protect, which
+	// runs on the main pool; nil on SQLite.
+	lockDB *sql.DB
+
 	path string // the SQLite file, or the PostgreSQL address without its password
 
 	changes *feed // changes.go
@@ -67,7 +75,8 @@ type Store struct {
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
 type Options struct {
 	// MaxConns bounds the connections the pool opens (SVC_DB_MAX_CONNS);
-	// zero is 20.
+	// zero is 20. Advisory locks are held on a pool of their own, of
+	// max(4, MaxConns/2) more.
 	MaxConns int
 	// StatementTimeout ends a statement that runs longer
 	// (SVC_DB_STATEMENT_TIMEOUT); zero is 30 seconds.
@@ -160,18 +169,16 @@ func openPostgres(dsn string, o Options) (*Store, error) {
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	d.SetConnMaxLifetime(time.Hour)
 	p := &pool{DB: d, binds: &binds{}}
+	lockCfg := cfg.Copy()
+	lockCfg.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " locks"
+	locks := sql.OpenDB(stdlib.GetConnector(*lockCfg))
+	n := max(4, o.MaxConns/2)
+	locks.SetMaxOpenConns(n)
+	locks.SetMaxIdleConns(n)
+	locks.SetConnMaxIdleTime(5 * time.Minute)
 	listener := cfg.Copy()
 	listener.RuntimeParams["application_name"] = cfg.RuntimeParams["application_name"] + " changes"
-	return &Store{write: p, read: p, engine: Postgres, Now: time.Now, path: redactedAddress(dsn), changes: newFeed(listener)}, nil
-}
-
-// redactedAddress is dsn without its password, for logs and /health.
-func redactedAddress(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres"
-	}
-	return u.Redacted()
+	return &Store{write: p, read: p, lockDB: locks, engine: Postgres, Now: time.Now, path: config.RedactDBAddress(dsn), changes: newFeed(listener)}, nil
 }
 
 // Close closes the pools. On SQLite a WAL checkpoint runs as the last
@@ -179,7 +186,10 @@ func redactedAddress(dsn string) string {
 func (s *Store) Close() error {
 	s.closeFeed()
 	s.hot.close()
-	if s.write == s.read { // PostgreSQL, or OpenReadOnly
+	if s.lockDB != nil {
+		return errors.Join(s.read.Close(), s.lockDB.Close())
+	}
+	if s.write == s.read { // OpenReadOnly
 		return s.read.Close()
 	}
 	return errors.Join(s.read.Close(), s.write.Close())
@@ -204,13 +214,15 @@ func (s *Store) sql(sqlite, postgres string) string {
 }
 
 // maxTxAttempts bounds the retries of a PostgreSQL transaction that lost a
-// serialization conflict to another writer.
+// serialization conflict to another writer; one that loses them all is
+// errs.Unavailable (503), for its caller to try again later.
 const maxTxAttempts = 12
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE on SQLite,
 // SERIALIZABLE on PostgreSQL), committing when fn returns nil. On
 // PostgreSQL a transaction that loses to a concurrent one runs again from
-// the start, so fn must only touch the database and its own results.
+// the start, so fn must only touch the database and its own results, and
+// set each of those afresh (a failed attempt may have set them).
 func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 	return s.txAt(ctx, sql.LevelSerializable, fn)
 }
@@ -231,8 +243,11 @@ func (s *Store) txAt(ctx context.Context, level sql.IsolationLevel, fn func(*txn
 	opts := &sql.TxOptions{Isolation: level}
 	for attempt := 1; ; attempt++ {
 		err := s.runTx(ctx, opts, fn)
-		if err == nil || attempt == maxTxAttempts || !retryable(err) {
+		if err == nil || !retryable(err) {
 			return err
+		}
+		if attempt == maxTxAttempts {
+			return errs.Wrap(err, errs.Unavailable, "database_busy", "the database is busy, try again")
 		}
 		// A short, growing, jittered pause lets the winner finish.
 		pause := time.Duration(attempt) * time.Duration(1+rand.IntN(2000)) * time.Microsecond
@@ -303,18 +318,23 @@ const migrationLock = 0x7376635f6d6967 // "svc_mig"
 // lockMigrations waits for the migration lock on a connection of its own,
 // and returns its release.
 func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		_ = conn.Close()
+	// A replica waits as long as another's migrations take, whatever the
+	// statement timeout.
+	if _, err := conn.ExecContext(ctx, `SET statement_timeout = 0`); err != nil {
+		discard(conn)
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
-	return func() {
-		_, _ = conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-		_ = conn.Close()
-	}, nil
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		discard(conn)
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	// Ending the session releases the lock, and keeps its setting out of
+	// the pool.
+	return func() { discard(conn) }, nil
 }
 
 // afterMigration are the steps of a migration that SQL cannot take, run
@@ -325,6 +345,13 @@ var afterMigration = map[string]func(s *Store, ctx context.Context, tx *txn) err
 
 func (s *Store) migrateFile(ctx context.Context, name string) error {
 	return s.tx(ctx, func(tx *txn) error {
+		if s.engine == Postgres {
+			// A migration (an index on a big table) may take longer than
+			// any request should.
+			if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+				return err
+			}
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
 			return err

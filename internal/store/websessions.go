@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"hash/fnv"
 	"time"
@@ -164,21 +163,15 @@ func (s *Store) LockWebSession(ctx context.Context, tenantID, id string) (unlock
 	h := fnv.New32a()
 	h.Write([]byte(tenantID + "/" + id))
 	key := int32(h.Sum32()) //nolint:gosec // a hash: any 32 bits will do
-	conn, err := s.write.Conn(ctx)
+	conn, err := s.lockDB.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, int32(webSessionLockClass), key); err != nil {
-		conn.Close()
+		discard(conn) // the lock may have been granted as the wait was cut short
 		return nil, errs.Wrap(err, errs.Unavailable, "session_busy", "the web session is busy with another action; try again")
 	}
-	return func() {
-		// A lock that cannot be released ends with its connection.
-		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1, $2)`, int32(webSessionLockClass), key); err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		conn.Close()
-	}, nil
+	return func() { releaseLock(conn, `SELECT pg_advisory_unlock($1, $2)`, int32(webSessionLockClass), key) }, nil
 }
 
 const webSessionColumns = `id, tenant_id, url, title, created_at, last_active_at, version, page_version`
