@@ -198,7 +198,7 @@ func RedactDBAddress(dsn string) string {
 var Vars = []struct{ Name, Default, Purpose string }{
 	{"SVC_ADDR", ":4100", "listen address"},
 	{"SVC_DB", "./data/svc.db", "SQLite database file (folder created when missing), or a PostgreSQL address postgres://user:password@host:5432/db?sslmode=verify-full shared by several replicas"},
-	{"SVC_DB_MAX_CONNS", "20", "PostgreSQL: most connections one replica opens"},
+	{"SVC_DB_MAX_CONNS", "20", "PostgreSQL: most connections one replica opens for its queries (it also keeps a pool of half as many, at least 4, for its locks, and one connection that listens for the other replicas' changes)"},
 	{"SVC_DB_STATEMENT_TIMEOUT", "30s", "PostgreSQL: longest a statement may run (Go duration)"},
 	{"SVC_DB_REFRESH", "5s", "PostgreSQL: longest a replica's cached keys, sessions, settings and artifacts may lag a change whose notification it missed (Go duration)"},
 	{"SVC_JOURNAL_DIR", "SQLite: the file's name + .runlog; PostgreSQL: ./data/journal", "this process's run journal folder; replicas sharing a machine need one each"},
