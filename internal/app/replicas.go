@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"sync"
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/changes"
@@ -38,20 +39,21 @@ func (a *App) replicate(ctx context.Context, st *settings.Service, forget []acco
 			f.ForgetTenant(tenantID)
 		}
 	})
+	// The bound on a lost notification for the copies that are not
+	// re-read entry by entry: the serving index and the cache.
 	loops, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() {
-		a.Learning.RefreshEvery(loops, refresh)
-		done <- struct{}{}
-	}()
-	go func() {
-		a.Cache.RefreshEvery(loops, refresh)
-		done <- struct{}{}
-	}()
+	var refreshes sync.WaitGroup
+	refreshes.Go(func() {
+		every(loops.Done(), refresh, func() {
+			if err := a.Learning.Refresh(loops); err != nil && loops.Err() == nil {
+				a.Logger.Error("refreshing the serving index failed", "error", err)
+			}
+		})
+	})
+	refreshes.Go(func() { every(loops.Done(), refresh, func() { a.Cache.Refresh(loops) }) })
 	a.pushFunc("refreshes", func() {
 		cancel()
-		<-done
-		<-done
+		refreshes.Wait()
 	})
 	return append(forget, announceForget{feed}), nil
 }

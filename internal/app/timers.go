@@ -122,18 +122,11 @@ const bucketSweep = time.Minute
 // sweepBuckets deletes the full shared rate-limit buckets every
 // bucketSweep, until stop closes.
 func (a *App) sweepBuckets(stop <-chan struct{}) {
-	tick := time.NewTicker(bucketSweep)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
+	every(stop, bucketSweep, func() {
 		if _, err := a.Store.SweepBuckets(context.Background(), a.now()); err != nil {
 			a.Logger.Error("sweeping the rate-limit buckets failed", "error", err)
 		}
-	}
+	})
 }
 
 // retentionKey names the retention sweep of t's day (UTC).
@@ -150,15 +143,21 @@ func learningKey(t time.Time, interval time.Duration) string {
 // learnEvery queues a learning pass of every tenant each
 // SVC_LEARNING_INTERVAL, until stop closes.
 func (a *App) learnEvery(stop <-chan struct{}) {
-	tick := time.NewTicker(a.Config.LearningInterval)
+	every(stop, a.Config.LearningInterval, func() { a.locked(learningLock, a.queueLearning) })
+}
+
+// every runs round once per period, the first a period from now, until
+// stop closes.
+func every(stop <-chan struct{}, period time.Duration, round func()) {
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-tick.C:
+			round()
 		}
-		a.locked(learningLock, a.queueLearning)
 	}
 }
 

@@ -70,7 +70,7 @@ type Cache struct {
 	// in the database for those that miss one.
 	feed   changes.Feed
 	counts Invalidations
-	seen   map[Scope]int64 // the counts last read; only RefreshEvery's
+	seen   map[Scope]int64 // the counts last read; only Refresh's
 }
 
 // Scope is one tenant's tier, or every tier of it when Tier is empty.
@@ -277,7 +277,7 @@ func (c *Cache) Invalidate(ctx context.Context, tenantID string, tier Tier) erro
 // feed, and one announced elsewhere drops the same entries here (the
 // negative tier is the database's, seen by every replica). When the feed
 // reconnects, having perhaps missed one, every in-memory entry is dropped;
-// RefreshEvery drops what a count that moved unannounced names. Call it
+// Refresh drops what a count that moved unannounced names. Call it
 // before use.
 func (c *Cache) Replicate(ctx context.Context, feed changes.Feed, counts Invalidations) error {
 	seen, err := counts.InvalidationCounts(ctx)
@@ -296,23 +296,10 @@ func (c *Cache) Replicate(ctx context.Context, feed changes.Feed, counts Invalid
 	return nil
 }
 
-// RefreshEvery reads the invalidation counts once per period until ctx
-// ends, and drops the entries of each scope whose count moved: the bound on
-// an invalidation whose notification this replica missed.
-func (c *Cache) RefreshEvery(ctx context.Context, period time.Duration) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.refresh(ctx)
-		}
-	}
-}
-
-func (c *Cache) refresh(ctx context.Context) {
+// Refresh reads the invalidation counts and drops the entries of each
+// scope whose count moved since the last read: run once per SVC_DB_REFRESH,
+// the bound on an invalidation whose notification this replica missed.
+func (c *Cache) Refresh(ctx context.Context) {
 	now, err := c.counts.InvalidationCounts(ctx)
 	if err != nil {
 		return // read again next period

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/learning/synth"
@@ -139,23 +138,6 @@ func (s *Service) setIfUnchanged(tenantID string, rows []ServingRow, count uint6
 		return
 	}
 	s.index.set(tenantID, rows, s.o.Logger)
-}
-
-// RefreshEvery runs Refresh once per period until ctx ends: the bound on a
-// change whose notification this replica missed.
-func (s *Service) RefreshEvery(ctx context.Context, period time.Duration) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.o.Logger.Error("refreshing the serving index failed", "error", err)
-			}
-		}
-	}
 }
 
 // signature names the serving artifacts of rows and their states, in a
