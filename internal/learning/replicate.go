@@ -110,16 +110,13 @@ func (s *Service) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byTenant := map[string][]ServingRow{}
-	for _, r := range rows {
-		byTenant[r.Artifact.TenantID] = append(byTenant[r.Artifact.TenantID], r)
-	}
+	tenants := byTenant(rows)
 	for t := range before {
-		if _, ok := byTenant[t]; !ok {
-			byTenant[t] = nil // its last artifact stopped serving
+		if _, ok := tenants[t]; !ok {
+			tenants[t] = nil // its last artifact stopped serving
 		}
 	}
-	for t, rs := range byTenant {
+	for t, rs := range tenants {
 		if signature(rs) == s.index.signature(t) {
 			continue
 		}

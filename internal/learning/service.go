@@ -184,14 +184,19 @@ func (s *Service) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byTenant := map[string][]ServingRow{}
-	for _, r := range rows {
-		byTenant[r.Artifact.TenantID] = append(byTenant[r.Artifact.TenantID], r)
-	}
-	for t, rs := range byTenant {
+	for t, rs := range byTenant(rows) {
 		s.index.set(t, rs, s.o.Logger)
 	}
 	return nil
+}
+
+// byTenant groups serving rows by their tenant.
+func byTenant(rows []ServingRow) map[string][]ServingRow {
+	out := map[string][]ServingRow{}
+	for _, r := range rows {
+		out[r.Artifact.TenantID] = append(out[r.Artifact.TenantID], r)
+	}
+	return out
 }
 
 // ForgetTenant takes a deleted tenant's artifacts out of the serving
