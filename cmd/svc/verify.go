@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store"
 )
@@ -81,7 +82,7 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	s, err := store.OpenLedgerSnapshot(ctx, *db)
 	if err != nil {
-		if store.IsPostgres(*db) {
+		if config.IsPostgres(*db) {
 			return usage("%v", err) // the address may hold a password
 		}
 		return usage("%s: %v", *db, err)

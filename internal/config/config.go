@@ -158,8 +158,12 @@ func (c *Config) ProviderName() string {
 }
 
 // Postgres reports whether SVC_DB names a PostgreSQL database.
-func (c *Config) Postgres() bool {
-	return strings.HasPrefix(c.DBPath, "postgres://") || strings.HasPrefix(c.DBPath, "postgresql://")
+func (c *Config) Postgres() bool { return IsPostgres(c.DBPath) }
+
+// IsPostgres reports whether dsn, a value of SVC_DB, names a PostgreSQL
+// database; any other value is an SQLite file.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
 // DBAddress is SVC_DB as logs may show it: a PostgreSQL address without

@@ -27,12 +27,6 @@ func (e Engine) String() string {
 	return "sqlite"
 }
 
-// IsPostgres reports whether dsn names a PostgreSQL database (SVC_DB); any
-// other value is an SQLite file.
-func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
-}
-
 // pool is a database/sql pool whose statements are written once, with ? placeholders, for
 // both engines: on PostgreSQL each is rewritten to $1, $2, … the first time
 // it is seen and the rewrite kept.

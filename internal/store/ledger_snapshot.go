@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
@@ -30,7 +31,7 @@ var _ ledger.LedgerSource = (*LedgerSnapshot)(nil)
 // and takes a snapshot of it.
 func OpenLedgerSnapshot(ctx context.Context, dsn string) (*LedgerSnapshot, error) {
 	var s *Store
-	if IsPostgres(dsn) {
+	if config.IsPostgres(dsn) {
 		var err error
 		if s, err = openPostgres(dsn, Options{MaxConns: 1}); err != nil {
 			return nil, err

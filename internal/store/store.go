@@ -96,7 +96,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 		s   *Store
 		err error
 	)
-	if IsPostgres(dsn) {
+	if config.IsPostgres(dsn) {
 		s, err = openPostgres(dsn, o)
 	} else {
 		s, err = openSQLite(dsn)
