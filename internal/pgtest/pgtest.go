@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,13 +82,6 @@ func missing(tb testing.TB, err error) {
 func DSN(tb testing.TB) string {
 	tb.Helper()
 	return Start(tb).CreateDatabase(tb, "")
-}
-
-// Available reports whether PostgreSQL's programs are installed, without
-// starting anything.
-func Available() bool {
-	_, err := binDir()
-	return err == nil
 }
 
 // Address is the address of database name on the server.
@@ -190,12 +184,26 @@ func start() (*Server, error) {
 		return nil, err
 	}
 	proc.Stdout, proc.Stderr = logFile, logFile
-	if err := proc.Start(); err != nil {
+	// Pdeathsig fires when the thread that started the server ends, not
+	// only the process: the server is started from a goroutine that keeps
+	// its thread, locked, for as long as the server runs, so that no other
+	// goroutine can end that thread (one that locks its thread and returns
+	// ends it, as the plugin host's do).
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := proc.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- proc.Wait()
+		_ = logFile.Close()
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Server{dir: dir, socket: dir, proc: proc}
-	exited := make(chan error, 1)
-	go func() { exited <- proc.Wait(); _ = logFile.Close() }()
 	if err := s.waitReady(exited); err != nil {
 		_ = proc.Process.Kill()
 		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
