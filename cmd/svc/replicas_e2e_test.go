@@ -326,8 +326,19 @@ func TestReplicasChangesTakeEffectOnAll(t *testing.T) {
 		status, out := c.reps[0].call(t, "POST", "/api/v1/cache/invalidate", bootstrap, `{"cacheType":"exact_response"}`)
 		require.Equal(t, http.StatusOK, status, out)
 		for _, i := range []int{1, 2} {
-			// Each try asks the provider again, and caches the answer anew:
-			// only the first request after the change may say miss.
+			// The notice reaches the replica a moment after the answer: wait
+			// for its exact tier to empty (reading the stats stores nothing),
+			// then the repeat must go to the provider.
+			within(t, fmt.Sprintf("replica %d's exact cache is emptied", i+1), func() bool {
+				status, out := c.reps[i].call(t, "GET", "/api/v1/cache/stats", bootstrap, "")
+				require.Equal(t, http.StatusOK, status, out)
+				for _, st := range out["stats"].([]any) {
+					if st := st.(map[string]any); st["cacheType"] == "exact_response" {
+						return st["entries"] == float64(0)
+					}
+				}
+				return false
+			})
 			status, route, _ := gatewayRoute(t, c.reps[i], key, body)
 			require.Equal(t, http.StatusOK, status)
 			assert.Equal(t, "live", route, "replica %d's cache was emptied", i+1)
