@@ -119,6 +119,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &a.in.Agent, true
 	case "provider":
 		return &a.in.Candidate, true
+	case "spend":
+		return &a.in.Spend, true
 	}
 	return nil, false
 }

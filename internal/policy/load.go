@@ -25,7 +25,8 @@ type Rule struct {
 	Reason      string `json:"reason"`
 	Source      string `json:"source"` // the file it came from
 
-	program cel.Program // planned once, metered (see meter.go)
+	program    cel.Program // planned once, metered (see meter.go)
+	readsSpend bool        // the condition reads the spend variable
 }
 
 // Set is the rules loaded from a folder, grouped by target, in file-name
@@ -35,12 +36,53 @@ type Set struct {
 	byTarget map[Target][]*Rule
 }
 
+// ReadsSpend reports whether a chat rule of the set reads spend, so that
+// a caller gathers the counters only for a set that will read them.
+func (s *Set) ReadsSpend() bool {
+	for _, r := range s.byTarget[Chat] {
+		if r.readsSpend {
+			return true
+		}
+	}
+	return false
+}
+
+// NewSet compiles rules written in code rather than read from a file (a
+// tenant's budgets, say): each is checked and planned as a file's rule
+// is, Source naming where it came from. Ids must be distinct.
+func NewSet(rules []Rule) (*Set, error) {
+	env, err := newEnv()
+	if err != nil {
+		return nil, err
+	}
+	impls, err := bindings(env)
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{byTarget: map[Target][]*Rule{}}
+	seen := map[string]bool{}
+	for _, in := range rules {
+		r, err := compile(env, impls, in.Source, fileRule{ID: in.ID, Description: in.Description,
+			Target: string(in.Target), When: in.When, Effect: string(in.Effect), Reason: in.Reason})
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", in.ID, err)
+		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("rule %q: id already used", r.ID)
+		}
+		seen[r.ID] = true
+		set.rules = append(set.rules, r)
+		set.byTarget[r.Target] = append(set.byTarget[r.Target], r)
+	}
+	return set, nil
+}
+
 // Rules returns every rule of the set.
 func (s *Set) Rules() []Rule {
 	out := make([]Rule, len(s.rules))
 	for i, r := range s.rules {
 		out[i] = *r
-		out[i].program = nil
+		out[i].program, out[i].readsSpend = nil, false
 	}
 	return out
 }
@@ -176,5 +218,10 @@ func compile(env *cel.Env, impls map[string]*functions.Overload, source string, 
 		return nil, fmt.Errorf("when: %w", err)
 	}
 	r.program = prg
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		if ref.Name == "spend" {
+			r.readsSpend = true
+		}
+	}
 	return r, nil
 }

@@ -105,7 +105,8 @@ func (v Verdict) Denied() bool {
 
 // Input is everything a condition can see. Only the part of the target is
 // filled: request for chat, tool for tool, web for web, request and
-// candidate for provider; tenant, mode and agent always.
+// candidate for provider; tenant, mode and agent always; spend for chat,
+// when a rule in force reads it (Set.ReadsSpend) or the tenant has budgets.
 type Input struct {
 	Tenant    string
 	Mode      string
@@ -114,6 +115,7 @@ type Input struct {
 	Web       WebAction
 	Agent     Agent
 	Candidate Candidate // the provider judged, as `provider`
+	Spend     Spend
 }
 
 // Request is a chat request, as `request` in CEL.
@@ -127,6 +129,43 @@ type Request struct {
 	// Providers are the names of the providers the call may go to, in
 	// the order they would be tried.
 	Providers []string `cel:"providers"`
+	// Key is the calling API key's id; empty without one.
+	Key string `cel:"key"`
+	// EstimatedCostUSD is what the call is expected to cost before it is
+	// made: its prompt's estimated tokens, and max_tokens (or the model's
+	// recent answers' length when the request sets none), at the first
+	// candidate provider's prices; 0 when the price is unknown.
+	EstimatedCostUSD float64 `cel:"estimatedCostUsd"`
+}
+
+// Spend is what the caller has spent, as `spend` in CEL: spend.app.day.usd,
+// spend.key.month.tokens. Each scope counts the calls of the request's
+// tenant, app, key, agent or subject (zero where the request names none),
+// recorded and in flight (at their estimated cost).
+type Spend struct {
+	Tenant  SpendScope `cel:"tenant"`
+	App     SpendScope `cel:"app"`
+	Key     SpendScope `cel:"key"`
+	Agent   SpendScope `cel:"agent"`
+	Subject SpendScope `cel:"subject"`
+}
+
+// SpendScope is one scope's counters over the current hour, day and
+// calendar month.
+type SpendScope struct {
+	Hour  SpendWindow `cel:"hour"`
+	Day   SpendWindow `cel:"day"`
+	Month SpendWindow `cel:"month"`
+}
+
+// SpendWindow is one counter: the cost in USD, the tokens and the requests
+// of the calls a provider answered, and the hits (answers from the cache
+// or an artifact, which cost nothing).
+type SpendWindow struct {
+	USD      float64 `cel:"usd"`
+	Tokens   int64   `cel:"tokens"`
+	Requests int64   `cel:"requests"`
+	Hits     int64   `cel:"hits"`
 }
 
 // Candidate is one candidate provider of a chat request, as `provider` in
@@ -193,7 +232,8 @@ type Agent struct {
 func newEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		ext.NativeTypes(reflect.TypeFor[Request](), reflect.TypeFor[Message](), reflect.TypeFor[ToolCall](),
-			reflect.TypeFor[WebAction](), reflect.TypeFor[Agent](), reflect.TypeFor[Candidate](), ext.ParseStructTags(true)),
+			reflect.TypeFor[WebAction](), reflect.TypeFor[Agent](), reflect.TypeFor[Candidate](),
+			reflect.TypeFor[Spend](), reflect.TypeFor[SpendScope](), reflect.TypeFor[SpendWindow](), ext.ParseStructTags(true)),
 		ext.Strings(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.Variable("tenant", cel.StringType),
@@ -203,5 +243,6 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable("web", cel.ObjectType("policy.WebAction")),
 		cel.Variable("agent", cel.ObjectType("policy.Agent")),
 		cel.Variable("provider", cel.ObjectType("policy.Candidate")),
+		cel.Variable("spend", cel.ObjectType("policy.Spend")),
 	)
 }
