@@ -84,6 +84,24 @@ func (b *Budgets) List(ctx context.Context, tenantID string) ([]Budget, error) {
 	panic("unimplemented")
 }
 
+// Replace validates list (every budget, ids distinct) and makes it the
+// tenant's budgets, audited as budgets.updated by actor; it returns the
+// budgets as stored (defaults filled).
+func (b *Budgets) Replace(ctx context.Context, tenantID, actor string, list []Budget) ([]Budget, error) {
+	panic("unimplemented")
+}
+
+// Put validates one budget and sets it: it replaces the budget of its id,
+// or joins the list. It returns the tenant's budgets.
+func (b *Budgets) Put(ctx context.Context, tenantID, actor string, one Budget) ([]Budget, error) {
+	panic("unimplemented")
+}
+
+// Delete removes the tenant's budget id; errs.NotFound when there is none.
+func (b *Budgets) Delete(ctx context.Context, tenantID, actor, id string) error {
+	panic("unimplemented")
+}
+
 // Compiled returns the tenant's budgets compiled; nil when it has none.
 func (b *Budgets) Compiled(ctx context.Context, tenantID string) (*Compiled, error) {
 	panic("unimplemented")
