@@ -41,6 +41,12 @@ func decodeJSON(r *http.Request, dst any) error {
 	if err != nil {
 		return err
 	}
+	return decodeJSONBody(body, dst)
+}
+
+// decodeJSONBody is decodeJSON of a body already read, for an endpoint
+// that looks at the body before it knows its type.
+func decodeJSONBody(body []byte, dst any) error {
 	checked := strictjson.Check(body, dst, strictjson.RefuseUnknown)
 	var keyErr *strictjson.KeyError
 	if errors.As(checked, &keyErr) {

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/responses"
+	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/workflows"
 )
 
@@ -81,6 +82,9 @@ func answerTypes() (answers, requests map[string]any) {
 		"GET /api/v1/ledger/checkpoints":         checkpointList{},
 		"GET /api/v1/ledger/key":                 ledger.PublicKeyInfo{},
 		"GET /api/v1/savings":                    ledger.SavingsReport{},
+		"GET /api/v1/spend":                      spend.Report{},
+		"GET /api/v1/budgets":                    budgetList{},
+		"PUT /api/v1/budgets":                    budgetList{},
 		"GET /api/v1/cache/stats":                cacheStatsAnswer{},
 		"POST /api/v1/cache/invalidate":          cacheInvalidated{},
 		"POST /api/v1/tool-cache/check":          toolCacheCheckAnswer{},

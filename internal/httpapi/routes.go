@@ -68,6 +68,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /api/v1/ledger/key", s.api(s.ledgerKey))
 
 	s.mux.Handle("GET /api/v1/savings", s.api(s.savings))
+	s.mux.Handle("GET /api/v1/spend", s.api(s.spendReport))
+	s.mux.Handle("GET /api/v1/budgets", s.api(s.listBudgets))
+	s.mux.Handle("PUT /api/v1/budgets", s.admin(s.putBudgets))
+	s.mux.Handle("DELETE /api/v1/budgets/{id}", s.admin(s.deleteBudget))
 	s.mux.Handle("GET /api/v1/cache/stats", s.api(s.cacheStats))
 	s.mux.Handle("POST /api/v1/cache/invalidate", s.admin(s.invalidateCache))
 	s.mux.Handle("POST /api/v1/tool-cache/check", s.api(s.toolCacheCheck))

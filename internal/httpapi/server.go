@@ -85,6 +85,11 @@ type Deps struct {
 	Approvals       *approval.Service
 	Cache           *cache.Cache
 	Jobs            *jobs.Queue
+
+	// Budgets keeps the tenants' budgets; Spend reads their spend
+	// counters.
+	Budgets BudgetBook
+	Spend   SpendReports
 	// Learning answers patterns, artifacts and learning passes, and turns
 	// ratings of artifact-served runs into evidence.
 	Learning *learning.Service
