@@ -6,6 +6,8 @@ import { type SseEvent, SseParser } from './sse.js';
 import type {
   Artifact,
   ArtifactDetail,
+  Budget,
+  BudgetInput,
   CacheStats,
   CallOptions,
   ChatCompletion,
@@ -23,6 +25,8 @@ import type {
   RunDetail,
   SavingsSummary,
   SomFetchResult,
+  SpendQuery,
+  SpendReport,
   SvcClientOptions,
   ToolCacheCheckResult,
   ToolContext,
@@ -268,6 +272,41 @@ export class SvcClient {
   /** savings returns what the tenant's runs cost and what svc saved them. */
   async savings(): Promise<SavingsSummary> {
     return (await this.#request<SavingsSummary>('GET', '/api/v1/savings')).data;
+  }
+
+  /**
+   * budgets lists the tenant's budgets, each with its current window and,
+   * where it names one counter, what that counter holds (`spent`).
+   */
+  async budgets(): Promise<Budget[]> {
+    const { data } = await this.#request<{ budgets?: Budget[] }>('GET', '/api/v1/budgets');
+    return data?.budgets ?? [];
+  }
+
+  /** setBudgets makes list the tenant's budgets (admin); an empty list clears them. It returns them as stored. */
+  async setBudgets(list: BudgetInput[]): Promise<Budget[]> {
+    const { data } = await this.#request<{ budgets?: Budget[] }>('PUT', '/api/v1/budgets', { budgets: list });
+    return data?.budgets ?? [];
+  }
+
+  /** putBudget replaces the budget of budget.id, or adds it (admin); it returns the tenant's budgets. */
+  async putBudget(budget: BudgetInput): Promise<Budget[]> {
+    const { data } = await this.#request<{ budgets?: Budget[] }>('PUT', '/api/v1/budgets', budget);
+    return data?.budgets ?? [];
+  }
+
+  /** deleteBudget removes the tenant's budget id (admin); an unknown id throws a 404 SvcApiError. */
+  async deleteBudget(id: string): Promise<void> {
+    await this.#request<void>('DELETE', `/api/v1/budgets/${seg(id)}`);
+  }
+
+  /** spend reads one scope's spend counters over the current window (svc's defaults: the tenant's day). */
+  async spend(query: SpendQuery = {}): Promise<SpendReport> {
+    const params = new URLSearchParams();
+    if (query.scope) params.set('scope', query.scope);
+    if (query.window) params.set('window', query.window);
+    const q = params.toString();
+    return (await this.#request<SpendReport>('GET', q ? `/api/v1/spend?${q}` : '/api/v1/spend')).data;
   }
 
   /** patterns lists the patterns svc discovered; an answer without a list is an empty list. */

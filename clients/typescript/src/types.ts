@@ -476,6 +476,84 @@ export interface SavingsSummary {
   daily?: SavingsDay[];
 }
 
+// ------------------------------------------------------ budgets and spend
+
+/** Whose spend a counter or a budget is about: the whole tenant, or one app, API key, agent or subject of it. */
+export type SpendScope = 'tenant' | 'app' | 'key' | 'agent' | 'subject';
+
+/** The current hour, day or calendar month, in the tenant's time zone (setting `timezone`). */
+export type SpendWindow = 'hour' | 'day' | 'month';
+
+/** What a budget does at its limit: `hard` refuses calls (429 `budget_exceeded`), `soft` only alerts. */
+export type BudgetKind = 'hard' | 'soft';
+
+/** What a spend counter holds. */
+export interface SpendAmount {
+  usd: number;
+  tokens: number;
+  /** Calls a provider answered or failed. */
+  requests: number;
+  /** Answers of the exact cache and of artifacts, which cost nothing. */
+  hits: number;
+}
+
+/** A budget as `setBudgets` and `putBudget` send it; at least one limit is set. */
+export interface BudgetInput {
+  /** Unique in the tenant; when absent, svc makes one of the scope, match and window. */
+  id?: string;
+  scope: SpendScope;
+  /** The one value of the scope limited (an app's name, a key's id, …); absent: each value separately. */
+  match?: string;
+  window: SpendWindow;
+  /** `hard` when absent. */
+  kind?: BudgetKind;
+  limitUsd?: number;
+  limitTokens?: number;
+  limitRequests?: number;
+  description?: string;
+}
+
+/** A budget as svc answers it (`GET /api/v1/budgets` adds its window and, where it names one counter, `spent`). */
+export interface Budget {
+  id: string;
+  scope: Open<SpendScope>;
+  match?: string;
+  window: Open<SpendWindow>;
+  kind: Open<BudgetKind>;
+  limitUsd?: number;
+  limitTokens?: number;
+  limitRequests?: number;
+  description?: string;
+  /** The start of the current window (RFC 3339). */
+  windowStart?: string;
+  /** When the current window ends and its counters start again. */
+  resetsAt?: string;
+  /** What the budget's counter holds now, when it names one counter (the tenant's, or a `match`). */
+  spent?: SpendAmount;
+}
+
+/** Which counters `spend` reads; svc's defaults are the tenant's, over the day. */
+export interface SpendQuery {
+  scope?: SpendScope;
+  window?: SpendWindow;
+}
+
+/** One value of the scope (`""` for the tenant) and its counters. */
+export interface SpendItem extends SpendAmount {
+  key: string;
+}
+
+/** `GET /api/v1/spend`: one scope's counters over the current window, highest cost first. */
+export interface SpendReport {
+  scope: Open<SpendScope>;
+  window: Open<SpendWindow>;
+  /** The tenant's time zone, an IANA name. */
+  timezone: string;
+  windowStart: string;
+  resetsAt: string;
+  items: SpendItem[];
+}
+
 // ----------------------------------------------------------------- cache
 
 /** A cache tier. */

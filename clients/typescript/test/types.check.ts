@@ -4,6 +4,8 @@
 import type {
   Artifact,
   ArtifactEvaluation,
+  Budget,
+  BudgetInput,
   CacheStat,
   ChatCompletionChunk,
   ChatMessage,
@@ -21,6 +23,7 @@ import type {
   RunEvent,
   SideEffect,
   SomFetchResult,
+  SpendReport,
   ToolCall,
   ToolChoice,
   Verdict,
@@ -99,3 +102,12 @@ declare const result: ChatResult;
 const again: ChatMessage[] = [...request.messages, result.raw.choices![0].message!];
 
 export { again, choices, fits, notATool, two, up, wrongChoice };
+
+// Budgets and spend: the answers' fields are open, what is sent is not.
+check<Names<Budget['kind'], 'soft'>>();
+check<Names<Budget['scope'], 'subject'>>();
+check<Names<SpendReport['window'], 'month'>>();
+check<TakesAnyString<Budget['window']>>();
+// @ts-expect-error: a budget is sent with a scope svc knows.
+const badScope: BudgetInput = { scope: 'team', window: 'day', limitUsd: 1 };
+void badScope;

@@ -683,6 +683,78 @@ describe('methods', () => {
   });
 });
 
+describe('budgets and spend', () => {
+  const stored = [{ id: 'support-month', scope: 'app', match: 'support', window: 'month', kind: 'hard', limitUsd: 200 }];
+
+  test('budgets: GET /api/v1/budgets unwraps budgets; an answer without a list is an empty list', async (t) => {
+    const listed = [{ ...stored[0], windowStart: '2026-11-01T00:00:00Z', resetsAt: '2026-12-01T00:00:00Z', spent: { usd: 7.25, tokens: 2000, requests: 4, hits: 1 } }];
+    let n = 0;
+    const fake = await startFake(t, () => (n++ === 0 ? { body: { budgets: listed } } : { body: {} }));
+    const c = new SvcClient({ baseUrl: fake.url, apiKey: KEY });
+    assert.deepEqual(await c.budgets(), listed);
+    assert.deepEqual(await c.budgets(), []);
+    const [r] = fake.requests();
+    assert.equal(`${r.method} ${r.path}`, 'GET /api/v1/budgets');
+    assert.equal(r.headers.authorization, `Bearer ${KEY}`);
+    assert.equal(r.raw, '');
+  });
+
+  test('setBudgets: PUT /api/v1/budgets {budgets} replaces the list, [] clears it', async (t) => {
+    const fake = await startFake(t, (r) => ({ body: { budgets: r.body.budgets.length ? stored : [] } }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    const list = [{ id: 'support-month', scope: /** @type {const} */ ('app'), match: 'support', window: /** @type {const} */ ('month'), limitUsd: 200 }];
+    assert.deepEqual(await c.setBudgets(list), stored);
+    assert.deepEqual(await c.setBudgets([]), []);
+    const [set, clear] = fake.requests();
+    assert.equal(`${set.method} ${set.path}`, 'PUT /api/v1/budgets');
+    assert.equal(set.headers['content-type'], 'application/json');
+    assert.deepEqual(set.body, { budgets: list });
+    assert.deepEqual(clear.body, { budgets: [] });
+  });
+
+  test('putBudget: PUT /api/v1/budgets with the budget alone, returning every budget', async (t) => {
+    const fake = await startFake(t, () => ({ body: { budgets: stored } }));
+    const one = { scope: /** @type {const} */ ('tenant'), window: /** @type {const} */ ('day'), kind: /** @type {const} */ ('soft'), limitTokens: 1000000 };
+    assert.deepEqual(await new SvcClient({ baseUrl: fake.url }).putBudget(one), stored);
+    const [r] = fake.requests();
+    assert.equal(`${r.method} ${r.path}`, 'PUT /api/v1/budgets');
+    assert.deepEqual(r.body, one, 'not wrapped in a list');
+  });
+
+  test('deleteBudget: DELETE /api/v1/budgets/:id, its id escaped; 204 resolves to undefined', async (t) => {
+    const fake = await startFake(t, () => ({ status: 204, body: '' }));
+    assert.equal(await new SvcClient({ baseUrl: fake.url }).deleteBudget('app support/day'), undefined);
+    const [r] = fake.requests();
+    assert.equal(`${r.method} ${r.path}`, 'DELETE /api/v1/budgets/app%20support%2Fday');
+    assert.equal(r.raw, '');
+  });
+
+  test('deleteBudget: an unknown id throws the 404', async (t) => {
+    const fake = await startFake(t, () => ({ status: 404, body: { error: { code: 'not_found', message: 'no budget "x"' } } }));
+    await assert.rejects(new SvcClient({ baseUrl: fake.url }).deleteBudget('x'), (err) => {
+      assert.ok(err instanceof SvcApiError);
+      assert.equal(err.status, 404);
+      return true;
+    });
+  });
+
+  test('spend: GET /api/v1/spend with scope and window when given, none when not', async (t) => {
+    const report = {
+      scope: 'app', window: 'month', timezone: 'Europe/Paris', windowStart: '2026-11-01T00:00:00+01:00', resetsAt: '2026-12-01T00:00:00+01:00',
+      items: [{ key: 'billing', usd: 30, tokens: 9000, requests: 20, hits: 2 }],
+    };
+    const fake = await startFake(t, () => ({ body: report }));
+    const c = new SvcClient({ baseUrl: fake.url });
+    assert.deepEqual(await c.spend({ scope: 'app', window: 'month' }), report);
+    await c.spend();
+    await c.spend({ window: 'hour' });
+    assert.deepEqual(
+      fake.requests().map((r) => `${r.method} ${r.path}`),
+      ['GET /api/v1/spend?scope=app&window=month', 'GET /api/v1/spend', 'GET /api/v1/spend?window=hour'],
+    );
+  });
+});
+
 describe('tool cache', () => {
   test('toolCacheCheck: POST /api/v1/tool-cache/check {toolName, subject, args}', async (t) => {
     const fake = await startFake(t, () => ({ body: { hit: true, result: { temp: 21 } } }));
@@ -752,6 +824,11 @@ describe('errors', () => {
     ['cacheStats', (c) => c.cacheStats(), 'GET /api/v1/cache/stats'],
     ['learningTick', (c) => c.learningTick(), 'POST /api/v1/learning/tick'],
     ['promoteArtifact', (c) => c.promoteArtifact('art_1'), 'POST /api/v1/artifacts/art_1/promote'],
+    ['budgets', (c) => c.budgets(), 'GET /api/v1/budgets'],
+    ['setBudgets', (c) => c.setBudgets([]), 'PUT /api/v1/budgets'],
+    ['putBudget', (c) => c.putBudget({ scope: 'tenant', window: 'day', limitUsd: 1 }), 'PUT /api/v1/budgets'],
+    ['deleteBudget', (c) => c.deleteBudget('b1'), 'DELETE /api/v1/budgets/b1'],
+    ['spend', (c) => c.spend({ scope: 'key' }), 'GET /api/v1/spend?scope=key'],
   ];
 
   for (const [name, call, route] of throwing) {
