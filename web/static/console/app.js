@@ -20,6 +20,7 @@ export const VIEWS = [
   { route: 'approvals', module: 'approvals', title: 'Approvals', group: 'Gateway' },
   { route: 'policies', module: 'policies', title: 'Policies', group: 'Gateway' },
   { route: 'policies/:id', module: 'policy', title: 'Rule' },
+  { route: 'budgets', module: 'budgets', title: 'Budgets', group: 'Gateway' },
   { route: 'providers', module: 'providers', title: 'Providers', group: 'Gateway', operatorOnly: true },
   { route: 'learning', module: 'learning', title: 'Learning', group: 'Gateway' },
   { route: 'patterns/:id', module: 'pattern', title: 'Pattern' },
