@@ -92,11 +92,11 @@ function usage(b) {
 
 function budgetForm(ctx) {
   const f = form({ id: 'budget-form', class: 'stack' }, [
-    field('Id', h('input', { name: 'id', id: 'budget-id', maxlength: 200, autocomplete: 'off' }),
+    field('Id', h('input', { name: 'id', id: 'budget-id', maxlength: 64, autocomplete: 'off' }),
       'Optional: a budget of the same id is replaced. Without one, svc names it from the scope, match and window.'),
     field('Scope', h('select', { name: 'scope', id: 'budget-scope' },
       Object.entries(SCOPES).map(([v, about]) => h('option', { value: v, selected: v === 'app' }, `${v}: ${about}`)))),
-    field('Match', h('input', { name: 'match', id: 'budget-match', maxlength: 200, autocomplete: 'off' }),
+    field('Match', h('input', { name: 'match', id: 'budget-match', maxlength: 256, autocomplete: 'off' }),
       'The one app, key id, agent or subject limited. Empty: each of them has the limit alone. None for the organization.'),
     field('Window', h('select', { name: 'window', id: 'budget-window' },
       Object.entries(WINDOWS).map(([v, label]) => h('option', { value: v, selected: v === 'day' }, label)))),
