@@ -51,6 +51,7 @@ func TestBrowserConsoleBudgets(t *testing.T) {
 	status, out = chat("third question")
 	require.Equal(t, http.StatusTooManyRequests, status, "%v", out)
 	assert.Equal(t, "budget_exceeded", out["error"].(map[string]any)["code"])
+	visit(b, p, "overview", "Overview") // the same address again would not draw the view again
 	visit(b, p, "budgets", "Budgets")
 	b.WaitText(row, "Requests: 2 of 2 (100%)")
 
