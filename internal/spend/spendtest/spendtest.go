@@ -21,6 +21,7 @@ type Store struct {
 	budgets  map[string][]spend.Budget
 	alerts   map[alert]bool
 	sums     int
+	claims   int
 	fail     error
 	afterSum func()
 }
@@ -157,6 +158,7 @@ func (s *Store) ReplaceBudgets(_ context.Context, tenantID string, list []spend.
 func (s *Store) ClaimAlert(_ context.Context, tenantID, budgetID string, start int64, percent int) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.claims++
 	if s.fail != nil {
 		return false, s.fail
 	}
@@ -166,6 +168,13 @@ func (s *Store) ClaimAlert(_ context.Context, tenantID, budgetID string, start i
 	}
 	s.alerts[k] = true
 	return true, nil
+}
+
+// Claims counts the calls of ClaimAlert.
+func (s *Store) Claims() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims
 }
 
 // Alerts counts the thresholds claimed.
