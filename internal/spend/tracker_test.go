@@ -62,7 +62,9 @@ func deciding(c *spend.Compiled, req policy.Request, seen *policy.Spend) func(po
 	}
 }
 
-func allow(seen *policy.Spend) func(policy.Spend) (bool, error) { return deciding(nil, policy.Request{}, seen) }
+func allow(seen *policy.Spend) func(policy.Spend) (bool, error) {
+	return deciding(nil, policy.Request{}, seen)
+}
 
 func liveRun(who spend.Who, at time.Time, usd float64, tokens int64) *ledger.Run {
 	return &ledger.Run{TenantID: who.TenantID, App: who.App, KeyID: who.KeyID, Agent: who.Agent, Subject: who.Subject,
@@ -158,7 +160,10 @@ func TestReleaseRacesRecorded(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); r.Release() }()
-		go func() { defer wg.Done(); tr.Recorded(&ledger.Run{TenantID: "t1", CreatedAt: time.Now(), Route: ledger.RouteBlocked}, r) }()
+		go func() {
+			defer wg.Done()
+			tr.Recorded(&ledger.Run{TenantID: "t1", CreatedAt: time.Now(), Route: ledger.RouteBlocked}, r)
+		}()
 		wg.Wait()
 	}
 	var seen policy.Spend
