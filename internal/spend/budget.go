@@ -125,15 +125,10 @@ func (c *Compiled) ExceededBy(v policy.Verdict, s *policy.Spend, now time.Time, 
 	if len(parts) == 0 {
 		return nil
 	}
-	retry := soonest.Sub(now)
-	if retry < time.Second {
-		retry = time.Second
-	}
 	e := errs.E(errs.RateLimited, CodeExceeded, "%s", strings.Join(parts, "; "))
-	e.Retry = retry.Round(time.Second)
-	if e.Retry < retry {
-		e.Retry += time.Second // never ask for a retry before the reset
-	}
+	// Whole seconds (Retry-After's unit), rounded up: never a retry
+	// before the reset.
+	e.Retry = (soonest.Sub(now) + time.Second - 1).Truncate(time.Second)
 	e.Beside = map[string]any{"budgets": details}
 	return e
 }

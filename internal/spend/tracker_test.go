@@ -137,10 +137,12 @@ func TestRecordedReplacesTheEstimate(t *testing.T) {
 	assert.Equal(t, policy.SpendWindow{}, seen.Agent.Day, "the call names no agent")
 
 	tr.Recorded(liveRun(who, clock.Now(), 0.2, 50), r)
-	r.Release() // after Recorded: nothing more
 	_, _ = tr.Admit(ctx, who, spend.Amount{}, allow(&seen))
 	assert.Equal(t, policy.SpendWindow{USD: 0.2, Tokens: 50, Requests: 1}, seen.Tenant.Hour, "the run replaced the estimate")
 	assert.Equal(t, policy.SpendWindow{USD: 0.2, Tokens: 50, Requests: 1}, seen.App.Month)
+	r.Release() // after Recorded: nothing more
+	_, _ = tr.Admit(ctx, who, spend.Amount{}, allow(&seen))
+	assert.Equal(t, policy.SpendWindow{USD: 0.2, Tokens: 50, Requests: 1}, seen.App.Day)
 
 	hit := &ledger.Run{TenantID: "t1", App: "support", CreatedAt: clock.Now(), Route: ledger.RouteExactCache}
 	tr.Recorded(hit, nil)
