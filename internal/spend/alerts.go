@@ -24,6 +24,9 @@ type alertKey struct {
 	percent         int
 }
 
+// monthMS is longer than any window.
+const monthMS = 32 * 24 * 3600 * 1000
+
 // maxClaimed bounds the thresholds remembered as claimed; past it, those of
 // windows that started over a month ago are forgotten.
 const maxClaimed = 10_000
@@ -82,7 +85,10 @@ func (t *Tracker) alertBatch(ctx context.Context, tenantID string, ts *tenantSpe
 	loc := t.o.Zones.Zone(ctx, tenantID)
 	var list []watched
 	seen := map[watched]bool{}
-	var counters []Counter
+	var (
+		counters []Counter
+		ends     []int64
+	)
 	for _, run := range batch {
 		for _, b := range c.Soft {
 			v := run.who.Value(b.Scope)
@@ -97,6 +103,7 @@ func (t *Tracker) alertBatch(ctx context.Context, tenantID string, ts *tenantSpe
 			seen[key] = true
 			list = append(list, w)
 			counters = append(counters, w.counter)
+			ends = append(ends, b.Window.End(time.UnixMilli(w.counter.Start).In(loc), loc).UnixMilli())
 		}
 	}
 	if len(list) == 0 {
@@ -107,20 +114,18 @@ func (t *Tracker) alertBatch(ctx context.Context, tenantID string, ts *tenantSpe
 		if others, err = t.o.Store.SumCounters(ctx, tenantID, counters, t.o.Replica); err != nil {
 			return err
 		}
-	} else if err := t.loadOthers(ctx, tenantID, ts, counters); err != nil {
+	} else if err := t.loadOthers(ctx, tenantID, ts, counters, ends); err != nil {
 		return err
 	}
 	spent := make([]Amount, len(list))
 	ts.mu.Lock()
 	for i, w := range list {
+		ce := ts.cell(w.counter, ends[i])
+		spent[i] = ce.others
 		if others != nil {
 			spent[i] = others[w.counter]
-		} else {
-			spent[i] = ts.others[w.counter]
 		}
-		if ce := ts.cells[w.counter]; ce != nil {
-			spent[i].Add(ce.recorded)
-		}
+		spent[i].Add(ce.recorded)
 	}
 	ts.mu.Unlock()
 	for i, w := range list {

@@ -80,9 +80,8 @@ func NewTracker(o TrackerOptions) *Tracker {
 
 // tenantSpend is one tenant's counters in this process, under its lock.
 type tenantSpend struct {
-	mu     sync.Mutex
-	cells  map[Counter]*cell
-	others map[Counter]Amount // other replicas' rows, read once (not Shared)
+	mu    sync.Mutex
+	cells map[Counter]*cell
 	// sweepAt is when the soonest window of a cell ends (Unix ms): then
 	// the cells of ended windows are dropped.
 	sweepAt int64
@@ -91,11 +90,13 @@ type tenantSpend struct {
 	checking bool        // a goroutine works through pending
 }
 
-// cell is one counter of this process: the runs it recorded and the calls
-// it has in flight.
+// cell is one counter of this process: the runs it recorded, the calls it
+// has in flight and, when not Shared, the other replicas' rows, read once.
 type cell struct {
 	recorded Amount
 	inflight Amount
+	others   Amount
+	loaded   bool  // others was read
 	end      int64 // when the window ends, Unix ms
 }
 
@@ -154,9 +155,9 @@ func (t *Tracker) ForgetTenant(tenantID string) {
 // Reservation is a call in flight, counted at its estimate until its run
 // is recorded (Recorded) or it ends without one (Release).
 type Reservation struct {
-	t        *Tracker
 	ts       *tenantSpend
-	counters counterSet
+	cells    [maxCounters]*cell // the call's counters, kept while they count it
+	n        int
 	estimate Amount
 	done     atomic.Bool
 }
@@ -169,45 +170,59 @@ type Reservation struct {
 // with decide's refusal.
 func (t *Tracker) Admit(ctx context.Context, who Who, estimate Amount, decide func(policy.Spend) (admit bool, err error)) (*Reservation, error) {
 	loc := t.o.Zones.Zone(ctx, who.TenantID)
-	r := &Reservation{t: t, estimate: estimate}
 	now := t.o.Now()
-	r.counters.fill(who, now, loc)
+	var cs counterSet
+	cs.fill(who, now, loc)
+	counters := cs.list()
 	ts := t.tenant(who.TenantID)
-	// The store is read before the tenant's lock is taken: other
-	// replicas' rows (each admission on a shared database, else once).
+	// The store is read before the tenant's lock is taken: on a shared
+	// database the other replicas' rows at each admission; otherwise once
+	// per counter, when a cell has not read them yet.
 	var others map[Counter]Amount
 	if t.o.Shared {
 		var err error
-		if others, err = t.o.Store.SumCounters(ctx, who.TenantID, r.counters.list(), t.o.Replica); err != nil {
+		// (a copy: the store may keep what it is given, the set stays on the stack)
+		if others, err = t.o.Store.SumCounters(ctx, who.TenantID, slices.Clone(counters), t.o.Replica); err != nil {
 			return nil, err
 		}
-	} else if err := t.loadOthers(ctx, who.TenantID, ts, r.counters.list()); err != nil {
-		return nil, err
 	}
-
+	r := &Reservation{estimate: estimate, n: len(counters)}
 	ts.mu.Lock()
-	defer ts.mu.Unlock()
 	ts.sweep(now.UnixMilli())
+	missing := false
+	for i, c := range counters {
+		r.cells[i] = ts.cell(c, cs.end[i])
+		missing = missing || (!t.o.Shared && !r.cells[i].loaded)
+	}
+	if missing {
+		ts.mu.Unlock()
+		if err := t.loadOthers(ctx, who.TenantID, ts, counters, cs.end[:]); err != nil {
+			return nil, err
+		}
+		ts.mu.Lock()
+		for i, c := range counters { // again: a sweep may have run meanwhile
+			r.cells[i] = ts.cell(c, cs.end[i])
+		}
+	}
+	defer ts.mu.Unlock()
 	var sp policy.Spend
-	for _, c := range r.counters.list() {
-		a := ts.others[c]
+	for i, c := range counters {
+		ce := r.cells[i]
+		a := ce.others
 		if others != nil {
 			a = others[c]
 		}
-		if ce := ts.cells[c]; ce != nil {
-			a.Add(ce.recorded)
-			a.Add(ce.inflight)
-		}
-		w := spendWindow(spendScope(&sp, c.Scope), c.Window)
-		*w = policy.SpendWindow{USD: a.USD, Tokens: a.Tokens, Requests: a.Requests, Hits: a.Hits}
+		a.Add(ce.recorded)
+		a.Add(ce.inflight)
+		*spendWindow(spendScope(&sp, c.Scope), c.Window) = policy.SpendWindow{USD: a.USD, Tokens: a.Tokens, Requests: a.Requests, Hits: a.Hits}
 	}
 	admit, err := decide(sp)
 	if err != nil || !admit {
 		return nil, err
 	}
 	r.ts = ts
-	for i, c := range r.counters.list() {
-		ts.cell(c, r.counters.end[i]).inflight.Add(estimate)
+	for _, ce := range r.cells[:r.n] {
+		ce.inflight.Add(estimate)
 	}
 	return r, nil
 }
@@ -225,8 +240,8 @@ func (ts *tenantSpend) cell(c Counter, end int64) *cell {
 	return ce
 }
 
-// sweep drops the cells (and cached rows) of windows that ended by now,
-// but those that still count a call in flight; ts.mu is held.
+// sweep drops the cells of windows that ended by now, but those that
+// still count a call in flight; ts.mu is held.
 func (ts *tenantSpend) sweep(now int64) {
 	if ts.sweepAt == 0 || now < ts.sweepAt {
 		return
@@ -235,31 +250,22 @@ func (ts *tenantSpend) sweep(now int64) {
 	for c, ce := range ts.cells {
 		if ce.end <= now && ce.inflight.Zero() {
 			delete(ts.cells, c)
-			delete(ts.others, c)
 			continue
 		}
 		if ts.sweepAt == 0 || ce.end < ts.sweepAt {
 			ts.sweepAt = ce.end
 		}
 	}
-	for c := range ts.others {
-		if _, ok := ts.cells[c]; !ok && c.Start < now-monthMS {
-			delete(ts.others, c)
-		}
-	}
 }
 
-// monthMS is longer than any window: rows cached without a cell of their
-// own are dropped once their window started that long ago.
-const monthMS = 32 * 24 * 3600 * 1000
-
-// loadOthers reads, once, the other replicas' rows of the counters the
-// tenant has not read yet (their absence counts as zero).
-func (t *Tracker) loadOthers(ctx context.Context, tenantID string, ts *tenantSpend, counters []Counter) error {
+// loadOthers reads, once, the other replicas' rows of the counters (ends:
+// when their windows end) whose cells have not read them yet; their
+// absence counts as zero.
+func (t *Tracker) loadOthers(ctx context.Context, tenantID string, ts *tenantSpend, counters []Counter, ends []int64) error {
 	ts.mu.Lock()
 	var missing []Counter
-	for _, c := range counters {
-		if _, ok := ts.others[c]; !ok {
+	for i, c := range counters {
+		if !ts.cell(c, ends[i]).loaded {
 			missing = append(missing, c)
 		}
 	}
@@ -272,11 +278,10 @@ func (t *Tracker) loadOthers(ctx context.Context, tenantID string, ts *tenantSpe
 		return err
 	}
 	ts.mu.Lock()
-	if ts.others == nil {
-		ts.others = make(map[Counter]Amount, len(missing))
-	}
-	for _, c := range missing {
-		ts.others[c] = got[c]
+	for i, c := range counters {
+		if ce := ts.cell(c, ends[i]); !ce.loaded {
+			ce.others, ce.loaded = got[c], true
+		}
 	}
 	ts.mu.Unlock()
 	return nil
@@ -334,10 +339,8 @@ func (r *Reservation) release() {
 	if !r.done.CompareAndSwap(false, true) {
 		return
 	}
-	for _, c := range r.counters.list() {
-		if ce := r.ts.cells[c]; ce != nil {
-			ce.inflight.Sub(r.estimate)
-		}
+	for _, ce := range r.cells[:r.n] {
+		ce.inflight.Sub(r.estimate)
 	}
 }
 
