@@ -478,3 +478,36 @@ func BenchmarkRecorded(b *testing.B) {
 		tr.Recorded(run, nil)
 	}
 }
+
+func TestTheStoreIsReadOutsideTheTenantsLock(t *testing.T) {
+	ctx := context.Background()
+	st := spendtest.NewStore()
+	tr := spend.NewTracker(spend.TrackerOptions{Store: st, Replica: "a", Shared: true})
+	who := spend.Who{TenantID: "t1"}
+	inner := make(chan error, 1)
+	st.AfterSum(func() {
+		st.AfterSum(nil)
+		// Another call of the tenant, while the first one reads the store.
+		go func() {
+			_, err := tr.Admit(ctx, who, spend.Amount{Requests: 1}, allow(nil))
+			inner <- err
+		}()
+		select {
+		case err := <-inner:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second): // a guard against a deadlock, not a wait
+			t.Error("an admission waited for another's store read")
+		}
+	})
+	r, err := tr.Admit(ctx, who, spend.Amount{Requests: 1}, allow(nil))
+	require.NoError(t, err)
+	require.NotNil(t, r)
+
+	boom := errors.New("no")
+	r, err = tr.Admit(ctx, who, spend.Amount{Requests: 1}, func(policy.Spend) (bool, error) { return true, boom })
+	assert.ErrorIs(t, err, boom, "decide's error is the admission's")
+	assert.Nil(t, r)
+	var seen policy.Spend
+	_, _ = tr.Admit(ctx, who, spend.Amount{}, allow(&seen))
+	assert.Equal(t, int64(2), seen.Tenant.Day.Requests, "a call that failed to be decided reserves nothing")
+}
