@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/changes/changestest"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/spend/spendtest"
@@ -315,4 +316,22 @@ func TestBudgetsFollowOtherReplicas(t *testing.T) {
 	b.ForgetTenant("t1")
 	c, _ = b.Compiled(ctx, "t1")
 	assert.Nil(t, c, "a forgotten tenant is read again")
+}
+
+func TestBudgetsAreReadAgainPastTheRefreshBound(t *testing.T) {
+	ctx := context.Background()
+	st := spendtest.NewStore()
+	clock := fakeclock.New(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	b := spend.NewBudgets(spend.BudgetsOptions{Store: st, Now: clock.Now})
+	b.Replicate(changestest.New(), time.Minute)
+	c, _ := b.Compiled(ctx, "t1")
+	assert.Nil(t, c)
+	// Another replica's change whose notice was lost.
+	require.NoError(t, st.ReplaceBudgets(ctx, "t1", []spend.Budget{{ID: "x", Scope: spend.Tenant, Window: spend.Day, Kind: spend.Hard, LimitUSD: f64(1)}}))
+	clock.Advance(59 * time.Second)
+	c, _ = b.Compiled(ctx, "t1")
+	assert.Nil(t, c, "trusted within the bound")
+	clock.Advance(time.Second)
+	c, _ = b.Compiled(ctx, "t1")
+	assert.NotNil(t, c, "read again past it")
 }
