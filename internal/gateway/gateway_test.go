@@ -133,13 +133,30 @@ type governor struct {
 	observe   bool
 	requests  []policy.Request // what JudgeProviders saw
 	inputs    []policy.Request // what Decide saw
+	spends    []policy.Spend   // the spend Decide saw
+	// needsSpend is NeedsSpend's answer; budgetError BudgetError's, for
+	// the verdicts it denies.
+	needsSpend  bool
+	budgetError *errs.Error
+	budgeted    []policy.Verdict // the verdicts BudgetError was asked about
 }
 
 func (g *governor) Has(t policy.Target) bool { return g.targets[t] }
 
 func (g *governor) Decide(_ context.Context, _ governance.Call, in *policy.Input) (governance.Decision, error) {
 	g.inputs = append(g.inputs, in.Request)
+	g.spends = append(g.spends, in.Spend)
 	return g.decision, g.err
+}
+
+func (g *governor) NeedsSpend(context.Context, string) bool { return g.needsSpend }
+
+func (g *governor) BudgetError(_ context.Context, _ *auth.Identity, v policy.Verdict) *errs.Error {
+	g.budgeted = append(g.budgeted, v)
+	if v.Decision != policy.Deny {
+		return nil
+	}
+	return g.budgetError
 }
 
 func (g *governor) JudgeProviders(_ context.Context, _ *auth.Identity, _ string, req policy.Request, cands []policy.Candidate) ([]governance.ProviderVerdict, error) {
