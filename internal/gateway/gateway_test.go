@@ -222,6 +222,7 @@ type setup struct {
 	artifact string // "", synth.ArtifactPromoted or synth.ArtifactShadow
 	share    float64
 	canary   bool
+	spend    gateway.Spend
 }
 
 const answer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",` +
@@ -237,7 +238,7 @@ func newFixture(t *testing.T, s setup) *fixture {
 	}
 	o := gateway.Options{Provider: f.provider, ProviderName: "fake", Recorder: f.recorder, Now: f.clock.Now,
 		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}), Governor: s.governor,
-		Secrets: []string{"sk-secret"}}
+		Secrets: []string{"sk-secret"}, Spend: s.spend}
 	if !s.noCache {
 		o.Cache = cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute, Now: f.clock.Now})
 	}
