@@ -253,3 +253,17 @@ func TestNeedsSpend(t *testing.T) {
 	w, _ = budgeted(t, chatRules, nil)
 	assert.True(t, w.gov.NeedsSpend(ctx, "t_c"), "a chat rule reads spend: every tenant's")
 }
+
+func TestABudgetRuleThatFailsCountsAsAPolicyError(t *testing.T) {
+	set, err := policy.NewSet([]policy.Rule{{ID: spend.RulePrefix + "odd", Target: policy.Chat, Effect: policy.Allow, Reason: "odd",
+		When: `request.messages[3].content == "x"`, Source: "budgets"}})
+	require.NoError(t, err)
+	budgets := &memBudgets{compiled: map[string]*spend.Compiled{tenantA: {Set: set}}}
+	w, m := budgeted(t, webOnly, budgets)
+	c, in := chatCall(key(), "gpt-4o-mini", 0)
+	d, err := w.gov.Decide(context.Background(), c, in)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Allow, d.Verdict.Decision)
+	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"),
+		"a budget set's allow rule that cannot decide is counted like a file's")
+}
