@@ -117,33 +117,34 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	// masking is set by finish when the tenant's stored text is masked.
-	masking bool
 	// span is the call's span; one that does not record when svc traces
 	// nothing.
-	span trace.Span
-	// embeddings says the call is an embeddings call.
-	embeddings bool
-	id         *auth.Identity
-	req        *Request
-	run        *ledger.Run
-	start      time.Time
+	span  trace.Span
+	id    *auth.Identity
+	req   *Request
+	run   *ledger.Run
+	start time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event
 	standing                   *ledger.Standing // the agent's standing after the verdicts
-	calledProvider             bool
-	plan                       *providers.Plan // the providers the call goes to, and, once made, its attempts
-	exact                      *exactLookup    // what the exact cache had; nil when not looked up
-	hit                        *cache.Entry    // the cached answer served, if one was
-	art                        *artifactLookup // what the serving index had; nil when nothing
-	providerFailure            error           // why the provider failed, when a cached answer stood in
-	// estimate is what the call is expected to cost, when a rule or a
-	// budget may read it (request.estimatedCostUsd).
-	estimate spend.Amount
+	plan                       *providers.Plan  // the providers the call goes to, and, once made, its attempts
+	exact                      *exactLookup     // what the exact cache had; nil when not looked up
+	hit                        *cache.Entry     // the cached answer served, if one was
+	art                        *artifactLookup  // what the serving index had; nil when nothing
+	providerFailure            error            // why the provider failed, when a cached answer stood in
+	// estimatedUSD is what the call is expected to cost, when a rule or
+	// a budget may read it (request.estimatedCostUsd).
+	estimatedUSD float64
 	// reservation counts the call's estimate as in flight, from its
-	// admission to its run's recording; nil when not admitted on spend.
+	// admission on its spend to its run's recording; nil when not
+	// admitted on spend.
 	reservation *spend.Reservation
+	// masking is set by finish when the tenant's stored text is masked.
+	masking bool
+	// embeddings says the call is an embeddings call.
+	embeddings     bool
+	calledProvider bool
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/spend"
 )
 
 // Governor decides on chat requests, the providers they may go to, and
@@ -53,16 +54,16 @@ func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if !chat && !g.governor.Has(policy.Provider) {
 		return nil // no rule can judge it: nothing to measure
 	}
-	g.estimate(c)
+	estimate := g.estimate(c)
 	ctx, span := startPolicy(ctx, policy.Chat)
-	err := g.governChatRules(ctx, c, chat, needsSpend)
+	err := g.governChatRules(ctx, c, estimate, chat, needsSpend)
 	endPolicy(ctx, c, span, err)
 	return err
 }
 
-func (g *Gateway) governChatRules(ctx context.Context, c *call, chat, needsSpend bool) error {
+func (g *Gateway) governChatRules(ctx context.Context, c *call, estimate spend.Amount, chat, needsSpend bool) error {
 	if chat {
-		d, err := g.decideChat(ctx, c, needsSpend)
+		d, err := g.decideChat(ctx, c, estimate, needsSpend)
 		if err != nil {
 			return g.abort(ctx, c, err)
 		}
@@ -83,7 +84,7 @@ func (c *call) policyRequest() policy.Request {
 	}
 	return policy.Request{Model: req.Model, App: c.id.App, Agent: c.id.Agent,
 		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools, Providers: names,
-		Key: c.id.KeyID, EstimatedCostUSD: c.estimate.USD}
+		Key: c.id.KeyID, EstimatedCostUSD: c.estimatedUSD}
 }
 
 // governToolCalls puts each tool call of a non-streamed answer before the

@@ -28,29 +28,32 @@ type Spend interface {
 
 var _ Spend = (*spend.Tracker)(nil)
 
-// estimate fills the call's estimated cost, priced at its first
-// candidate provider's prices (no attempt is made yet).
-func (g *Gateway) estimate(c *call) {
+// estimate is what the call is expected to add to its counters, priced
+// at its first candidate provider's prices (no attempt is made yet); its
+// cost is kept on the call for the rules. Zero without a tracker.
+func (g *Gateway) estimate(c *call) spend.Amount {
 	if g.spend == nil {
-		return
+		return spend.Amount{}
 	}
-	c.estimate = g.spend.Estimate(c.req.Model, len(c.req.Body), int64(c.req.MaxTokens), func(prompt, completion int64) (float64, bool) {
+	a := g.spend.Estimate(c.req.Model, len(c.req.Body), int64(c.req.MaxTokens), func(prompt, completion int64) (float64, bool) {
 		return g.router.Cost(c.plan, prompt, completion)
 	})
+	c.estimatedUSD = a.USD
+	return a
 }
 
 // decideChat puts the request before the chat rules and the tenant's
 // budgets. Where they read spend, it is decided inside the tracker's
 // admission, and an admitted call keeps its reservation until its run is
 // recorded (finish) or the call ends without one (end).
-func (g *Gateway) decideChat(ctx context.Context, c *call, needsSpend bool) (governance.Decision, error) {
+func (g *Gateway) decideChat(ctx context.Context, c *call, estimate spend.Amount, needsSpend bool) (governance.Decision, error) {
 	in := &policy.Input{Request: c.policyRequest()}
 	call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
 	if !needsSpend || g.spend == nil {
 		return g.governor.Decide(ctx, call, in)
 	}
 	var d governance.Decision
-	r, err := g.spend.Admit(ctx, spend.WhoOf(c.run), c.estimate, func(s policy.Spend) (bool, error) {
+	r, err := g.spend.Admit(ctx, spend.WhoOf(c.run), estimate, func(s policy.Spend) (bool, error) {
 		in.Spend = s
 		var err error
 		d, err = g.governor.Decide(ctx, call, in)
