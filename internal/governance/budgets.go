@@ -72,6 +72,20 @@ func budgetDenied(v policy.Verdict) bool {
 	return false
 }
 
+// deniedByBudgetsAlone reports whether budget rules denied v and no other
+// rule denied it (matched or failed).
+func deniedByBudgetsAlone(v policy.Verdict) bool {
+	if !budgetDenied(v) {
+		return false
+	}
+	for _, r := range v.Rules {
+		if r.Effect == policy.Deny && !strings.HasPrefix(r.ID, spend.RulePrefix) {
+			return false
+		}
+	}
+	return true
+}
+
 // NeedsSpend reports whether a chat request of the tenant is to be
 // decided with its spend in hand (policy.Input.Spend): a policy file's
 // chat rule reads spend, or the tenant has hard budgets. Budgets that
@@ -93,15 +107,10 @@ func (g *Governor) NeedsSpend(ctx context.Context, tenantID string) bool {
 // rule denied it and, where policies are enforced, no other rule did. It
 // is nil otherwise: the request answers BlockError.
 func (g *Governor) BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict) *errs.Error {
-	if g.budgets == nil || !budgetDenied(v) {
+	// Where policies are enforced, a policy's deny beside the budget's is
+	// the answer: the budget's reset would not let the request through.
+	if g.budgets == nil || !budgetDenied(v) || id.Mode == auth.Optimize && !deniedByBudgetsAlone(v) {
 		return nil
-	}
-	if id.Mode == auth.Optimize {
-		for _, r := range v.Rules {
-			if r.Effect == policy.Deny && !strings.HasPrefix(r.ID, spend.RulePrefix) {
-				return nil // a policy denied it too: the policy's 403
-			}
-		}
 	}
 	c, err := g.budgets.Compiled(ctx, id.TenantID)
 	if err != nil || c == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/governance"
+	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/metrics/metricstest"
 	"github.com/svc-gateway/svc/internal/policy"
@@ -266,4 +267,27 @@ func TestABudgetRuleThatFailsCountsAsAPolicyError(t *testing.T) {
 	assert.Equal(t, policy.Allow, d.Verdict.Decision)
 	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"),
 		"a budget set's allow rule that cannot decide is counted like a file's")
+}
+
+func TestABudgetRefusalLeavesTheAgentsStanding(t *testing.T) {
+	budgets := &memBudgets{compiled: map[string]*spend.Compiled{tenantA: billingDaily(t)}}
+	w, _ := budgeted(t, chatRules, budgets)
+	trusted := ledger.Standing{Trust: ledger.TrustTrusted, AllowStreak: 30, Decisions: 30}
+	w.agents.book[agentKey{tenantA, "bot"}] = trusted
+	id := key()
+	id.Agent = "bot"
+
+	for range ledger.RestrictAfter + 1 {
+		c, in := chatCall(id, "gpt-4o-mini", 6)
+		d, err := w.gov.Decide(context.Background(), c, in)
+		require.NoError(t, err)
+		require.True(t, d.Enforced)
+		require.NotNil(t, d.Standing)
+		assert.Equal(t, trusted, *d.Standing, "a budget reached says nothing of the agent")
+	}
+
+	c, in := chatCall(id, "gpt-4o-mini", 150) // the monthly cap, a policy, denies too
+	d, err := w.gov.Decide(context.Background(), c, in)
+	require.NoError(t, err)
+	assert.Equal(t, 1, d.Standing.Denies, "a policy's deny moves the standing as ever")
 }

@@ -176,7 +176,18 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 	}
 	d.Enforced = d.Verdict.Blocks() && !c.Advisory && (id.Mode == auth.Optimize || budgetDenied(d.Verdict))
 	if id.Agent != "" {
-		st, err := g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
+		// A budget reached says nothing of how the agent behaves: its
+		// refusals leave the standing where it was (else an agent would
+		// stay restricted long after its budget reset).
+		var (
+			st  ledger.Standing
+			err error
+		)
+		if deniedByBudgetsAlone(d.Verdict) {
+			st, err = g.standings.get(ctx, id.TenantID, id.Agent)
+		} else {
+			st, err = g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
+		}
 		if err == nil {
 			d.Standing = &st
 		}
