@@ -109,6 +109,9 @@ func (s *Store) prepareInsert(ctx context.Context, table string, rowParams, maxR
 	b := &batchInsert{args: args, rowParams: rowParams}
 	for left := len(args) / rowParams; left > 0; {
 		rows := batchRows(left, maxRows)
+		if table == "spend_counters" {
+			rows = counterRows(left, maxRows)
+		}
 		st, err := s.hot.stmt(ctx, s.write, table, rows)
 		if err != nil {
 			return nil, err

@@ -31,6 +31,19 @@ const (
 		requests = spend_counters.requests + excluded.requests, hits = spend_counters.hits + excluded.hits`
 )
 
+// oneRunCounters is how many counters a run moves at most.
+var oneRunCounters = len(spend.Scopes) * len(spend.Windows)
+
+// counterRows is batchRows for the counters: up to one run's counters in
+// one statement of their number, not six (a batch of one run, at low
+// rates, is the common case), for a few more sizes kept.
+func counterRows(left, maxRows int) int {
+	if left <= oneRunCounters {
+		return left
+	}
+	return batchRows(left, maxRows)
+}
+
 // SetSpend sets the time zones the counters' windows follow and the
 // replica id the counters this store writes are tagged with. Call it once,
 // before the store records runs; until then windows are UTC's and the
