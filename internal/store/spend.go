@@ -26,7 +26,7 @@ const (
 	// each, the rows of one tenant's runs far fewer.
 	maxCounterRows = 256
 	// spendUpsert ends the multi-row INSERT of counters: a row there adds.
-	spendUpsert = ` ON CONFLICT (tenant_id, scope, scope_key, period, start_ms, replica) DO UPDATE SET
+	spendUpsert = ` ON CONFLICT (tenant_id, scope, period, start_ms, scope_key, replica) DO UPDATE SET
 		usd = spend_counters.usd + excluded.usd, tokens = spend_counters.tokens + excluded.tokens,
 		requests = spend_counters.requests + excluded.requests, hits = spend_counters.hits + excluded.hits`
 )
@@ -119,7 +119,7 @@ func (s *Store) spendArgs(ctx context.Context, recs []*ledger.Record) []any {
 	}
 	slices.SortFunc(keys, func(a, b counterKey) int {
 		return cmp.Or(strings.Compare(a.tenantID, b.tenantID), strings.Compare(string(a.Scope), string(b.Scope)),
-			strings.Compare(a.Key, b.Key), strings.Compare(string(a.Window), string(b.Window)), cmp.Compare(a.Start, b.Start))
+			strings.Compare(string(a.Window), string(b.Window)), cmp.Compare(a.Start, b.Start), strings.Compare(a.Key, b.Key))
 	})
 	args := make([]any, 0, len(keys)*counterParams)
 	for _, k := range keys {
@@ -141,15 +141,16 @@ func (s *Store) zone(ctx context.Context, tenantID string) *time.Location {
 	return time.UTC
 }
 
-// SumCounters implements spend.Store: one statement, the counters' rows
-// found by the primary key.
+// SumCounters implements spend.Store: one statement, each counter's rows
+// found by the primary key (the planner, without statistics, takes the
+// key only for a list of rows, not for terms joined by OR).
 func (s *Store) SumCounters(ctx context.Context, tenantID string, counters []spend.Counter, except string) (map[spend.Counter]spend.Amount, error) {
 	out := make(map[spend.Counter]spend.Amount, len(counters))
 	if len(counters) == 0 {
 		return out, nil
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT scope, scope_key, period, start_ms, SUM(usd), SUM(tokens), SUM(requests), SUM(hits)
+	q.WriteString(`SELECT scope, period, start_ms, scope_key, SUM(usd), SUM(tokens), SUM(requests), SUM(hits)
 		FROM spend_counters WHERE tenant_id = ?`)
 	args := make([]any, 0, 2+4*len(counters))
 	args = append(args, tenantID)
@@ -157,15 +158,15 @@ func (s *Store) SumCounters(ctx context.Context, tenantID string, counters []spe
 		q.WriteString(` AND replica <> ?`)
 		args = append(args, except)
 	}
-	q.WriteString(` AND (`)
+	q.WriteString(` AND (scope, period, start_ms, scope_key) IN (VALUES `)
 	for i, c := range counters {
 		if i > 0 {
-			q.WriteString(` OR `)
+			q.WriteString(`, `)
 		}
-		q.WriteString(`(scope = ? AND scope_key = ? AND period = ? AND start_ms = ?)`)
-		args = append(args, string(c.Scope), c.Key, string(c.Window), c.Start)
+		q.WriteString(`(?, ?, CAST(? AS BIGINT), ?)`)
+		args = append(args, string(c.Scope), string(c.Window), c.Start, c.Key)
 	}
-	q.WriteString(`) GROUP BY scope, scope_key, period, start_ms`)
+	q.WriteString(`) GROUP BY scope, period, start_ms, scope_key`)
 	rows, err := s.read.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sum spend counters: %w", err)
@@ -177,7 +178,7 @@ func (s *Store) SumCounters(ctx context.Context, tenantID string, counters []spe
 			scope, win string
 			a          spend.Amount
 		)
-		if err := rows.Scan(&scope, &c.Key, &win, &c.Start, &a.USD, &a.Tokens, &a.Requests, &a.Hits); err != nil {
+		if err := rows.Scan(&scope, &win, &c.Start, &c.Key, &a.USD, &a.Tokens, &a.Requests, &a.Hits); err != nil {
 			return nil, err
 		}
 		c.Scope, c.Window = spend.Scope(scope), spend.Window(win)
@@ -273,8 +274,8 @@ func (s *Store) ClaimAlert(ctx context.Context, tenantID, budgetID string, start
 }
 
 // deleteSpendBefore deletes the tenant's counters and alerts whose window
-// started before t. The counters go through their window index: each
-// scope and period, from its oldest start.
+// started before t. The counters go by their primary key: each scope and
+// period, from its oldest start.
 func deleteSpendBefore(ctx context.Context, tx *txn, tenantID string, t time.Time) error {
 	var q strings.Builder
 	q.WriteString(`DELETE FROM spend_counters WHERE tenant_id = ? AND scope IN (`)

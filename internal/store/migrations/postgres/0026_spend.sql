@@ -18,10 +18,11 @@ CREATE TABLE spend_counters (
     tokens    BIGINT NOT NULL,
     requests  BIGINT NOT NULL,
     hits      BIGINT NOT NULL, -- answers from the exact cache or an artifact, at no cost
-    PRIMARY KEY (tenant_id, scope, scope_key, period, start_ms, replica)
+    -- One window of a scope is a range of the key, its values together:
+    -- a list reads the range, a sum finds each counter by the key, and the
+    -- current windows' rows, which runs move, lie at the end of each.
+    PRIMARY KEY (tenant_id, scope, period, start_ms, scope_key, replica)
 );
--- Every value of a scope over one window (GET /api/v1/spend).
-CREATE INDEX spend_counters_by_window ON spend_counters (tenant_id, scope, period, start_ms);
 
 -- A tenant's budgets, in the order they were set (position).
 CREATE TABLE budgets (
