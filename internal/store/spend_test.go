@@ -385,3 +385,52 @@ func TestSpendRetentionDeletesOnlyOldWindows(t *testing.T) {
 		assert.False(t, won, "another tenant's alert of %s", v)
 	}
 }
+
+// Batches stored at once, by two replicas and two writers of each (whose
+// rows are the same), add up: every run counted once, each replica's
+// counters its own runs'.
+func TestSpendCountersAddUpUnderConcurrentBatches(t *testing.T) {
+	ctx := context.Background()
+	dsn := spendDSN(t)
+	replicas := []*store.Store{openStore(t, dsn), openStore(t, dsn)}
+	defer func() {
+		for _, s := range replicas {
+			require.NoError(t, s.Close())
+		}
+	}()
+	replicas[0].SetSpend(spend.UTC{}, "a")
+	replicas[1].SetSpend(spend.UTC{}, "b")
+	at := time.UnixMilli(ms("2026-05-05T10:20:00Z")).UTC()
+	const writers, batches, perBatch = 2, 6, 6
+	var wg sync.WaitGroup
+	for _, s := range replicas {
+		for range writers {
+			wg.Go(func() {
+				for range batches {
+					recs := make([]*ledger.Record, perBatch)
+					for i := range recs {
+						recs[i] = spendRun(tenant.DefaultID, at, ledger.RouteLive, "chat", "key_1", "bot", []string{"u1", "u2"}[i%2], 0.5, 10)
+					}
+					assert.NoError(t, s.InsertRuns(ctx, recs))
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	per := int64(writers * batches * perBatch)
+	ofOne := spend.Amount{USD: 0.5 * float64(per), Tokens: 10 * per, Requests: per}
+	all := spend.Amount{USD: 2 * ofOne.USD, Tokens: 2 * ofOne.Tokens, Requests: 2 * ofOne.Requests}
+	for _, sc := range []spend.Scope{spend.Tenant, spend.App, spend.Key, spend.Agent} {
+		key := map[spend.Scope]string{spend.App: "chat", spend.Key: "key_1", spend.Agent: "bot"}[sc]
+		c := spend.Counter{Scope: sc, Key: key, Window: spend.Day, Start: ms("2026-05-05T00:00:00Z")}
+		for except, want := range map[string]spend.Amount{"": all, "a": ofOne, "b": ofOne} {
+			got, err := replicas[0].SumCounters(ctx, tenant.DefaultID, []spend.Counter{c}, except)
+			require.NoError(t, err)
+			assert.Equal(t, map[spend.Counter]spend.Amount{c: want}, got, "%s except %q", sc, except)
+		}
+	}
+	half := spend.Amount{USD: all.USD / 2, Tokens: all.Tokens / 2, Requests: all.Requests / 2}
+	assert.Equal(t, map[string]spend.Amount{"u1": half, "u2": half},
+		listed(t, replicas[1], tenant.DefaultID, spend.Subject, spend.Hour, "2026-05-05T10:00:00Z"))
+}
