@@ -37,6 +37,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
@@ -70,6 +71,10 @@ type Store struct {
 	path string // the SQLite file, or the PostgreSQL address without its password
 
 	changes *feed // changes.go
+
+	// The spend counters' time zones and replica id (SetSpend).
+	zones   spend.Zones
+	replica string
 }
 
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
