@@ -45,11 +45,26 @@ func counterRows(left, maxRows int) int {
 }
 
 // SetSpend sets the time zones the counters' windows follow and the
-// replica id the counters this store writes are tagged with. Call it once,
-// before the store records runs; until then windows are UTC's and the
-// replica is "".
+// replica id the counters this store writes are tagged with; until it is
+// called windows are UTC's and the replica is "". It may be called again
+// (svc sets the zones before its journal's runs are restored, under no
+// replica of its own, and its replica once they are).
 func (s *Store) SetSpend(zones spend.Zones, replica string) {
-	s.zones, s.replica = zones, replica
+	s.spend.Store(&spendTags{zones: zones, replica: replica})
+}
+
+// spendTags is what SetSpend set.
+type spendTags struct {
+	zones   spend.Zones
+	replica string
+}
+
+// spendTagsNow is what SetSpend last set, or the defaults.
+func (s *Store) spendTagsNow() *spendTags {
+	if t := s.spend.Load(); t != nil {
+		return t
+	}
+	return &spendTags{}
 }
 
 // counterKey is one row of spend_counters for this store's replica.
@@ -122,9 +137,10 @@ func (s *Store) spendArgs(ctx context.Context, recs []*ledger.Record) []any {
 			strings.Compare(string(a.Window), string(b.Window)), cmp.Compare(a.Start, b.Start), strings.Compare(a.Key, b.Key))
 	})
 	args := make([]any, 0, len(keys)*counterParams)
+	replica := s.spendTagsNow().replica
 	for _, k := range keys {
 		a := rows[k]
-		args = append(args, k.tenantID, string(k.Scope), k.Key, string(k.Window), k.Start, s.replica,
+		args = append(args, k.tenantID, string(k.Scope), k.Key, string(k.Window), k.Start, replica,
 			a.USD, a.Tokens, a.Requests, a.Hits)
 	}
 	return args
@@ -132,10 +148,11 @@ func (s *Store) spendArgs(ctx context.Context, recs []*ledger.Record) []any {
 
 // zone is the tenant's time zone, UTC when none is set.
 func (s *Store) zone(ctx context.Context, tenantID string) *time.Location {
-	if s.zones == nil {
+	zones := s.spendTagsNow().zones
+	if zones == nil {
 		return time.UTC
 	}
-	if loc := s.zones.Zone(ctx, tenantID); loc != nil {
+	if loc := zones.Zone(ctx, tenantID); loc != nil {
 		return loc
 	}
 	return time.UTC

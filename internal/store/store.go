@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,7 +38,6 @@ import (
 
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/errs"
-	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
 
@@ -72,9 +72,9 @@ type Store struct {
 
 	changes *feed // changes.go
 
-	// The spend counters' time zones and replica id (SetSpend).
-	zones   spend.Zones
-	replica string
+	// The spend counters' time zones and replica id (SetSpend), read by
+	// the recorder's writer.
+	spend atomic.Pointer[spendTags]
 }
 
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.
