@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,9 +11,12 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/gateway"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/providers"
+	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -87,3 +92,55 @@ type dropSpans struct{}
 
 func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropSpans) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkCompleteGoverned is BenchmarkCompleteFromAFile with a chat
+// rule in force that matches nothing and reads no spend, and no budgets:
+// what policies cost a call that spend control does not concern.
+func BenchmarkCompleteGoverned(b *testing.B) { benchmarkGoverned(b, nil) }
+
+// BenchmarkCompleteGovernedWithSpend is BenchmarkCompleteGoverned with a
+// spend tracker that costs nothing: the gateway's own part of the
+// estimate (a chat rule may read it) and of counting the run.
+func BenchmarkCompleteGovernedWithSpend(b *testing.B) { benchmarkGoverned(b, freeSpend{}) }
+
+// freeSpend admits every call and counts nothing.
+type freeSpend struct{}
+
+func (freeSpend) Admit(_ context.Context, _ spend.Who, _ spend.Amount, decide func(policy.Spend) (bool, error)) (*spend.Reservation, error) {
+	_, err := decide(policy.Spend{})
+	return nil, err
+}
+func (freeSpend) Recorded(*ledger.Run, *spend.Reservation) {}
+func (freeSpend) Estimate(_ string, _ int, _ int64, cost func(int64, int64) (float64, bool)) spend.Amount {
+	usd, _ := cost(100, 100)
+	return spend.Amount{USD: usd, Tokens: 200, Requests: 1}
+}
+
+func benchmarkGoverned(b *testing.B, tracker gateway.Spend) {
+	dir := b.TempDir()
+	rules := "policies:\n  - id: no-secrets\n    target: chat\n    when: request.messages.exists(m, m.content.contains(\"sk-\"))\n    effect: deny\n    reason: no keys\n"
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rules), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	engine, err := policy.NewEngine(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: instant{}, Timeout: providers.DefaultTimeout,
+		Breaker: providers.BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: providers.Retries{MaxAttempts: 3}}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{},
+		Prices:   pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}),
+		Governor: governance.New(governance.Options{Policies: engine}), Spend: tracker})
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := &auth.Identity{TenantID: "t", Mode: auth.Optimize, KeyID: "k"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := gw.Complete(ctx, id, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/redact"
+	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -41,8 +42,11 @@ type Gateway struct {
 	redaction Redaction
 	learner   Learner
 	canary    Canary
-	now       func() time.Time
-	secrets   []string // never shown in an error
+	spend     Spend
+	// release ends a reservation of a call that ends without a run.
+	release func(*spend.Reservation)
+	now     func() time.Time
+	secrets []string // never shown in an error
 	// traceContent records prompts and answers on the call's span.
 	traceContent bool
 }
@@ -63,7 +67,10 @@ type Options struct {
 	Redaction Redaction    // nil: runs keep their text as it was
 	Learner   Learner      // nil: no artifacts
 	Canary    Canary       // nil: no canary
-	Now       func() time.Time
+	// Spend counts what calls cost, for the rules and budgets that read
+	// it; nil: spend is never gathered (budgets see none).
+	Spend Spend
+	Now   func() time.Time
 	// Secrets are stripped from any provider error text (the provider key).
 	Secrets []string
 	// TraceContent records prompts and answers on the call's span
@@ -91,7 +98,8 @@ func New(o Options) *Gateway {
 		router.SetPrices(o.Prices)
 	}
 	return &Gateway{router: router, recorder: o.Recorder,
-		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, learner: o.Learner, canary: o.Canary, now: o.Now,
+		governor: o.Governor, cache: o.Cache, redaction: o.Redaction, learner: o.Learner, canary: o.Canary,
+		spend: o.Spend, release: (*spend.Reservation).Release, now: o.Now,
 		secrets: secrets, traceContent: o.TraceContent}
 }
 
@@ -109,27 +117,34 @@ type Result struct {
 
 // call is one request on its way through the pipeline.
 type call struct {
-	// masking is set by finish when the tenant's stored text is masked.
-	masking bool
 	// span is the call's span; one that does not record when svc traces
 	// nothing.
-	span trace.Span
-	// embeddings says the call is an embeddings call.
-	embeddings bool
-	id         *auth.Identity
-	req        *Request
-	run        *ledger.Run
-	start      time.Time
+	span  trace.Span
+	id    *auth.Identity
+	req   *Request
+	run   *ledger.Run
+	start time.Time
 	// policy.evaluated events, for the ledger: on the request, before the
 	// route is decided; on the tool calls of the answer, after it came.
 	chatVerdicts, toolVerdicts []ledger.Event
 	standing                   *ledger.Standing // the agent's standing after the verdicts
-	calledProvider             bool
-	plan                       *providers.Plan // the providers the call goes to, and, once made, its attempts
-	exact                      *exactLookup    // what the exact cache had; nil when not looked up
-	hit                        *cache.Entry    // the cached answer served, if one was
-	art                        *artifactLookup // what the serving index had; nil when nothing
-	providerFailure            error           // why the provider failed, when a cached answer stood in
+	plan                       *providers.Plan  // the providers the call goes to, and, once made, its attempts
+	exact                      *exactLookup     // what the exact cache had; nil when not looked up
+	hit                        *cache.Entry     // the cached answer served, if one was
+	art                        *artifactLookup  // what the serving index had; nil when nothing
+	providerFailure            error            // why the provider failed, when a cached answer stood in
+	// estimatedUSD is what the call is expected to cost, when a rule or
+	// a budget may read it (request.estimatedCostUsd).
+	estimatedUSD float64
+	// reservation counts the call's estimate as in flight, from its
+	// admission on its spend to its run's recording; nil when not
+	// admitted on spend.
+	reservation *spend.Reservation
+	// masking is set by finish when the tenant's stored text is masked.
+	masking bool
+	// embeddings says the call is an embeddings call.
+	embeddings     bool
+	calledProvider bool
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -542,6 +557,7 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	events = append(events, c.toolVerdicts...)
 	rec := ledger.NewRecord(run, events, end)
 	rec.Standing = c.standing
+	g.recorded(c)
 	if err := g.recorder.Record(ctx, rec); err != nil {
 		return errs.Wrap(err, errs.Internal, "internal", "the run could not be recorded")
 	}

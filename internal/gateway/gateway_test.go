@@ -133,13 +133,30 @@ type governor struct {
 	observe   bool
 	requests  []policy.Request // what JudgeProviders saw
 	inputs    []policy.Request // what Decide saw
+	spends    []policy.Spend   // the spend Decide saw
+	// needsSpend is NeedsSpend's answer; budgetError BudgetError's, for
+	// the verdicts it denies.
+	needsSpend  bool
+	budgetError *errs.Error
+	budgeted    []policy.Verdict // the verdicts BudgetError was asked about
 }
 
 func (g *governor) Has(t policy.Target) bool { return g.targets[t] }
 
 func (g *governor) Decide(_ context.Context, _ governance.Call, in *policy.Input) (governance.Decision, error) {
 	g.inputs = append(g.inputs, in.Request)
+	g.spends = append(g.spends, in.Spend)
 	return g.decision, g.err
+}
+
+func (g *governor) NeedsSpend(context.Context, string) bool { return g.needsSpend }
+
+func (g *governor) BudgetError(_ context.Context, _ *auth.Identity, v policy.Verdict) *errs.Error {
+	g.budgeted = append(g.budgeted, v)
+	if v.Decision != policy.Deny {
+		return nil
+	}
+	return g.budgetError
 }
 
 func (g *governor) JudgeProviders(_ context.Context, _ *auth.Identity, _ string, req policy.Request, cands []policy.Candidate) ([]governance.ProviderVerdict, error) {
@@ -205,6 +222,7 @@ type setup struct {
 	artifact string // "", synth.ArtifactPromoted or synth.ArtifactShadow
 	share    float64
 	canary   bool
+	spend    gateway.Spend
 }
 
 const answer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",` +
@@ -220,7 +238,7 @@ func newFixture(t *testing.T, s setup) *fixture {
 	}
 	o := gateway.Options{Provider: f.provider, ProviderName: "fake", Recorder: f.recorder, Now: f.clock.Now,
 		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}), Governor: s.governor,
-		Secrets: []string{"sk-secret"}}
+		Secrets: []string{"sk-secret"}, Spend: s.spend}
 	if !s.noCache {
 		o.Cache = cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute, Now: f.clock.Now})
 	}

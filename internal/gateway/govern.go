@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/httpstatus"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/spend"
 )
 
 // Governor decides on chat requests, the providers they may go to, and
@@ -24,6 +25,13 @@ type Governor interface {
 	// JudgeProviders puts each candidate provider of a call before the
 	// provider rules: a verdict a candidate, or nil when there is no rule.
 	JudgeProviders(ctx context.Context, id *auth.Identity, runID string, req policy.Request, candidates []policy.Candidate) ([]governance.ProviderVerdict, error)
+	// NeedsSpend reports whether the tenant's chat requests are decided
+	// with their spend: a chat rule reads it, or the tenant has hard
+	// budgets (which judge the request even without other chat rules).
+	NeedsSpend(ctx context.Context, tenantID string) bool
+	// BudgetError is the error a request refused by budgets alone answers
+	// (429 budget_exceeded), nil when the verdict's BlockError answers.
+	BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict) *errs.Error
 }
 
 var _ Governor = (*governance.Governor)(nil)
@@ -33,26 +41,29 @@ var _ Governor = (*governance.Governor)(nil)
 // to answer with when they block it, after recording the blocked run.
 //
 // Its span is started only when a rule can judge the call (an agent's call
-// always goes before the chat rules): with no policy in force there is no
-// evaluation to measure, and each span costs every call its export.
+// always goes before the chat rules, a call of a tenant with budgets
+// before its budgets): with no policy in force there is no evaluation to
+// measure, and each span costs every call its export. The call's cost is
+// estimated only for rules to read.
 func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
 	}
-	if c.id.Agent == "" && !g.governor.Has(policy.Chat) && !g.governor.Has(policy.Provider) {
-		return g.governChatRules(ctx, c) // no rule can judge it: nothing to measure
+	needsSpend := g.governor.NeedsSpend(ctx, c.id.TenantID)
+	chat := c.id.Agent != "" || needsSpend || g.governor.Has(policy.Chat)
+	if !chat && !g.governor.Has(policy.Provider) {
+		return nil // no rule can judge it: nothing to measure
 	}
+	estimate := g.estimate(c)
 	ctx, span := startPolicy(ctx, policy.Chat)
-	err := g.governChatRules(ctx, c)
+	err := g.governChatRules(ctx, c, estimate, chat, needsSpend)
 	endPolicy(ctx, c, span, err)
 	return err
 }
 
-func (g *Gateway) governChatRules(ctx context.Context, c *call) error {
-	if c.id.Agent != "" || g.governor.Has(policy.Chat) {
-		in := &policy.Input{Request: c.policyRequest()}
-		call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
-		d, err := g.governor.Decide(ctx, call, in)
+func (g *Gateway) governChatRules(ctx context.Context, c *call, estimate spend.Amount, chat, needsSpend bool) error {
+	if chat {
+		d, err := g.decideChat(ctx, c, estimate, needsSpend)
 		if err != nil {
 			return g.abort(ctx, c, err)
 		}
@@ -72,7 +83,8 @@ func (c *call) policyRequest() policy.Request {
 		names[i] = cand.Provider
 	}
 	return policy.Request{Model: req.Model, App: c.id.App, Agent: c.id.Agent,
-		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools, Providers: names}
+		Subject: c.id.Subject, Messages: req.Messages, Tools: req.Tools, Providers: names,
+		Key: c.id.KeyID, EstimatedCostUSD: c.estimatedUSD}
 }
 
 // governToolCalls puts each tool call of a non-streamed answer before the
@@ -171,7 +183,8 @@ type verdictEvent struct {
 	ApprovalID string              `json:"approvalId,omitempty"`
 }
 
-// block records the run as blocked and returns the 403 to answer with.
+// block records the run as blocked and returns the error to answer with:
+// the 403 of the verdict, or the 429 of the budgets that alone refused it.
 func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	run := c.run
 	run.Route = ledger.RouteBlocked
@@ -180,9 +193,12 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 	if d, ok := run.Explanation.Cache.(*cacheDetail); ok {
 		d.Served = false
 	}
-	e := governance.BlockError(v)
+	e, why := governance.BlockError(v), "a policy does not allow this request"
+	if b := g.governor.BudgetError(ctx, c.id, v); b != nil {
+		e, why = b, "a budget's limit is reached"
+	}
 	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public
-	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: "a policy does not allow this request"}}
+	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: why}}
 	if err := g.finish(ctx, c, httpstatus.Of(e), e.Public); err != nil {
 		return err
 	}

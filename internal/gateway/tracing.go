@@ -60,12 +60,14 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	return ctx, c
 }
 
-// end ends the call's span with what the run recorded: its route and
+// end releases the reservation of a call that ended without a run, and
+// ends the call's span with what the run recorded: its route and
 // provider, the answering model, its usage, and the error answered with.
 // With content capture on, a chat's prompt and answer too, masked when the
 // tenant has redaction on (an embeddings call has no messages to record). res is the answer when the caller has it (a
 // stream's went to its client).
 func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
+	g.releaseReservation(c)
 	span := c.span
 	if !span.IsRecording() {
 		return

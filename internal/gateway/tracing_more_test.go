@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -41,6 +42,10 @@ func (d denier) Decide(context.Context, governance.Call, *policy.Input) (governa
 	return governance.Decision{Verdict: policy.Verdict{Decision: policy.Deny,
 		Rules: []policy.RuleResult{{ID: "no", Effect: policy.Deny}}}, Enforced: true, Evaluated: true}, nil
 }
+
+func (denier) NeedsSpend(context.Context, string) bool { return false }
+
+func (denier) BudgetError(context.Context, *auth.Identity, policy.Verdict) *errs.Error { return nil }
 
 func (denier) JudgeProviders(context.Context, *auth.Identity, string, policy.Request, []policy.Candidate) ([]governance.ProviderVerdict, error) {
 	return nil, nil

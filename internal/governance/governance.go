@@ -23,6 +23,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/spend"
 )
 
 // Notifier sends a tenant's notable events to its webhook.
@@ -45,6 +46,8 @@ type Governor struct {
 	notify    Notifier
 	standings *standings
 	verdicts  VerdictStore
+	budgets   Budgets
+	zones     spend.Zones
 	now       func() time.Time
 	logger    hclog.Logger
 	metrics   *metrics.Metrics
@@ -63,6 +66,13 @@ type Options struct {
 	// Verdicts reads the recorded verdicts back, for the rules' matches
 	// (see verdicts.go); nil counts none.
 	Verdicts VerdictStore
+	// Budgets gives each tenant's budgets, their hard ones compiled into
+	// chat rules evaluated with the policy files' (see budgets.go); nil:
+	// no budgets.
+	Budgets Budgets
+	// Zones gives the time zone a tenant's budget windows reset in; nil
+	// is UTC.
+	Zones spend.Zones
 	// Now is the clock the matches of the last hour and day are counted
 	// by: the audit trail's; nil is time.Now.
 	Now    func() time.Time
@@ -83,8 +93,11 @@ func New(o Options) *Governor {
 	if o.Verdicts == nil {
 		o.Verdicts = noVerdicts{}
 	}
+	if o.Zones == nil {
+		o.Zones = spend.UTC{}
+	}
 	return &Governor{policies: o.Policies, approvals: o.Approvals, audit: o.Audit, notify: o.Notifier,
-		standings: newStandings(o.Agents), verdicts: o.Verdicts, now: o.Now, logger: o.Logger,
+		standings: newStandings(o.Agents), verdicts: o.Verdicts, budgets: o.Budgets, zones: o.Zones, now: o.Now, logger: o.Logger,
 		metrics: o.Metrics, pendingLimited: o.Metrics.RateLimiter("approvals")}
 }
 
@@ -92,14 +105,16 @@ func New(o Options) *Governor {
 type Decision struct {
 	Verdict policy.Verdict
 	// Enforced says the verdict stops the call: it is not allow and the
-	// caller's key is in optimize mode. In observe mode nothing is stopped
-	// and the verdict records what would have happened.
+	// caller's key is in optimize mode, or a budget denied it. In observe
+	// mode nothing else is stopped and the verdict records what would
+	// have happened.
 	Enforced bool
 	// Standing is the calling agent's standing after the decision; nil
 	// when the call names no agent.
 	Standing *ledger.Standing
-	// Evaluated says rules of the target were in force; without any, the
-	// decision is a bare allow worth no record.
+	// Evaluated says rules of the target were in force (the policy
+	// files', or, on a chat request, the tenant's budgets); without any,
+	// the decision is a bare allow worth no record.
 	Evaluated bool
 }
 
@@ -137,6 +152,9 @@ func (g *Governor) Has(t policy.Target) bool { return g.policies.Set().Has(t) }
 // judge. A failure of the approval store fails the call rather than letting
 // it through, and a caller at its limit of pending approvals gets
 // errs.RateLimited.
+//
+// A chat request is also put before the tenant's budgets, in the same
+// verdict (see budgets.go): a budget's deny stops the call in every mode.
 func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decision, error) {
 	id := c.ID
 	in.Tenant, in.Mode = id.TenantID, string(id.Mode)
@@ -145,6 +163,9 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 	}
 	set := g.policies.Set()
 	d := Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}
+	if c.Target == policy.Chat && g.budgets != nil && g.judgeBudgets(ctx, id.TenantID, in, &d.Verdict) {
+		d.Evaluated = true
+	}
 	if d.Evaluated {
 		g.count(c.Target, d.Verdict)
 	}
@@ -153,9 +174,20 @@ func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decisi
 			return Decision{}, err
 		}
 	}
-	d.Enforced = d.Verdict.Blocks() && id.Mode == auth.Optimize && !c.Advisory
+	d.Enforced = d.Verdict.Blocks() && !c.Advisory && (id.Mode == auth.Optimize || budgetDenied(d.Verdict))
 	if id.Agent != "" {
-		st, err := g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
+		// A budget reached says nothing of how the agent behaves: its
+		// refusals leave the standing where it was (else an agent would
+		// stay restricted long after its budget reset).
+		var (
+			st  ledger.Standing
+			err error
+		)
+		if deniedByBudgetsAlone(d.Verdict) {
+			st, err = g.standings.get(ctx, id.TenantID, id.Agent)
+		} else {
+			st, err = g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
+		}
 		if err == nil {
 			d.Standing = &st
 		}

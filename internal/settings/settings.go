@@ -31,11 +31,14 @@ const (
 	// would hold is refused with 429 instead, so that no caller can flood
 	// the people deciding.
 	ApprovalPendingLimit = "approval_pending_limit"
+	// Timezone is the IANA time zone whose hours, days and calendar months
+	// the tenant's spend counters and budgets count in.
+	Timezone = "timezone"
 )
 
 // Keys lists every supported setting, in display order.
 var Keys = []string{RetentionDays, Redaction, WebhookURL, WebhookSecret, ApprovalExceptionTTLHours, CanaryEnabled,
-	ApprovalPendingLimit}
+	ApprovalPendingLimit, Timezone}
 
 // SecretMarker is what a read shows in place of a secret that is set.
 const SecretMarker = "[set]"
@@ -49,11 +52,12 @@ type Settings struct {
 	ApprovalExceptionTTLHours float64
 	CanaryEnabled             bool
 	ApprovalPendingLimit      int
+	Timezone                  string
 }
 
 // Defaults returns the settings of a tenant that changed nothing.
 func Defaults() Settings {
-	return Settings{RetentionDays: 30, ApprovalExceptionTTLHours: 24, ApprovalPendingLimit: 20}
+	return Settings{RetentionDays: 30, ApprovalExceptionTTLHours: 24, ApprovalPendingLimit: 20, Timezone: "UTC"}
 }
 
 // Public returns the settings as the API shows them: snake_case keys, the
@@ -71,6 +75,7 @@ func (s Settings) Public() map[string]any {
 		ApprovalExceptionTTLHours: s.ApprovalExceptionTTLHours,
 		CanaryEnabled:             s.CanaryEnabled,
 		ApprovalPendingLimit:      s.ApprovalPendingLimit,
+		Timezone:                  s.Timezone,
 	}
 }
 
@@ -213,6 +218,45 @@ func (s *Service) PendingApprovalLimit(ctx context.Context, tenantID string) (in
 	return st.ApprovalPendingLimit, err
 }
 
+// Zone is the tenant's time zone (the timezone setting); UTC when the
+// settings cannot be read. It implements spend.Zones.
+func (s *Service) Zone(ctx context.Context, tenantID string) *time.Location {
+	st, err := s.Get(ctx, tenantID)
+	if err != nil {
+		return time.UTC
+	}
+	loc, err := location(st.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// zones keeps each time zone loaded, by name: loading one reads the zone
+// database, and Zone is on the request path.
+var zones sync.Map // name → *time.Location
+
+// location loads the IANA zone name; "Local" and the empty name, which
+// time.LoadLocation accepts, are not IANA names and are refused.
+func location(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	if name == "" || name == "Local" || len(name) > maxZoneName {
+		return nil, errors.New("not an IANA time zone")
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
+}
+
+// maxZoneName bounds a time zone's name (the longest IANA name is about
+// 30 characters).
+const maxZoneName = 64
+
 // ExceptionTTL is how long an approved request of the tenant passes again.
 func (s *Service) ExceptionTTL(ctx context.Context, tenantID string) (time.Duration, error) {
 	st, err := s.Get(ctx, tenantID)
@@ -292,6 +336,18 @@ func (s *Service) validate(ctx context.Context, key string, value json.RawMessag
 			return nil, invalid(key, "%s", urlProblem(err))
 		}
 		return json.Marshal(u.String())
+	case Timezone:
+		str, isNull, err := nullableString(raw)
+		if err != nil {
+			return nil, invalid(key, "must be an IANA time zone name, such as \"Europe/Paris\"")
+		}
+		if isNull {
+			return json.Marshal("UTC")
+		}
+		if _, err := location(str); err != nil {
+			return nil, invalid(key, "%q is not an IANA time zone name (such as \"Europe/Paris\")", truncate(str, maxZoneName))
+		}
+		return json.Marshal(str)
 	case WebhookSecret:
 		str, isNull, err := nullableString(raw)
 		if err != nil {
@@ -306,6 +362,14 @@ func (s *Service) validate(ctx context.Context, key string, value json.RawMessag
 		return json.Marshal(str)
 	}
 	return nil, errs.E(errs.Internal, "internal", "setting %q has no validator", key)
+}
+
+// truncate cuts s to at most n bytes, for quoting a caller's value back.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // urlProblem turns a guard error into the reason a person reads.
@@ -351,6 +415,15 @@ func (s *Settings) apply(key string, raw json.RawMessage) error {
 		return json.Unmarshal(raw, &s.WebhookURL)
 	case WebhookSecret:
 		return json.Unmarshal(raw, &s.WebhookSecret)
+	case Timezone:
+		var name string
+		if err := json.Unmarshal(raw, &name); err != nil {
+			return err
+		}
+		if _, err := location(name); err != nil {
+			return err
+		}
+		s.Timezone = name
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,7 +53,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"retention_days": float64(30), "redaction": false, "webhook_url": (*string)(nil),
 		"webhook_secret": nil, "approval_exception_ttl_hours": float64(24), "canary_enabled": false,
-		"approval_pending_limit": 20,
+		"approval_pending_limit": 20, "timezone": "UTC",
 	}, st.Public())
 }
 
@@ -80,6 +81,10 @@ func TestSetValid(t *testing.T) {
 			assert.Equal(t, "s3cret", *s.WebhookSecret)
 			assert.Equal(t, "[set]", s.Public()["webhook_secret"])
 		}},
+		{"timezone", `"Asia/Kolkata"`, func(t *testing.T, s settings.Settings) { assert.Equal(t, "Asia/Kolkata", s.Timezone) }},
+		{"timezone", `" America/New_York "`, func(t *testing.T, s settings.Settings) { assert.Equal(t, "America/New_York", s.Timezone) }},
+		{"timezone", `null`, func(t *testing.T, s settings.Settings) { assert.Equal(t, "UTC", s.Timezone) }},
+		{"timezone", `""`, func(t *testing.T, s settings.Settings) { assert.Equal(t, "UTC", s.Timezone) }},
 		{"webhook_secret", `null`, func(t *testing.T, s settings.Settings) {
 			assert.Nil(t, s.WebhookSecret)
 			assert.Nil(t, s.Public()["webhook_secret"])
@@ -109,6 +114,8 @@ func TestSetInvalid(t *testing.T) {
 		{"approval_pending_limit", `10001`}, {"approval_pending_limit", `"20"`}, {"approval_pending_limit", `null`},
 		{"approval_pending_limit", `1e400`},
 		{"webhook_secret", `42`}, {"webhook_secret", `{}`},
+		{"timezone", `"Mars/Olympus_Mons"`}, {"timezone", `"Local"`}, {"timezone", `"../../etc/passwd"`},
+		{"timezone", `"/usr/share/zoneinfo/UTC"`}, {"timezone", `5`}, {"timezone", `"+05:30"`},
 		{"webhook_url", `42`}, {"webhook_url", `"ftp://hooks.example.com/"`}, {"webhook_url", `"file:///etc/passwd"`},
 		{"webhook_url", `"not a url"`}, {"webhook_url", `"https://user:pw@hooks.example.com/"`},
 		{"webhook_url", `"https://nowhere.invalid/"`}, // does not resolve
@@ -151,6 +158,29 @@ func TestSetInvalid(t *testing.T) {
 	st, err := svc.Get(context.Background(), tenant.DefaultID)
 	require.NoError(t, err)
 	assert.Equal(t, settings.Defaults(), st, "no rejected value was stored")
+}
+
+func TestZone(t *testing.T) {
+	ctx := context.Background()
+	svc := newService(t)
+	assert.Equal(t, time.UTC, svc.Zone(ctx, tenant.DefaultID), "UTC by default")
+	_, err := svc.Set(ctx, tenant.DefaultID, settings.Timezone, json.RawMessage(`"Asia/Kolkata"`))
+	require.NoError(t, err)
+	loc := svc.Zone(ctx, tenant.DefaultID)
+	assert.Equal(t, "Asia/Kolkata", loc.String())
+	_, offset := time.Date(2026, 1, 1, 0, 0, 0, 0, loc).Zone()
+	assert.Equal(t, 5*3600+1800, offset)
+	assert.Same(t, loc, svc.Zone(ctx, tenant.DefaultID), "the zone is loaded once")
+
+	failing := settings.NewService(failingStore{}, &netguard.Guard{}, nil)
+	assert.Equal(t, time.UTC, failing.Zone(ctx, tenant.DefaultID), "unreadable settings count in UTC")
+}
+
+// failingStore cannot read.
+type failingStore struct{ settings.Store }
+
+func (failingStore) TenantSettings(context.Context, string) (map[string]json.RawMessage, error) {
+	return nil, errors.New("database gone")
 }
 
 func TestUnknownSetting(t *testing.T) {

@@ -52,7 +52,7 @@ func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows i
 		return st, nil
 	}
 	var q strings.Builder
-	params := runParams
+	params, suffix := runParams, ""
 	switch table {
 	case "runs":
 		q.WriteString("INSERT INTO runs (" + runColumns + ") VALUES ")
@@ -62,6 +62,9 @@ func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows i
 	case "ledger_entries":
 		q.WriteString("INSERT INTO ledger_entries (" + entryColumns + ") VALUES ")
 		params = entryParams
+	case "spend_counters":
+		q.WriteString("INSERT INTO spend_counters (tenant_id, scope, scope_key, period, start_ms, replica, usd, tokens, requests, hits) VALUES ")
+		params, suffix = counterParams, spendUpsert
 	}
 	row := "(" + strings.Repeat("?, ", params-1) + "?)"
 	for i := range rows {
@@ -70,6 +73,7 @@ func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows i
 		}
 		q.WriteString(row)
 	}
+	q.WriteString(suffix)
 	st, err := db.PrepareContext(ctx, q.String())
 	if err != nil {
 		return nil, err
@@ -105,6 +109,9 @@ func (s *Store) prepareInsert(ctx context.Context, table string, rowParams, maxR
 	b := &batchInsert{args: args, rowParams: rowParams}
 	for left := len(args) / rowParams; left > 0; {
 		rows := batchRows(left, maxRows)
+		if table == "spend_counters" {
+			rows = counterRows(left, maxRows)
+		}
 		st, err := s.hot.stmt(ctx, s.write, table, rows)
 		if err != nil {
 			return nil, err
@@ -140,7 +147,8 @@ func (b *batchInsert) exec(ctx context.Context, tx *txn) error {
 }
 
 // InsertRuns stores runs with their events and their ledger entries, and
-// counts their agents, in one transaction.
+// counts their agents and adds them to their spend counters, in one
+// transaction.
 func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	runArgs := make([]any, 0, len(recs)*runParams)
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
@@ -178,8 +186,12 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
+	counters, err := s.prepareInsert(ctx, "spend_counters", counterParams, maxCounterRows, s.spendArgs(ctx, recs))
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *txn) error {
-		for _, b := range []*batchInsert{runs, events} {
+		for _, b := range []*batchInsert{runs, events, counters} {
 			if err := b.exec(ctx, tx); err != nil {
 				return err
 			}
@@ -657,9 +669,15 @@ func (s *Store) DeleteRunsBefore(ctx context.Context, tenantID string, t time.Ti
 // deleteRecordsBefore deletes the tenant's other records older than t
 // under the same retention: web snapshots and fetches (page content), the
 // learning loop's evaluation rows (an artifact keeps its counters) and
-// learning reports.
+// learning reports; and, whatever the tenant's retention, its spend
+// counters and budget alerts of windows that started more than
+// spendRetention ago.
 func (s *Store) deleteRecordsBefore(ctx context.Context, tenantID string, t time.Time) error {
+	spendCutoff := s.Now().Add(-spendRetention)
 	return s.tx(ctx, func(tx *txn) error {
+		if err := deleteSpendBefore(ctx, tx, tenantID, spendCutoff); err != nil {
+			return err
+		}
 		for _, q := range []string{
 			`DELETE FROM web_snapshots WHERE tenant_id = ? AND created_at < ?`,
 			`DELETE FROM web_fetches WHERE tenant_id = ? AND at < ?`,

@@ -89,3 +89,42 @@ func BenchmarkSearchRuns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInsertRunsSpend is BenchmarkInsertRuns with runs that move
+// every scope's counters (an app of 4, a key of 8, an agent for half of
+// them, a subject of 64: 15 counters a run, fewer rows a batch), beside the
+// same runs blocked, which move none: the cost of the counters is the gap.
+func BenchmarkInsertRunsSpend(b *testing.B) {
+	for _, counted := range []bool{false, true} {
+		name := "uncounted"
+		if counted {
+			name = "counted"
+		}
+		for _, batch := range []int{1, 32, 256} {
+			b.Run(fmt.Sprintf("%s/%d", name, batch), func(b *testing.B) {
+				ctx := context.Background()
+				s := storetest.Open(b)
+				recs := make([]*ledger.Record, b.N)
+				for i := range recs {
+					rec := benchRun(time.Now())
+					r := rec.Run
+					r.App, r.KeyID, r.Subject = fmt.Sprint("app-", i%4), fmt.Sprint("key_", i%8), fmt.Sprint("user-", i%64)
+					if i%2 == 0 {
+						r.Agent = "bot"
+					}
+					if !counted {
+						r.Route = ledger.RouteBlocked
+					}
+					recs[i] = ledger.NewRecord(r, rec.Events, r.CreatedAt)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += batch {
+					if err := s.InsertRuns(ctx, recs[i:min(i+batch, b.N)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

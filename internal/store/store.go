@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,10 @@ type Store struct {
 	path string // the SQLite file, or the PostgreSQL address without its password
 
 	changes *feed // changes.go
+
+	// The spend counters' time zones and replica id (SetSpend), read by
+	// the recorder's writer.
+	spend atomic.Pointer[spendTags]
 }
 
 // Options tune a PostgreSQL store's pool; SQLite's pools are fixed.

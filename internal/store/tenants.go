@@ -77,7 +77,7 @@ var tenantTables = []string{
 	"artifact_evaluations", "artifacts", "patterns", "learning_reports",
 	"side_effects", "feedback", "run_events", "deleted_responses", "runs", "approvals", "agents",
 	"web_snapshots", "web_fetches", "web_sessions", "negative_cache", "cache_invalidations", "jobs",
-	"workflows", "onboarding", "org_invites", "memberships", "api_keys", "settings", "audit_events",
+	"workflows", "spend_counters", "budgets", "budget_alerts", "onboarding", "org_invites", "memberships", "api_keys", "settings", "audit_events",
 }
 
 // DeleteOrg deletes the tenant and every record of it in one transaction.
