@@ -32,6 +32,7 @@ import (
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -42,6 +43,7 @@ import (
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/ratelimit"
 	"github.com/svc-gateway/svc/internal/settings"
+	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/store"
 	"github.com/svc-gateway/svc/internal/tracing"
 	"github.com/svc-gateway/svc/internal/version"
@@ -317,6 +319,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			a.Checkpoints.Close()
 		}
 	})
+	// The runs the journal restores count in their tenants' zones, under
+	// no replica of this process (it never counted them in memory).
+	a.Store.SetSpend(settingsService, "")
 	a.Recorder, err = ledger.NewRecorder(ctx, a.Store, cfg.JournalDir, log.Named("ledger"))
 	if err != nil {
 		return nil, fmt.Errorf("run journal (SVC_JOURNAL_DIR): %w", err)
@@ -328,15 +333,27 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.pushFunc("recorder", a.Recorder.Close)
 	a.Recorder.SetMetrics(m)
 	recorder := a.Recorder
+	// From here on the runs the store inserts are this process's, counted
+	// in its tracker's memory: their counter rows carry its replica id,
+	// which its reads leave out.
+	replica := ids.New("rep")
+	a.Store.SetSpend(settingsService, replica)
 	a.Policies, err = policy.NewEngine(cfg.PolicyDir)
 	if err != nil {
 		return nil, fmt.Errorf("policies (SVC_POLICY_DIR):\n%w", err)
 	}
 	auditLog := audit.NewLog(a.Store, log.Named("audit"), nil)
 	approvals := approval.NewService(a.Store, settingsService, now)
+	budgets := spend.NewBudgets(spend.BudgetsOptions{Store: a.Store, Audit: auditLog, Now: now, Logger: log.Named("budgets")})
+	// The tracker's windows are those of the runs' times, which are real
+	// (see Options.Now), whatever clock the rest runs on.
+	tracker := spend.NewTracker(spend.TrackerOptions{
+		Store: a.Store, Zones: settingsService, Budgets: budgets, Replica: replica, Shared: shared,
+		Sync: recorder.Sync, Notifier: notifier, Audit: auditLog, Logger: log.Named("spend"),
+	})
 	governor := governance.New(governance.Options{
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
-		Verdicts: a.Store, Logger: log.Named("policy"), Metrics: m,
+		Verdicts: a.Store, Budgets: budgets, Zones: settingsService, Logger: log.Named("policy"), Metrics: m,
 	})
 	a.Cache = cache.New(cache.Options{MaxBytes: cfg.CacheMaxBytes, TTL: cfg.CacheTTL, Negative: a.Store, Now: now, Metrics: a.Metrics})
 	runs := ledger.NewService(a.Store, recorder, nil)
@@ -350,7 +367,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Router: a.Providers, Recorder: recorder,
 		Prices: prices, Governor: governor, Cache: a.Cache, Redaction: settingsService,
 		Secrets: secrets, TraceContent: cfg.TraceContent,
-		Learner: a.Learning, Canary: settingsService,
+		Learner: a.Learning, Canary: settingsService, Spend: tracker,
 	})
 
 	a.Keys = auth.NewKeys(a.Store, nil)
@@ -359,7 +376,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	forget, err := a.replicate(ctx, settingsService, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed()})
+	forget, err := a.replicate(ctx, settingsService, budgets, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed(), budgets, tracker})
 	if err != nil {
 		return nil, fmt.Errorf("following the other replicas: %w", err)
 	}
@@ -417,6 +434,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		ReloadProviders:  a.ReloadProviders,
 		Tracer:           governance.NewTracer(runs, a.Store, governor),
 		Approvals:        approvals,
+		Budgets:          budgets,
+		Spend:            tracker,
 		Cache:            a.Cache,
 		Jobs:             a.Jobs,
 		Workflows:        workflows.NewService(a.Store, recorder, now),

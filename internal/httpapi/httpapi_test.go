@@ -501,7 +501,15 @@ func TestSettingsAPI(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"retention_days": float64(30), "redaction": false, "webhook_url": nil, "webhook_secret": nil,
 		"approval_exception_ttl_hours": float64(24), "canary_enabled": false, "approval_pending_limit": float64(20),
+		"timezone": "UTC",
 	}, res.json["settings"])
+
+	res = ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"timezone","value":"Mars/Olympus"}`)
+	assert.Equal(t, http.StatusBadRequest, res.status, res.body)
+	assert.Equal(t, "timezone", res.json["error"].(map[string]any)["param"], res.body)
+	res = ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"timezone","value":"Europe/Paris"}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.Equal(t, "Europe/Paris", res.json["settings"].(map[string]any)["timezone"])
 
 	res = ts.call(t, "PUT", "/api/v1/settings", bootstrap, `{"key":"webhook_secret","value":"hunter2-secret"}`)
 	require.Equal(t, http.StatusOK, res.status, res.body)

@@ -1,0 +1,53 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/auth"
+)
+
+// Budgets and spend through svc as app builds it: each tenant sees and
+// changes only its own, the budgets' own checks answer 400 naming the
+// field, a budget's counter shows what its app spent, and a change is
+// audited.
+func TestBudgetsAndSpendThroughTheApp(t *testing.T) {
+	ts := newServer(t, bootstrap, nil)
+	other, err := ts.store.CreateTenant(context.Background(), "Other")
+	require.NoError(t, err)
+	_, theirToken, err := ts.keys.Create(context.Background(), other.ID, auth.NewKey{Name: "theirs", Mode: auth.Optimize, Admin: true})
+	require.NoError(t, err)
+
+	res := ts.call(t, "PUT", "/api/v1/budgets", bootstrap, `{"budgets":[{"id":"ok","scope":"app","match":"support","window":"day","limitRequests":5},{"scope":"app","window":"fortnight","limitUsd":1}]}`)
+	require.Equal(t, http.StatusBadRequest, res.status, res.body)
+	assert.Equal(t, "budgets[1].window", res.json["error"].(map[string]any)["param"])
+	assert.Empty(t, ts.call(t, "GET", "/api/v1/budgets", bootstrap, "").json["budgets"], "nothing was stored")
+
+	res = ts.call(t, "PUT", "/api/v1/budgets", bootstrap, `{"id":"support-day","scope":"app","match":"support","window":"day","limitRequests":5}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	res = ts.call(t, "POST", "/v1/chat/completions", bootstrap, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`, "X-Svc-App", "support")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+
+	list := ts.call(t, "GET", "/api/v1/budgets", bootstrap, "").json["budgets"].([]any)
+	require.Len(t, list, 1)
+	spent := list[0].(map[string]any)["spent"].(map[string]any)
+	assert.InDelta(t, 1.0, spent["requests"], 0)
+	rep := ts.call(t, "GET", "/api/v1/spend?scope=app", bootstrap, "")
+	require.Equal(t, http.StatusOK, rep.status, rep.body)
+	items := rep.json["items"].([]any)
+	require.Len(t, items, 1)
+	assert.Equal(t, "support", items[0].(map[string]any)["key"])
+
+	// The other tenant sees none of it, and cannot delete it.
+	assert.Empty(t, ts.call(t, "GET", "/api/v1/budgets", theirToken, "").json["budgets"])
+	assert.Empty(t, ts.call(t, "GET", "/api/v1/spend?scope=app", theirToken, "").json["items"])
+	assert.Equal(t, http.StatusNotFound, ts.call(t, "DELETE", "/api/v1/budgets/support-day", theirToken, "").status)
+	assert.Len(t, ts.call(t, "GET", "/api/v1/budgets", bootstrap, "").json["budgets"], 1)
+
+	assert.Equal(t, http.StatusNoContent, ts.call(t, "DELETE", "/api/v1/budgets/support-day", bootstrap, "").status)
+	assert.Contains(t, ts.call(t, "GET", "/api/v1/audit?action=budgets.updated", bootstrap, "").body, "support-day")
+}
