@@ -381,6 +381,39 @@ describe('svc-client against bin/svc', () => {
     }
   });
 
+  test('budgets and spend: a hard budget set, reached and refusing with 429 budget_exceeded; the spend read; the budget deleted', async () => {
+    const app = 'ts-budget';
+    const capped = new SvcClient({ baseUrl: svc.url, apiKey: TOKEN, app });
+    const set = await client.setBudgets([{ id: 'ts-budget-day', scope: 'app', match: app, window: 'day', limitRequests: 2 }]);
+    assert.deepEqual(set.map((b) => [b.id, b.kind]), [['ts-budget-day', 'hard']]);
+    await capped.chat({ model: MODEL, messages: [{ role: 'user', content: 'Budget question one.' }] });
+    await capped.chat({ model: MODEL, messages: [{ role: 'user', content: 'Budget question two.' }] });
+    await assert.rejects(capped.chat({ model: MODEL, messages: [{ role: 'user', content: 'Budget question three.' }] }), (err) => {
+      assert.ok(err instanceof SvcApiError, String(err));
+      assert.equal(err.status, 429, err.message);
+      assert.equal(JSON.parse(err.body).error.code, 'budget_exceeded', err.body);
+      return true;
+    });
+
+    const [budget] = await client.budgets();
+    assert.equal(budget.id, 'ts-budget-day');
+    assert.equal(budget.spent?.requests, 2, 'the refused call counts nothing');
+    assert.ok(budget.windowStart && budget.resetsAt && Date.parse(budget.resetsAt) > Date.parse(budget.windowStart));
+    const report = await client.spend({ scope: 'app', window: 'day' });
+    assert.equal(report.scope, 'app');
+    assert.equal(report.items.find((it) => it.key === app)?.requests, 2);
+
+    assert.equal((await client.putBudget({ id: 'ts-budget-day', scope: 'app', match: app, window: 'day', limitRequests: 3 }))[0].limitRequests, 3);
+    await capped.chat({ model: MODEL, messages: [{ role: 'user', content: 'Budget question four.' }] });
+    await client.deleteBudget('ts-budget-day');
+    assert.deepEqual(await client.budgets(), []);
+    await assert.rejects(client.deleteBudget('ts-budget-day'), (err) => {
+      assert.ok(err instanceof SvcApiError, String(err));
+      assert.equal(err.status, 404, err.message);
+      return true;
+    });
+  });
+
   test('cacheStats: the four tiers', async () => {
     const { stats } = await client.cacheStats();
     assert.deepEqual(stats.map((s) => s.cacheType).sort(), ['exact_response', 'negative', 'som', 'tool_result']);
