@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/ids"
 )
 
 // Budgets and spend through svc as app builds it: each tenant sees and
@@ -50,4 +52,27 @@ func TestBudgetsAndSpendThroughTheApp(t *testing.T) {
 
 	assert.Equal(t, http.StatusNoContent, ts.call(t, "DELETE", "/api/v1/budgets/support-day", bootstrap, "").status)
 	assert.Contains(t, ts.call(t, "GET", "/api/v1/audit?action=budgets.updated", bootstrap, "").body, "support-day")
+}
+
+// A budget set on one replica is enforced on another that had read the
+// tenant's budgets before (its cache follows the change), and deleting it
+// there frees the first.
+func TestBudgetsFollowAcrossReplicas(t *testing.T) {
+	ts := replicas(t, 2, bootstrap, nil)
+	chat := func(s *testServer) response {
+		return s.call(t, "POST", "/v1/chat/completions", bootstrap,
+			`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+ids.New("q")+`"}]}`, "X-Svc-App", "support")
+	}
+	require.Equal(t, http.StatusOK, chat(ts[1]).status, "the second replica reads the tenant's budgets: none")
+
+	res := ts[0].call(t, "PUT", "/api/v1/budgets", bootstrap, `{"id":"support-day","scope":"app","match":"support","window":"day","limitRequests":1}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Eventually(t, func() bool {
+		res := chat(ts[1])
+		return res.status == http.StatusTooManyRequests && res.errorCode() == "budget_exceeded"
+	}, 10*time.Second, 20*time.Millisecond, "the second replica enforces the budget set on the first")
+
+	assert.Equal(t, http.StatusNoContent, ts[1].call(t, "DELETE", "/api/v1/budgets/support-day", bootstrap, "").status)
+	require.Eventually(t, func() bool { return chat(ts[0]).status == http.StatusOK },
+		10*time.Second, 20*time.Millisecond, "the first replica drops the budget deleted on the second")
 }
