@@ -58,3 +58,28 @@ func TestSetsWithoutSpendRulesDoNotReadIt(t *testing.T) {
 		t.Fatal("two rules of one id were compiled")
 	}
 }
+
+// The example rules of the policy docs load, and those on spend read it.
+func TestDocsExamplesLoad(t *testing.T) {
+	set, err := Load("../../docs/policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.ReadsSpend() {
+		t.Fatal("the docs' spend examples do not read spend")
+	}
+	in := Input{Request: Request{App: "support", Model: "gpt-4o", EstimatedCostUSD: 0.01},
+		Spend: Spend{App: SpendScope{Day: SpendWindow{USD: 51}, Month: SpendWindow{USD: 120}}}}
+	v := set.Evaluate(context.Background(), Chat, &in)
+	if v.Decision != Deny || len(v.Rules) != 1 || v.Rules[0].ID != "support-small-model-after-50-usd" {
+		t.Fatalf("a big model past the daily threshold: %+v", v)
+	}
+	in.Request.Model = "gpt-4o-mini"
+	if v := set.Evaluate(context.Background(), Chat, &in); v.Decision != Allow {
+		t.Fatalf("the small model past the daily threshold: %+v", v)
+	}
+	in.Request.EstimatedCostUSD = 0.75
+	if v := set.Evaluate(context.Background(), Chat, &in); v.Decision != RequireApproval {
+		t.Fatalf("a costly call: %+v", v)
+	}
+}
