@@ -51,7 +51,11 @@ func (w Window) Start(t time.Time, loc *time.Location) time.Time {
 	lt := t.In(loc)
 	switch w {
 	case Hour:
-		return time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), 0, 0, 0, loc)
+		// Back from t by the local minutes, not time.Date of the local
+		// hour: in the hour a clock set back repeats, that would name the
+		// first one, which already ended.
+		return t.Add(-time.Duration(lt.Minute())*time.Minute - time.Duration(lt.Second())*time.Second -
+			time.Duration(lt.Nanosecond())).In(loc)
 	case Day:
 		return time.Date(lt.Year(), lt.Month(), lt.Day(), 0, 0, 0, 0, loc)
 	default:
@@ -119,11 +123,15 @@ type Delta struct {
 
 // AmountOf is what a run adds to its counters: a live call (answered or
 // failed) one request, its tokens and its cost; an answer from the exact
-// cache or an artifact one hit; a blocked call nothing.
+// cache or an artifact one hit; a blocked call nothing, unless it was
+// blocked after the provider answered (a tool rule refused the answer's
+// tool calls): then the provider's tokens and cost were spent, and count.
 func AmountOf(run *ledger.Run) Amount {
 	switch run.Route {
 	case ledger.RouteBlocked:
-		return Amount{}
+		if run.CostUSD == 0 && run.TotalTokens == 0 {
+			return Amount{}
+		}
 	case ledger.RouteExactCache, ledger.RouteArtifact:
 		return Amount{Hits: 1}
 	}

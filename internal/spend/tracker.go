@@ -95,6 +95,7 @@ type tenantSpend struct {
 type cell struct {
 	recorded Amount
 	inflight Amount
+	calls    int // the calls in flight inflight counts (its sums may keep a float's residue)
 	others   Amount
 	loaded   bool  // others was read
 	end      int64 // when the window ends, Unix ms
@@ -223,6 +224,7 @@ func (t *Tracker) Admit(ctx context.Context, who Who, estimate Amount, decide fu
 	r.ts = ts
 	for _, ce := range r.cells[:r.n] {
 		ce.inflight.Add(estimate)
+		ce.calls++
 	}
 	return r, nil
 }
@@ -248,7 +250,7 @@ func (ts *tenantSpend) sweep(now int64) {
 	}
 	ts.sweepAt = 0
 	for c, ce := range ts.cells {
-		if ce.end <= now && ce.inflight.Zero() {
+		if ce.end <= now && ce.calls == 0 {
 			delete(ts.cells, c)
 			continue
 		}
@@ -341,6 +343,9 @@ func (r *Reservation) release() {
 	}
 	for _, ce := range r.cells[:r.n] {
 		ce.inflight.Sub(r.estimate)
+		if ce.calls--; ce.calls == 0 {
+			ce.inflight = Amount{} // no residue of the float sums outlives the calls
+		}
 	}
 }
 
