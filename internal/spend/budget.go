@@ -71,8 +71,8 @@ type Compiled struct {
 
 // Exceeded is the error a call denied by the budget rules of v answers
 // with: 429 budget_exceeded, naming each budget and when its window resets
-// (the Retry-After: the soonest of them), in loc. Nil when no budget rule
-// denied.
+// (the Retry-After: the latest of them, when the call can pass them all),
+// in loc. Nil when no budget rule denied.
 func (c *Compiled) Exceeded(v policy.Verdict, now time.Time, loc *time.Location) *errs.Error {
 	return c.ExceededBy(v, nil, now, loc)
 }
@@ -90,7 +90,7 @@ func (c *Compiled) ExceededBy(v policy.Verdict, s *policy.Spend, now time.Time, 
 	var (
 		parts   []string
 		details []map[string]any
-		soonest time.Time
+		latest  time.Time
 	)
 	for _, r := range v.Rules {
 		if r.Effect != policy.Deny || r.Error != "" || !strings.HasPrefix(r.ID, RulePrefix) {
@@ -102,8 +102,8 @@ func (c *Compiled) ExceededBy(v policy.Verdict, s *policy.Spend, now time.Time, 
 		}
 		start := b.Window.Start(now, loc)
 		resets := b.Window.End(start, loc)
-		if soonest.IsZero() || resets.Before(soonest) {
-			soonest = resets
+		if resets.After(latest) {
+			latest = resets
 		}
 		var spent *Amount
 		if s != nil {
@@ -128,7 +128,7 @@ func (c *Compiled) ExceededBy(v policy.Verdict, s *policy.Spend, now time.Time, 
 	e := errs.E(errs.RateLimited, CodeExceeded, "%s", strings.Join(parts, "; "))
 	// Whole seconds (Retry-After's unit), rounded up: never a retry
 	// before the reset.
-	e.Retry = (soonest.Sub(now) + time.Second - 1).Truncate(time.Second)
+	e.Retry = (latest.Sub(now) + time.Second - 1).Truncate(time.Second)
 	e.Beside = map[string]any{"budgets": details}
 	return e
 }
@@ -511,7 +511,10 @@ func (b *Budgets) drop(tenantID string) {
 // load returns the tenant's budgets and their compiled form, from the
 // cache or the store.
 func (b *Budgets) load(ctx context.Context, tenantID string) (cachedBudgets, error) {
-	var now time.Time
+	var (
+		now   time.Time
+		stale *cachedBudgets // past the refresh bound, but no change was heard of
+	)
 	if c, ok := b.cached.Load(tenantID); ok {
 		c := c.(cachedBudgets)
 		if b.refresh <= 0 {
@@ -520,6 +523,7 @@ func (b *Budgets) load(ctx context.Context, tenantID string) (cachedBudgets, err
 		if now = b.o.Now(); now.Sub(c.loaded) < b.refresh {
 			return c, nil
 		}
+		stale = &c
 	} else if b.refresh > 0 {
 		now = b.o.Now()
 	}
@@ -527,6 +531,13 @@ func (b *Budgets) load(ctx context.Context, tenantID string) (cachedBudgets, err
 	gen, epoch := b.gen[tenantID], b.epoch
 	b.mu.Unlock()
 	list, err := b.o.Store.Budgets(ctx, tenantID)
+	if err != nil && stale != nil {
+		// The refresh is a safety net for a lost notice, not a change: a
+		// database that cannot answer it now leaves the budgets as they
+		// were, rather than refusing every call until it answers.
+		b.o.Logger.Warn("the budgets could not be read again; the last read stands", "tenant", tenantID, "error", err)
+		return *stale, nil
+	}
 	if err != nil {
 		return cachedBudgets{}, err
 	}

@@ -2,6 +2,7 @@ package spend_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +179,7 @@ func TestExceeded(t *testing.T) {
 	require.NotNil(t, e)
 	assert.Equal(t, errs.RateLimited, e.Kind)
 	assert.Equal(t, spend.CodeExceeded, e.Code)
-	assert.Equal(t, 20*time.Minute, e.Retry, "the soonest reset: the hour's")
+	assert.Equal(t, 11*time.Hour+20*time.Minute, e.Retry, "the latest reset, the day's: before it the day's budget still refuses")
 	assert.Contains(t, e.Public, `budget "app-support-day" (app "support", day window) reached its limit of 10 requests; resets at 2026-11-27T00:00:00Z`)
 	assert.Contains(t, e.Public, `budget "tenant-hour" (tenant, hour window) reached its limit of $2.5; resets at 2026-11-26T13:00:00Z`)
 	assert.NotContains(t, e.Public, "tenant-month", "a budget that did not deny is not named")
@@ -334,4 +335,27 @@ func TestBudgetsAreReadAgainPastTheRefreshBound(t *testing.T) {
 	clock.Advance(time.Second)
 	c, _ = b.Compiled(ctx, "t1")
 	assert.NotNil(t, c, "read again past it")
+}
+
+// A read again past the refresh bound that fails keeps the last read: a
+// database that cannot answer for a moment does not refuse every call.
+func TestAFailedRefreshKeepsTheLastBudgets(t *testing.T) {
+	ctx := context.Background()
+	st := spendtest.NewStore()
+	clock := fakeclock.New(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	b := spend.NewBudgets(spend.BudgetsOptions{Store: st, Now: clock.Now})
+	feed := changestest.New()
+	b.Replicate(feed, time.Minute)
+	require.NoError(t, st.ReplaceBudgets(ctx, "t1", []spend.Budget{{ID: "x", Scope: spend.Tenant, Window: spend.Day, Kind: spend.Hard, LimitUSD: f64(1)}}))
+	c, err := b.Compiled(ctx, "t1")
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	st.Fail(errors.New("the database is gone"))
+	clock.Advance(2 * time.Minute)
+	c, err = b.Compiled(ctx, "t1")
+	require.NoError(t, err)
+	assert.NotNil(t, c, "the last read stands")
+	b.ForgetTenant("t1")
+	_, err = b.Compiled(ctx, "t1")
+	assert.Error(t, err, "with nothing read before, a failed read fails")
 }
