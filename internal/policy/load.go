@@ -223,5 +223,10 @@ func compile(env *cel.Env, impls map[string]*functions.Overload, source string, 
 			r.readsSpend = true
 		}
 	}
+	if r.readsSpend && r.Target != Chat {
+		// Only a chat request is decided with its spend in hand: elsewhere
+		// spend would always read zero, and the rule never match.
+		return nil, fmt.Errorf("when: spend is read by chat rules only, not by a %s rule", r.Target)
+	}
 	return r, nil
 }

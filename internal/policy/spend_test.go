@@ -51,6 +51,11 @@ func TestSetsWithoutSpendRulesDoNotReadIt(t *testing.T) {
 	if set.ReadsSpend() {
 		t.Fatal("a set whose rules never read spend says it does")
 	}
+	for _, target := range []Target{Tool, Web, Provider} {
+		if _, err := NewSet([]Rule{{ID: "a", Target: target, Effect: Deny, Reason: "r", When: `spend.app.day.usd > 1.0`}}); err == nil {
+			t.Fatalf("a %s rule reading spend, always zero there, was compiled", target)
+		}
+	}
 	if _, err := NewSet([]Rule{{ID: "a", Target: Chat, Effect: Deny, Reason: "r", When: `spend.app.day.dollars > 1.0`}}); err == nil {
 		t.Fatal("a misspelt spend field was compiled")
 	}

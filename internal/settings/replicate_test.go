@@ -2,6 +2,7 @@ package settings_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ import (
 type memStore struct {
 	mu   sync.Mutex
 	vals map[string]map[string]json.RawMessage
+	// fail, when set, is every read's error.
+	fail error
 	// afterRead, when set, runs inside a read once its values are taken:
 	// a change racing the read.
 	afterRead func()
@@ -33,6 +36,10 @@ func newMemStore() *memStore { return &memStore{vals: map[string]map[string]json
 
 func (m *memStore) TenantSettings(_ context.Context, tenantID string) (map[string]json.RawMessage, error) {
 	m.mu.Lock()
+	if m.fail != nil {
+		defer m.mu.Unlock()
+		return nil, m.fail
+	}
 	out := map[string]json.RawMessage{}
 	for k, v := range m.vals[tenantID] {
 		out[k] = v
@@ -144,4 +151,20 @@ func TestAReadInFlightDoesNotCacheADroppedEntry(t *testing.T) {
 		assert.Equal(t, 7.0, retention(t, s, "t1"), "the read in flight answers what it read")
 		assert.Equal(t, 9.0, retention(t, s, "t1"), "but does not keep it (payload %q)", payload)
 	}
+}
+
+// A tenant's zone outlives a read of its settings that fails: its spend
+// stays in its own windows.
+func TestZoneOutlivesAFailedRead(t *testing.T) {
+	st := newMemStore()
+	s, _, clock := replica(t, st)
+	st.put("t1", settings.Timezone, `"Asia/Kolkata"`)
+	ctx := context.Background()
+	require.Equal(t, "Asia/Kolkata", s.Zone(ctx, "t1").String())
+	st.mu.Lock()
+	st.fail = errors.New("database gone")
+	st.mu.Unlock()
+	clock.Advance(2 * refresh)
+	assert.Equal(t, "Asia/Kolkata", s.Zone(ctx, "t1").String(), "the zone last read")
+	assert.Equal(t, time.UTC, s.Zone(ctx, "t2"), "UTC for a tenant never read")
 }

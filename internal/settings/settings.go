@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	// The zone database is built in: a replica on a host without one
+	// must count a tenant's spend in the same windows as the others.
+	_ "time/tzdata"
 
 	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -218,12 +221,18 @@ func (s *Service) PendingApprovalLimit(ctx context.Context, tenantID string) (in
 	return st.ApprovalPendingLimit, err
 }
 
-// Zone is the tenant's time zone (the timezone setting); UTC when the
-// settings cannot be read. It implements spend.Zones.
+// Zone is the tenant's time zone (the timezone setting). When the
+// settings cannot be read it is the zone last read, so that a moment's
+// outage does not move a tenant's spend into other windows; UTC when none
+// was. It implements spend.Zones.
 func (s *Service) Zone(ctx context.Context, tenantID string) *time.Location {
 	st, err := s.Get(ctx, tenantID)
 	if err != nil {
-		return time.UTC
+		c, ok := s.cached.Load(tenantID)
+		if !ok {
+			return time.UTC
+		}
+		st = c.(cachedSettings).st
 	}
 	loc, err := location(st.Timezone)
 	if err != nil {
