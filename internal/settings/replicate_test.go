@@ -2,8 +2,8 @@ package settings_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
