@@ -351,6 +351,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Store: a.Store, Zones: settingsService, Budgets: budgets, Replica: replica, Shared: shared,
 		Sync: recorder.Sync, Notifier: notifier, Audit: auditLog, Logger: log.Named("spend"),
 	})
+	// The budgets' alerts of the last runs are sent before the database
+	// and the job queue close: a threshold claimed is one told.
+	a.pushFunc("budget alerts", tracker.Wait)
 	governor := governance.New(governance.Options{
 		Policies: a.Policies, Approvals: approvals, Audit: auditLog, Notifier: notifier, Agents: a.Store,
 		Verdicts: a.Store, Budgets: budgets, Zones: settingsService, Logger: log.Named("policy"), Metrics: m,

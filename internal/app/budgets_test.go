@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,12 +90,13 @@ func (h *heard) of(eventType string) []heardEvent {
 }
 
 // budgetApp builds svc with p as its provider, on the database at dataDir
-// (a new one when empty) or at dsn.
-func budgetApp(t *testing.T, p pluginapi.Provider, dataDir, dsn string, n app.Notifier) *app.App {
+// (a new one when empty) or at dsn, whose replicas share keyFile.
+func budgetApp(t *testing.T, p pluginapi.Provider, dataDir, dsn, keyFile string, n app.Notifier) *app.App {
 	t.Helper()
 	env := map[string]string{"SVC_API_KEY": budgetToken}
 	if dsn != "" {
 		env["SVC_DB"], env["SVC_JOURNAL_DIR"] = dsn, t.TempDir()
+		env["SVC_LEDGER_KEY_FILE"] = keyFile
 	}
 	if dataDir == "" && dsn == "" {
 		dataDir = t.TempDir()
@@ -153,7 +155,7 @@ func budgetChatN(n int) string {
 // and its reset.
 func TestHardBudgetHoldsAgainstABurst(t *testing.T) {
 	p := newGatedProvider(false)
-	a := budgetApp(t, p, "", "", nil)
+	a := budgetApp(t, p, "", "", "", nil)
 	putBudgets(t, a, `{"budgets":[{"id":"burst","scope":"tenant","window":"day","kind":"hard","limitRequests":10}]}`)
 
 	answers := make(chan *httptest.ResponseRecorder, 100)
@@ -197,7 +199,7 @@ func TestHardBudgetHoldsAgainstABurst(t *testing.T) {
 // reached before it holds after.
 func TestSpendSurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
-	a := budgetApp(t, newGatedProvider(true), dir, "", nil)
+	a := budgetApp(t, newGatedProvider(true), dir, "", "", nil)
 	for i := range 3 {
 		w := serve(a, http.MethodPost, "/v1/chat/completions", budgetChatN(i))
 		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
@@ -213,7 +215,7 @@ func TestSpendSurvivesARestart(t *testing.T) {
 	putBudgets(t, a, fmt.Sprintf(`{"budgets":[{"id":"monthly","scope":"app","window":"month","limitUsd":%g}]}`, usd))
 	require.NoError(t, a.Close())
 
-	b := budgetApp(t, newGatedProvider(true), dir, "", nil)
+	b := budgetApp(t, newGatedProvider(true), dir, "", "", nil)
 	usd2, tokens2, requests2, hits2 := tenantSpend(t, b, "month")
 	assert.Equal(t, requests, requests2)
 	assert.Equal(t, hits, hits2)
@@ -231,7 +233,7 @@ func TestSpendSurvivesARestart(t *testing.T) {
 // and then 100% of its limit.
 func TestSoftBudgetTellsOncePerWindow(t *testing.T) {
 	h := &heard{}
-	a := budgetApp(t, newGatedProvider(true), "", "", h)
+	a := budgetApp(t, newGatedProvider(true), "", "", "", h)
 	putBudgets(t, a, `{"budgets":[{"id":"heads-up","scope":"tenant","window":"hour","kind":"soft","limitRequests":5}]}`)
 	for i := 1; i <= 8; i++ {
 		w := serve(a, http.MethodPost, "/v1/chat/completions", budgetChatN(i))
@@ -254,9 +256,9 @@ func TestSoftBudgetTellsOncePerWindow(t *testing.T) {
 // Replicas of one PostgreSQL database share the counters: a cap reached
 // through one holds on the other.
 func TestBudgetHoldsAcrossReplicas(t *testing.T) {
-	dsn := storetest.DSN(t)
-	a := budgetApp(t, newGatedProvider(true), "", dsn, nil)
-	b := budgetApp(t, newGatedProvider(true), "", dsn, nil)
+	dsn, keyFile := storetest.DSN(t), filepath.Join(t.TempDir(), "ledger.key")
+	a := budgetApp(t, newGatedProvider(true), "", dsn, keyFile, nil)
+	b := budgetApp(t, newGatedProvider(true), "", dsn, keyFile, nil)
 	putBudgets(t, a, `{"budgets":[{"id":"shared","scope":"tenant","window":"day","limitRequests":3}]}`)
 	for i, r := range []*app.App{a, a, b} {
 		w := serve(r, http.MethodPost, "/v1/chat/completions", budgetChatN(i))

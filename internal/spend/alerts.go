@@ -7,7 +7,9 @@ import (
 	"github.com/svc-gateway/svc/internal/audit"
 )
 
-// The soft budgets' thresholds, in percent of a limit.
+// The thresholds budgets tell of, in percent of a limit: a soft budget's
+// only effect, and a hard budget's warning that it will refuse, then that
+// it refuses.
 var thresholds = [...]int{80, 100}
 
 // softCheck is a recorded run whose tenant has soft budgets: whom it
@@ -35,14 +37,14 @@ const maxClaimed = 10_000
 // itself, not a person.
 const AlertActor = "svc"
 
-// watchesSoft reports whether a run of the tenant may bring a soft budget
-// to a threshold: the tenant has soft budgets, or they are not read yet.
+// watchesSoft reports whether a run of the tenant may bring a budget to a
+// threshold: the tenant has budgets, or they are not read yet.
 func (t *Tracker) watchesSoft(tenantID string) bool {
 	if t.o.Budgets == nil {
 		return false
 	}
 	c, ok := t.o.Budgets.peek(tenantID)
-	return !ok || (c != nil && len(c.Soft) > 0)
+	return !ok || (c != nil && len(c.Soft)+len(c.Hard) > 0)
 }
 
 // Wait returns once the soft budgets of the runs recorded so far are
@@ -79,9 +81,10 @@ type watched struct {
 // each threshold a counter reached that no replica has claimed yet.
 func (t *Tracker) alertBatch(ctx context.Context, tenantID string, ts *tenantSpend, batch []softCheck) error {
 	c, err := t.o.Budgets.Compiled(ctx, tenantID)
-	if err != nil || c == nil || len(c.Soft) == 0 {
+	if err != nil || c == nil || len(c.Soft)+len(c.Hard) == 0 {
 		return err
 	}
+	budgets := append(append(make([]Budget, 0, len(c.Soft)+len(c.Hard)), c.Soft...), c.Hard...)
 	loc := t.o.Zones.Zone(ctx, tenantID)
 	var list []watched
 	seen := map[watched]bool{}
@@ -90,7 +93,7 @@ func (t *Tracker) alertBatch(ctx context.Context, tenantID string, ts *tenantSpe
 		ends     []int64
 	)
 	for _, run := range batch {
-		for _, b := range c.Soft {
+		for _, b := range budgets {
 			v := run.who.Value(b.Scope)
 			if !run.who.Counts(b.Scope) || (b.Match != "" && v != b.Match) {
 				continue
@@ -172,7 +175,7 @@ func (t *Tracker) alert(ctx context.Context, tenantID string, w watched, spent A
 	}
 	start := time.UnixMilli(w.counter.Start).In(loc)
 	data := map[string]any{
-		"budget": w.b.ID, "scope": w.b.Scope, "window": w.b.Window, "percent": percent,
+		"budget": w.b.ID, "kind": w.b.Kind, "scope": w.b.Scope, "window": w.b.Window, "percent": percent,
 		"spent": spent, "limit": w.b.limits(),
 		"windowStart": start.UTC().Format(time.RFC3339), "resetsAt": w.b.Window.End(start, loc).UTC().Format(time.RFC3339),
 	}

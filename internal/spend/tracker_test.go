@@ -357,14 +357,32 @@ func TestSoftBudgetsPerValueAndMoney(t *testing.T) {
 		spend.Budget{ID: "each-app", Scope: spend.App, Window: spend.Month, Kind: spend.Soft, LimitUSD: f64(1)},
 		spend.Budget{ID: "hard-one", Scope: spend.Tenant, Window: spend.Month, LimitUSD: f64(1)},
 	)
+	of := func(id string) (out []map[string]any) {
+		for _, e := range x.notes.list() {
+			if e["budget"] == id {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
 	x.record(x.a, "a", spend.Who{TenantID: "t1", App: "one"}, 4, 0.2) // $0.80
 	x.record(x.a, "a", spend.Who{TenantID: "t1", App: "two"}, 3, 0.2) // $0.60
 	x.record(x.a, "a", spend.Who{TenantID: "t1"}, 10, 0.2)            // no app: no app budget
-	require.Len(t, x.notes.list(), 1, "only app one reached 80%%; a hard budget sends nothing")
-	assert.Equal(t, "one", x.notes.list()[0]["match"])
+	apps := of("each-app")
+	require.Len(t, apps, 1, "only app one reached 80%%")
+	assert.Equal(t, "one", apps[0]["match"])
 	x.record(x.a, "a", spend.Who{TenantID: "t1", App: "two"}, 1, 0.2)
-	assert.Equal(t, []int{80, 80}, x.percents(), "each app's threshold is its own")
-	assert.Equal(t, "two", x.notes.list()[1]["match"])
+	apps = of("each-app")
+	require.Len(t, apps, 2, "each app's threshold is its own")
+	assert.Equal(t, "two", apps[1]["match"])
+	assert.Equal(t, 80, apps[1]["percent"])
+
+	// A hard budget tells too: at 80%, that it will refuse; at 100%, that
+	// it refuses.
+	hard := of("hard-one")
+	require.Len(t, hard, 2)
+	assert.Equal(t, []any{80, 100}, []any{hard[0]["percent"], hard[1]["percent"]})
+	assert.Equal(t, spend.Hard, hard[1]["kind"])
 }
 
 func TestEstimate(t *testing.T) {
