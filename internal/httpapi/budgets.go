@@ -34,7 +34,43 @@ var (
 // budgetsRequest is the body of PUT /api/v1/budgets that replaces the
 // tenant's budgets; a body without "budgets" is one budget.
 type budgetsRequest struct {
-	Budgets []spend.Budget `json:"budgets"`
+	Budgets []budgetInput `json:"budgets"`
+}
+
+// budgetInput is a budget as PUT reads it: what GET shows of its window
+// and counter may come back with it, and is ignored, so that a list read
+// can be edited and sent back whole.
+// (spend.Budget's fields, not the struct embedded: a field of an
+// embedded struct is named by its path in a decoding error.)
+type budgetInput struct {
+	ID            string       `json:"id"`
+	Scope         spend.Scope  `json:"scope"`
+	Match         string       `json:"match,omitempty"`
+	Window        spend.Window `json:"window"`
+	Kind          spend.Kind   `json:"kind"`
+	LimitUSD      *float64     `json:"limitUsd,omitempty"`
+	LimitTokens   *int64       `json:"limitTokens,omitempty"`
+	LimitRequests *int64       `json:"limitRequests,omitempty"`
+	Description   string       `json:"description,omitempty"`
+
+	WindowStart json.RawMessage `json:"windowStart,omitempty"`
+	ResetsAt    json.RawMessage `json:"resetsAt,omitempty"`
+	Spent       json.RawMessage `json:"spent,omitempty"`
+}
+
+// budget is the input's budget.
+func (b budgetInput) budget() spend.Budget {
+	return spend.Budget{ID: b.ID, Scope: b.Scope, Match: b.Match, Window: b.Window, Kind: b.Kind,
+		LimitUSD: b.LimitUSD, LimitTokens: b.LimitTokens, LimitRequests: b.LimitRequests, Description: b.Description}
+}
+
+// budgets are the inputs' budgets.
+func budgets(in []budgetInput) []spend.Budget {
+	out := make([]spend.Budget, len(in))
+	for i, b := range in {
+		out[i] = b.budget()
+	}
+	return out
 }
 
 // budgetList answers GET and PUT /api/v1/budgets.
@@ -86,13 +122,13 @@ func (s *Server) putBudgets(w http.ResponseWriter, r *http.Request) error {
 		if req.Budgets == nil {
 			return errs.Invalidf("budgets", "budgets must be a list (an empty list clears the budgets)")
 		}
-		list, err = s.Budgets.Replace(r.Context(), id.TenantID, id.Actor(), req.Budgets)
+		list, err = s.Budgets.Replace(r.Context(), id.TenantID, id.Actor(), budgets(req.Budgets))
 	} else {
-		var one spend.Budget
+		var one budgetInput
 		if err := decodeJSONBody(body, &one); err != nil {
 			return err
 		}
-		list, err = s.Budgets.Put(r.Context(), id.TenantID, id.Actor(), one)
+		list, err = s.Budgets.Put(r.Context(), id.TenantID, id.Actor(), one.budget())
 	}
 	if err != nil {
 		return err
@@ -175,3 +211,7 @@ func spentOf(rep spend.Report, b spend.Budget) *spend.Amount {
 	}
 	return &spend.Amount{}
 }
+
+// budgetInput reads every field of spend.Budget: a field added there and
+// not here fails to compile.
+var _ = spend.Budget(budgetInput{}.budget())

@@ -38,6 +38,14 @@ func TestBudgetsAndSpendThroughTheApp(t *testing.T) {
 	require.Len(t, list, 1)
 	spent := list[0].(map[string]any)["spent"].(map[string]any)
 	assert.InDelta(t, 1.0, spent["requests"], 0)
+	// What GET answers may be sent back whole, its window and counter
+	// ignored.
+	read := ts.call(t, "GET", "/api/v1/budgets", bootstrap, "")
+	res = ts.call(t, "PUT", "/api/v1/budgets", bootstrap, read.body)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	assert.NotContains(t, res.body, "spent", "PUT answers the budgets alone")
+	res = ts.call(t, "PUT", "/api/v1/budgets", bootstrap, `{"id":"support-day","scope":"app","match":"support","window":"day","limitRequests":5,"spentt":1}`)
+	require.Equal(t, http.StatusBadRequest, res.status, "a key neither a budget's nor GET's is refused: %s", res.body)
 	rep := ts.call(t, "GET", "/api/v1/spend?scope=app", bootstrap, "")
 	require.Equal(t, http.StatusOK, rep.status, rep.body)
 	items := rep.json["items"].([]any)
