@@ -140,6 +140,9 @@ type call struct {
 	// admission on its spend to its run's recording; nil when not
 	// admitted on spend.
 	reservation *spend.Reservation
+	// spent is the spend the call was judged with, for the refusal of a
+	// budget to say; nil when not judged on its spend.
+	spent *policy.Spend
 	// masking is set by finish when the tenant's stored text is masked.
 	masking bool
 	// embeddings says the call is an embeddings call.

@@ -143,15 +143,29 @@ type governor struct {
 
 func (g *governor) Has(t policy.Target) bool { return g.targets[t] }
 
-func (g *governor) Decide(_ context.Context, _ governance.Call, in *policy.Input) (governance.Decision, error) {
+func (g *governor) Decide(ctx context.Context, c governance.Call, in *policy.Input) (governance.Decision, error) {
+	j, err := g.Judge(ctx, c, in)
+	if err != nil {
+		return governance.Decision{}, err
+	}
+	return g.Settle(ctx, j)
+}
+
+func (g *governor) Prepare(context.Context, governance.Call, *policy.Input) {}
+
+func (g *governor) Judge(_ context.Context, _ governance.Call, in *policy.Input) (governance.Judgment, error) {
 	g.inputs = append(g.inputs, in.Request)
 	g.spends = append(g.spends, in.Spend)
-	return g.decision, g.err
+	return governance.Judgment{Decision: g.decision}, g.err
+}
+
+func (g *governor) Settle(_ context.Context, j governance.Judgment) (governance.Decision, error) {
+	return j.Decision, nil
 }
 
 func (g *governor) NeedsSpend(context.Context, string) bool { return g.needsSpend }
 
-func (g *governor) BudgetError(_ context.Context, _ *auth.Identity, v policy.Verdict) *errs.Error {
+func (g *governor) BudgetError(_ context.Context, _ *auth.Identity, v policy.Verdict, _ *policy.Spend) *errs.Error {
 	g.budgeted = append(g.budgeted, v)
 	if v.Decision != policy.Deny {
 		return nil

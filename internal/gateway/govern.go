@@ -22,6 +22,13 @@ import (
 type Governor interface {
 	Has(t policy.Target) bool
 	Decide(ctx context.Context, c governance.Call, in *policy.Input) (governance.Decision, error)
+	// Prepare, Judge and Settle are Decide in three steps, for a call
+	// decided on its spend: Prepare before the tracker's admission, Judge
+	// within it (it writes nothing), Settle (the approval, the agent's
+	// standing, the audit trail, the webhook) after it, outside its lock.
+	Prepare(ctx context.Context, c governance.Call, in *policy.Input)
+	Judge(ctx context.Context, c governance.Call, in *policy.Input) (governance.Judgment, error)
+	Settle(ctx context.Context, j governance.Judgment) (governance.Decision, error)
 	// JudgeProviders puts each candidate provider of a call before the
 	// provider rules: a verdict a candidate, or nil when there is no rule.
 	JudgeProviders(ctx context.Context, id *auth.Identity, runID string, req policy.Request, candidates []policy.Candidate) ([]governance.ProviderVerdict, error)
@@ -30,8 +37,9 @@ type Governor interface {
 	// budgets (which judge the request even without other chat rules).
 	NeedsSpend(ctx context.Context, tenantID string) bool
 	// BudgetError is the error a request refused by budgets alone answers
-	// (429 budget_exceeded), nil when the verdict's BlockError answers.
-	BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict) *errs.Error
+	// (429 budget_exceeded, saying what was spent: spent, the spend it was
+	// judged with, or nil), nil when the verdict's BlockError answers.
+	BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict, spent *policy.Spend) *errs.Error
 }
 
 var _ Governor = (*governance.Governor)(nil)
@@ -194,7 +202,7 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 		d.Served = false
 	}
 	e, why := governance.BlockError(v), "a policy does not allow this request"
-	if b := g.governor.BudgetError(ctx, c.id, v); b != nil {
+	if b := g.governor.BudgetError(ctx, c.id, v, c.spent); b != nil {
 		e, why = b, "a budget's limit is reached"
 	}
 	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public

@@ -24,10 +24,20 @@ func (budgeted) NeedsSpend(context.Context, string) bool { return true }
 func (budgeted) Decide(context.Context, governance.Call, *policy.Input) (governance.Decision, error) {
 	return governance.Decision{Evaluated: true, Verdict: policy.Verdict{Decision: policy.Allow, Rules: []policy.RuleResult{}}}, nil
 }
+func (b budgeted) Prepare(context.Context, governance.Call, *policy.Input) {}
+func (b budgeted) Judge(ctx context.Context, c governance.Call, in *policy.Input) (governance.Judgment, error) {
+	d, err := b.Decide(ctx, c, in)
+	return governance.Judgment{Decision: d}, err
+}
+func (budgeted) Settle(_ context.Context, j governance.Judgment) (governance.Decision, error) {
+	return j.Decision, nil
+}
 func (budgeted) JudgeProviders(context.Context, *auth.Identity, string, policy.Request, []policy.Candidate) ([]governance.ProviderVerdict, error) {
 	return nil, nil
 }
-func (budgeted) BudgetError(context.Context, *auth.Identity, policy.Verdict) *errs.Error { return nil }
+func (budgeted) BudgetError(context.Context, *auth.Identity, policy.Verdict, *policy.Spend) *errs.Error {
+	return nil
+}
 
 // admitting admits every call with one reservation, and keeps the
 // reservations its runs ended.

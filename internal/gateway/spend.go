@@ -43,24 +43,30 @@ func (g *Gateway) estimate(c *call) spend.Amount {
 }
 
 // decideChat puts the request before the chat rules and the tenant's
-// budgets. Where they read spend, it is decided inside the tracker's
-// admission, and an admitted call keeps its reservation until its run is
-// recorded (finish) or the call ends without one (end).
+// budgets. Where they read spend, it is judged inside the tracker's
+// admission, one call of the tenant at a time, and what the decision
+// writes (approval, standing, audit, webhook) is done after, outside it;
+// an admitted call keeps its reservation until its run is recorded
+// (finish) or the call ends without one (end).
 func (g *Gateway) decideChat(ctx context.Context, c *call, estimate spend.Amount, needsSpend bool) (governance.Decision, error) {
 	in := &policy.Input{Request: c.policyRequest()}
 	call := governance.Call{ID: c.id, RunID: c.run.ID, Target: policy.Chat, Describe: c.describeChat}
 	if !needsSpend || g.spend == nil {
 		return g.governor.Decide(ctx, call, in)
 	}
-	var d governance.Decision
+	g.governor.Prepare(ctx, call, in)
+	var j governance.Judgment
 	r, err := g.spend.Admit(ctx, spend.WhoOf(c.run), estimate, func(s policy.Spend) (bool, error) {
 		in.Spend = s
 		var err error
-		d, err = g.governor.Decide(ctx, call, in)
-		return err == nil && !d.Enforced, err
+		j, err = g.governor.Judge(ctx, call, in)
+		return err == nil && !j.Enforced, err
 	})
-	c.reservation = r
-	return d, err
+	if err != nil {
+		return governance.Decision{}, err
+	}
+	c.reservation, c.spent = r, &in.Spend
+	return g.governor.Settle(ctx, j)
 }
 
 // recorded counts the call's run, about to be recorded, and ends its

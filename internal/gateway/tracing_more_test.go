@@ -43,9 +43,22 @@ func (d denier) Decide(context.Context, governance.Call, *policy.Input) (governa
 		Rules: []policy.RuleResult{{ID: "no", Effect: policy.Deny}}}, Enforced: true, Evaluated: true}, nil
 }
 
+func (d denier) Prepare(context.Context, governance.Call, *policy.Input) {}
+
+func (d denier) Judge(ctx context.Context, c governance.Call, in *policy.Input) (governance.Judgment, error) {
+	dec, err := d.Decide(ctx, c, in)
+	return governance.Judgment{Decision: dec}, err
+}
+
+func (denier) Settle(_ context.Context, j governance.Judgment) (governance.Decision, error) {
+	return j.Decision, nil
+}
+
 func (denier) NeedsSpend(context.Context, string) bool { return false }
 
-func (denier) BudgetError(context.Context, *auth.Identity, policy.Verdict) *errs.Error { return nil }
+func (denier) BudgetError(context.Context, *auth.Identity, policy.Verdict, *policy.Spend) *errs.Error {
+	return nil
+}
 
 func (denier) JudgeProviders(context.Context, *auth.Identity, string, policy.Request, []policy.Candidate) ([]governance.ProviderVerdict, error) {
 	return nil, nil

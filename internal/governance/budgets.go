@@ -101,20 +101,28 @@ func (g *Governor) NeedsSpend(ctx context.Context, tenantID string) bool {
 	return err == nil && c != nil && len(c.Hard) > 0
 }
 
+// refusedByBudgets reports whether budgets alone stop a call of id with
+// verdict v: a budget rule denied it and, where policies are enforced, no
+// other rule did (a policy's deny beside the budget's is the answer: the
+// budget's reset would not let the call through).
+func refusedByBudgets(id *auth.Identity, v policy.Verdict) bool {
+	return budgetDenied(v) && (id.Mode != auth.Optimize || deniedByBudgetsAlone(v))
+}
+
 // BudgetError is the error a chat request whose verdict v stops it
-// answers when budgets alone stop it (spend.Compiled.Exceeded: 429
-// budget_exceeded, naming the budgets and when they reset): a budget
-// rule denied it and, where policies are enforced, no other rule did. It
-// is nil otherwise: the request answers BlockError.
-func (g *Governor) BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict) *errs.Error {
-	// Where policies are enforced, a policy's deny beside the budget's is
-	// the answer: the budget's reset would not let the request through.
-	if g.budgets == nil || !budgetDenied(v) || id.Mode == auth.Optimize && !deniedByBudgetsAlone(v) {
+// answers when budgets alone stop it (refusedByBudgets;
+// spend.Compiled.ExceededBy: 429 budget_exceeded, naming the budgets, the
+// limits reached, what was spent and when they reset). spent is the spend
+// the request was judged with (nil: not judged on its spend; every limit
+// is named, nothing spent). It is nil otherwise: the request answers
+// BlockError.
+func (g *Governor) BudgetError(ctx context.Context, id *auth.Identity, v policy.Verdict, spent *policy.Spend) *errs.Error {
+	if g.budgets == nil || !refusedByBudgets(id, v) {
 		return nil
 	}
 	c, err := g.budgets.Compiled(ctx, id.TenantID)
 	if err != nil || c == nil {
 		return nil // changed since the verdict, or unreadable now: the verdict's 403 still tells why
 	}
-	return c.Exceeded(v, g.now(), g.zones.Zone(ctx, id.TenantID))
+	return c.ExceededBy(v, spent, g.now(), g.zones.Zone(ctx, id.TenantID))
 }

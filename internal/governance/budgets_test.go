@@ -134,9 +134,7 @@ func TestABudgetRuleJoinsTheChatVerdict(t *testing.T) {
 	assert.Equal(t, "policy.chat", events[0].Action)
 	assert.Equal(t, "deny", events[0].Decision)
 	assert.Equal(t, true, events[0].Details["enforced"])
-	sent := w.notes.all()
-	require.Len(t, sent, 1)
-	assert.Equal(t, governance.EventPolicyBlocked, sent[0].event)
+	assert.Empty(t, w.notes.all(), "a refusal by budgets alone is audited, not sent to the webhook")
 
 	assert.Equal(t, map[string]float64{
 		"require_approval,big-models,chat": 1,
@@ -203,7 +201,7 @@ func TestAFileRuleOnSpendIsAPolicyDenial(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, d.Enforced)
 	assert.Equal(t, []string{"monthly-cap"}, ruleIDs(d.Verdict))
-	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict), "no budget refused it")
+	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict, nil), "no budget refused it")
 	e := governance.BlockError(d.Verdict)
 	assert.Equal(t, errs.Forbidden, e.Kind)
 	assert.Equal(t, "policy_denied", e.Code)
@@ -216,7 +214,7 @@ func TestABudgetAndAPolicyDenyingAnswerThePolicy(t *testing.T) {
 	d, err := w.gov.Decide(context.Background(), c, in)
 	require.NoError(t, err)
 	require.Equal(t, []string{"monthly-cap", "budget:billing-daily"}, ruleIDs(d.Verdict))
-	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict),
+	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict, nil),
 		"where policies are enforced, a policy's deny is the answer: the budget's reset would not let the call through")
 }
 
@@ -233,7 +231,7 @@ func TestUnreadableBudgetsFailClosed(t *testing.T) {
 	assert.Equal(t, []string{governance.BudgetsUnread}, ruleIDs(d.Verdict))
 	assert.NotContains(t, d.Verdict.Rules[0].Error, "database", "the store's error is logged, not answered")
 	assert.Equal(t, "policy_error", governance.BlockError(d.Verdict).Code)
-	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict), "no budget was judged: nothing resets")
+	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict, nil), "no budget was judged: nothing resets")
 	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"))
 	assert.False(t, w.gov.NeedsSpend(context.Background(), tenantA), "a request refused without its spend needs none")
 }
@@ -290,4 +288,60 @@ func TestABudgetRefusalLeavesTheAgentsStanding(t *testing.T) {
 	d, err := w.gov.Decide(context.Background(), c, in)
 	require.NoError(t, err)
 	assert.Equal(t, 1, d.Standing.Denies, "a policy's deny moves the standing as ever")
+}
+
+func TestARefusalByBudgetsAloneIsAuditedNotSent(t *testing.T) {
+	budgets := &memBudgets{compiled: map[string]*spend.Compiled{tenantA: billingDaily(t)}}
+	w, _ := budgeted(t, chatRules, budgets)
+	ctx := context.Background()
+	observer := key()
+	observer.Mode = auth.Observe
+
+	for _, id := range []*auth.Identity{key(), observer} {
+		c, in := chatCall(id, "gpt-4o-mini", 5)
+		d, err := w.gov.Decide(ctx, c, in)
+		require.NoError(t, err)
+		require.True(t, d.Enforced)
+		require.Equal(t, []string{"budget:billing-daily"}, ruleIDs(d.Verdict))
+	}
+	events := w.audit.Events()
+	require.Len(t, events, 2, "each refusal is audited")
+	assert.Equal(t, "deny", events[0].Decision)
+	assert.Empty(t, w.notes.all(), "a cap reached under load must not send a webhook event for each call it refuses")
+
+	c, in := chatCall(key(), "gpt-4o-mini", 150)
+	d, err := w.gov.Decide(ctx, c, in)
+	require.NoError(t, err)
+	require.Equal(t, []string{"monthly-cap", "budget:billing-daily"}, ruleIDs(d.Verdict))
+	sent := w.notes.all()
+	require.Len(t, sent, 1, "a policy file's enforced deny is sent, a budget beside it or not")
+	assert.Equal(t, governance.EventPolicyBlocked, sent[0].event)
+}
+
+func TestJudgeWritesNothingAndSettleActs(t *testing.T) {
+	w, _ := budgeted(t, chatRules, &memBudgets{compiled: map[string]*spend.Compiled{tenantA: billingDaily(t)}})
+	ctx := context.Background()
+	id := key()
+	id.Agent = "planner"
+	c, in := chatCall(id, "gpt-4o", 1)
+	w.gov.Prepare(ctx, c, in)
+	assert.Equal(t, "planner", in.Agent.Name)
+
+	j, err := w.gov.Judge(ctx, c, in)
+	require.NoError(t, err)
+	assert.Equal(t, policy.RequireApproval, j.Verdict.Decision)
+	assert.True(t, j.Enforced, "the judgment says whether the call is stopped")
+	assert.Empty(t, w.audit.Events(), "judging writes nothing")
+	assert.Empty(t, w.approvals.all())
+	assert.Empty(t, w.notes.all())
+	assert.Nil(t, j.Standing)
+
+	d, err := w.gov.Settle(ctx, j)
+	require.NoError(t, err)
+	assert.NotEmpty(t, d.Verdict.ApprovalID, "settling opens the approval")
+	require.Len(t, w.approvals.all(), 1)
+	require.NotNil(t, d.Standing, "and moves the agent's standing")
+	require.Len(t, w.audit.Events(), 1)
+	require.Len(t, w.notes.all(), 1)
+	assert.Equal(t, governance.EventApprovalRequested, w.notes.all()[0].event)
 }

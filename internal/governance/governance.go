@@ -155,26 +155,85 @@ func (g *Governor) Has(t policy.Target) bool { return g.policies.Set().Has(t) }
 //
 // A chat request is also put before the tenant's budgets, in the same
 // verdict (see budgets.go): a budget's deny stops the call in every mode.
+//
+// Decide is Prepare, Judge and Settle in one call; a call decided under a
+// lock (on its spend) makes them apart, and settles outside the lock.
 func (g *Governor) Decide(ctx context.Context, c Call, in *policy.Input) (Decision, error) {
+	g.Prepare(ctx, c, in)
+	j, err := g.Judge(ctx, c, in)
+	if err != nil {
+		return Decision{}, err
+	}
+	return g.Settle(ctx, j)
+}
+
+// Prepare puts in what the rules read of the caller: its tenant, its
+// mode and its agent with the agent's trust (a read of the store, done
+// before any lock).
+func (g *Governor) Prepare(ctx context.Context, c Call, in *policy.Input) {
 	id := c.ID
 	in.Tenant, in.Mode = id.TenantID, string(id.Mode)
 	if id.Agent != "" {
 		in.Agent = g.agent(ctx, id)
 	}
+}
+
+// Judgment is a decision judged and not yet acted on: Settle acts on it.
+type Judgment struct {
+	// Decision is the outcome as it will stand: Enforced says whether the
+	// call is stopped. Settle adds the agent's standing and the approval
+	// it opens.
+	Decision
+	call Call
+	// judged is the verdict as the rules gave it, before an approval's
+	// exception passed it: the one counted.
+	judged policy.Verdict
+	// hold says Settle opens (or finds) an approval for the request,
+	// described by request and fingerprint.
+	hold        bool
+	request     json.RawMessage
+	fingerprint string
+}
+
+// Judge evaluates the prepared in (Prepare) for c: the policy files'
+// rules and, on a chat request, the tenant's budgets. It writes nothing,
+// so that it may run under a lock: the only read is, for a
+// require_approval verdict, the approval in force that turns it into an
+// allow (it changes whether the call is stopped). Its failure fails the
+// call.
+func (g *Governor) Judge(ctx context.Context, c Call, in *policy.Input) (Judgment, error) {
+	id := c.ID
 	set := g.policies.Set()
-	d := Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}
-	if c.Target == policy.Chat && g.budgets != nil && g.judgeBudgets(ctx, id.TenantID, in, &d.Verdict) {
-		d.Evaluated = true
+	j := Judgment{call: c, Decision: Decision{Verdict: set.Evaluate(ctx, c.Target, in), Evaluated: set.Has(c.Target)}}
+	if c.Target == policy.Chat && g.budgets != nil && g.judgeBudgets(ctx, id.TenantID, in, &j.Verdict) {
+		j.Evaluated = true
 	}
+	j.judged = j.Verdict
+	if j.Verdict.Decision == policy.RequireApproval && !j.Verdict.Failed() {
+		if err := g.pass(ctx, &j); err != nil {
+			return Judgment{}, err
+		}
+	}
+	j.Enforced = j.Verdict.Blocks() && !c.Advisory && (id.Mode == auth.Optimize || budgetDenied(j.Verdict))
+	return j, nil
+}
+
+// Settle acts on a judgment, outside any lock: it counts the verdict,
+// opens the approval of a held request, moves the agent's standing,
+// audits anything but a plain allow and tells the webhook about a block.
+// A failure of the approval store fails the call, and a caller at its
+// limit of pending approvals gets errs.RateLimited.
+func (g *Governor) Settle(ctx context.Context, j Judgment) (Decision, error) {
+	c, d := j.call, j.Decision
+	id := c.ID
 	if d.Evaluated {
-		g.count(c.Target, d.Verdict)
+		g.count(c.Target, j.judged)
 	}
-	if d.Verdict.Decision == policy.RequireApproval && !d.Verdict.Failed() {
-		if err := g.holdOrPass(ctx, c, &d.Verdict); err != nil {
+	if j.hold {
+		if err := g.hold(ctx, c, &d.Verdict, j.request, j.fingerprint); err != nil {
 			return Decision{}, err
 		}
 	}
-	d.Enforced = d.Verdict.Blocks() && !c.Advisory && (id.Mode == auth.Optimize || budgetDenied(d.Verdict))
 	if id.Agent != "" {
 		// A budget reached says nothing of how the agent behaves: its
 		// refusals leave the standing where it was (else an agent would
@@ -211,22 +270,30 @@ func (g *Governor) agent(ctx context.Context, id *auth.Identity) policy.Agent {
 	return policy.Agent{Name: id.Agent, Trust: st.Trust}
 }
 
-// holdOrPass turns a require_approval verdict into an allow when an
-// approval of the identical request is in force, and otherwise, where
-// policies are enforced, holds the request for a person.
-func (g *Governor) holdOrPass(ctx context.Context, c Call, v *policy.Verdict) error {
+// pass turns the judgment's require_approval verdict into an allow when
+// an approval of the identical request is in force and otherwise, where
+// policies are enforced, marks the request to be held for a person.
+func (g *Governor) pass(ctx context.Context, j *Judgment) error {
+	c := j.call
 	request, fingerprint := c.Describe()
 	exc, err := g.approvals.Exception(ctx, c.ID.TenantID, fingerprint)
 	if err != nil {
 		return err
 	}
 	if exc != nil {
-		v.Decision, v.ApprovalID = policy.Allow, exc.ID
+		j.Verdict.Decision, j.Verdict.ApprovalID = policy.Allow, exc.ID
 		return nil
 	}
 	if c.ID.Mode != auth.Optimize || c.Advisory || c.Unheld {
 		return nil // nothing is held; the verdict says it would have been
 	}
+	j.hold, j.request, j.fingerprint = true, request, fingerprint
+	return nil
+}
+
+// hold opens (or finds) the approval of a held request, and notes it on
+// the verdict.
+func (g *Governor) hold(ctx context.Context, c Call, v *policy.Verdict, request json.RawMessage, fingerprint string) error {
 	rules := make([]approval.Rule, 0, len(v.Rules))
 	for _, r := range v.Rules {
 		if r.Effect == policy.RequireApproval {
@@ -270,7 +337,9 @@ func (g *Governor) count(t policy.Target, v policy.Verdict) {
 	}
 }
 
-// record audits a decision and tells the webhook about a block.
+// record audits a decision and tells the webhook about a block. A call
+// refused by budgets alone is audited, not told: under load every call
+// past a cap is refused, and hard budgets have their own alert.
 func (g *Governor) record(ctx context.Context, c Call, d Decision) {
 	v := d.Verdict
 	details := verdictDetails(c.ID, c.Target, v.Rules, d.Enforced)
@@ -279,7 +348,7 @@ func (g *Governor) record(ctx context.Context, c Call, d Decision) {
 	}
 	g.audit.Record(ctx, audit.Event{TenantID: c.ID.TenantID, Actor: c.ID.Actor(), Action: "policy." + string(c.Target),
 		Decision: string(v.Decision), Target: c.RunID, Details: details})
-	if d.Enforced && v.Decision == policy.Deny {
+	if d.Enforced && v.Decision == policy.Deny && !refusedByBudgets(c.ID, v) {
 		g.send(ctx, c.ID.TenantID, EventPolicyBlocked, map[string]any{"runId": c.RunID, "target": string(c.Target), "verdict": v})
 	}
 }
