@@ -148,7 +148,11 @@ func (b *batchInsert) exec(ctx context.Context, tx *txn) error {
 
 // InsertRuns stores runs with their events and their ledger entries, and
 // counts their agents and adds them to their spend counters, in one
-// transaction.
+// transaction. On PostgreSQL it runs at READ COMMITTED: it reads nothing
+// its writes depend on (rows are new, counters and agents move by atomic
+// upserts, each row locked until the commit; counters in key order, so
+// that two batches never wait on each other both ways), where SERIALIZABLE
+// would fail concurrent batches that touch one agent's or counter's row.
 func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	runArgs := make([]any, 0, len(recs)*runParams)
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
@@ -190,7 +194,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *txn) error {
+	return s.lockedTx(ctx, func(tx *txn) error {
 		for _, b := range []*batchInsert{runs, events, counters} {
 			if err := b.exec(ctx, tx); err != nil {
 				return err

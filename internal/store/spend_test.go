@@ -60,7 +60,7 @@ func listed(t *testing.T, s *store.Store, tenantID string, sc spend.Scope, w spe
 
 // A batch of runs moves each counter it names by what each run counts (a
 // live call its cost, tokens and one request; a cache or artifact answer
-// one hit; a blocked call nothing), in the windows of the run's start in
+// one hit; a call blocked before the provider nothing), in the windows of the run's start in
 // its tenant's zone, and no counter of a scope a run names no value of.
 func TestSpendCountersMoveWithTheRunsTheyCount(t *testing.T) {
 	ctx := context.Background()
@@ -80,7 +80,7 @@ func TestSpendCountersMoveWithTheRunsTheyCount(t *testing.T) {
 		spendRun(d, last.Add(10*time.Second), ledger.RouteLive, "chat", "", "", "", 0.25, 50),
 		spendRun(d, last, ledger.RouteExactCache, "chat", "key_1", "", "", 0.125, 30),
 		spendRun(d, last, ledger.RouteArtifact, "chat", "", "bot", "", 0, 0),
-		spendRun(d, last, ledger.RouteBlocked, "chat", "key_1", "bot", "u1", 8, 800),
+		spendRun(d, last, ledger.RouteBlocked, "chat", "key_1", "bot", "u1", 0, 0), // blocked before the provider
 		spendRun(d, at("2026-04-01T00:00:05Z"), ledger.RouteLive, "chat", "", "", "", 1, 10),
 		// 00:15 on 11 March in Kolkata, and 23:45 on the 10th.
 		spendRun(india.ID, at("2026-03-10T18:45:00Z"), ledger.RouteLive, "x", "", "", "", 2, 20),
