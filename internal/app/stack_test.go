@@ -39,7 +39,8 @@ func TestCloseOrder(t *testing.T) {
 	}
 	a.mu.Unlock()
 	assert.Equal(t, []string{
-		"timers", "http", "jobs", "learning", "metrics", "pprof", "web sessions", "recorder", "checkpoints", "mailer", "plugins", "database", "tracing",
+		"timers", "http", "jobs", "learning", "metrics", "pprof", "web sessions", "budget alerts", "recorder", "checkpoints", "mailer",
+		"plugins", "database", "tracing",
 	}, order)
 	require.NoError(t, a.Close())
 	assert.Empty(t, a.stack)
