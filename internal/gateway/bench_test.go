@@ -17,6 +17,7 @@ import (
 	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/internal/spend"
+	"github.com/svc-gateway/svc/internal/spend/spendtest"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -96,12 +97,27 @@ func (dropSpans) Shutdown(context.Context) error                             { r
 // BenchmarkCompleteGoverned is BenchmarkCompleteFromAFile with a chat
 // rule in force that matches nothing and reads no spend, and no budgets:
 // what policies cost a call that spend control does not concern.
-func BenchmarkCompleteGoverned(b *testing.B) { benchmarkGoverned(b, nil) }
+func BenchmarkCompleteGoverned(b *testing.B) { benchmarkGoverned(b, nil, nil) }
 
 // BenchmarkCompleteGovernedWithSpend is BenchmarkCompleteGoverned with a
 // spend tracker that costs nothing: the gateway's own part of the
 // estimate (a chat rule may read it) and of counting the run.
-func BenchmarkCompleteGovernedWithSpend(b *testing.B) { benchmarkGoverned(b, freeSpend{}) }
+func BenchmarkCompleteGovernedWithSpend(b *testing.B) { benchmarkGoverned(b, freeSpend{}, nil) }
+
+// BenchmarkCompleteUnderABudget is BenchmarkCompleteGoverned for a tenant
+// with a hard budget it never reaches: the real tracker admits each call
+// on its counters (on SQLite's terms: no store read once they are known)
+// and counts its run, and the budget's rule joins the evaluation.
+func BenchmarkCompleteUnderABudget(b *testing.B) {
+	st := spendtest.NewStore()
+	limit := 1e9
+	if err := st.ReplaceBudgets(context.Background(), "t", []spend.Budget{{ID: "day", Scope: spend.Tenant, Window: spend.Day,
+		Kind: spend.Hard, LimitUSD: &limit}}); err != nil {
+		b.Fatal(err)
+	}
+	budgets := spend.NewBudgets(spend.BudgetsOptions{Store: st})
+	benchmarkGoverned(b, spend.NewTracker(spend.TrackerOptions{Store: st, Budgets: budgets, Replica: "r"}), budgets)
+}
 
 // freeSpend admits every call and counts nothing.
 type freeSpend struct{}
@@ -116,7 +132,7 @@ func (freeSpend) Estimate(_ string, _ int, _ int64, cost func(int64, int64) (flo
 	return spend.Amount{USD: usd, Tokens: 200, Requests: 1}
 }
 
-func benchmarkGoverned(b *testing.B, tracker gateway.Spend) {
+func benchmarkGoverned(b *testing.B, tracker gateway.Spend, budgets governance.Budgets) {
 	dir := b.TempDir()
 	rules := "policies:\n  - id: no-secrets\n    target: chat\n    when: request.messages.exists(m, m.content.contains(\"sk-\"))\n    effect: deny\n    reason: no keys\n"
 	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rules), 0o600); err != nil {
@@ -130,7 +146,7 @@ func benchmarkGoverned(b *testing.B, tracker gateway.Spend) {
 		Breaker: providers.BreakerConfig{Failures: 5, Cooldown: time.Second}, Fingerprint: "a"}}, Retries: providers.Retries{MaxAttempts: 3}}
 	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: discard{},
 		Prices:   pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}),
-		Governor: governance.New(governance.Options{Policies: engine}), Spend: tracker})
+		Governor: governance.New(governance.Options{Policies: engine, Budgets: budgets}), Spend: tracker})
 	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		b.Fatal(err)
