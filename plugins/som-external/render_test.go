@@ -124,11 +124,12 @@ func TestRenderGivesUpAfterItsTimeout(t *testing.T) {
 	_, err := r.Render(ctx, pages.URL+"/slow")
 	require.ErrorContains(t, err, "took longer than 1s")
 	// The guard proxy itself gives up on a page after 20 s without
-	// headers, so the wait must end well before that to show that it was
-	// the browser that dropped the request.
+	// headers, so the wait must end before that to show that it was the
+	// browser that dropped the request (with room for a busy machine's
+	// browser to notice).
 	select {
 	case <-gone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("the browser kept loading the page after the render gave up")
 	}
 }
