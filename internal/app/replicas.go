@@ -33,6 +33,7 @@ func (a *App) replicate(ctx context.Context, st *settings.Service, budgets *spen
 		return nil, err
 	}
 	a.Learning.Replicate(feed)
+	a.Recorder.Replicate(feed, a.Store, a.Logger.Named("ledger"))
 	feed.Subscribe(tenantsTopic, func(tenantID string) {
 		if tenantID == changes.Everything {
 			return // each component above starts over on its own topic

@@ -20,6 +20,7 @@ import (
 	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 const replicaToken = "replica-bootstrap-token-0123456789"
@@ -29,6 +30,12 @@ const replicaToken = "replica-bootstrap-token-0123456789"
 // changes.
 func twoReplicas(t *testing.T, refresh time.Duration) (*app.App, *app.App) {
 	t.Helper()
+	return twoReplicasWith(t, refresh, &heldProvider{})
+}
+
+// twoReplicasWith is twoReplicas with provider the one both call.
+func twoReplicasWith(t *testing.T, refresh time.Duration, provider pluginapi.Provider) (*app.App, *app.App) {
+	t.Helper()
 	dsn := storetest.DSN(t)
 	keyFile := filepath.Join(t.TempDir(), "ledger.key")
 	open := func() *app.App {
@@ -36,7 +43,7 @@ func twoReplicas(t *testing.T, refresh time.Duration) (*app.App, *app.App) {
 			"SVC_DB": dsn, "SVC_DB_REFRESH": refresh.String(), "SVC_API_KEY": replicaToken,
 			"SVC_JOURNAL_DIR": t.TempDir(), "SVC_LEDGER_KEY_FILE": keyFile,
 		})
-		a, err := app.New(context.Background(), app.Options{Config: cfg, Provider: &heldProvider{}, Mailer: noMail{}})
+		a, err := app.New(context.Background(), app.Options{Config: cfg, Provider: provider, Mailer: noMail{}})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = a.Close() })
 		return a

@@ -120,6 +120,17 @@ func (f *Feed) ForgetTenant(tenantID string) {
 	f.subscribers.Add(-int64(len(subs)))
 }
 
+// Streams reports whether the tenant has a subscription on the feed: with
+// nobody subscribed, one atomic load.
+func (f *Feed) Streams(tenantID string) bool {
+	if f.subscribers.Load() == 0 {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.byTen[tenantID]) > 0
+}
+
 // Subscribers returns how many subscriptions of every tenant are on the
 // feed.
 func (f *Feed) Subscribers() int { return int(f.subscribers.Load()) }

@@ -165,3 +165,15 @@ func TestListedRunHasNoBodies(t *testing.T) {
 	assert.Nil(t, l.Response)
 	assert.NotNil(t, r.Request, "the run itself is left as it was")
 }
+
+// Streams says whether a tenant has a subscription, until it is closed.
+func TestFeedStreamsByTenant(t *testing.T) {
+	f := ledger.NewFeed()
+	assert.False(t, f.Streams("t_1"))
+	sub, err := f.Subscribe("t_1", ledger.Filter{}, 0)
+	require.NoError(t, err)
+	assert.True(t, f.Streams("t_1"))
+	assert.False(t, f.Streams("t_2"))
+	sub.Close()
+	assert.False(t, f.Streams("t_1"))
+}

@@ -111,18 +111,39 @@ type Recorder struct {
 
 	// storing is the journal bytes of the batch the writer is storing, out
 	// of pending meanwhile (under mu), for Backlog.
-	storing int64
-	metrics atomic.Pointer[metrics.Metrics]
+	storing  int64
+	metrics  atomic.Pointer[metrics.Metrics]
+	onStored atomic.Pointer[func([]*Record)] // see OnStored
 
 	poke   chan struct{} // a run is pending
 	urgent chan struct{} // a reader waits in Sync
 	stop   chan struct{}
 	exited chan struct{}
+
+	followers sync.WaitGroup // of Replicate, ended by stop
 }
 
 // SetMetrics makes the writer record each batch it stores (its time and
 // size) in m.
 func (r *Recorder) SetMetrics(m *metrics.Metrics) { r.metrics.Store(m) }
+
+// OnStored makes the writer call fn with each batch of runs once the
+// store has them (nil: nobody is told). It runs on the writer, never on a
+// request's path: fn must not hold it up for long, nor keep the records.
+func (r *Recorder) OnStored(fn func([]*Record)) {
+	if fn == nil {
+		r.onStored.Store(nil)
+		return
+	}
+	r.onStored.Store(&fn)
+}
+
+// told calls the OnStored hook with recs, stored.
+func (r *Recorder) told(recs []*Record) {
+	if fn := r.onStored.Load(); fn != nil && len(recs) > 0 {
+		(*fn)(recs)
+	}
+}
 
 // Backlog is what waits to be stored: the runs journaled and not yet in
 // the store, and their journal bytes (those held on disk only, after a
@@ -158,6 +179,10 @@ const gather = 100 * time.Millisecond
 // while the store refuses them; beyond it they wait on disk only, in their
 // journal segments, so that a long outage costs disk rather than memory.
 const holdLimit = 64 << 20
+
+// storedChunk is how many runs read back from a spilled segment the
+// OnStored hook hears of at once.
+const storedChunk = 256
 
 // retryStore is how long the writer waits before trying a store that
 // refused a whole batch again.
@@ -200,7 +225,7 @@ func restore(ctx context.Context, store Store, dir string, logger hclog.Logger) 
 	}
 	runs := 0
 	for _, seq := range seqs {
-		n, err := restoreSegment(ctx, store, dir, seq, logger)
+		n, err := restoreSegment(ctx, store, dir, seq, logger, nil)
 		runs += n
 		if err != nil {
 			return err
@@ -216,26 +241,31 @@ func restore(ctx context.Context, store Store, dir string, logger hclog.Logger) 
 }
 
 // restoreSegment stores the runs of one segment (see restoreRun) and says
-// how many it held.
-func restoreSegment(ctx context.Context, store Store, dir string, seq uint64, logger hclog.Logger) (int, error) {
+// how many it held; stored, unless nil, is called with each run it stored.
+func restoreSegment(ctx context.Context, store Store, dir string, seq uint64, logger hclog.Logger, stored func(*Record)) (int, error) {
 	n := 0
 	err := readSegment(dir, seq, func(rec *Record) error {
 		n++
-		return restoreRun(ctx, store, rec, logger)
+		ok, err := restoreRun(ctx, store, rec, logger)
+		if ok && stored != nil {
+			stored(rec)
+		}
+		return err
 	})
 	return n, err
 }
 
 // restoreRun stores a run read back from the journal unless it is stored
-// already. A run the store refuses for what it holds is logged and dropped;
-// any other error means the store is down.
-func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logger) error {
+// already, and says whether the store has it now. A run the store refuses
+// for what it holds is logged and dropped; any other error means the store
+// is down.
+func restoreRun(ctx context.Context, store Store, rec *Record, logger hclog.Logger) (bool, error) {
 	err := store.RestoreRuns(ctx, []*Record{rec})
 	if errs.As(err) != nil {
 		logger.Error("a journaled run was refused by the store and is dropped", "run", rec.Run.ID, "error", err)
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // group is the runs one write journals, their frames end to end.
@@ -396,6 +426,7 @@ func (r *Recorder) Close() {
 	r.feed.Close()
 	close(r.stop)
 	<-r.exited
+	r.followers.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.journal.close(r.stored == r.appended); err != nil {
@@ -466,7 +497,9 @@ func (r *Recorder) flush() error {
 		start := time.Now()
 		err = r.store.InsertRuns(context.Background(), batch)
 		r.metrics.Load().BatchWritten(time.Since(start), len(batch), err)
-		if err != nil {
+		if err == nil {
+			r.told(batch)
+		} else {
 			batch, err = r.storeEach(batch)
 		}
 	}
@@ -555,7 +588,17 @@ func (r *Recorder) restoreSpilled() error {
 		}
 		seq := r.spilled[0]
 		r.mu.Unlock()
-		if _, err := restoreSegment(ctx, r.store, r.journal.dir, seq, r.logger); err != nil {
+		// The hook hears of the segment's runs a chunk at a time, rather
+		// than one by one or all held in memory.
+		var stored []*Record
+		_, err := restoreSegment(ctx, r.store, r.journal.dir, seq, r.logger, func(rec *Record) {
+			if stored = append(stored, rec); len(stored) == storedChunk {
+				r.told(stored)
+				stored = stored[:0]
+			}
+		})
+		r.told(stored)
+		if err != nil {
 			return err
 		}
 		if err := remove(r.journal.dir, seq); err != nil {
@@ -573,10 +616,13 @@ func (r *Recorder) restoreSpilled() error {
 // failure means the store is down, and the runs not stored are returned
 // with it.
 func (r *Recorder) storeEach(batch []*Record) ([]*Record, error) {
+	var stored []*Record
+	defer func() { r.told(stored) }()
 	for i, rec := range batch {
 		err := r.store.InsertRuns(context.Background(), []*Record{rec})
 		switch {
 		case err == nil:
+			stored = append(stored, rec)
 		case errs.As(err) != nil:
 			r.logger.Error("a run was refused by the store and is dropped", "run", rec.Run.ID, "error", err)
 		default:

@@ -396,6 +396,33 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 	return runs, total, err
 }
 
+// RunsByID returns the tenant's runs among ids, as a listing shows them
+// (without request and answer), oldest first: the runs another replica
+// stored, for the live streams here. An id of another tenant's run, or of
+// none, reads nothing.
+func (s *Store) RunsByID(ctx context.Context, tenantID string, ids []string) ([]ledger.Run, error) {
+	runs := []ledger.Run{}
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(len(ids), start+500)]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, tenantID)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+` FROM runs WHERE tenant_id = ? AND id IN (`+
+			strings.Repeat("?, ", len(chunk)-1)+`?) ORDER BY created_at, rowid`, args...)
+		if err != nil {
+			return nil, err
+		}
+		some, _, err := scanRuns(rows, tenantID, false)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, some...)
+	}
+	return runs, nil
+}
+
 // searchRuns is ListRuns with a search: among the SearchWindow newest runs
 // that match the rest of the filter, those whose id, model, app, agent,
 // request or answer holds the text, ASCII letters folded. instr finds the

@@ -220,6 +220,36 @@ func TestListRunsFiltersAndPages(t *testing.T) {
 	assert.Equal(t, recs[4].Run.ID, runs[0].ID)
 }
 
+// RunsByID reads the tenant's runs among the ids, oldest first and as a
+// listing shows them; another tenant's run, or an unknown id, reads
+// nothing.
+func TestRunsByIDReadsTheTenantsRunsOnly(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	other, err := s.CreateTenant(ctx, "Other")
+	require.NoError(t, err)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
+	first := newRun(tenant.DefaultID, base, ledger.RouteLive, ledger.StatusOK, "bot")
+	first.Run.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	second := newRun(tenant.DefaultID, base.Add(time.Second), ledger.RouteExactCache, ledger.StatusOK, "")
+	unasked := newRun(tenant.DefaultID, base.Add(2*time.Second), ledger.RouteLive, ledger.StatusOK, "")
+	theirs := newRun(other.ID, base, ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{second, first, unasked, theirs}))
+
+	runs, err := s.RunsByID(ctx, tenant.DefaultID, []string{second.Run.ID, theirs.Run.ID, "run_none", first.Run.ID})
+	require.NoError(t, err)
+	listed, _, err := s.ListRuns(ctx, tenant.DefaultID, ledger.Filter{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, listed, 3)
+	assert.Equal(t, []ledger.Run{listed[2], listed[1]}, runs, "oldest first, as the list shows them")
+	assert.Equal(t, first.Run.TraceID, runs[0].TraceID)
+	assert.Nil(t, runs[0].Request, "no bodies")
+
+	runs, err = s.RunsByID(ctx, other.ID, []string{first.Run.ID, second.Run.ID})
+	require.NoError(t, err)
+	assert.Empty(t, runs, "another tenant's ids read nothing")
+}
+
 // Concurrent appends to one run serialize: the chain still verifies.
 func TestConcurrentAppendsKeepTheChain(t *testing.T) {
 	ctx := context.Background()
