@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/functions"
@@ -32,30 +33,20 @@ type Rule struct {
 // Set is the rules loaded from a folder, grouped by target, in file-name
 // and then file order. A Set never changes; a reload builds a new one.
 type Set struct {
-	rules    []*Rule
-	byTarget map[Target][]*Rule
+	rules      []*Rule
+	byTarget   map[Target][]*Rule
+	readsSpend bool // a rule reads spend (only chat rules may)
 }
 
 // ReadsSpend reports whether a chat rule of the set reads spend, so that
 // a caller gathers the counters only for a set that will read them.
-func (s *Set) ReadsSpend() bool {
-	for _, r := range s.byTarget[Chat] {
-		if r.readsSpend {
-			return true
-		}
-	}
-	return false
-}
+func (s *Set) ReadsSpend() bool { return s.readsSpend }
 
 // NewSet compiles rules written in code rather than read from a file (a
 // tenant's budgets, say): each is checked and planned as a file's rule
 // is, Source naming where it came from. Ids must be distinct.
 func NewSet(rules []Rule) (*Set, error) {
-	env, err := newEnv()
-	if err != nil {
-		return nil, err
-	}
-	impls, err := bindings(env)
+	env, impls, err := compiler()
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +62,39 @@ func NewSet(rules []Rule) (*Set, error) {
 			return nil, fmt.Errorf("rule %q: id already used", r.ID)
 		}
 		seen[r.ID] = true
-		set.rules = append(set.rules, r)
-		set.byTarget[r.Target] = append(set.byTarget[r.Target], r)
+		set.add(r)
 	}
 	return set, nil
 }
+
+// add appends r to the set.
+func (s *Set) add(r *Rule) {
+	s.rules = append(s.rules, r)
+	s.byTarget[r.Target] = append(s.byTarget[r.Target], r)
+	s.readsSpend = s.readsSpend || r.readsSpend
+}
+
+// compiler is the environment every condition is checked in and the
+// metered bindings of its functions, made once: an environment never
+// changes, and a tenant's budgets are compiled at each change of them.
+func compiler() (*cel.Env, map[string]*functions.Overload, error) {
+	c, err := compilerOnce()
+	return c.env, c.impls, err
+}
+
+type compilerParts struct {
+	env   *cel.Env
+	impls map[string]*functions.Overload
+}
+
+var compilerOnce = sync.OnceValues(func() (compilerParts, error) {
+	env, err := newEnv()
+	if err != nil {
+		return compilerParts{}, err
+	}
+	impls, err := bindings(env)
+	return compilerParts{env, impls}, err
+})
 
 // Rules returns every rule of the set.
 func (s *Set) Rules() []Rule {
@@ -117,11 +136,7 @@ func Load(dir string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy folder: %w", err)
 	}
-	env, err := newEnv()
-	if err != nil {
-		return nil, err
-	}
-	impls, err := bindings(env)
+	env, impls, err := compiler()
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +160,7 @@ func Load(dir string) (*Set, error) {
 				return nil, fmt.Errorf("%s: rule %q: id already used in %s", path, r.ID, first)
 			}
 			seen[r.ID] = e.Name()
-			set.rules = append(set.rules, r)
-			set.byTarget[r.Target] = append(set.byTarget[r.Target], r)
+			set.add(r)
 		}
 	}
 	return set, nil

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/svc-gateway/svc/internal/errs"
@@ -41,33 +40,26 @@ func (s *Store) ScanRuns(ctx context.Context, tenantID string, fn func(*learning
 // LearningRuns returns the tenant's successful runs among ids.
 func (s *Store) LearningRuns(ctx context.Context, tenantID string, ids []string) ([]learning.RunRecord, error) {
 	out := []learning.RunRecord{}
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(len(ids), start+500)]
-		args := make([]any, 0, len(chunk)+1)
-		args = append(args, tenantID)
-		for _, id := range chunk {
-			args = append(args, id)
-		}
+	err := tenantIDChunks(tenantID, ids, func(args []any, in string) error {
 		rows, err := s.read.QueryContext(ctx, `SELECT id, app, mode, route, request, response, cost_usd, latency_ms, created_at
-			FROM runs WHERE tenant_id = ? AND status = 'ok' AND id IN (`+strings.Repeat("?, ", len(chunk)-1)+`?) ORDER BY created_at`, args...)
+			FROM runs WHERE tenant_id = ? AND status = 'ok' AND id IN (`+in+`) ORDER BY created_at`, args...)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		defer rows.Close()
 		for rows.Next() {
 			var r learning.RunRecord
 			var created int64
 			if err := rows.Scan(&r.ID, &r.App, &r.Mode, &r.Route, &r.Request, &r.Response, &r.CostUSD, &r.LatencyMS, &created); err != nil {
-				rows.Close()
-				return nil, err
+				return err
 			}
 			r.CreatedAt = msTime(created)
 			out = append(out, r)
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, err
-		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

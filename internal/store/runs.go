@@ -402,25 +402,42 @@ func (s *Store) ListRuns(ctx context.Context, tenantID string, f ledger.Filter) 
 // none, reads nothing.
 func (s *Store) RunsByID(ctx context.Context, tenantID string, ids []string) ([]ledger.Run, error) {
 	runs := []ledger.Run{}
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(len(ids), start+500)]
+	err := tenantIDChunks(tenantID, ids, func(args []any, in string) error {
+		rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+` FROM runs WHERE tenant_id = ? AND id IN (`+in+`)
+			ORDER BY created_at, rowid`, args...)
+		if err != nil {
+			return err
+		}
+		some, _, err := scanRuns(rows, tenantID, false)
+		runs = append(runs, some...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// idChunk bounds the ids one statement lists, well under either engine's
+// limit on a statement's parameters.
+const idChunk = 500
+
+// tenantIDChunks calls fn for the tenant's ids a chunk at a time, with its
+// arguments (the tenant, then the chunk's ids) and the chunk's
+// placeholders ("?, ?, …" for an IN list).
+func tenantIDChunks(tenantID string, ids []string, fn func(args []any, in string) error) error {
+	for start := 0; start < len(ids); start += idChunk {
+		chunk := ids[start:min(len(ids), start+idChunk)]
 		args := make([]any, 0, len(chunk)+1)
 		args = append(args, tenantID)
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		rows, err := s.read.QueryContext(ctx, `SELECT `+runListColumns+` FROM runs WHERE tenant_id = ? AND id IN (`+
-			strings.Repeat("?, ", len(chunk)-1)+`?) ORDER BY created_at, rowid`, args...)
-		if err != nil {
-			return nil, err
+		if err := fn(args, strings.Repeat("?, ", len(chunk)-1)+"?"); err != nil {
+			return err
 		}
-		some, _, err := scanRuns(rows, tenantID, false)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, some...)
 	}
-	return runs, nil
+	return nil
 }
 
 // searchRuns is ListRuns with a search: among the SearchWindow newest runs
