@@ -82,6 +82,7 @@ func (r *wireRequest) validate() string {
 		return "temperature: must be between 0 and 1"
 	}
 	toolUses := map[string]bool{}
+	sawResult := false
 	for i, m := range r.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return fmt.Sprintf("messages.%d.role: must be user or assistant", i)
@@ -120,10 +121,14 @@ func (r *wireRequest) validate() string {
 				if m.Role != "user" || !toolUses[b.ToolUseID] {
 					return where + ": tool_result must answer an earlier tool_use"
 				}
+				sawResult = true
 			default:
 				return where + ".type: unknown content block type " + strconv.Quote(b.Type)
 			}
 		}
+	}
+	if (len(toolUses) > 0 || sawResult) && len(r.Tools) == 0 {
+		return "Requests which include `tool_use` or `tool_result` blocks must define tools."
 	}
 	for i, tl := range r.Tools {
 		if tl.Name == "" || !isObject(tl.InputSchema) {

@@ -278,6 +278,11 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 		}
 	}
 	out.ToolChoice = choice
+	if len(out.Tools) == 0 {
+		if tools := historyTools(out.Messages); len(tools) > 0 {
+			out.Tools, out.ToolChoice = tools, &msgToolChoice{Type: "none"}
+		}
+	}
 
 	if rf := in.ResponseFormat; rf != nil {
 		switch rf.Type {
@@ -476,6 +481,26 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// historyTools declares the tools a conversation's earlier turns called,
+// for a request that offers none: the Messages API refuses tool_use and
+// tool_result blocks unless tools are defined, where Chat Completions
+// accepts a history of tool calls without them. Each is declared with an
+// open object schema, and the caller's tool_choice gives way to "none":
+// the caller offered no tools, so the answer must not call one.
+func historyTools(turns []msgMessage) []msgTool {
+	var tools []msgTool
+	seen := map[string]bool{}
+	for _, t := range turns {
+		for _, b := range t.Content {
+			if b.Type == "tool_use" && !seen[b.Name] {
+				seen[b.Name] = true
+				tools = append(tools, msgTool{Name: b.Name, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+			}
+		}
+	}
+	return tools
 }
 
 // toolChoice maps tool_choice: "auto" → auto, "required" → any, "none" →

@@ -73,7 +73,7 @@ func TestTranslate(t *testing.T) {
 			  {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`,
 		},
 		{
-			"tool calls and tool results",
+			"tool calls and tool results without tools: the history's tools declared, none to be called",
 			`{"model":"m","messages":[{"role":"user","content":"Weather in SF and NYC?"},
 			  {"role":"assistant","content":null,"tool_calls":[
 			    {"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"location\": \"SF\"}"}},
@@ -89,7 +89,21 @@ func TestTranslate(t *testing.T) {
 			  {"role":"user","content":[
 			    {"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"15 C"}]},
 			    {"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"20 C"}]},
-			    {"type":"text","text":"Thanks. Which is warmer?"}]}]}`,
+			    {"type":"text","text":"Thanks. Which is warmer?"}]}],
+			  "tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{}}}],
+			  "tool_choice":{"type":"none"}}`,
+		},
+		{
+			"tool calls and tool results with tools: the caller's tools and choice as given",
+			`{"model":"m","messages":[{"role":"user","content":"Weather?"},
+			  {"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+			  {"role":"tool","tool_call_id":"toolu_1","content":"15 C"}],
+			  "tools":[{"type":"function","function":{"name":"now"}}],"tool_choice":"auto"}`,
+			`{"model":"m","max_tokens":4096,"messages":[
+			  {"role":"user","content":[{"type":"text","text":"Weather?"}]},
+			  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}]},
+			  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"15 C"}]}]}],
+			  "tools":[{"name":"now","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"auto"}}`,
 		},
 		{
 			"tools, tool_choice required, no parallel calls",
