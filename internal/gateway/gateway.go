@@ -434,7 +434,7 @@ func (g *Gateway) price(c *call, u *pluginapi.Usage) {
 	run := c.run
 	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0) {
 		run.UsageUnknown = true
-		_, known := g.router.Cost(c.plan, 0, 0)
+		_, known := g.router.Cost(c.plan, pricing.Tokens{})
 		run.PriceUnknown = !known
 		return
 	}
@@ -443,7 +443,8 @@ func (g *Gateway) price(c *call, u *pluginapi.Usage) {
 	if run.TotalTokens == 0 {
 		run.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	cost, known := g.router.Cost(c.plan, u.PromptTokens, u.CompletionTokens)
+	cost, known := g.router.Cost(c.plan, pricing.Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens,
+		CachedPrompt: u.CachedPromptTokens, CacheWrite: u.CacheWriteTokens})
 	run.CostUSD, run.PriceUnknown = cost, !known
 }
 

@@ -237,6 +237,7 @@ type setup struct {
 	share    float64
 	canary   bool
 	spend    gateway.Spend
+	price    *pricing.Price // the model's price; nil: input 1, output 2
 }
 
 const answer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",` +
@@ -250,8 +251,12 @@ func newFixture(t *testing.T, s setup) *fixture {
 		recorder: &recorder{},
 		clock:    fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 	}
+	price := pricing.Price{Input: 1, Output: 2}
+	if s.price != nil {
+		price = *s.price
+	}
 	o := gateway.Options{Provider: f.provider, ProviderName: "fake", Recorder: f.recorder, Now: f.clock.Now,
-		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}}), Governor: s.governor,
+		Prices: pricing.New(map[string]pricing.Price{model: price}), Governor: s.governor,
 		Secrets: []string{"sk-secret"}, Spend: s.spend}
 	if !s.noCache {
 		o.Cache = cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute, Now: f.clock.Now})
@@ -320,6 +325,16 @@ func TestLiveCallIsPricedAndRecorded(t *testing.T) {
 	assert.False(t, run.UsageUnknown)
 	assert.Equal(t, []string{"request.received", "route.decided", "provider.completed"}, eventTypes(rec))
 	assert.InDelta(t, 200, event(t, rec, "provider.completed")["status"], 0)
+}
+
+func TestPromptCacheTokensArePricedAtTheirOwnPrice(t *testing.T) {
+	f := newFixture(t, setup{price: &pricing.Price{Input: 1, Output: 2, CachedInput: 0.5, CacheWrite: 3}})
+	// 10 prompt tokens: 4 read from the provider's cache, 2 written to it.
+	f.provider.usage = pluginapi.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12, CachedPromptTokens: 4, CacheWriteTokens: 2}
+	_, err := f.complete(t, auth.Optimize, "")
+	require.NoError(t, err)
+	run := f.recorder.last(t).Run
+	assert.InDelta(t, (4*1+4*0.5+2*3+2*2)/1e6, run.CostUSD, 1e-12)
 }
 
 func TestUnknownUsageIsFlaggedNotZero(t *testing.T) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/svc-gateway/svc/internal/pricing"
 
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ledger"
@@ -36,7 +37,7 @@ func (g *Gateway) estimate(c *call) spend.Amount {
 		return spend.Amount{}
 	}
 	a := g.spend.Estimate(c.req.Model, len(c.req.Body), int64(c.req.MaxTokens), func(prompt, completion int64) (float64, bool) {
-		return g.router.Cost(c.plan, prompt, completion)
+		return g.router.Cost(c.plan, pricing.Tokens{Prompt: prompt, Completion: completion})
 	})
 	c.estimatedUSD = a.USD
 	return a

@@ -129,10 +129,7 @@ type fileProvider struct {
 	Breaker    *fileBreaker         `json:"breaker"`
 }
 
-type filePrice struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
-}
+type filePrice = pricing.Price
 
 type fileRoute struct {
 	Model    string       `json:"model"`
@@ -706,10 +703,10 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 			switch {
 			case strings.TrimSpace(m) == "":
 				p.fail(entry, "prices", "a model name is required")
-			case pr.Input < 0 || pr.Output < 0:
+			case pr.Negative():
 				p.fail(entry, "prices."+m, "prices must be 0 or more")
 			}
-			prices[m] = pricing.Price{Input: pr.Input, Output: pr.Output}
+			prices[m] = pr
 		}
 		s.Prices = pricing.New(prices)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-gateway/svc/internal/pricing"
 )
 
 // testEnv is svc's environment in the tests: one key set, one empty.
@@ -56,7 +58,7 @@ providers:
     timeout: 30s
     headers: {X-Team: search}
     prices:
-      gpt-4o: {input: 2.0, output: 8.0}
+      gpt-4o: {input: 2.0, output: 8.0, cached_input: 1.0}
   - name: ollama
     plugin: openai
     mode: in_process
@@ -103,9 +105,11 @@ func TestParseAFullFile(t *testing.T) {
 	assert.Equal(t, map[string]string{"X-Team": "search"}, o.Config.Headers)
 	assert.Equal(t, BreakerConfig{Failures: 3, Cooldown: 10 * time.Second}, o.Breaker, "the file's default breaker")
 	assert.Equal(t, 1, o.Weight)
-	cost, known := o.Prices.Cost("gpt-4o", 1_000_000, 1_000_000)
+	cost, known := o.Prices.Cost("gpt-4o", pricing.Tokens{Prompt: 1_000_000, Completion: 1_000_000})
 	assert.True(t, known)
 	assert.InDelta(t, 10.0, cost, 1e-9)
+	cost, _ = o.Prices.Cost("gpt-4o", pricing.Tokens{Prompt: 1_000_000, CachedPrompt: 1_000_000})
+	assert.InDelta(t, 1.0, cost, 1e-9, "the instance's cached-input price")
 
 	l := f.Providers[1]
 	assert.Equal(t, ModeInProcess, l.Mode)
@@ -221,6 +225,7 @@ func TestParseErrors(t *testing.T) {
 			`p.yaml: routes[0] (model "gpt-4o"): targets[1]: provider "m" with model "gpt-4o" is already targets[0]`},
 		{"duplicate key in a route", "p.yaml", mock + "routes:\n  - model: fast\n    targets: [{provider: m}]\n    model: slow\n", `p.yaml: routes[0] (model "fast"): line 7: mapping key "model" already defined at line 5`},
 		{"price negative", "p.yaml", mock + "    prices: {gpt-4o: {input: -1, output: 2}}\n", `p.yaml: providers[0] (name "m"): prices.gpt-4o: prices must be 0 or more`},
+		{"cache price negative", "p.yaml", mock + "    prices: {gpt-4o: {input: 1, output: 2, cached_input: -1}}\n", `p.yaml: providers[0] (name "m"): prices.gpt-4o: prices must be 0 or more`},
 		{"price unknown key", "p.yaml", mock + "    prices: {gpt-4o: {in: 1}}\n", `p.yaml: providers[0] (name "m"): prices.gpt-4o: unknown field "in"`},
 		{"breaker failures", "p.yaml", mock + "    breaker: {failures: -1}\n", `p.yaml: providers[0] (name "m"): breaker.failures: must be between 0 (off) and 1000, not -1`},
 		{"breaker cooldown", "p.yaml", mock + "    breaker: {cooldown: soon}\n", `breaker.cooldown: "soon" is not a duration`},

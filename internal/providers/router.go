@@ -253,7 +253,7 @@ func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
 // for the model it was asked for, else the table's for that model, else
 // the table's for the model the caller named. Without an answer, the last
 // provider tried stands for it.
-func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float64, known bool) {
+func (r *Router) Cost(p *Plan, n pricing.Tokens) (usd float64, known bool) {
 	table := r.prices.Load()
 	upstream := p.Model
 	var prov *Provider
@@ -264,17 +264,17 @@ func (r *Router) Cost(p *Plan, promptTokens, completionTokens int64) (usd float6
 		}
 	}
 	if prov != nil && prov.Prices != nil {
-		if usd, ok := prov.Prices.Cost(upstream, promptTokens, completionTokens); ok {
+		if usd, ok := prov.Prices.Cost(upstream, n); ok {
 			return usd, true
 		}
 	}
 	if table == nil {
 		return 0, false
 	}
-	if usd, ok := table.Cost(upstream, promptTokens, completionTokens); ok || upstream == p.Model {
+	if usd, ok := table.Cost(upstream, n); ok || upstream == p.Model {
 		return usd, ok
 	}
-	return table.Cost(p.Model, promptTokens, completionTokens)
+	return table.Cost(p.Model, n)
 }
 
 // Status is the set's configuration and each provider's health now.

@@ -788,20 +788,20 @@ func TestCostPricesTheAnsweringProvider(t *testing.T) {
 
 	p, _, err := h.chat(t, "fast")
 	require.NoError(t, err)
-	usd, known := h.r.Cost(p, 1e6, 1e6)
+	usd, known := h.r.Cost(p, pricing.Tokens{Prompt: 1e6, Completion: 1e6})
 	assert.True(t, known)
 	assert.InDelta(t, 10.0, usd, 1e-9, "azure's own price")
 
 	h.script("azure", status(503, "down"))
 	p, _, err = h.chat(t, "fast")
 	require.NoError(t, err)
-	usd, _ = h.r.Cost(p, 1e6, 1e6)
+	usd, _ = h.r.Cost(p, pricing.Tokens{Prompt: 1e6, Completion: 1e6})
 	assert.InDelta(t, 12.5, usd, 1e-9, "the table's price for the upstream model")
 
 	h.script("openai", status(503, "down"))
 	p, _, err = h.chat(t, "fast")
 	require.NoError(t, err)
-	usd, known = h.r.Cost(p, 1e6, 1e6)
+	usd, known = h.r.Cost(p, pricing.Tokens{Prompt: 1e6, Completion: 1e6})
 	assert.True(t, known)
 	assert.InDelta(t, 2.0, usd, 1e-9, "qwen has no price: the caller's model's")
 }
@@ -1022,7 +1022,7 @@ func TestADowngradeOnOneProviderIsPricedByTheModelThatAnswered(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"openai:error", "openai:ok"}, outcomes(p))
 	assert.Equal(t, "gpt-4o-mini", p.Attempts[1].Model)
-	usd, known := h.r.Cost(p, 1_000_000, 0)
+	usd, known := h.r.Cost(p, pricing.Tokens{Prompt: 1_000_000, Completion: 0})
 	assert.True(t, known)
 	assert.InDelta(t, 1.0, usd, 1e-9, "gpt-4o-mini's price, not gpt-4o's")
 }

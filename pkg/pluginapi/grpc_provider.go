@@ -46,11 +46,13 @@ func toPBRequest(req ChatRequest) *pb.ChatRequest {
 }
 
 func fromPBUsage(u *pb.Usage) Usage {
-	return Usage{PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens()}
+	return Usage{PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(),
+		CachedPromptTokens: u.GetCachedPromptTokens(), CacheWriteTokens: u.GetCacheWriteTokens()}
 }
 
 func toPBUsage(u Usage) *pb.Usage {
-	return &pb.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	return &pb.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedPromptTokens: u.CachedPromptTokens, CacheWriteTokens: u.CacheWriteTokens}
 }
 
 func (c *providerClient) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {

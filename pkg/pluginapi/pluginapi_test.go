@@ -31,7 +31,7 @@ func (f *fakeProvider) Chat(_ context.Context, req pluginapi.ChatRequest) (plugi
 	if f.chatErr != nil {
 		return pluginapi.ChatResponse{}, f.chatErr
 	}
-	return pluginapi.ChatResponse{Body: []byte(`{"object":"chat.completion"}`), Usage: pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}}, nil
+	return pluginapi.ChatResponse{Body: []byte(`{"object":"chat.completion"}`), Usage: pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10, CachedPromptTokens: 4, CacheWriteTokens: 2}}, nil
 }
 
 func (f *fakeProvider) StreamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {
@@ -83,7 +83,7 @@ func TestProviderRoundTrip(t *testing.T) {
 	res, err := p.Chat(context.Background(), pluginapi.ChatRequest{Body: []byte(`{"model":"m"}`), Model: "m", RequestID: "run_1"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"object":"chat.completion"}`, string(res.Body))
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}, res.Usage)
+	assert.Equal(t, pluginapi.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10, CachedPromptTokens: 4, CacheWriteTokens: 2}, res.Usage)
 	req := <-f.seen
 	assert.Equal(t, "run_1", req.RequestID)
 	assert.Equal(t, "m", req.Model)

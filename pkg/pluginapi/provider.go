@@ -74,6 +74,11 @@ type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	TotalTokens      int64
+	// CachedPromptTokens and CacheWriteTokens are the part of PromptTokens
+	// the provider read from, and wrote to, its prompt cache: providers
+	// price them apart from other input tokens.
+	CachedPromptTokens int64
+	CacheWriteTokens   int64
 }
 
 // Model is one entry of the provider's model list.

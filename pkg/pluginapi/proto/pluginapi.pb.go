@@ -113,12 +113,14 @@ func (x *ChatRequest) GetTraceState() string {
 }
 
 type Usage struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	PromptTokens     int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
-	CompletionTokens int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
-	TotalTokens      int64                  `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	PromptTokens       int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens   int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	TotalTokens        int64                  `protobuf:"varint,3,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	CachedPromptTokens int64                  `protobuf:"varint,4,opt,name=cached_prompt_tokens,json=cachedPromptTokens,proto3" json:"cached_prompt_tokens,omitempty"` // of prompt_tokens, read from the provider's prompt cache
+	CacheWriteTokens   int64                  `protobuf:"varint,5,opt,name=cache_write_tokens,json=cacheWriteTokens,proto3" json:"cache_write_tokens,omitempty"`       // of prompt_tokens, written to it
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -168,6 +170,20 @@ func (x *Usage) GetCompletionTokens() int64 {
 func (x *Usage) GetTotalTokens() int64 {
 	if x != nil {
 		return x.TotalTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedPromptTokens() int64 {
+	if x != nil {
+		return x.CachedPromptTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
 	}
 	return 0
 }
@@ -1013,11 +1029,13 @@ const file_pkg_pluginapi_proto_pluginapi_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\tR\trequestId\x12!\n" +
 	"\ftrace_parent\x18\x05 \x01(\tR\vtraceParent\x12\x1f\n" +
 	"\vtrace_state\x18\x06 \x01(\tR\n" +
-	"traceState\"|\n" +
+	"traceState\"\xdc\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x03R\vtotalTokens\"Q\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x03R\vtotalTokens\x120\n" +
+	"\x14cached_prompt_tokens\x18\x04 \x01(\x03R\x12cachedPromptTokens\x12,\n" +
+	"\x12cache_write_tokens\x18\x05 \x01(\x03R\x10cacheWriteTokens\"Q\n" +
 	"\fChatResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12-\n" +
 	"\x05usage\x18\x02 \x01(\v2\x17.svc.pluginapi.v1.UsageR\x05usage\"m\n" +

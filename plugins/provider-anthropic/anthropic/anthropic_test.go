@@ -214,7 +214,8 @@ func TestChatCacheUsage(t *testing.T) {
 		res, err := p.Chat(context.Background(), chatReq(hello))
 		require.NoError(t, err)
 		// input_tokens 21 + cache_creation 188086 + cache_read 0
-		assert.Equal(t, pluginapi.Usage{PromptTokens: 188107, CompletionTokens: 393, TotalTokens: 188500}, res.Usage)
+		assert.Equal(t, pluginapi.Usage{PromptTokens: 188107, CompletionTokens: 393, TotalTokens: 188500, CacheWriteTokens: 188086}, res.Usage,
+			"the cache writes are told apart, for their price, through the plugin protocol too")
 		c := decodeCompletion(t, res.Body)
 		assert.EqualValues(t, 188107, c.Usage["prompt_tokens"])
 		assert.EqualValues(t, 188086, c.Usage["cache_creation_input_tokens"])
@@ -228,7 +229,7 @@ func TestChatCacheUsage(t *testing.T) {
 	})
 	res, err := read.provider(t).Chat(context.Background(), chatReq(hello))
 	require.NoError(t, err)
-	assert.Equal(t, pluginapi.Usage{PromptTokens: 188107, CompletionTokens: 393, TotalTokens: 188500}, res.Usage)
+	assert.Equal(t, pluginapi.Usage{PromptTokens: 188107, CompletionTokens: 393, TotalTokens: 188500, CachedPromptTokens: 188086}, res.Usage)
 	c := decodeCompletion(t, res.Body)
 	assert.Equal(t, map[string]any{"cached_tokens": 188086.0}, c.Usage["prompt_tokens_details"])
 	assert.EqualValues(t, 0, c.Usage["cache_creation_input_tokens"])

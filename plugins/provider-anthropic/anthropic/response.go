@@ -98,7 +98,13 @@ func (u msgUsage) out() (*usageOut, pluginapi.Usage) {
 	}
 	o.TotalTokens = o.PromptTokens + o.CompletionTokens
 	o.PromptTokensDetails.CachedTokens = u.CacheReadInputTokens
-	return o, pluginapi.Usage{PromptTokens: o.PromptTokens, CompletionTokens: o.CompletionTokens, TotalTokens: o.TotalTokens}
+	return o, o.usage()
+}
+
+// usage is the count svc prices the call by.
+func (o *usageOut) usage() pluginapi.Usage {
+	return pluginapi.Usage{PromptTokens: o.PromptTokens, CompletionTokens: o.CompletionTokens, TotalTokens: o.TotalTokens,
+		CachedPromptTokens: o.PromptTokensDetails.CachedTokens, CacheWriteTokens: o.CacheCreationInputTokens}
 }
 
 // finishReason maps a stop_reason: end_turn, stop_sequence and pause_turn

@@ -315,7 +315,7 @@ func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) e
 	if usage != nil {
 		c.Choices = []chunkChoice{}
 		c.Usage = usage
-		u := pluginapi.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens}
+		u := usage.usage()
 		out.Usage, out.UsageOnly = &u, true
 	} else {
 		c.Choices = []chunkChoice{{Delta: d, Logprobs: rawNull, FinishReason: finish}}

@@ -234,7 +234,7 @@ data: {"type":"message_stop"}
 	assert.Equal(t, "g", a.calls[1].name)
 	assert.Equal(t, `{"y":2}`, a.calls[1].args)
 	// usage with the cache: 10 + 100 read + 5 written
-	assert.Equal(t, &pluginapi.Usage{PromptTokens: 115, CompletionTokens: 30, TotalTokens: 145}, a.usage)
+	assert.Equal(t, &pluginapi.Usage{PromptTokens: 115, CompletionTokens: 30, TotalTokens: 145, CachedPromptTokens: 100, CacheWriteTokens: 5}, a.usage)
 	u := parsed[len(parsed)-1].Usage
 	assert.EqualValues(t, 100, u.PromptTokensDetails.CachedTokens)
 	assert.EqualValues(t, 5, u.CacheCreationInputTokens)

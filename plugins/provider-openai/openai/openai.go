@@ -771,6 +771,13 @@ type usageJSON struct {
 	TotalTokens      float64 `json:"total_tokens"`
 	InputTokens      float64 `json:"input_tokens"`
 	OutputTokens     float64 `json:"output_tokens"`
+	// PromptTokensDetails.CachedTokens is OpenAI's count of the prompt
+	// tokens read from its prompt cache; CacheCreationInputTokens is the
+	// count of those written to one, by the servers that report it.
+	PromptTokensDetails struct {
+		CachedTokens float64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CacheCreationInputTokens float64 `json:"cache_creation_input_tokens"`
 }
 
 func (j *usageJSON) usage() pluginapi.Usage {
@@ -788,6 +795,9 @@ func (j *usageJSON) usage() pluginapi.Usage {
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
+	// Kept within the prompt: a cache count above it is not believed.
+	u.CachedPromptTokens = min(max(int64(j.PromptTokensDetails.CachedTokens), 0), u.PromptTokens)
+	u.CacheWriteTokens = min(max(int64(j.CacheCreationInputTokens), 0), u.PromptTokens-u.CachedPromptTokens)
 	return u
 }
 

@@ -218,6 +218,12 @@ func TestChatUsageParsing(t *testing.T) {
 		{"floats", `{"usage":{"prompt_tokens":3.0,"completion_tokens":4e0,"total_tokens":7}}`, pluginapi.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}},
 		{"total computed", `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, pluginapi.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}},
 		{"input/output names", `{"usage":{"input_tokens":5,"output_tokens":6}}`, pluginapi.Usage{PromptTokens: 5, CompletionTokens: 6, TotalTokens: 11}},
+		{"cached prompt tokens", `{"usage":{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}}`,
+			pluginapi.Usage{PromptTokens: 2006, CompletionTokens: 300, TotalTokens: 2306, CachedPromptTokens: 1920}},
+		{"cache writes, as Anthropic-compatible servers report them", `{"usage":{"prompt_tokens":100,"completion_tokens":1,"cache_creation_input_tokens":60,"prompt_tokens_details":{"cached_tokens":30}}}`,
+			pluginapi.Usage{PromptTokens: 100, CompletionTokens: 1, TotalTokens: 101, CachedPromptTokens: 30, CacheWriteTokens: 60}},
+		{"cache counts past the prompt are cut to it", `{"usage":{"prompt_tokens":10,"completion_tokens":1,"cache_creation_input_tokens":60,"prompt_tokens_details":{"cached_tokens":8}}}`,
+			pluginapi.Usage{PromptTokens: 10, CompletionTokens: 1, TotalTokens: 11, CachedPromptTokens: 8, CacheWriteTokens: 2}},
 		{"usage before choices", `{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2},"choices":[{"message":{"content":"\"usage\": 9"}}]}`, pluginapi.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}},
 		{"odd types ignored", `{"usage":{"prompt_tokens":"x"}}`, pluginapi.Usage{}},
 	}
