@@ -169,12 +169,14 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 			response = []byte(r.Response)
 		}
 		// The values every table repeats are boxed once: each conversion
-		// to any of a string or a number is an allocation.
-		id, tenantID, createdAt, count, head := any(r.ID), any(r.TenantID), any(r.CreatedAt.UnixMilli()), any(rec.Head.Count), any(rec.Head.Hash[:])
-		runArgs = append(runArgs, id, tenantID, createdAt, r.Route, r.Status, r.HTTPStatus,
+		// to any of a string or a number is an allocation. Numbers go as
+		// int64, which database/sql passes on as it is (an int it converts
+		// through reflection).
+		id, tenantID, createdAt, count, head := any(r.ID), any(r.TenantID), any(r.CreatedAt.UnixMilli()), any(int64(rec.Head.Count)), any(rec.Head.Hash[:])
+		runArgs = append(runArgs, id, tenantID, createdAt, r.Route, r.Status, int64(r.HTTPStatus),
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, count, head, r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain, r.TraceID)
+			[]byte(r.Request), response, count, head, r.SavedUSD, r.SavedMS, r.GhostSavedUSD, int64(rec.Chain), r.TraceID)
 		var at int64
 		var atArg any
 		for _, e := range rec.Events {
@@ -182,7 +184,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 				at = e.At.UnixMilli()
 				atArg = at
 			}
-			eventArgs = append(eventArgs, id, e.Seq, tenantID, atArg, e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
+			eventArgs = append(eventArgs, id, int64(e.Seq), tenantID, atArg, e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
 		entryArgs = append(entryArgs, tenantID, id, ledger.EntryRun, count, head, rec.Digest[:], createdAt, now)
 	}
