@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/svc-gateway/svc/internal/cache"
 	"github.com/svc-gateway/svc/internal/errs"
@@ -212,6 +213,10 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 			return Message{}, invalid("messages", "Missing required parameter: 'messages[%d].content'.", i)
 		}
 	case raw[0] == '"':
+		if text, ok := plainString(raw); ok {
+			msg.Content = text
+			break
+		}
 		if err := json.Unmarshal(raw, &msg.Content); err != nil {
 			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string.", i)
 		}
@@ -241,6 +246,26 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 		return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
 	}
 	return msg, nil
+}
+
+// plainString is the text of a JSON string that has no escapes, no control
+// characters and only valid UTF-8, which is its bytes between the quotes:
+// what json.Unmarshal would make of it, without decoding it again (the
+// body was checked whole before). ok is false for any other string.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
 }
 
 // keysError is a key strictjson refused in a value found at path, in the

@@ -57,9 +57,17 @@ func writeResult(w http.ResponseWriter, res gateway.Result, err error) error {
 
 func setRunHeaders(w http.ResponseWriter, runID, route string) {
 	h := w.Header()
-	h.Set(headerRunID, runID)
-	h.Set(headerRoute, route)
+	h[keyRunID] = []string{runID}
+	h[keyRoute] = []string{route}
 }
+
+// The run headers' keys in canonical form, as Header.Set stores them,
+// worked out once rather than on every answer.
+var (
+	keyRunID    = http.CanonicalHeaderKey(headerRunID)
+	keyRoute    = http.CanonicalHeaderKey(headerRoute)
+	keyOverhead = http.CanonicalHeaderKey(headerOverhead)
+)
 
 // streamCompletion answers with Server-Sent Events: one chunk per event as
 // the provider sends it, then "data: [DONE]" once the run is recorded.

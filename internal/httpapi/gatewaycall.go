@@ -59,7 +59,7 @@ func newGatewayCall(ctx context.Context, endpoint string, start time.Time) (*gat
 // with svc's own time so far.
 func (gc *gatewayCall) answering(h http.Header) {
 	now := time.Now()
-	h.Set(headerOverhead, strconv.FormatFloat(float64(gc.clock.Overhead(now).Microseconds())/1000, 'f', -1, 64))
+	h[keyOverhead] = []string{strconv.FormatFloat(float64(gc.clock.Overhead(now).Microseconds())/1000, 'f', -1, 64)}
 	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		gc.firstByte = now.Sub(gc.clock.Started())
 	}

@@ -157,7 +157,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	runArgs := make([]any, 0, len(recs)*runParams)
 	eventArgs := make([]any, 0, len(recs)*3*eventParams)
 	entryArgs := make([]any, 0, len(recs)*entryParams)
-	now := s.nowMS()
+	now := any(s.nowMS()) // boxed once, for every entry
 	for _, rec := range recs {
 		r := rec.Run
 		explanation, err := rec.ExplanationJSON()
@@ -168,15 +168,25 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		if r.Response != nil {
 			response = []byte(r.Response)
 		}
-		runArgs = append(runArgs, r.ID, r.TenantID, r.CreatedAt.UnixMilli(), r.Route, r.Status, r.HTTPStatus,
+		// The values every table repeats are boxed once: each conversion
+		// to any of a string or a number is an allocation. Numbers go as
+		// int64, which database/sql passes on as it is (an int it converts
+		// through reflection).
+		id, tenantID, createdAt, count, head := any(r.ID), any(r.TenantID), any(r.CreatedAt.UnixMilli()), any(int64(rec.Head.Count)), any(rec.Head.Hash[:])
+		runArgs = append(runArgs, id, tenantID, createdAt, r.Route, r.Status, int64(r.HTTPStatus),
 			r.Model, r.App, r.Agent, r.Subject, r.Mode, r.KeyID, r.Provider, r.Stream, r.PromptTokens, r.CompletionTokens,
 			r.TotalTokens, r.UsageUnknown, r.CostUSD, r.PriceUnknown, r.LatencyMS, explanation, r.Error,
-			[]byte(r.Request), response, rec.Head.Count, rec.Head.Hash[:], r.SavedUSD, r.SavedMS, r.GhostSavedUSD, rec.Chain, r.TraceID)
+			[]byte(r.Request), response, count, head, r.SavedUSD, r.SavedMS, r.GhostSavedUSD, int64(rec.Chain), r.TraceID)
+		var at int64
+		var atArg any
 		for _, e := range rec.Events {
-			eventArgs = append(eventArgs, r.ID, e.Seq, r.TenantID, e.At.UnixMilli(), e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
+			if atArg == nil || e.At.UnixMilli() != at { // a run's events mostly share a time
+				at = e.At.UnixMilli()
+				atArg = at
+			}
+			eventArgs = append(eventArgs, id, int64(e.Seq), tenantID, atArg, e.Type, []byte(e.Payload), e.PrevHash[:], e.Hash[:])
 		}
-		entryArgs = append(entryArgs, r.TenantID, r.ID, ledger.EntryRun, rec.Head.Count, rec.Head.Hash[:], rec.Digest[:],
-			r.CreatedAt.UnixMilli(), now)
+		entryArgs = append(entryArgs, tenantID, id, ledger.EntryRun, count, head, rec.Digest[:], createdAt, now)
 	}
 	runs, err := s.prepareInsert(ctx, "runs", runParams, maxRunRows, runArgs)
 	if err != nil {

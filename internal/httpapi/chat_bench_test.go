@@ -1,0 +1,52 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
+
+// instantAnswer answers every chat at once with the same body, so that a
+// benchmark through it measures svc's own work alone.
+type instantAnswer struct{}
+
+var instantBody = []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters."},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":20,"completion_tokens":6,"total_tokens":26}}`)
+
+func (instantAnswer) Chat(context.Context, pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	return pluginapi.ChatResponse{Body: instantBody, Usage: pluginapi.Usage{PromptTokens: 20, CompletionTokens: 6, TotalTokens: 26}}, nil
+}
+
+func (instantAnswer) StreamChat(context.Context, pluginapi.ChatRequest, func(pluginapi.ChatChunk) error) error {
+	return nil
+}
+
+func (instantAnswer) Models(context.Context) ([]pluginapi.Model, error) { return nil, nil }
+
+// BenchmarkChatCompletion is a chat completion through svc's whole HTTP
+// handler (authentication, rate limit, parse, policies, exact cache miss,
+// the provider in process, the run journaled and stored, the log line),
+// each call a request none before it asked, as svc-bench sends them: what
+// svc adds to a call, without the network.
+func BenchmarkChatCompletion(b *testing.B) {
+	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
+	h := newServerWith(b, bootstrap, nil, instantAnswer{}).handler
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
+		req.Header.Set("Authorization", "Bearer "+bootstrap)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+	}
+}
