@@ -250,6 +250,8 @@ func (g *Governor) Settle(ctx context.Context, j Judgment) (Decision, error) {
 		}
 		if err == nil {
 			d.Standing = &st
+		} else {
+			g.logger.Warn("moving the agent's standing failed; this decision does not count", "agent", id.Agent, "error", err)
 		}
 	}
 	if d.Verdict.Decision != policy.Allow || d.Verdict.ApprovalID != "" {
