@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -99,4 +100,30 @@ func TestConcurrentMovesOfOneStandingEachCount(t *testing.T) {
 	st, _, err = replicas[0].AgentStanding(ctx, tenant.DefaultID, "bot")
 	require.NoError(t, err)
 	assert.Equal(t, ledger.Standing{Trust: ledger.TrustRestricted, Denies: n, Decisions: 2 * int64(n)}, st)
+}
+
+// BenchmarkMoveAgentStanding is what a decision on an agent's call costs
+// replicas on PostgreSQL (SVC_TEST_DB=postgres): one statement, on one agent
+// (its row's lock taken by each move in turn) or on many.
+func BenchmarkMoveAgentStanding(b *testing.B) {
+	ctx := context.Background()
+	s := storetest.Open(b)
+	for _, agents := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", agents), func(b *testing.B) {
+			names := make([]string, agents)
+			for i := range names {
+				names[i] = fmt.Sprintf("bench-%d-%d", agents, i)
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := s.MoveAgentStanding(ctx, tenant.DefaultID, names[i%agents], "allow", time.Now()); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
 }
