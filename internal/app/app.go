@@ -379,7 +379,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	forget, err := a.replicate(ctx, settingsService, budgets, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed(), budgets, tracker})
+	forget, err := a.replicate(ctx, settingsService, budgets, governor, []accounts.Forgetter{a.Keys, a.Cache, a.Learning, recorder.Feed(), budgets, tracker})
 	if err != nil {
 		return nil, fmt.Errorf("following the other replicas: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/accounts"
 	"github.com/svc-gateway/svc/internal/changes"
+	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/spend"
 	"github.com/svc-gateway/svc/internal/store"
@@ -20,7 +21,7 @@ const tenantsTopic = "tenants"
 // trusted longer than SVC_DB_REFRESH, the bound on a lost notification. On
 // SQLite, one process, nothing changes. forget are the components that
 // drop a deleted organization.
-func (a *App) replicate(ctx context.Context, st *settings.Service, budgets *spend.Budgets, forget []accounts.Forgetter) ([]accounts.Forgetter, error) {
+func (a *App) replicate(ctx context.Context, st *settings.Service, budgets *spend.Budgets, governor *governance.Governor, forget []accounts.Forgetter) ([]accounts.Forgetter, error) {
 	if a.Store.Engine() != store.Postgres {
 		return forget, nil
 	}
@@ -29,6 +30,7 @@ func (a *App) replicate(ctx context.Context, st *settings.Service, budgets *spen
 	a.Sessions.Replicate(feed, refresh)
 	st.Replicate(feed, refresh)
 	budgets.Replicate(feed, refresh)
+	governor.Replicate(feed, refresh)
 	if err := a.Cache.Replicate(ctx, feed, a.Store); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -36,13 +37,22 @@ func twoReplicas(t *testing.T, refresh time.Duration) (*app.App, *app.App) {
 // twoReplicasWith is twoReplicas with provider the one both call.
 func twoReplicasWith(t *testing.T, refresh time.Duration, provider pluginapi.Provider) (*app.App, *app.App) {
 	t.Helper()
+	return twoReplicasEnv(t, refresh, provider, nil)
+}
+
+// twoReplicasEnv is twoReplicasWith with env added to both replicas'
+// configuration.
+func twoReplicasEnv(t *testing.T, refresh time.Duration, provider pluginapi.Provider, env map[string]string) (*app.App, *app.App) {
+	t.Helper()
 	dsn := storetest.DSN(t)
 	keyFile := filepath.Join(t.TempDir(), "ledger.key")
 	open := func() *app.App {
-		cfg := configFor(t, map[string]string{
+		e := map[string]string{
 			"SVC_DB": dsn, "SVC_DB_REFRESH": refresh.String(), "SVC_API_KEY": replicaToken,
 			"SVC_JOURNAL_DIR": t.TempDir(), "SVC_LEDGER_KEY_FILE": keyFile,
-		})
+		}
+		maps.Copy(e, env)
+		cfg := configFor(t, e)
 		a, err := app.New(context.Background(), app.Options{Config: cfg, Provider: provider, Mailer: noMail{}})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = a.Close() })

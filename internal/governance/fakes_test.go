@@ -150,6 +150,7 @@ type memAgents struct {
 	book  map[agentKey]ledger.Standing
 	saved map[agentKey]ledger.Standing
 	reads int
+	moves int
 	fail  error
 }
 
@@ -179,6 +180,25 @@ func (m *memAgents) SaveAgentStanding(_ context.Context, tenantID, name string, 
 	}
 	m.saved[agentKey{tenantID, name}] = st
 	return nil
+}
+
+// MoveAgentStanding moves the standing in the book, as the store does in
+// its database.
+func (m *memAgents) MoveAgentStanding(_ context.Context, tenantID, name, decision string, _ time.Time) (ledger.Standing, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.moves++
+	if m.fail != nil {
+		return ledger.Standing{}, m.fail
+	}
+	k := agentKey{tenantID, name}
+	st, ok := m.book[k]
+	if !ok {
+		st = ledger.NewStanding()
+	}
+	st = st.After(decision)
+	m.book[k] = st
+	return st, nil
 }
 
 // note is one webhook event the governor sent.

@@ -19,6 +19,7 @@ import (
 	"github.com/svc-gateway/svc/internal/approval"
 	"github.com/svc-gateway/svc/internal/audit"
 	"github.com/svc-gateway/svc/internal/auth"
+	"github.com/svc-gateway/svc/internal/changes"
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/metrics"
@@ -249,6 +250,8 @@ func (g *Governor) Settle(ctx context.Context, j Judgment) (Decision, error) {
 		}
 		if err == nil {
 			d.Standing = &st
+		} else {
+			g.logger.Warn("moving the agent's standing failed; this decision does not count", "agent", id.Agent, "error", err)
 		}
 	}
 	if d.Verdict.Decision != policy.Allow || d.Verdict.ApprovalID != "" {
@@ -383,8 +386,20 @@ func (g *Governor) DecideApproval(ctx context.Context, id *auth.Identity, approv
 	return a, nil
 }
 
-// SaveStanding stores an agent's standing that moved outside a run.
+// Replicate makes the agents' standing shared by the replicas of the
+// database: each decision moves the standing in the store, and the trust
+// policies read follows the other replicas' moves (told on feed, and read
+// again past refresh). Call it before use.
+func (g *Governor) Replicate(feed changes.Feed, refresh time.Duration) {
+	g.standings.replicate(feed, refresh, g.now)
+}
+
+// SaveStanding stores an agent's standing that moved outside a run. With
+// replicas (Replicate) the decision stored it already.
 func (g *Governor) SaveStanding(ctx context.Context, tenantID, agent string, st ledger.Standing, at time.Time) {
+	if g.standings.feed != nil {
+		return
+	}
 	if err := g.standings.store.SaveAgentStanding(ctx, tenantID, agent, st, at); err != nil {
 		g.logger.Error("storing an agent's standing failed", "agent", agent, "error", err)
 	}

@@ -13,7 +13,8 @@
 // Several processes (replicas on one PostgreSQL database) may serve one
 // queue. A claim leases the job to its process (Options.Owner) for
 // Options.Lease, and the process renews the leases of the jobs it runs
-// every third of that while their handlers run. A running job whose lease
+// every third of that while their handlers run; the leases are measured
+// by the database's clock, not the processes'. A running job whose lease
 // has lapsed belongs to a process that died: any process queues it again,
 // the attempt counted as failed, so it runs again elsewhere; an outcome
 // its old process records after that is refused. Where one process serves
@@ -127,14 +128,15 @@ type Store interface {
 	// OnceKey already.
 	InsertJob(ctx context.Context, j *Job) error
 	// ClaimJob takes the queued job of one of types whose RunAt is earliest
-	// and not after now, marks it running, leased to owner until
-	// leaseUntil, counts the attempt and returns it, in one statement that
-	// no concurrent claim, of this process or another, can also win. ok is
-	// false when no job is due.
-	ClaimJob(ctx context.Context, types []string, now time.Time, owner string, leaseUntil time.Time) (j Job, ok bool, err error)
-	// RenewJobs extends to until the leases of the running jobs owner
-	// holds.
-	RenewJobs(ctx context.Context, owner string, until time.Time) error
+	// and not after now, marks it running, leased to owner for lease,
+	// counts the attempt and returns it, in one statement that no
+	// concurrent claim, of this process or another, can also win. ok is
+	// false when no job is due. A store that several processes share
+	// measures leases by one clock of its own, not by now.
+	ClaimJob(ctx context.Context, types []string, now time.Time, owner string, lease time.Duration) (j Job, ok bool, err error)
+	// RenewJobs extends the leases of the running jobs owner holds to
+	// lease from now.
+	RenewJobs(ctx context.Context, owner string, now time.Time, lease time.Duration) error
 	// FinishJob records the outcome of a running job's attempt: Status,
 	// LastError, RunAt and UpdatedAt of j. Returns errs.NotFound when the
 	// tenant has no job j.ID running its attempt j.Attempts for j.Owner
@@ -144,7 +146,7 @@ type Store interface {
 	// with lastError saying the attempt was interrupted; a job whose
 	// interrupted attempt was its last becomes failed instead. With all it
 	// takes every running job, otherwise only those whose lease ended
-	// before now. It returns the types of the jobs requeued and failed,
+	// before now (by the store's clock, where it keeps one). It returns the types of the jobs requeued and failed,
 	// one per job.
 	RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error)
 	// Job returns one job of the tenant. Returns errs.NotFound when the

@@ -82,8 +82,8 @@ type Options struct {
 	// webhook.deliver"); nil traces nothing.
 	Tracer trace.Tracer
 	// Lease is how long a claim holds a running job unless renewed;
-	// DefaultLease. The processes' clocks may differ by less than two
-	// thirds of it.
+	// DefaultLease. A shared store measures it by its own clock (the
+	// database's), so the processes' clocks need not agree.
 	Lease time.Duration
 	// Owner names this process in the leases it holds; by default the
 	// host name, process id and a random suffix.
@@ -318,7 +318,7 @@ func (q *Queue) recover(ctx context.Context, all bool) (requeued, failed int, er
 // their clock.
 func (q *Queue) Heartbeat(ctx context.Context) error {
 	if q.running.Load() > 0 {
-		if err := q.store.RenewJobs(ctx, q.opts.Owner, q.leaseUntil()); err != nil {
+		if err := q.store.RenewJobs(ctx, q.opts.Owner, q.now(), q.opts.Lease); err != nil {
 			return fmt.Errorf("jobs: renew leases: %w", err)
 		}
 	}
@@ -328,8 +328,6 @@ func (q *Queue) Heartbeat(ctx context.Context) error {
 	_, _, err := q.recover(ctx, false)
 	return err
 }
-
-func (q *Queue) leaseUntil() time.Time { return q.now().Add(q.opts.Lease) }
 
 func (q *Queue) heartbeat() {
 	defer q.beat.Done()
@@ -439,7 +437,7 @@ func (q *Queue) runOne(ctx context.Context) (ran bool, err error) {
 	}
 	q.running.Add(1)
 	defer q.running.Add(-1)
-	j, ok, err := q.store.ClaimJob(ctx, types, q.now(), q.opts.Owner, q.leaseUntil())
+	j, ok, err := q.store.ClaimJob(ctx, types, q.now(), q.opts.Owner, q.opts.Lease)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -256,7 +256,7 @@ func TestRestartRecoversRunningJobs(t *testing.T) {
 	last, err := last1.Enqueue(ctx, tenant.DefaultID, "test.work", map[string]string{"k": "last"})
 	require.NoError(t, err)
 	for range 2 {
-		_, claimed, err := s1.ClaimJob(ctx, []string{"test.work"}, c.Now(), "stopped", c.Now().Add(time.Hour))
+		_, claimed, err := s1.ClaimJob(ctx, []string{"test.work"}, c.Now(), "stopped", time.Hour)
 		require.NoError(t, err)
 		require.True(t, claimed)
 	}
@@ -417,7 +417,7 @@ func TestListFiltersAndCounts(t *testing.T) {
 	succeeded, failed := enqueue("test.ok"), enqueue("test.bad")
 	require.Equal(t, 2, runDue(t, q))
 	running, queued := enqueue("test.ok"), enqueue("test.ok")
-	claimed, isClaimed, err := s.ClaimJob(ctx, []string{"test.ok"}, c.Now(), "elsewhere", c.Now().Add(time.Hour)) // in flight
+	claimed, isClaimed, err := s.ClaimJob(ctx, []string{"test.ok"}, c.Now(), "elsewhere", time.Hour) // in flight
 	require.NoError(t, err)
 	require.True(t, isClaimed)
 	require.Equal(t, running.ID, claimed.ID, "the earliest due job is claimed first")

@@ -22,13 +22,23 @@ import (
 // PostgreSQL database: n replicas.
 func replicaQueues(t *testing.T, n int, c *fakeclock.Clock, opts jobs.Options) []*jobs.Queue {
 	t.Helper()
+	clocks := make([]*fakeclock.Clock, n)
+	for i := range clocks {
+		clocks[i] = c
+	}
+	return replicaQueuesOn(t, clocks, opts)
+}
+
+// replicaQueuesOn is replicaQueues with each replica on its own clock.
+func replicaQueuesOn(t *testing.T, clocks []*fakeclock.Clock, opts jobs.Options) []*jobs.Queue {
+	t.Helper()
 	dsn := storetest.DSN(t)
-	qs := make([]*jobs.Queue, n)
+	qs := make([]*jobs.Queue, len(clocks))
 	for i := range qs {
 		o := opts
 		o.Shared = true
 		o.Owner = fmt.Sprintf("replica-%d", i)
-		qs[i] = newQueue(t, storetest.OpenAt(t, dsn), c, o)
+		qs[i] = newQueue(t, storetest.OpenAt(t, dsn), clocks[i], o)
 	}
 	return qs
 }
@@ -91,10 +101,15 @@ func blocking(q *jobs.Queue, started chan<- jobs.Job, release <-chan struct{}) {
 	})
 }
 
+// A lease is measured by the database's clock: a replica whose clock runs
+// hours ahead does not take a live replica's job, and takes it once the
+// lease lapsed in real time.
 func TestLapsedLeaseIsRecoveredByAnotherReplica(t *testing.T) {
 	ctx := context.Background()
-	c := newClock()
-	qs := replicaQueues(t, 2, c, jobs.Options{PollInterval: time.Hour})
+	ahead := newClock()
+	ahead.Advance(3 * time.Hour)
+	const lease = 2 * time.Second
+	qs := replicaQueuesOn(t, []*fakeclock.Clock{newClock(), ahead}, jobs.Options{PollInterval: time.Hour, Lease: lease})
 	a, b := qs[0], qs[1]
 	started := make(chan jobs.Job, 2)
 	release := make(chan struct{})
@@ -111,19 +126,17 @@ func TestLapsedLeaseIsRecoveredByAnotherReplica(t *testing.T) {
 	require.Equal(t, j.ID, got.ID)
 	assert.Equal(t, "replica-0", get(t, b, tenant.DefaultID, j.ID).Owner)
 
-	// While a renews its lease the job stays a's, however long it runs.
-	for range 3 {
-		c.Advance(jobs.DefaultLease / 2)
-		require.NoError(t, a.Heartbeat(ctx))
-		require.NoError(t, b.Heartbeat(ctx))
-		assert.Equal(t, jobs.Running, get(t, b, tenant.DefaultID, j.ID).Status, "a live lease is not taken")
-	}
+	// While a renews its lease the job stays a's, whatever b's clock says.
+	require.NoError(t, a.Heartbeat(ctx))
+	require.NoError(t, b.Heartbeat(ctx))
+	assert.Equal(t, jobs.Running, get(t, b, tenant.DefaultID, j.ID).Status, "a live lease is not taken")
 
 	// a misses its renewals: b queues the job again and runs it.
-	c.Advance(jobs.DefaultLease + time.Second)
-	require.NoError(t, b.Heartbeat(ctx))
+	require.Eventually(t, func() bool {
+		require.NoError(t, b.Heartbeat(ctx))
+		return get(t, b, tenant.DefaultID, j.ID).Status == jobs.Queued
+	}, 10*lease, 10*time.Millisecond, "the lapsed lease is taken")
 	requeued := get(t, b, tenant.DefaultID, j.ID)
-	assert.Equal(t, jobs.Queued, requeued.Status)
 	assert.Contains(t, requeued.LastError, "interrupted")
 	done := make(chan int, 1)
 	go func() { n, _ := b.RunDue(ctx); done <- n }()
@@ -139,6 +152,41 @@ func TestLapsedLeaseIsRecoveredByAnotherReplica(t *testing.T) {
 	final := get(t, a, tenant.DefaultID, j.ID)
 	assert.Equal(t, jobs.Succeeded, final.Status)
 	assert.Equal(t, 2, final.Attempts)
+}
+
+// A replica whose clock runs far ahead, or far behind, of another's takes
+// none of its live jobs, however often it looks.
+func TestSkewedClocksLeaveLiveJobs(t *testing.T) {
+	ctx := context.Background()
+	ahead, behind := newClock(), newClock()
+	ahead.Advance(24 * time.Hour)
+	behind.Advance(-24 * time.Hour)
+	qs := replicaQueuesOn(t, []*fakeclock.Clock{behind, ahead}, jobs.Options{PollInterval: time.Hour})
+	a, b := qs[0], qs[1]
+	started := make(chan jobs.Job, 2)
+	release := make(chan struct{})
+	blocking(a, started, release)
+	blocking(b, started, release)
+	j, err := a.Enqueue(ctx, tenant.DefaultID, "test.slow", nil)
+	require.NoError(t, err)
+	outcome := make(chan error, 1)
+	go func() { _, err := a.RunDue(ctx); outcome <- err }()
+	<-started
+
+	for range 3 {
+		require.NoError(t, a.Heartbeat(ctx))
+		require.NoError(t, b.Heartbeat(ctx))
+		requeued, failed, err := b.Recover(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, requeued+failed)
+		got := get(t, b, tenant.DefaultID, j.ID)
+		assert.Equal(t, jobs.Running, got.Status, "a's lease is live")
+		assert.Equal(t, "replica-0", got.Owner)
+	}
+	close(release)
+	require.NoError(t, <-outcome)
+	assert.Equal(t, jobs.Succeeded, get(t, a, tenant.DefaultID, j.ID).Status)
+	assert.Equal(t, 1, get(t, a, tenant.DefaultID, j.ID).Attempts)
 }
 
 func TestStartingReplicaLeavesALiveReplicasJobs(t *testing.T) {

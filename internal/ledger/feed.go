@@ -107,6 +107,24 @@ func (f *Feed) Close() {
 	f.subscribers.Store(0)
 }
 
+// Drop ends every subscription as fallen behind (Dropped): their readers
+// reconnect and reload the list. For a replica that cannot tell which of
+// the other replicas' runs its streams missed, rather than let them go on
+// with a silent gap.
+func (f *Feed) Drop() {
+	if f.subscribers.Load() == 0 {
+		return
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, subs := range f.byTen {
+		for s := range subs {
+			s.dropped.Store(true)
+			s.end() // Close, by its reader, takes it off the feed
+		}
+	}
+}
+
 // ForgetTenant ends every subscription of a deleted tenant and takes them
 // off the feed: their streams end, whoever is still reading them.
 func (f *Feed) ForgetTenant(tenantID string) {
@@ -142,7 +160,8 @@ func (s *Subscription) Runs() <-chan *Run { return s.runs }
 // closed, its tenant forgotten, or its feed closed. Runs still buffered may be read, or left.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
-// Dropped reports whether the subscription ended for falling behind.
+// Dropped reports whether the subscription ended for falling behind (its
+// own reading, or the replica's following of the others: Feed.Drop).
 func (s *Subscription) Dropped() bool { return s.dropped.Load() }
 
 // Close ends the subscription and takes it off the feed.

@@ -20,7 +20,7 @@ const runsTopic = "runs"
 const noticeBytes = 4000
 
 // heardBacklog is how many notices may wait for their runs to be read;
-// one heard beyond is dropped, its runs missing from the streams here.
+// one heard beyond collapses the backlog into changes.Everything.
 const heardBacklog = 64
 
 // RunsReader reads runs another replica stored.
@@ -36,7 +36,12 @@ type RunsReader interface {
 // replica, for a tenant someone streams here, is read from runs and
 // published on the Feed. Reads and notices happen off the requests' path;
 // a failed one is logged and its runs miss the streams (which are live,
-// not durable: the runs list has them). Call it before recording.
+// not durable: the runs list has them). Where the runs missed are not
+// known — the feed reconnected (changes.Everything), or more notices came
+// than the backlog holds, which collapses into the same — every stream
+// here is dropped, as a reader that fell behind is, for its client to
+// reload the list rather than go on with a silent gap. Call it before
+// recording.
 func (r *Recorder) Replicate(feed changes.Feed, runs RunsReader, logger hclog.Logger) {
 	r.OnStored(func(recs []*Record) {
 		for _, payload := range runNotices(recs) {
@@ -44,11 +49,21 @@ func (r *Recorder) Replicate(feed changes.Feed, runs RunsReader, logger hclog.Lo
 		}
 	})
 	heard := make(chan string, heardBacklog)
+	startOver := func(why string) {
+		for len(heard) > 0 { // what is queued is for the streams dropped
+			select {
+			case <-heard:
+			default:
+			}
+		}
+		if r.feed.Subscribers() > 0 {
+			logger.Info(why+"; the live streams are dropped for their clients to reload", "streams", r.feed.Subscribers())
+		}
+		r.feed.Drop()
+	}
 	feed.Subscribe(runsTopic, func(payload string) {
 		if payload == changes.Everything {
-			// The runs announced while the feed was away are not sent:
-			// a stream is live from its start, and the list has them.
-			logger.Debug("the change feed reconnected; runs the other replicas stored meanwhile are not streamed")
+			startOver("the change feed reconnected: runs the other replicas stored meanwhile are not known")
 			return
 		}
 		tenantID, _, _ := strings.Cut(payload, " ")
@@ -58,7 +73,8 @@ func (r *Recorder) Replicate(feed changes.Feed, runs RunsReader, logger hclog.Lo
 		select {
 		case heard <- payload:
 		default:
-			logger.Warn("the live streams fell behind the other replicas' runs; some are not streamed", "tenant", tenantID)
+			// Collapsed, as on a reconnect: nothing is lost silently.
+			startOver("the live streams fell behind the other replicas' runs")
 		}
 	})
 	r.followers.Go(func() { r.follow(heard, runs, logger) })

@@ -233,8 +233,7 @@ func TestReplicateAnnouncesAndStreamsRuns(t *testing.T) {
 	sub, err := r.Feed().Subscribe("t_1", Filter{Status: StatusError}, 0)
 	require.NoError(t, err)
 	defer sub.Close()
-	feed.Publish("runs", changes.Everything) // a reconnect: nothing to read
-	feed.Publish("runs", "t_2 run_c")        // nobody streams t_2 here
+	feed.Publish("runs", "t_2 run_c") // nobody streams t_2 here
 	feed.Publish("runs", "t_1 run_c run_a run_b")
 	select {
 	case run := <-sub.Runs():
@@ -245,4 +244,84 @@ func TestReplicateAnnouncesAndStreamsRuns(t *testing.T) {
 	reader.mu.Lock()
 	assert.Equal(t, []string{"t_1"}, reader.asked, "read only for a tenant streamed, by that tenant")
 	reader.mu.Unlock()
+}
+
+// runsGate is a RunsReader that waits for its gate before each read.
+type runsGate struct {
+	entered chan string
+	gate    chan struct{}
+}
+
+func (g *runsGate) RunsByID(ctx context.Context, tenantID string, _ []string) ([]Run, error) {
+	g.entered <- tenantID
+	<-g.gate
+	return nil, nil
+}
+
+// A replica that cannot tell which runs its streams missed drops them, for
+// their clients to reload the list: when its backlog of the other
+// replicas' notices overflows, as when the feed reconnects.
+func TestAnOverflowingBacklogDropsTheStreams(t *testing.T) {
+	ctx := context.Background()
+	r, err := NewRecorder(ctx, &flakyStore{writes: map[string]int{}}, t.TempDir(), hclog.NewNullLogger())
+	require.NoError(t, err)
+	reader := &runsGate{entered: make(chan string, 1), gate: make(chan struct{})}
+	defer r.Close()
+	defer close(reader.gate)
+	feed := changestest.New()
+	r.Replicate(feed, reader, hclog.NewNullLogger())
+	sub, err := r.Feed().Subscribe("t_1", Filter{}, 0)
+	require.NoError(t, err)
+	defer sub.Close()
+	other, err := r.Feed().Subscribe("t_2", Filter{}, 0)
+	require.NoError(t, err)
+	defer other.Close()
+
+	feed.Publish("runs", "t_1 run_0")
+	<-reader.entered // the follower reads, and is held
+	for i := range heardBacklog {
+		feed.Publish("runs", fmt.Sprintf("t_1 run_%d", i+1))
+	}
+	select {
+	case <-sub.Done():
+		t.Fatal("a full backlog is not yet a lost notice")
+	default:
+	}
+	feed.Publish("runs", "t_1 run_overflow")
+	for _, s := range []*Subscription{sub, other} {
+		select {
+		case <-s.Done():
+			assert.True(t, s.Dropped(), "ended as fallen behind")
+		default:
+			t.Fatal("a stream goes on, with runs missing")
+		}
+	}
+}
+
+// A reconnected feed drops the streams the same way.
+func TestAReconnectedFeedDropsTheStreams(t *testing.T) {
+	ctx := context.Background()
+	r, err := NewRecorder(ctx, &flakyStore{writes: map[string]int{}}, t.TempDir(), hclog.NewNullLogger())
+	require.NoError(t, err)
+	defer r.Close()
+	feed := changestest.New()
+	r.Replicate(feed, &runsByID{}, hclog.NewNullLogger())
+	sub, err := r.Feed().Subscribe("t_1", Filter{}, 0)
+	require.NoError(t, err)
+	defer sub.Close()
+	feed.Publish("runs", changes.Everything)
+	select {
+	case <-sub.Done():
+		assert.True(t, sub.Dropped())
+	default:
+		t.Fatal("the stream goes on, with the runs announced meanwhile missing")
+	}
+	after, err := r.Feed().Subscribe("t_1", Filter{}, 0)
+	require.NoError(t, err)
+	defer after.Close()
+	select {
+	case <-after.Done():
+		t.Fatal("a stream opened after the reconnect is live")
+	default:
+	}
 }

@@ -66,3 +66,21 @@ func (s Standing) After(decision string) Standing {
 	}
 	return s
 }
+
+// TrustMayHaveMoved reports whether the decision that left an agent at s
+// may have changed its trust, for one that does not know the standing
+// before (replicas moving a shared standing tell each other of these):
+// true whenever it did, and otherwise only at a few points of an agent's
+// history — a deny short of restriction (at most RestrictAfter-1 between
+// two restorations), and a trusted agent's streak reaching TrustAfter again
+// after a held call.
+func (s Standing) TrustMayHaveMoved(decision string) bool {
+	switch decision {
+	case "allow":
+		// Only a restoration leaves an allowed call's streak at 0.
+		return s.Trust == TrustTrusted && s.AllowStreak == TrustAfter || s.Trust == TrustUnverified && s.AllowStreak == 0
+	case "deny":
+		return s.Denies <= RestrictAfter
+	}
+	return false
+}

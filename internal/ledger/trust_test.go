@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,32 @@ func TestStanding(t *testing.T) {
 	assert.Zero(t, restored.AllowStreak)
 	assert.Zero(t, restored.Denies, "restored, with its denies forgotten")
 	assert.Equal(t, int64(TrustAfter+RestrictAfter+RestoreAfter), restored.Decisions, "every decision counted")
+}
+
+// Whenever a decision changes an agent's trust, the standing it leaves
+// says so; it says so rarely otherwise.
+func TestTrustMayHaveMoved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := NewStanding()
+	moved, said := 0, 0
+	for range 20_000 {
+		d := "allow"
+		switch rng.IntN(40) {
+		case 0:
+			d = "deny"
+		case 1:
+			d = "require_approval"
+		}
+		next := s.After(d)
+		if next.Trust != s.Trust {
+			moved++
+			assert.True(t, next.TrustMayHaveMoved(d), "%+v after %s from %+v", next, d, s)
+		}
+		if next.TrustMayHaveMoved(d) {
+			said++
+		}
+		s = next
+	}
+	assert.Positive(t, moved)
+	assert.Less(t, said, 3*moved, "not on every decision")
 }

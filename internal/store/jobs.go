@@ -40,8 +40,9 @@ func (s *Store) InsertJob(ctx context.Context, j *jobs.Job) error {
 // On SQLite the claim is one write transaction of the single writer. On
 // PostgreSQL it is one statement whose choice locks the row FOR UPDATE
 // SKIP LOCKED: concurrent claims, from this replica or another, each take
-// a different job, none waits for another, and none fails to serialize.
-func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time, owner string, leaseUntil time.Time) (jobs.Job, bool, error) {
+// a different job, none waits for another, and none fails to serialize;
+// its lease ends lease after the database's clock (see leaseEnd).
+func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time, owner string, lease time.Duration) (jobs.Job, bool, error) {
 	if len(types) == 0 {
 		return jobs.Job{}, false, nil
 	}
@@ -61,10 +62,11 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time, own
 		return jobs.Job{}, false, err
 	}
 
-	claim := `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?, owner = ?, lease_until = ?
+	end, endArg := s.leaseEnd(now, lease)
+	claim := `UPDATE jobs SET status = 'running', attempts = attempts + 1, updated_at = ?, owner = ?, lease_until = ` + end + `
 		WHERE seq = (` + due + s.sql("", " FOR UPDATE SKIP LOCKED") + `)
 		RETURNING ` + jobColumns
-	args = append([]any{now.UnixMilli(), owner, leaseUntil.UnixMilli()}, args...)
+	args = append([]any{now.UnixMilli(), owner, endArg}, args...)
 	if s.engine == Postgres {
 		// One statement in its own READ COMMITTED transaction: the lock
 		// it takes is what makes the claim exclusive.
@@ -91,13 +93,30 @@ func (s *Store) ClaimJob(ctx context.Context, types []string, now time.Time, own
 	return j, ok, err
 }
 
-// RenewJobs extends the leases of the running jobs owner holds.
-func (s *Store) RenewJobs(ctx context.Context, owner string, until time.Time) error {
+// RenewJobs extends the leases of the running jobs owner holds to lease
+// from now (from the database's clock on PostgreSQL).
+func (s *Store) RenewJobs(ctx context.Context, owner string, now time.Time, lease time.Duration) error {
 	// One statement: on PostgreSQL it takes each row's lock as it
 	// updates, with no snapshot to serialize against the claims.
-	_, err := s.write.ExecContext(ctx, `UPDATE jobs SET lease_until = ? WHERE status = 'running' AND owner = ?`,
-		until.UnixMilli(), owner)
+	end, endArg := s.leaseEnd(now, lease)
+	_, err := s.write.ExecContext(ctx, `UPDATE jobs SET lease_until = `+end+` WHERE status = 'running' AND owner = ?`,
+		endArg, owner)
 	return err
+}
+
+// pgNowMS is PostgreSQL's clock in Unix milliseconds. Replicas measure
+// leases by it, not by their own clocks, which may differ: a replica whose
+// clock runs ahead would take live jobs, one behind would leave dead ones.
+const pgNowMS = `(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`
+
+// leaseEnd is the SQL of a lease's end, lease from now, and its argument:
+// the end itself on SQLite (one process, one clock), the lease added to
+// the database's clock on PostgreSQL.
+func (s *Store) leaseEnd(now time.Time, lease time.Duration) (string, int64) {
+	if s.engine == Postgres {
+		return pgNowMS + ` + ?`, lease.Milliseconds()
+	}
+	return `?`, now.Add(lease).UnixMilli()
 }
 
 // FinishJob records the outcome of a running job's attempt, provided it
@@ -123,26 +142,30 @@ func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 }
 
 // RequeueRunningJobs puts the jobs left running (all of them, or those
-// whose lease ended before now) back to queued, or to failed when the
-// interrupted attempt was their last.
+// whose lease ended before now, by the database's clock on PostgreSQL)
+// back to queued, or to failed when the interrupted attempt was their
+// last.
 func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error) {
-	lapsed := now.UnixMilli()
-	if all {
-		lapsed = math.MaxInt64
+	lapsed, arg := `?`, now.UnixMilli()
+	switch {
+	case all:
+		arg = math.MaxInt64
+	case s.engine == Postgres:
+		lapsed, arg = pgNowMS+` + ?`, 0
 	}
 	err = s.lockedTx(ctx, func(tx *txn) error {
 		var err error
 		failed, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'failed', updated_at = ?, owner = '',
 				last_error = 'interrupted: the service stopped during attempt ' || attempts || ', the last'
-			WHERE status = 'running' AND lease_until < ? AND attempts >= max_attempts RETURNING type`, now.UnixMilli(), lapsed)
+			WHERE status = 'running' AND lease_until < `+lapsed+` AND attempts >= max_attempts RETURNING type`, now.UnixMilli(), arg)
 		if err != nil {
 			return err
 		}
 		requeued, err = jobTypes(ctx, tx, `UPDATE jobs
 			SET status = 'queued', run_at = ?, updated_at = ?, owner = '',
 				last_error = 'interrupted: the service stopped during attempt ' || attempts
-			WHERE status = 'running' AND lease_until < ? RETURNING type`, now.UnixMilli(), now.UnixMilli(), lapsed)
+			WHERE status = 'running' AND lease_until < `+lapsed+` RETURNING type`, now.UnixMilli(), now.UnixMilli(), arg)
 		return err
 	})
 	if err != nil {

@@ -298,6 +298,57 @@ func (s *Store) SaveAgentStanding(ctx context.Context, tenantID, name string, st
 	})
 }
 
+// MoveAgentStanding moves the agent's standing by one policy decision
+// ("allow", "deny" or any other), meeting the agent if need be, and returns
+// the standing it moved to: ledger.Standing.After, applied in the database
+// so that replicas sharing it move one standing. It is one statement, an
+// upsert whose update reads the row it locks (at READ COMMITTED on
+// PostgreSQL a concurrent move waits for the lock and then moves the
+// committed row), so concurrent moves of one agent each count once.
+func (s *Store) MoveAgentStanding(ctx context.Context, tenantID, name, decision string, at time.Time) (ledger.Standing, error) {
+	first := ledger.NewStanding().After(decision)
+	var st ledger.Standing
+	err := s.write.QueryRowContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust,
+			allow_streak, deny_count, decisions)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)
+		ON CONFLICT (tenant_id, name) DO UPDATE SET `+standingMove(decision)+`
+		RETURNING trust, allow_streak, deny_count, decisions`,
+		tenantID, name, at.UnixMilli(), at.UnixMilli(), first.Trust, first.AllowStreak, first.Denies, first.Decisions,
+	).Scan(&st.Trust, &st.AllowStreak, &st.Denies, &st.Decisions)
+	if err != nil {
+		return ledger.NewStanding(), formatError(err)
+	}
+	return st, nil
+}
+
+// standingMove is the SET clause that moves a stored standing by decision
+// as ledger.Standing.After does; each right-hand side reads the row as it
+// was. TestMoveAgentStandingIsAfter holds the two to the same moves.
+func standingMove(decision string) string {
+	switch decision {
+	case "allow":
+		return allowMove
+	case "deny":
+		return denyMove
+	}
+	return heldMove
+}
+
+var (
+	// restores: a restricted agent's allowed call that ends its penance.
+	restores  = fmt.Sprintf(`agents.trust = '%s' AND agents.allow_streak + 1 >= %d`, ledger.TrustRestricted, ledger.RestoreAfter)
+	allowMove = fmt.Sprintf(`decisions = agents.decisions + 1,
+		trust = CASE WHEN agents.trust = '%s' AND agents.allow_streak + 1 >= %d THEN '%s'
+			WHEN %s THEN '%s' ELSE agents.trust END,
+		allow_streak = CASE WHEN %s THEN 0 ELSE agents.allow_streak + 1 END,
+		deny_count = CASE WHEN %s THEN 0 ELSE agents.deny_count END`,
+		ledger.TrustUnverified, ledger.TrustAfter, ledger.TrustTrusted, restores, ledger.TrustUnverified, restores, restores)
+	denyMove = fmt.Sprintf(`decisions = agents.decisions + 1, allow_streak = 0, deny_count = agents.deny_count + 1,
+		trust = CASE WHEN agents.deny_count + 1 >= %d THEN '%s' WHEN agents.trust = '%s' THEN '%s' ELSE agents.trust END`,
+		ledger.RestrictAfter, ledger.TrustRestricted, ledger.TrustTrusted, ledger.TrustUnverified)
+	heldMove = `decisions = agents.decisions + 1, allow_streak = 0`
+)
+
 const runListColumns = runListColumns19 + `, trace_id`
 
 // runListColumns19 are runListColumns as of migration 0019, for the step of
