@@ -1,8 +1,11 @@
 // Package tracing sets up svc's OpenTelemetry traces and holds the helpers
-// every traced package uses. Setup reads the standard OTEL_* variables
-// (the exporters read their endpoint, headers, timeout and TLS themselves);
-// with tracing off nothing of the SDK runs, and a span is started only under
-// a span that records, so the request path pays one context lookup.
+// every traced package uses. Setup reads the standard OTEL_* variables;
+// spans are recorded by the OpenTelemetry SDK, batched by a processor of
+// svc's (batch.go) and exported over OTLP/HTTP by an exporter of svc's
+// that encodes them straight to protobuf (export.go, otlp.go), or over
+// gRPC by the SDK's. With tracing off nothing of the SDK runs, and a span
+// is started only under a span that records, so the request path pays one
+// context lookup.
 package tracing
 
 import (
@@ -69,7 +72,8 @@ type Tracing struct {
 
 // New builds the tracer provider: an OTLP exporter over HTTP
 // (http/protobuf, the default) or gRPC, as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
-// or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor; the
+// or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor
+// (OTEL_BSP_*); the
 // resource names the service (OTEL_SERVICE_NAME, else "svc"), its version
 // and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
 // OTEL_TRACES_SAMPLER overrides (parent-based always-on when unset).
@@ -100,7 +104,8 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	batches := newBatcher(exporter, readBatchOptions(getenv, otel.Handle))
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batches), sdktrace.WithResource(res))
 	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
 }
 
