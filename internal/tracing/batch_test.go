@@ -120,8 +120,9 @@ func TestBatcherDropsWhenFull(t *testing.T) {
 	k := &kept{block: make(chan struct{})}
 	tp, b := provider(t, k, batchOptions{delay: time.Hour, queue: 4, batch: 2})
 	var unblock sync.Once
-	t.Cleanup(func() { unblock.Do(func() { close(k.block) }) }) // before the provider's shutdown
-	spans(tp, 2)                                                // a batch: the loop takes it, and waits on the exporter
+	// Registered after the provider's, so run before its shutdown.
+	t.Cleanup(func() { unblock.Do(func() { close(k.block) }) })
+	spans(tp, 2) // a batch: the loop takes it, and waits on the exporter
 	require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 0 }, 10*time.Second, time.Millisecond)
 	spans(tp, 6)
 	assert.Equal(t, int64(2), b.dropped.Load())
