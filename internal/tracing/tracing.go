@@ -1,8 +1,11 @@
 // Package tracing sets up svc's OpenTelemetry traces and holds the helpers
-// every traced package uses. Setup reads the standard OTEL_* variables
-// (the exporters read their endpoint, headers, timeout and TLS themselves);
-// with tracing off nothing of the SDK runs, and a span is started only under
-// a span that records, so the request path pays one context lookup.
+// every traced package uses. Setup reads the standard OTEL_* variables;
+// spans are recorded by the OpenTelemetry SDK, batched by a processor of
+// svc's (batch.go) and exported over OTLP/HTTP by an exporter of svc's
+// that encodes them straight to protobuf (export.go, otlp.go), or over
+// gRPC by the SDK's. With tracing off nothing of the SDK runs, and a span
+// is started only under a span that records, so the request path pays one
+// context lookup.
 package tracing
 
 import (
@@ -19,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -70,7 +72,8 @@ type Tracing struct {
 
 // New builds the tracer provider: an OTLP exporter over HTTP
 // (http/protobuf, the default) or gRPC, as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
-// or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor; the
+// or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor
+// (OTEL_BSP_*); the
 // resource names the service (OTEL_SERVICE_NAME, else "svc"), its version
 // and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
 // OTEL_TRACES_SAMPLER overrides (parent-based always-on when unset).
@@ -89,7 +92,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		log := o.Logger
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("traces not exported", "error", err) }))
 	}
-	exporter, err := newExporter(ctx, protocol(getenv))
+	exporter, err := newExporter(ctx, protocol(getenv), getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +104,8 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	batches := newBatcher(exporter, readBatchOptions(getenv, otel.Handle))
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batches), sdktrace.WithResource(res))
 	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
 }
 
@@ -116,12 +120,15 @@ func protocol(getenv func(string) string) string {
 	return "http/protobuf"
 }
 
-func newExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
+// newExporter makes the exporter of proto: over HTTP, svc's own (the
+// stock one's conversion of each span was half of what a span cost); over
+// gRPC, the SDK's.
+func newExporter(ctx context.Context, proto string, getenv func(string) string) (sdktrace.SpanExporter, error) {
 	switch proto {
 	case "grpc":
 		return otlptracegrpc.New(ctx)
 	case "http/protobuf":
-		return otlptracehttp.New(ctx)
+		return newHTTPExporter(readHTTPConfig(getenv, os.ReadFile, otel.Handle)), nil
 	default:
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not a protocol svc exports with (grpc, http/protobuf)", proto)
 	}
