@@ -117,8 +117,10 @@ func buildInto(root, out string) error {
 		pkgs = append(pkgs, "./plugins/"+filepath.Base(filepath.Dir(main)))
 	}
 	// -trimpath as `make build`: the compiled packages it left in the build
-	// cache serve here too.
-	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", out + string(filepath.Separator)}, pkgs...)...)
+	// cache serve here too. No version control stamp: a commit or an edited
+	// test alone does not make the binaries out of date.
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out + string(filepath.Separator)}
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOTMPDIR="+work)
 	var stderr bytes.Buffer
@@ -128,16 +130,26 @@ func buildInto(root, out string) error {
 	}
 	for _, p := range pkgs[1:] {
 		name := filepath.Base(p)
-		link := filepath.Join(pluginDir, "svc-"+name)
-		if target, err := os.Readlink(link); err == nil && target == filepath.Join("..", name) {
-			continue
-		}
-		_ = os.Remove(link)
-		if err := os.Symlink(filepath.Join("..", name), link); err != nil {
+		if err := hardLink(filepath.Join(out, name), filepath.Join(pluginDir, "svc-"+name)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// hardLink makes link name the file target, unless it already does. A hard
+// link, not a symbolic one: a plugin's process is then named svc-<name>
+// (its /proc/<pid>/exe), as from `make build`.
+func hardLink(target, link string) error {
+	t, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	if l, err := os.Lstat(link); err == nil && os.SameFile(t, l) {
+		return nil
+	}
+	_ = os.Remove(link)
+	return os.Link(target, link)
 }
 
 func moduleRoot() (string, error) {
