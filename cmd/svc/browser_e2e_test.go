@@ -142,6 +142,7 @@ func assertNoPageErrors(t *testing.T, b *browsertest.Browser) {
 }
 
 func TestBrowserAcceptInviteShowsAnInvalidLink(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	b := browsertest.Start(t)
 
@@ -158,6 +159,7 @@ func TestBrowserAcceptInviteShowsAnInvalidLink(t *testing.T) {
 // A new person opens the accept link, creates their account on the page and
 // lands in the console signed in, in the inviting org.
 func TestBrowserAcceptInviteAsANewUser(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	admin := newPerson(t, p)
 	admin.login(t, adminEmail, adminPassword)
@@ -212,6 +214,7 @@ func TestBrowserAcceptInviteAsANewUser(t *testing.T) {
 // An existing account holder, not signed in, signs in on the accept page
 // and joins.
 func TestBrowserAcceptInviteAsAnExistingUser(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	admin := newPerson(t, p)
 	admin.login(t, adminEmail, adminPassword)
@@ -274,6 +277,7 @@ func TestBrowserAcceptInviteAsAnExistingUser(t *testing.T) {
 // signed in as someone else is told so, signs out and signs in as the
 // invitee on the same page.
 func TestBrowserAcceptInviteWhenSignedIn(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	admin := newPerson(t, p)
 	admin.login(t, adminEmail, adminPassword)
@@ -322,6 +326,7 @@ func TestBrowserAcceptInviteWhenSignedIn(t *testing.T) {
 // The admin loads the demo from the console's getting-started page and
 // dismisses it.
 func TestBrowserDashboardOnboarding(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	b := browsertest.Start(t)
 	b.Navigate(p.pageURL("/"))
@@ -352,6 +357,7 @@ func TestBrowserDashboardOnboarding(t *testing.T) {
 // A person who forgot their password asks for a link on the page, follows
 // the link from the email, sets a new password and signs in with it.
 func TestBrowserResetPassword(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t)
 	b := browsertest.Start(t)
 
@@ -397,6 +403,7 @@ func TestBrowserResetPassword(t *testing.T) {
 // With public signup on, a visitor signs up on the dashboard, sees the
 // verify-your-email banner, follows the emailed link and is verified.
 func TestBrowserSignupAndVerifyEmail(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t, "SVC_ALLOW_PUBLIC_SIGNUP=true")
 	b := browsertest.Start(t)
 	const email = "sam@acme-widgets.example"

@@ -111,6 +111,7 @@ func defaultTenant(t *testing.T, c *person) string {
 // replay bundle; the second org's run never shows. A member rates a run
 // too, as the API lets members do.
 func TestBrowserConsoleActivityAccounts(t *testing.T) {
+	t.Parallel()
 	p, keys, mine, theirs := accountsWithTwoOrgs(t)
 	b := browsertest.Start(t)
 	signIn(b, p, "ada.admin@example.com", "admin-password-1")
@@ -276,6 +277,7 @@ func TestBrowserConsoleActivityAccounts(t *testing.T) {
 // recorded later shows in the figures and the list; a blocked run's page
 // names the rule that blocked it (the example policies of docs/policies).
 func TestBrowserConsoleActivityOpenDevMode(t *testing.T) {
+	t.Parallel()
 	p := start(t, "SVC_POLICY_DIR=../../docs/policies")
 	b := browsertest.Start(t)
 	visit(b, p, "overview", "Overview")

@@ -83,6 +83,7 @@ func createKeyInBrowser(t *testing.T, b *browsertest.Browser, name, mode, app st
 // jobs listed by state, and the demo loaded leads to its runs, its cache
 // hit, its pattern and, after a learning pass, a candidate artifact.
 func TestBrowserConsoleAdminInOpenDevMode(t *testing.T) {
+	t.Parallel()
 	// A webhook receiver that is down: its deliveries fail and are retried.
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "receiver is down for maintenance", http.StatusServiceUnavailable)
@@ -321,6 +322,7 @@ func signOut(b *browsertest.Browser) {
 // deletes an org after typing its name, and cannot leave as the last
 // owner; the admin leaves; an unverified person asks for the link again.
 func TestBrowserConsoleAdminAccountMode(t *testing.T) {
+	t.Parallel()
 	p := startAccounts(t, "SVC_ALLOW_PUBLIC_SIGNUP=true")
 	owner := newPerson(t, p)
 	owner.login(t, adminEmail, adminPassword)

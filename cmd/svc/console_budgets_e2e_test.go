@@ -15,6 +15,7 @@ import (
 // enforced at the gateway, the spend of each app over the day, and the
 // budget deleted.
 func TestBrowserConsoleBudgets(t *testing.T) {
+	t.Parallel()
 	p := start(t)
 	b := browsertest.Start(t)
 	chat := func(content string) (int, map[string]any) {

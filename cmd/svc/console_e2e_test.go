@@ -59,6 +59,7 @@ func shoot(t *testing.T, b *browsertest.Browser, name string) {
 // In open dev mode (no users) the console opens on the overview as the admin
 // of the default organization, with no sign-in form.
 func TestBrowserConsoleInOpenDevMode(t *testing.T) {
+	t.Parallel()
 	p := start(t)
 	b := browsertest.Start(t)
 	b.Navigate(p.pageURL("/"))

@@ -106,6 +106,7 @@ func approvalStatus(t *testing.T, b *browsertest.Browser, id string) map[string]
 // agent's decisions are listed; a page is fetched, changes, and is fetched
 // again with its diff; a web session is closed.
 func TestBrowserConsoleGovernanceDecisions(t *testing.T) {
+	t.Parallel()
 	dir, file := govPolicyDir(t)
 	site := newShop(t)
 	p := start(t, "SVC_POLICY_DIR="+dir, "SVC_WEB_ALLOW_PRIVATE="+strings.TrimPrefix(site.URL, "http://"))
@@ -247,6 +248,7 @@ func TestBrowserConsoleGovernanceDecisions(t *testing.T) {
 // the promotion gate's refusal is shown in its words; a replay adds
 // evidence; the artifact is quarantined and the pattern ignored.
 func TestBrowserConsoleGovernanceLearning(t *testing.T) {
+	t.Parallel()
 	p := start(t, "SVC_LEARNING_INTERVAL=0")
 	rng := rand.New(rand.NewPCG(24, 25))
 	routes, _ := p.tickets(t, rng, 0, 400)
@@ -323,6 +325,7 @@ func TestBrowserConsoleGovernanceLearning(t *testing.T) {
 // organization reads every governance view with no action in it; another
 // organization's approvals, agents and snapshots never appear.
 func TestBrowserConsoleGovernanceRoles(t *testing.T) {
+	t.Parallel()
 	dir, _ := govPolicyDir(t)
 	site := newShop(t)
 	p := startAccounts(t, "SVC_POLICY_DIR="+dir, "SVC_WEB_ALLOW_PRIVATE="+strings.TrimPrefix(site.URL, "http://"))

@@ -43,6 +43,7 @@ routes:
 // in the loader's words with the last good set still listed. A run that
 // fell back from one provider to another shows its attempts.
 func TestBrowserConsoleProviders(t *testing.T) {
+	t.Parallel()
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -119,6 +120,7 @@ func TestBrowserConsoleProviders(t *testing.T) {
 // organization: the providers serve every organization, and the API keeps
 // them to the admins of the operator's default organization.
 func TestBrowserConsoleProvidersRoles(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "providers.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(twoMockInstances), 0o600))
 	p := startAccounts(t, "SVC_PROVIDERS_FILE="+file)

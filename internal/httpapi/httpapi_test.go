@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -200,6 +201,9 @@ func newServerOptions(t testing.TB, apiKey string, env map[string]string, provid
 	if adjust != nil {
 		adjust(&o)
 	}
+	if o.DataDir != "" {
+		seedDatabase(t, filepath.Join(o.DataDir, "svc.db"))
+	}
 	a, err := app.New(context.Background(), o)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
@@ -229,6 +233,48 @@ func newServerOptions(t testing.TB, apiKey string, env map[string]string, provid
 	ts.Server = httptest.NewServer(ts.handler)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+var (
+	migratedOnce sync.Once
+	migrated     []byte
+	migratedErr  error
+)
+
+// seedDatabase writes at path, unless a database is there, a copy of an
+// SQLite database that store.Open migrated, made once per test binary: the
+// migrations run from nothing once here (and in the store's tests, on both
+// engines, and for every svc of internal/app and cmd/svc), not again under
+// the race detector for each of this package's hundreds of servers.
+func seedDatabase(t testing.TB, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	migratedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "svc-httpapi-db-")
+		if err != nil {
+			migratedErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		db := filepath.Join(dir, "svc.db")
+		s, err := store.Open(context.Background(), db)
+		if err != nil {
+			migratedErr = err
+			return
+		}
+		if migratedErr = s.Close(); migratedErr != nil {
+			return
+		}
+		if wal, err := os.Stat(db + "-wal"); err == nil && wal.Size() > 0 {
+			migratedErr = errors.New("the migrated database left a write-ahead log behind")
+			return
+		}
+		migrated, migratedErr = os.ReadFile(db)
+	})
+	require.NoError(t, migratedErr, "a migrated database")
+	require.NoError(t, os.WriteFile(path, migrated, 0o600))
 }
 
 type response struct {
