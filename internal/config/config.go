@@ -227,7 +227,7 @@ var Vars = []struct{ Name, Default, Purpose string }{
 	{"OTEL_SDK_DISABLED", "false", "true turns tracing off whatever the endpoint"},
 	{"OTEL_TRACES_EXPORTER", "otlp", "a comma-separated list: traces are exported only when it names otlp (none, or a list without otlp, turns tracing off whatever the endpoint)"},
 	{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false", "record prompts and answers on the gateway's spans (masked when the tenant has redaction on)"},
-	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}}, laid over the built-in table"},
+	{"SVC_PRICE_FILE", "unset (built-in prices)", "JSON file of per-model prices in USD per million tokens, {\"model\": {\"input\": 0.15, \"output\": 0.6}} (and cached_input, cache_write for the prompt cache's tokens), laid over the built-in table"},
 	{"SVC_POLICY_DIR", "unset (no policies)", "folder of CEL policy files (*.yaml, *.yml, *.json)"},
 	{"SVC_LEARNING_INTERVAL", "5m", "learning timer (Go duration; 0 turns it off)"},
 	{"SVC_AUTO_PROMOTE", "false", "promote artifacts that pass the gates without an operator"},

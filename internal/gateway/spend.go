@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"github.com/svc-gateway/svc/internal/pricing"
 
 	"github.com/svc-gateway/svc/internal/governance"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
+	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/internal/spend"
 )
 

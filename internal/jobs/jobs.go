@@ -146,8 +146,8 @@ type Store interface {
 	// with lastError saying the attempt was interrupted; a job whose
 	// interrupted attempt was its last becomes failed instead. With all it
 	// takes every running job, otherwise only those whose lease ended
-	// before now (by the store's clock, where it keeps one). It returns the types of the jobs requeued and failed,
-	// one per job.
+	// before now (by the store's clock, where it keeps one). It returns the
+	// types of the jobs requeued and failed, one per job.
 	RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error)
 	// Job returns one job of the tenant. Returns errs.NotFound when the
 	// tenant has no job id.

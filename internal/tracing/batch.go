@@ -185,7 +185,9 @@ func (b *batcher) ForceFlush(ctx context.Context) error {
 }
 
 // Shutdown exports what is queued and stops the exporter; spans that end
-// afterwards are dropped.
+// afterwards are dropped. When ctx ends first, while a batch is being
+// exported, the exporter is stopped all the same, which cancels that
+// export rather than leave it running after Shutdown returned.
 func (b *batcher) Shutdown(ctx context.Context) error {
 	var err error
 	b.stopOnce.Do(func() {
@@ -193,11 +195,11 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 		close(b.stop)
 		select {
 		case <-b.done:
+			err = errors.Join(b.export(ctx, true), b.exporter.Shutdown(ctx))
 		case <-ctx.Done():
 			err = ctx.Err()
-			return
+			_ = b.exporter.Shutdown(ctx)
 		}
-		err = errors.Join(b.export(ctx, true), b.exporter.Shutdown(ctx))
 	})
 	return err
 }

@@ -147,6 +147,24 @@ func TestBatcherShutdown(t *testing.T) {
 	assert.NoError(t, b.ForceFlush(context.Background()))
 }
 
+// A shutdown whose context ends while a batch is being exported still
+// stops the exporter, which cancels that export, rather than leave it
+// running after the shutdown returned.
+func TestBatcherShutdownThatTimesOutStopsTheExporter(t *testing.T) {
+	k := &kept{block: make(chan struct{})}
+	var unblock sync.Once
+	t.Cleanup(func() { unblock.Do(func() { close(k.block) }) })
+	b := newBatcher(k, batchOptions{delay: time.Hour, queue: 10, batch: 1})
+	b.OnEnd(tracetestSpan()) // a batch: the loop takes it and waits on the exporter
+	require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 0 }, 10*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, b.Shutdown(ctx), context.Canceled)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	assert.True(t, k.shutdown)
+}
+
 // An export that outlasts the export timeout is cancelled.
 func TestBatcherExportTimeout(t *testing.T) {
 	k := &kept{block: make(chan struct{})}

@@ -67,7 +67,12 @@ func readHTTPConfig(getenv func(string) string, readFile func(string) ([]byte, e
 		if u, err := url.Parse(v); err != nil {
 			warn(fmt.Errorf("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: %w", err))
 		} else {
-			host, urlPath, insecure = u.Host, u.Path, insecureScheme(u) // the full URL, used as it is
+			// The full URL, used as it is; one without a path posts to the
+			// root, as the specification and the SDK's exporter say.
+			host, urlPath, insecure = u.Host, u.Path, insecureScheme(u)
+			if urlPath == "" {
+				urlPath = "/"
+			}
 		}
 	}
 	for _, name := range []string{"INSECURE", "TRACES_INSECURE"} {
@@ -87,11 +92,13 @@ func readHTTPConfig(getenv func(string) string, readFile func(string) ([]byte, e
 			headers = v
 		}
 	}
+	// In the SDK's order: the configured headers may replace the
+	// User-Agent, not the Content-Type.
+	cfg.headers.Set("User-Agent", "OTel OTLP Exporter Go/"+otlptrace.Version())
 	for k, v := range parseHeaders(headers, warn) {
 		cfg.headers.Set(k, v)
 	}
 	cfg.headers.Set("Content-Type", "application/x-protobuf")
-	cfg.headers.Set("User-Agent", "OTel OTLP Exporter Go/"+otlptrace.Version())
 
 	for _, name := range []string{"COMPRESSION", "TRACES_COMPRESSION"} {
 		if v := get(name); v != "" {

@@ -23,8 +23,8 @@ func noFile(string) ([]byte, error) { return nil, errors.New("no file") }
 
 // The exporter reads the variables the SDK's OTLP/HTTP exporter reads, with
 // the same meaning: the base endpoint gets /v1/traces, the traces' one is
-// used as it is, an http:// scheme means no TLS unless INSECURE says
-// otherwise, and the traces' variable wins.
+// used as it is (the root when it has no path), an http:// scheme means no
+// TLS unless INSECURE says otherwise, and the traces' variable wins.
 func TestHTTPConfig(t *testing.T) {
 	for _, c := range []struct {
 		env  map[string]string
@@ -34,7 +34,7 @@ func TestHTTPConfig(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, "http://collector:4318/v1/traces"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector/otlp/"}, "https://collector/otlp/v1/traces"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:4318/custom"}, "http://b:4318/custom"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:4318"}, "http://b:4318/v1/traces"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:4318"}, "http://b:4318/"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_INSECURE": "false"}, "https://a:4318/v1/traces"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://a", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true"}, "http://a/v1/traces"},
 	} {
@@ -64,6 +64,10 @@ func TestHTTPConfig(t *testing.T) {
 	assert.Empty(t, cfg.headers.Get("a"), "the traces' headers replace the general ones")
 	assert.Equal(t, "2", cfg.headers.Get("b"))
 	assert.False(t, cfg.gzip)
+
+	cfg = readHTTPConfig(vars(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "user-agent=mine,content-type=text/plain"}), noFile, func(error) {})
+	assert.Equal(t, "mine", cfg.headers.Get("User-Agent"), "the configured headers may replace the User-Agent")
+	assert.Equal(t, "application/x-protobuf", cfg.headers.Get("Content-Type"), "but not the Content-Type")
 }
 
 // collector is an OTLP/HTTP endpoint that answers with the statuses it is

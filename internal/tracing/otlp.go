@@ -307,40 +307,15 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		b = protowire.AppendTag(b, fieldAnyBytes, protowire.BytesType)
 		b = protowire.AppendBytes(b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		var a int
-		b, a = openField(b, fieldAnyArray)
-		for _, x := range v.AsBoolSlice() {
-			b = appendAnyValue(b, fieldArrayValues, attribute.BoolValue(x))
-		}
-		b = closeField(b, a)
+		b = appendArray(b, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var a int
-		b, a = openField(b, fieldAnyArray)
-		for _, x := range v.AsInt64Slice() {
-			b = appendAnyValue(b, fieldArrayValues, attribute.Int64Value(x))
-		}
-		b = closeField(b, a)
+		b = appendArray(b, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var a int
-		b, a = openField(b, fieldAnyArray)
-		for _, x := range v.AsFloat64Slice() {
-			b = appendAnyValue(b, fieldArrayValues, attribute.Float64Value(x))
-		}
-		b = closeField(b, a)
+		b = appendArray(b, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var a int
-		b, a = openField(b, fieldAnyArray)
-		for _, x := range v.AsStringSlice() {
-			b = appendAnyValue(b, fieldArrayValues, attribute.StringValue(x))
-		}
-		b = closeField(b, a)
+		b = appendArray(b, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		var a int
-		b, a = openField(b, fieldAnyArray)
-		for _, x := range v.AsSlice() {
-			b = appendAnyValue(b, fieldArrayValues, x)
-		}
-		b = closeField(b, a)
+		b = appendArray(b, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
 		var m int
 		b, m = openField(b, fieldAnyKVList)
@@ -353,6 +328,17 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		b = protowire.AppendString(b, "INVALID")
 	}
 	return closeField(b, f)
+}
+
+// appendArray writes xs as an AnyValue's ArrayValue, each element as value
+// makes it.
+func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte {
+	var a int
+	b, a = openField(b, fieldAnyArray)
+	for _, x := range xs {
+		b = appendAnyValue(b, fieldArrayValues, value(x))
+	}
+	return closeField(b, a)
 }
 
 // openField starts a message field: its tag, and one byte for its length,
