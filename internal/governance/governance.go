@@ -248,9 +248,12 @@ func (g *Governor) Settle(ctx context.Context, j Judgment) (Decision, error) {
 		} else {
 			st, err = g.standings.observe(ctx, id.TenantID, id.Agent, string(d.Verdict.Decision))
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			d.Standing = &st
-		} else {
+		case deniedByBudgetsAlone(d.Verdict):
+			g.logger.Warn("reading the agent's standing failed; the run records none", "agent", id.Agent, "error", err)
+		default:
 			g.logger.Warn("moving the agent's standing failed; this decision does not count", "agent", id.Agent, "error", err)
 		}
 	}
