@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,7 @@ func readBatchOptions(getenv func(string) string, warn func(error)) batchOptions
 type batcher struct {
 	exporter sdktrace.SpanExporter
 	o        batchOptions
+	handle   func(error) // told of failed exports and of spans dropped
 
 	mu      sync.Mutex
 	queue   []sdktrace.ReadOnlySpan // spans that ended, not yet taken to export
@@ -77,8 +79,13 @@ type batcher struct {
 	stopOnce sync.Once
 }
 
-func newBatcher(exporter sdktrace.SpanExporter, o batchOptions) *batcher {
-	b := &batcher{exporter: exporter, o: o,
+// newBatcher starts a processor that exports to exporter; handle (nil:
+// otel.Handle) is told of what could not be exported.
+func newBatcher(exporter sdktrace.SpanExporter, o batchOptions, handle func(error)) *batcher {
+	if handle == nil {
+		handle = otel.Handle
+	}
+	b := &batcher{exporter: exporter, o: o, handle: handle,
 		queue: make([]sdktrace.ReadOnlySpan, 0, o.queue), spare: make([]sdktrace.ReadOnlySpan, 0, o.queue),
 		full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
@@ -127,8 +134,9 @@ func (b *batcher) loop() {
 		case <-b.full:
 		}
 		if err := b.export(context.Background(), all); err != nil {
-			otel.Handle(err)
+			b.handle(err)
 		}
+		b.reportDrops()
 		t.Reset(b.o.delay)
 	}
 }
@@ -173,6 +181,15 @@ func (b *batcher) exportBatch(ctx context.Context, spans []sdktrace.ReadOnlySpan
 	return b.exporter.ExportSpans(ctx, spans)
 }
 
+// reportDrops tells handle how many spans a full queue dropped since it
+// last did, so that an operator learns the queue is too small (or the
+// collector too slow) rather than finding traces with holes.
+func (b *batcher) reportDrops() {
+	if n := b.dropped.Swap(0); n > 0 {
+		b.handle(fmt.Errorf("%d spans dropped: the queue of %d spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", n, b.o.queue))
+	}
+}
+
 // ForceFlush exports every span queued.
 func (b *batcher) ForceFlush(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -196,6 +213,7 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 		select {
 		case <-b.done:
 			err = errors.Join(b.export(ctx, true), b.exporter.Shutdown(ctx))
+			b.reportDrops()
 		case <-ctx.Done():
 			err = ctx.Err()
 			_ = b.exporter.Shutdown(ctx)

@@ -72,7 +72,7 @@ func TestBatchOptions(t *testing.T) {
 
 // provider is a tracer provider whose spans go through a batcher to k.
 func provider(t *testing.T, k *kept, o batchOptions) (*sdktrace.TracerProvider, *batcher) {
-	b := newBatcher(k, o)
+	b := newBatcher(k, o, nil)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return tp, b
@@ -133,6 +133,33 @@ func TestBatcherDropsWhenFull(t *testing.T) {
 	assert.Equal(t, []int{2, 2, 2}, k.sizes())
 }
 
+// Spans a full queue dropped are told to the handler once the export
+// that was under way ends, counted since the last report.
+func TestBatcherReportsDroppedSpans(t *testing.T) {
+	k := &kept{block: make(chan struct{})}
+	var (
+		mu       sync.Mutex
+		reported []string
+	)
+	b := newBatcher(k, batchOptions{delay: time.Hour, queue: 4, batch: 2}, func(err error) {
+		mu.Lock()
+		reported = append(reported, err.Error())
+		mu.Unlock()
+	})
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	var unblock sync.Once
+	t.Cleanup(func() { unblock.Do(func() { close(k.block) }); _ = tp.Shutdown(context.Background()) })
+	spans(tp, 2) // a batch: the loop takes it, and waits on the exporter
+	require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 0 }, 10*time.Second, time.Millisecond)
+	spans(tp, 7) // 4 queued, 3 dropped
+	unblock.Do(func() { close(k.block) })
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(reported) == 1 }, 10*time.Second, time.Millisecond)
+	mu.Lock()
+	assert.Equal(t, "3 spans dropped: the queue of 4 spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", reported[0])
+	mu.Unlock()
+	assert.Zero(t, b.dropped.Load(), "counted from the report on")
+}
+
 // Shutdown exports what is queued and stops the exporter; nothing is
 // queued after it.
 func TestBatcherShutdown(t *testing.T) {
@@ -154,7 +181,7 @@ func TestBatcherShutdownThatTimesOutStopsTheExporter(t *testing.T) {
 	k := &kept{block: make(chan struct{})}
 	var unblock sync.Once
 	t.Cleanup(func() { unblock.Do(func() { close(k.block) }) })
-	b := newBatcher(k, batchOptions{delay: time.Hour, queue: 10, batch: 1})
+	b := newBatcher(k, batchOptions{delay: time.Hour, queue: 10, batch: 1}, nil)
 	b.OnEnd(tracetestSpan()) // a batch: the loop takes it and waits on the exporter
 	require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 0 }, 10*time.Second, time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -104,7 +104,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	batches := newBatcher(exporter, readBatchOptions(getenv, otel.Handle))
+	batches := newBatcher(exporter, readBatchOptions(getenv, otel.Handle), otel.Handle)
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batches), sdktrace.WithResource(res))
 	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
 }
