@@ -64,6 +64,7 @@ func main() {
 	flag.IntVar(&o.chaosSample, "chaos-sample", 200, "runs of the chaos case read back to check their attempts")
 	flag.IntVar(&o.obsRequests, "obs-requests", 20000, "calls to each configuration of the observability phase, warm-up aside")
 	flag.IntVar(&o.obsRounds, "obs-rounds", 10, "rounds the observability phase's calls are made in, each configuration in turn")
+	flag.IntVar(&o.obsRate, "obs-rate", 0, "the observability phase's calls sent at this fixed rate (req/s) rather than in a closed loop, so that every configuration does the same work a second")
 	flag.IntVar(&o.chaosDown, "chaos-down", 20, "calls made with both providers down")
 	flag.IntVar(&o.chaosRetryAfter, "chaos-retry-after", 1, "the Retry-After (whole seconds) of the failing provider's 429s; 0 sends none, so that its failures keep reaching it")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
@@ -104,6 +105,7 @@ type options struct {
 	chaosDown           int
 	obsRequests         int
 	obsRounds           int
+	obsRate             int
 	env                 []string
 }
 

@@ -63,6 +63,7 @@ func obsConfigs(receiver string, metricsB, metricsC string) []*obsConfig {
 type obsResult struct {
 	mode                    string
 	conns, rounds, perRound int // perRound: calls a round, to each configuration
+	rate                    int // the calls' fixed rate (req/s); 0: a closed loop of conns
 	warm                    int
 	configs                 []*obsConfig // off, metrics, metrics+tracing
 	spans                   otlpCounts   // what the receiver got from metrics+tracing
@@ -100,7 +101,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 		return nil, err
 	}
 	res := &obsResult{
-		mode: mode, conns: o.conns, rounds: o.obsRounds, perRound: o.obsRequests / o.obsRounds,
+		mode: mode, conns: o.conns, rounds: o.obsRounds, perRound: o.obsRequests / o.obsRounds, rate: o.obsRate,
 		warm:    min(1000, max(100, o.obsRequests/10)),
 		configs: obsConfigs(recv.url, addrs[0], addrs[1]),
 	}
@@ -153,7 +154,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 				c.rounds = append(c.rounds, perCall(now-mark[i], ok[i]))
 			}
 			mark[i] = now
-			s, err := closedLoopN(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.perRound)
+			s, err := res.calls(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.perRound)
 			if err != nil {
 				return nil, fmt.Errorf("observability (%s): %w", c.name, err)
 			}
@@ -185,9 +186,13 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 // configuration's CPU a call, and of the differences between them round by
 // round, against the targets.
 func (r *obsResult) print(w io.Writer) {
-	fmt.Fprintf(w, "\nobservability: CPU time a call, svc and its child processes (%s mode), closed loop, %d connections, upstream without latency;\n"+
+	load := fmt.Sprintf("closed loop, %d connections", r.conns)
+	if r.rate > 0 {
+		load = fmt.Sprintf("%d calls a second, at most %d connections", r.rate, r.conns)
+	}
+	fmt.Fprintf(w, "\nobservability: CPU time a call, svc and its child processes (%s mode), %s, upstream without latency;\n"+
 		"  %d rounds of %d calls to each configuration in turn, after %d to warm up; medians over the rounds\n",
-		r.mode, r.conns, r.rounds, r.perRound, r.warm)
+		r.mode, load, r.rounds, r.perRound, r.warm)
 	fmt.Fprintf(w, "  (CPU time is read in ticks of 10 ms: ±%.1f µs a round for each process)\n", 10_000/float64(max(r.perRound, 1)))
 	for _, c := range r.configs {
 		fmt.Fprintf(w, "  %-16s %8.1f µs a call           RSS %.1f MB; %s   (rounds: %s)\n", c.name, median(c.rounds), c.rss, c.note, rounds(c.rounds))
@@ -274,6 +279,18 @@ func gatewayRequests(r io.Reader) (float64, error) {
 		n += m.GetCounter().GetValue()
 	}
 	return n, nil
+}
+
+// calls makes a round's n calls to url: in a closed loop, or at the fixed
+// rate. A closed loop charges a configuration for its own slowness (fewer
+// calls a second make smaller ledger batches and more wake-ups a call); at
+// a fixed rate every configuration does the same work a second, so the
+// difference between them is what each call adds.
+func (r *obsResult) calls(c *http.Client, url string, conns, n int) (*sample, error) {
+	if r.rate <= 0 {
+		return closedLoopN(c, url, conns, n)
+	}
+	return openLoop(c, url, r.rate, time.Duration(n)*time.Second/time.Duration(r.rate))
 }
 
 // closedLoopN makes n calls to url through c, conns at a time.

@@ -242,6 +242,25 @@ func TestClosedLoopN(t *testing.T) {
 	assert.ErrorContains(t, err, "50 of 50 calls failed")
 }
 
+// With a rate, a round's calls are sent at that rate, not as fast as a
+// closed loop goes: 40 calls at 200 a second take about 200 ms.
+func TestObsRoundAtAFixedRate(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		calls.Add(1)
+	}))
+	defer srv.Close()
+	r := &obsResult{rate: 200}
+	start := time.Now()
+	s, err := r.calls(client(4), srv.URL+"/v1/chat/completions", 4, 40)
+	require.NoError(t, err)
+	assert.Equal(t, 40, s.ok)
+	assert.Equal(t, int64(40), calls.Load())
+	assert.GreaterOrEqual(t, time.Since(start), 190*time.Millisecond, "the last call is due 195 ms after the first")
+	assert.Len(t, s.lat, 40, "an open loop times each call")
+}
+
 func TestVerdict(t *testing.T) {
 	assert.Equal(t, "target < 20 µs: met", verdict(19.9, 5, metricsTarget, true))
 	assert.Equal(t, "target < 20 µs: MISSED", verdict(20, 5, metricsTarget, true))
