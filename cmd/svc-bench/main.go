@@ -557,7 +557,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	return nil
 }
 
-// printSummary is the figures, each mode's against the floors of
+// printSummary is the targets' figures, each mode's against the floors of
 // the same run.
 func printSummary(o options, sums []summary) {
 	fmt.Println("\nsummary (floors from the same run)")

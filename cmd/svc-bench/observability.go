@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The aims for the CPU observability adds to a call.
+// The aims for the CPU observability adds to a call.
 const (
 	metricsTarget = 20 * time.Microsecond
 	tracingTarget = 50 * time.Microsecond
@@ -184,7 +184,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 
 // print writes the phase's figures: medians over the rounds of each
 // configuration's CPU a call, and of the differences between them round by
-// round, against the targets.
+// round, against their targets.
 func (r *obsResult) print(w io.Writer) {
 	load := fmt.Sprintf("closed loop, %d connections", r.conns)
 	if r.rate > 0 {
