@@ -101,6 +101,34 @@ func blocking(q *jobs.Queue, started chan<- jobs.Job, release <-chan struct{}) {
 	})
 }
 
+// slowRun is a test.slow job the first of its queues runs, its handler
+// waiting on release: every queue's starts are sent on started, and the
+// first queue's run ends on outcome.
+type slowRun struct {
+	job     jobs.Job
+	started chan jobs.Job
+	release chan struct{}
+	outcome chan error
+}
+
+// startSlowJob registers test.slow on every queue, enqueues one, and has
+// qs[0] run it; it returns once the job started.
+func startSlowJob(t *testing.T, qs ...*jobs.Queue) slowRun {
+	t.Helper()
+	ctx := context.Background()
+	r := slowRun{started: make(chan jobs.Job, 2), release: make(chan struct{}), outcome: make(chan error, 1)}
+	for _, q := range qs {
+		blocking(q, r.started, r.release)
+	}
+	j, err := qs[0].Enqueue(ctx, tenant.DefaultID, "test.slow", nil)
+	require.NoError(t, err)
+	r.job = j
+	go func() { _, err := qs[0].RunDue(ctx); r.outcome <- err }()
+	got := <-r.started
+	require.Equal(t, j.ID, got.ID)
+	return r
+}
+
 // A lease is measured by the database's clock: a replica whose clock runs
 // hours ahead does not take a live replica's job, and takes it once the
 // lease lapsed in real time.
@@ -111,19 +139,10 @@ func TestLapsedLeaseIsRecoveredByAnotherReplica(t *testing.T) {
 	const lease = 2 * time.Second
 	qs := replicaQueuesOn(t, []*fakeclock.Clock{newClock(), ahead}, jobs.Options{PollInterval: time.Hour, Lease: lease})
 	a, b := qs[0], qs[1]
-	started := make(chan jobs.Job, 2)
-	release := make(chan struct{})
-	blocking(a, started, release)
-	blocking(b, started, release)
-	j, err := a.Enqueue(ctx, tenant.DefaultID, "test.slow", nil)
-	require.NoError(t, err)
-
 	// a claims the job, then "dies": its handler hangs and its heartbeat
 	// stops.
-	outcome := make(chan error, 1)
-	go func() { _, err := a.RunDue(ctx); outcome <- err }()
-	got := <-started
-	require.Equal(t, j.ID, got.ID)
+	run := startSlowJob(t, a, b)
+	j, started, release, outcome := run.job, run.started, run.release, run.outcome
 	assert.Equal(t, "replica-0", get(t, b, tenant.DefaultID, j.ID).Owner)
 
 	// While a renews its lease the job stays a's, whatever b's clock says.
@@ -163,15 +182,8 @@ func TestSkewedClocksLeaveLiveJobs(t *testing.T) {
 	behind.Advance(-24 * time.Hour)
 	qs := replicaQueuesOn(t, []*fakeclock.Clock{behind, ahead}, jobs.Options{PollInterval: time.Hour})
 	a, b := qs[0], qs[1]
-	started := make(chan jobs.Job, 2)
-	release := make(chan struct{})
-	blocking(a, started, release)
-	blocking(b, started, release)
-	j, err := a.Enqueue(ctx, tenant.DefaultID, "test.slow", nil)
-	require.NoError(t, err)
-	outcome := make(chan error, 1)
-	go func() { _, err := a.RunDue(ctx); outcome <- err }()
-	<-started
+	run := startSlowJob(t, a, b)
+	j, release, outcome := run.job, run.release, run.outcome
 
 	for range 3 {
 		require.NoError(t, a.Heartbeat(ctx))
@@ -194,15 +206,8 @@ func TestStartingReplicaLeavesALiveReplicasJobs(t *testing.T) {
 	c := newClock()
 	qs := replicaQueues(t, 2, c, jobs.Options{PollInterval: 5 * time.Millisecond})
 	a, b := qs[0], qs[1]
-	started := make(chan jobs.Job, 2)
-	release := make(chan struct{})
-	blocking(a, started, release)
-	blocking(b, started, release)
-	j, err := a.Enqueue(ctx, tenant.DefaultID, "test.slow", nil)
-	require.NoError(t, err)
-	outcome := make(chan error, 1)
-	go func() { _, err := a.RunDue(ctx); outcome <- err }()
-	<-started
+	run := startSlowJob(t, a, b)
+	j, started, release, outcome := run.job, run.started, run.release, run.outcome
 
 	// b starts (as a replica restarting would) while a runs the job.
 	requeued, failed, err := b.Recover(ctx)
