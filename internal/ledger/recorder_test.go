@@ -106,18 +106,7 @@ func TestRunsWaitOnDiskWhileTheStoreIsDown(t *testing.T) {
 	r.holdLimit = 4 << 10 // a few runs
 	r.mu.Unlock()
 
-	var ids []string
-	for round := range 3 {
-		for i := range 20 {
-			rec := sampleRecord(fmt.Sprintf("run_%d_%02d", round, i), nil)
-			require.NoError(t, r.Record(ctx, rec))
-			ids = append(ids, rec.Run.ID)
-		}
-		// Each Sync makes the writer try, and fail.
-		sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		require.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded)
-		cancel()
-	}
+	ids := recordWhileDown(t, r, 3)
 	r.mu.Lock()
 	held, onDisk := 0, len(r.spilled)
 	for _, rec := range r.pending {
@@ -329,4 +318,24 @@ func TestCloseStoresTheGroupBeingWritten(t *testing.T) {
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	assert.Equal(t, map[string]int{"run_a": 1}, store.writes)
+}
+
+// recordWhileDown records rounds of 20 runs on r, whose store is down,
+// each round's Sync making the writer try and fail; it returns their ids
+// in order.
+func recordWhileDown(t *testing.T, r *Recorder, rounds int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for round := range rounds {
+		for i := range 20 {
+			rec := sampleRecord(fmt.Sprintf("run_%d_%02d", round, i), nil)
+			require.NoError(t, r.Record(ctx, rec))
+			ids = append(ids, rec.Run.ID)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		require.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded)
+		cancel()
+	}
+	return ids
 }

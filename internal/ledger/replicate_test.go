@@ -125,17 +125,7 @@ func TestOnStoredHearsOfRunsThatWaitedOnDisk(t *testing.T) {
 	r.holdLimit = 4 << 10 // a few runs
 	r.mu.Unlock()
 
-	var ids []string
-	for round := range 2 {
-		for i := range 20 {
-			rec := sampleRecord(fmt.Sprintf("run_%d_%02d", round, i), nil)
-			require.NoError(t, r.Record(ctx, rec))
-			ids = append(ids, rec.Run.ID)
-		}
-		sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		require.ErrorIs(t, r.Sync(sctx), context.DeadlineExceeded)
-		cancel()
-	}
+	ids := recordWhileDown(t, r, 2)
 	r.mu.Lock()
 	require.NotEmpty(t, r.spilled, "runs wait on disk only")
 	r.mu.Unlock()
