@@ -18,11 +18,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -169,7 +169,7 @@ func parseHeaders(s string, warn func(error)) map[string]string {
 	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !validHeaderKey(k) {
+		if !ok || !httpguts.ValidHeaderFieldName(k) {
 			warn(fmt.Errorf("OTEL_EXPORTER_OTLP_HEADERS: %q is not key=value", pair))
 			continue
 		}
@@ -181,19 +181,6 @@ func parseHeaders(s string, warn func(error)) map[string]string {
 		h[k] = strings.TrimSpace(v)
 	}
 	return h
-}
-
-// validHeaderKey says whether k is an HTTP token.
-func validHeaderKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, c := range k {
-		if c > unicode.MaxASCII || !(unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
-			return false
-		}
-	}
-	return true
 }
 
 func certPool(readFile func(string) ([]byte, error), file string) (*x509.CertPool, error) {
