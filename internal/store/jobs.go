@@ -146,12 +146,9 @@ func (s *Store) FinishJob(ctx context.Context, j *jobs.Job) error {
 // back to queued, or to failed when the interrupted attempt was their
 // last.
 func (s *Store) RequeueRunningJobs(ctx context.Context, now time.Time, all bool) (requeued, failed []string, err error) {
-	lapsed, arg := `?`, now.UnixMilli()
-	switch {
-	case all:
-		arg = math.MaxInt64
-	case s.engine == Postgres:
-		lapsed, arg = pgNowMS+` + ?`, 0
+	lapsed, arg := s.leaseEnd(now, 0) // a lease ending now has lapsed
+	if all {
+		lapsed, arg = `?`, math.MaxInt64
 	}
 	err = s.lockedTx(ctx, func(tx *txn) error {
 		var err error
