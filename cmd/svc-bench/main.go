@@ -68,6 +68,7 @@ func main() {
 	flag.IntVar(&o.chaosDown, "chaos-down", 20, "calls made with both providers down")
 	flag.IntVar(&o.chaosRetryAfter, "chaos-retry-after", 1, "the Retry-After (whole seconds) of the failing provider's 429s; 0 sends none, so that its failures keep reaching it")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
+	recordCalls := flag.Bool("record", false, "with -relay: decode each call and its answer and journal them before answering (used by the benchmark itself)")
 	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
 		if !strings.Contains(kv, "=") {
 			return fmt.Errorf("%q is not KEY=VALUE", kv)
@@ -77,7 +78,7 @@ func main() {
 	})
 	flag.Parse()
 	if *relayTo != "" {
-		if err := serveRelay(*relayTo); err != nil {
+		if err := serveRelay(*relayTo, *recordCalls); err != nil {
 			fmt.Fprintln(os.Stderr, "svc-bench relay:", err)
 			os.Exit(1)
 		}
@@ -164,11 +165,14 @@ func (t target) chat() string { return t.svc.url + "/v1/chat/completions" }
 
 // summary is what the final table shows of one mode.
 type summary struct {
-	mode                string
-	addedP50, overOne   time.Duration // at the first rate: added p50, and its excess over one bare relay
-	addedP99, overTwo   time.Duration // at the last rate: added p99, and its excess over two bare relays
-	firstRate, lastRate int
-	throughput          float64
+	mode              string
+	addedP50, overOne time.Duration // at the first rate: added p50, and its excess over one bare relay
+	// overRecording is svc's p50 over the recording relay's at the first
+	// rate, and recordingOverOne the recording relay's over the bare one's.
+	overRecording, recordingOverOne time.Duration
+	addedP99, overTwo               time.Duration // at the last rate: added p99, and its excess over two bare relays
+	firstRate, lastRate             int
+	throughput                      float64
 }
 
 func run(o options) error {
@@ -243,16 +247,21 @@ func targetPhases(o options, rates []int, up *upstream) error {
 	if err != nil {
 		return err
 	}
-	one, err := startRelays(up.url, 1)
+	one, err := startRelays(up.url, 1, false)
 	if err != nil {
 		return err
 	}
 	defer one.stop()
-	two, err := startRelays(up.url, 2)
+	two, err := startRelays(up.url, 2, false)
 	if err != nil {
 		return err
 	}
 	defer two.stop()
+	rec, err := startRelays(up.url, 1, true)
+	if err != nil {
+		return err
+	}
+	defer rec.stop()
 
 	direct := up.url + "/chat/completions"
 	fmt.Printf("svc-bench: upstream latency %v, phases of %v, GOMAXPROCS from the machine (%d CPUs), modes %s\n\n",
@@ -260,7 +269,7 @@ func targetPhases(o options, rates []int, up *upstream) error {
 
 	// Warm svc's path and the relays': connections, the plugin, SQLite's pages.
 	up.latency.Store(int64(o.latency))
-	warm := []string{one.url + "/chat/completions", two.url + "/chat/completions"}
+	warm := []string{one.url + "/chat/completions", two.url + "/chat/completions", rec.url + "/chat/completions"}
 	for _, t := range targets {
 		warm = append(warm, t.chat())
 	}
@@ -275,7 +284,7 @@ func targetPhases(o options, rates []int, up *upstream) error {
 		sums[i].mode = t.mode
 	}
 	if o.has("latency") {
-		if err := latencyPhase(o, rates, up, targets, one, two, sums); err != nil {
+		if err := latencyPhase(o, rates, up, targets, one, two, rec, sums); err != nil {
 			return err
 		}
 	}
@@ -412,16 +421,17 @@ func (o options) has(phase string) bool {
 // latencyPhase measures, at each rate, the upstream called directly, each
 // svc, one bare relay and two in a chain, in turns, so that the floors are
 // those of the same run.
-func latencyPhase(o options, rates []int, up *upstream, targets []target, one, two *relayChain, sums []summary) error {
+func latencyPhase(o options, rates []int, up *upstream, targets []target, one, two, rec *relayChain, sums []summary) error {
 	direct := up.url + "/chat/completions"
-	fmt.Println("latency added by svc (open loop, same rate, minus direct; one bare relay and two in a chain are the floors)")
+	fmt.Println("latency added by svc (open loop, same rate, minus direct; one bare relay and two in a chain are the floors,")
+	fmt.Println("and one recording relay the floor of a gateway that decodes and journals every call before it answers)")
 	var cpuLines []string
 	for ri, rate := range rates {
 		urls := []string{direct}
 		for _, t := range targets {
 			urls = append(urls, t.chat())
 		}
-		urls = append(urls, one.url+"/chat/completions", two.url+"/chat/completions")
+		urls = append(urls, one.url+"/chat/completions", two.url+"/chat/completions", rec.url+"/chat/completions")
 		// Each svc works only in its turns: its CPU over the phase is what
 		// its requests cost at this rate.
 		procs := make([][]namedPID, len(targets))
@@ -434,7 +444,7 @@ func latencyPhase(o options, rates []int, up *upstream, targets []target, one, t
 		if err != nil {
 			return err
 		}
-		d, r1, r2 := got[0], got[len(got)-2], got[len(got)-1]
+		d, r1, r2, rr := got[0], got[len(got)-3], got[len(got)-2], got[len(got)-1]
 		fmt.Printf("  %d/s         %-20s %-20s %s\n", rate, "p50 / p99", "added p50 / p99", "errors")
 		row := func(name string, s *sample) {
 			fmt.Printf("    %-14s %-20s %-20s %d\n", name, pair(s.p(50), s.p(99)), pair(s.p(50)-d.p(50), s.p(99)-d.p(99)), s.errors)
@@ -447,6 +457,7 @@ func latencyPhase(o options, rates []int, up *upstream, targets []target, one, t
 			if ri == 0 {
 				sums[i].firstRate = rate
 				sums[i].addedP50, sums[i].overOne = s.p(50)-d.p(50), s.p(50)-r1.p(50)
+				sums[i].overRecording, sums[i].recordingOverOne = s.p(50)-rr.p(50), rr.p(50)-r1.p(50)
 			}
 			if ri == len(rates)-1 {
 				sums[i].lastRate = rate
@@ -455,6 +466,7 @@ func latencyPhase(o options, rates []int, up *upstream, targets []target, one, t
 		}
 		row("1 bare relay", r1)
 		row("2 bare relays", r2)
+		row("1 recording", rr)
 	}
 	fmt.Println("  CPU per request at that rate")
 	for _, l := range cpuLines {
@@ -582,6 +594,12 @@ func printSummary(o options, sums []summary) {
 	}
 	if plugin > 0 && inProcess > 0 {
 		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess/plugin)
+	}
+	if o.has("latency") && len(sums) > 0 {
+		fmt.Printf("  the recording relay's p50 over the bare relay's at %d/s: %+.3f ms\n", sums[0].firstRate, float64(sums[0].recordingOverOne)/1e6)
+		for _, s := range sums {
+			fmt.Printf("  %-11s p50 over the recording relay's: %+.3f ms\n", s.mode, float64(s.overRecording)/1e6)
+		}
 	}
 }
 
@@ -838,8 +856,9 @@ func (u *upstream) close() { _ = u.srv.Close() }
 
 // serveRelay passes every request to target and its answer back, flushing
 // each write (streams pass event by event), until stdin closes: the least a
-// Go process in svc's place could do.
-func serveRelay(target string) error {
+// Go process in svc's place could do. With record, each call is decoded
+// and journaled on the way (see recording).
+func serveRelay(target string, record bool) error {
 	to, err := url.Parse(target)
 	if err != nil {
 		return err
@@ -851,7 +870,15 @@ func serveRelay(target string) error {
 	proxy := httputil.NewSingleHostReverseProxy(to)
 	proxy.FlushInterval = -1
 	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute, DisableCompression: true}
-	go func() { _ = http.Serve(ln, proxy) }()
+	var handler http.Handler = proxy
+	if record {
+		rec, err := newRecorder()
+		if err != nil {
+			return err
+		}
+		handler = recording(proxy, rec)
+	}
+	go func() { _ = http.Serve(ln, handler) }()
 	fmt.Println("http://" + ln.Addr().String())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return nil
@@ -864,15 +891,15 @@ type relayChain struct {
 }
 
 // startRelays starts n relays, each passing to the one started before it
-// and the first to target.
-func startRelays(target string, n int) (*relayChain, error) {
+// and the first to target; recording ones with record.
+func startRelays(target string, n int, record bool) (*relayChain, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	c := &relayChain{url: target}
 	for range n {
-		cmd := exec.Command(self, "-relay", c.url)
+		cmd := exec.Command(self, "-relay", c.url, "-record="+strconv.FormatBool(record))
 		cmd.Stderr = os.Stderr
 		// stop kills the relay; its stdin closing ends it when this program
 		// dies without stopping it.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -185,4 +187,43 @@ func TestAPanicIsLoggedAndCounted(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	assert.InDelta(t, float64(http.StatusInternalServerError), line["status"], 0)
 	assert.Equal(t, "internal", line["code"])
+}
+
+// heldWriter holds every log line written to it, once armed, until
+// released.
+type heldWriter struct {
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	if h.armed.Load() {
+		<-h.release
+	}
+	return len(p), nil
+}
+
+// A gateway answer reaches the client before its request's log line is
+// written: the line, the metrics and the span come after the answer, not
+// on its way.
+func TestTheAnswerLeavesBeforeTheLogLine(t *testing.T) {
+	held := &heldWriter{release: make(chan struct{})}
+	released := sync.OnceFunc(func() { close(held.release) })
+	defer released()
+	logger := hclog.New(&hclog.LoggerOptions{Output: held, JSONFormat: true, Level: hclog.Info})
+	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
+	held.armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(triage))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bootstrap)
+	res, err := ts.Client().Do(req)
+	require.NoError(t, err, "the answer is held behind the log line")
+	body, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	require.NoError(t, err, "the answer is held behind the log line")
+	assert.Equal(t, http.StatusOK, res.StatusCode, string(body))
+	assert.NotEmpty(t, res.Header.Get("x-svc-run-id"))
+	released()
 }

@@ -88,6 +88,19 @@ func (w *recordingWriter) Flush() {
 	}
 }
 
+// sendNow sends an answer whose length the handler declared, so that the
+// client has it before the metrics, span and log line that follow:
+// net/http would hold a small answer in its buffer until the middleware
+// returns. An answer of unknown length is left to net/http, which sizes
+// it or chunks it when the handler returns.
+func sendNow(w *recordingWriter) {
+	if w.wroteHeader && w.Header().Get("Content-Length") != "" {
+		if f, ok := w.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+}
+
 // logRequests writes one structured line per request.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -102,6 +115,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
 		end := time.Now()
+		sendNow(rw)
 		if ri.status == 0 {
 			ri.status = http.StatusOK
 		}
