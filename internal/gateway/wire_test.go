@@ -81,7 +81,7 @@ func (g *genWire) ws() {
 
 func (g *genWire) str() string {
 	return g.pick(`"gpt-4o"`, `""`, `"a\"b"`, `"\u00e9t\u00e9"`, `"été"`, `"\ud800"`, `"tab\there"`, `"user"`, `"assistant"`,
-		`"text"`, `"function"`, `"json_object"`, `"x\\y"`, `"\/"`, `"` + "\xff" + `"`)
+		`"text"`, `"function"`, `"json_object"`, `"x\\y"`, `"\/"`, `"`+"\xff"+`"`)
 }
 
 func (g *genWire) number() string {
