@@ -2,11 +2,9 @@ package cache
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -254,7 +252,7 @@ func appendJSONString(dst, raw []byte, text textFlags) ([]byte, error) {
 	if err := json.Unmarshal(raw, &str); err != nil {
 		return dst, errSyntax
 	}
-	return appendString(dst, str), nil
+	return appendString(dst, []byte(str)), nil
 }
 
 // writtenAsIs reports whether encoding/json writes text unchanged inside
@@ -279,13 +277,13 @@ func writtenAsIs(text []byte) bool {
 	return true
 }
 
-func appendString(dst []byte, s string) []byte {
-	if writtenAsIs([]byte(s)) {
+func appendString(dst, s []byte) []byte {
+	if writtenAsIs(s) {
 		dst = append(dst, '"')
 		dst = append(dst, s...)
 		return append(dst, '"')
 	}
-	b, _ := json.Marshal(s) // a string always encodes
+	b, _ := json.Marshal(string(s)) // a string always encodes
 	return append(dst, b...)
 }
 
@@ -327,8 +325,10 @@ func (s *scanner) array(dst []byte) ([]byte, error) {
 // member is an object member whose canonical value has been written to
 // dst[start:end].
 type member struct {
-	// key is the decoded key, or for a lossy one lossyKey and its token.
-	key        string
+	// key is the decoded key, or for a lossy one lossyKey and its token:
+	// bytes of the document itself for a key without escapes, which is
+	// most, so that a key costs no copy.
+	key        []byte
 	start, end int
 }
 
@@ -371,13 +371,13 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 		if dst, err = s.value(dst); err != nil {
 			return dst, err
 		}
-		if s.depth == 1 && slices.Contains(s.dropTop, key) {
+		if s.depth == 1 && s.dropped(key) {
 			dst = dst[:start]
 		} else {
 			if text&lossyText != 0 {
 				// Kept as written, as a lossy value is: two such keys never
 				// collapse into one U+FFFD, nor meet a real one.
-				key = lossyKey + string(raw)
+				key = append([]byte(lossyKey), raw...)
 			}
 			members = append(members, member{key: key, start: start, end: len(dst)})
 		}
@@ -397,19 +397,19 @@ func (s *scanner) object(dst []byte) ([]byte, error) {
 	}
 	// Sorted by key; of equal keys the last written wins, as when decoding
 	// into a map.
-	slices.SortStableFunc(members, func(a, b member) int { return cmp.Compare(a.key, b.key) })
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	out := len(dst)
 	dst = append(dst, '{')
 	first := true
 	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key {
+		if i+1 < len(members) && bytes.Equal(members[i+1].key, m.key) {
 			continue
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		if raw, ok := strings.CutPrefix(m.key, lossyKey); ok {
+		if raw, ok := bytes.CutPrefix(m.key, []byte(lossyKey)); ok {
 			dst = append(dst, raw...)
 		} else {
 			dst = appendString(dst, m.key)
@@ -441,13 +441,23 @@ func canonicalObjectWithout(body []byte, drop ...string) ([]byte, error) {
 
 // decodeKey is a key's text as encoding/json reads it, by which members
 // are sorted.
-func decodeKey(raw []byte, text textFlags) (string, error) {
+func decodeKey(raw []byte, text textFlags) ([]byte, error) {
 	if text&(escapedText|lossyText) == 0 {
-		return string(raw[1 : len(raw)-1]), nil
+		return raw[1 : len(raw)-1], nil
 	}
 	var key string
 	if err := json.Unmarshal(raw, &key); err != nil {
-		return "", errSyntax
+		return nil, errSyntax
 	}
-	return key, nil
+	return []byte(key), nil
+}
+
+// dropped reports whether a top-level key is one of dropTop.
+func (s *scanner) dropped(key []byte) bool {
+	for _, d := range s.dropTop {
+		if string(key) == d {
+			return true
+		}
+	}
+	return false
 }

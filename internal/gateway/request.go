@@ -111,8 +111,14 @@ func invalid(param, format string, args ...any) error {
 // another; such a body is refused. Other keys pass through untouched.
 func ParseRequest(body []byte) (*Request, error) {
 	var w wireRequest
-	if err := decodeWire(body, &w); err != nil {
-		return nil, err
+	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil || !readWire(body, &w) {
+		if err := keysError(err, ""); err != nil {
+			return nil, err
+		}
+		w = wireRequest{}
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, wireError(err)
+		}
 	}
 	canonical, err := cache.CanonicalRequest(body)
 	if err != nil {
@@ -221,14 +227,16 @@ func parseMessage(i int, m wireMessage, nonText *bool) (Message, error) {
 			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string.", i)
 		}
 	case raw[0] == '[':
-		var parts []contentPart
-		if err := strictjson.Check(raw, &parts, strictjson.AllowUnknown); err != nil {
-			if err := keysError(err, fmt.Sprintf("messages[%d].content", i)); err != nil {
-				return Message{}, err
+		parts, ok := readParts(raw)
+		if !ok {
+			if err := strictjson.Check(raw, &parts, strictjson.AllowUnknown); err != nil {
+				if err := keysError(err, fmt.Sprintf("messages[%d].content", i)); err != nil {
+					return Message{}, err
+				}
 			}
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
+			if err := json.Unmarshal(raw, &parts); err != nil {
+				return Message{}, invalid("messages", "Invalid 'messages[%d].content': expected a string or an array of content parts.", i)
+			}
 		}
 		var b strings.Builder
 		for _, p := range parts {
@@ -304,11 +312,17 @@ func decodeWire(body []byte, w any) error {
 		}
 	}
 	if err := json.Unmarshal(body, w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
-		}
-		return invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
+		return wireError(err)
 	}
 	return nil
+}
+
+// wireError is json.Unmarshal's error on a request body in the provider's
+// terms.
+func wireError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
+	}
+	return invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
 }

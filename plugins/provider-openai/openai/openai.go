@@ -275,14 +275,10 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 	if err != nil {
 		return pluginapi.ChatResponse{}, u.readError(ctx, err, "response")
 	}
-	var parsed struct {
-		Usage *usageJSON      `json:"usage"`
-		Error json.RawMessage `json:"error"`
-	}
 	// A member of an odd type only loses the usage; anything but an object
 	// is no completion.
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(body, &parsed); !isObject(body) || err != nil && !errors.As(err, &typeErr) {
+	parsed, ok := readAnswer(body)
+	if !ok {
 		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
 			Message: "provider returned a response that is not a JSON object",
