@@ -495,3 +495,48 @@ func TestOversizedUnaryChatAnswerFails(t *testing.T) {
 	_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("huge")})
 	assert.ErrorContains(t, err, "larger than max")
 }
+
+// waitWorkers waits until w has live workers, idle of them idle.
+func waitWorkers(t *testing.T, w *callWorkers, live, idle int32) {
+	t.Helper()
+	require.Eventually(t, func() bool { return w.live.Load() == live && w.idle.Load() == idle },
+		10*time.Second, time.Millisecond, "live %d idle %d", w.live.Load(), w.idle.Load())
+}
+
+func TestCallWorkersRunTheNextCallOnAnIdleWorker(t *testing.T) {
+	w := newCallWorkers()
+	defer w.stop()
+	done := make(chan int32, 1)
+	w.run(func() { done <- 0 })
+	<-done
+	waitWorkers(t, w, 1, 1)
+	w.run(func() { done <- w.live.Load() })
+	assert.Equal(t, int32(1), <-done, "the idle worker took the call; none was started")
+	waitWorkers(t, w, 1, 1)
+}
+
+func TestCallWorkersNeverQueueACallBehindAnother(t *testing.T) {
+	w := newCallWorkers()
+	defer w.stop()
+	release, done := make(chan struct{}), make(chan struct{})
+	w.run(func() { <-release })
+	w.run(func() { close(done) }) // the first worker is busy: a second one runs it
+	<-done
+	waitWorkers(t, w, 2, 1)
+	close(release)
+	waitWorkers(t, w, 2, 2)
+}
+
+func TestCallWorkersEndWhenIdleOrStopped(t *testing.T) {
+	defer func(d time.Duration) { workerIdle = d }(workerIdle)
+	workerIdle = time.Millisecond
+	w := newCallWorkers()
+	w.run(func() {})
+	waitWorkers(t, w, 0, 0) // ended once idle for workerIdle
+
+	workerIdle = time.Hour
+	w.run(func() {})
+	waitWorkers(t, w, 1, 1)
+	w.stop()
+	waitWorkers(t, w, 0, 0)
+}
