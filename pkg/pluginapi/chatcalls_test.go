@@ -83,7 +83,7 @@ func (m *methodCounts) get(method string) int {
 
 // serveOver starts a gRPC server with srv as its Provider and returns the
 // host's client of it, the server, and the calls the server received.
-func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *methodCounts) {
+func serveOver(t testing.TB, srv pb.ProviderServer) (Provider, *grpc.Server, *methodCounts) {
 	t.Helper()
 	counts := &methodCounts{n: map[string]int{}}
 	s := grpc.NewServer(append(ServerOptions(),
@@ -106,7 +106,7 @@ func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *me
 
 // dialProvider returns the host's client of the plugin server at addr, and
 // its connection.
-func dialProvider(t *testing.T, addr string) (Provider, *grpc.ClientConn) {
+func dialProvider(t testing.TB, addr string) (Provider, *grpc.ClientConn) {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	require.NoError(t, err)
