@@ -1,6 +1,17 @@
 package store
 
-import "testing"
+import (
+	"context"
+	"database/sql"
+	"maps"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/svc-gateway/svc/internal/ids"
+	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/tenant"
+)
 
 func TestBatchRowsSplitsIntoFewSizes(t *testing.T) {
 	sizes := map[int]bool{}
@@ -47,5 +58,54 @@ func TestCounterRowsTakeOneRunsCountersInOneStatement(t *testing.T) {
 	}
 	if len(sizes) != oneRunCounters+3 { // 1 to 15, 16, 64, 256
 		t.Fatalf("statement sizes %v", sizes)
+	}
+}
+
+// The statements that count an agent's runs are compiled once and kept, as
+// the batch INSERTs are, not compiled afresh for every run.
+func TestAgentRunsUseKeptStatements(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "svc.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	agentRun := func() *ledger.Record {
+		at := time.Now()
+		run := &ledger.Run{ID: ids.Ordered("run", at), TenantID: tenant.DefaultID, CreatedAt: at, Route: ledger.RouteBlocked,
+			Status: ledger.StatusOK, Agent: "bot", Request: []byte(`{}`)}
+		rec := ledger.NewRecord(run, nil, at)
+		st := ledger.NewStanding().After("allow")
+		rec.Standing = &st
+		return rec
+	}
+	kept := func() map[hotKey]*sql.Stmt {
+		s.hot.mu.Lock()
+		defer s.hot.mu.Unlock()
+		return maps.Clone(s.hot.stmts)
+	}
+	if err := s.InsertRuns(ctx, []*ledger.Record{agentRun(), agentRun()}); err != nil {
+		t.Fatal(err)
+	}
+	first := kept()
+	for _, q := range []string{seeAgentSQL, takeStandingSQL} {
+		if first[hotKey{q, 0}] == nil {
+			t.Fatalf("no statement kept for %q", q)
+		}
+	}
+	if err := s.InsertRuns(ctx, []*ledger.Record{agentRun()}); err != nil {
+		t.Fatal(err)
+	}
+	for k, st := range kept() {
+		if k.rows == 0 && first[k] != st {
+			t.Errorf("%q compiled again", k.table)
+		}
+	}
+	if st, ok, err := s.AgentStanding(ctx, tenant.DefaultID, "bot"); err != nil || !ok || st.Decisions != 1 {
+		t.Errorf("standing %+v, %v, %v", st, ok, err)
+	}
+	var runs int
+	if err := s.read.QueryRowContext(ctx, `SELECT run_count FROM agents WHERE tenant_id = ? AND name = 'bot'`, tenant.DefaultID).Scan(&runs); err != nil || runs != 3 {
+		t.Errorf("run count %d, %v; want 3", runs, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ type hotStatements struct {
 	mu    sync.Mutex
 	stmts map[hotKey]*sql.Stmt
 }
+
+// hotKey names a kept statement: the INSERT of rows rows into table, or
+// (rows 0) the statement whose text table is.
 
 type hotKey struct {
 	table string
@@ -51,6 +55,9 @@ func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows i
 	if st := h.stmts[k]; st != nil {
 		return st, nil
 	}
+	if rows == 0 {
+		return h.prepare(ctx, db, k, table)
+	}
 	var q strings.Builder
 	params, suffix := runParams, ""
 	switch table {
@@ -74,7 +81,12 @@ func (h *hotStatements) stmt(ctx context.Context, db *pool, table string, rows i
 		q.WriteString(row)
 	}
 	q.WriteString(suffix)
-	st, err := db.PrepareContext(ctx, q.String())
+	return h.prepare(ctx, db, k, q.String())
+}
+
+// prepare prepares q and keeps it as k; h.mu is held.
+func (h *hotStatements) prepare(ctx context.Context, db *pool, k hotKey, q string) (*sql.Stmt, error) {
+	st, err := db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +216,12 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 	if err != nil {
 		return err
 	}
+	var agents agentStatements
+	if slices.ContainsFunc(recs, func(rec *ledger.Record) bool { return rec.Run.Agent != "" }) {
+		if agents, err = s.agentStatements(ctx); err != nil {
+			return err
+		}
+	}
 	return s.lockedTx(ctx, func(tx *txn) error {
 		for _, b := range []*batchInsert{runs, events, counters} {
 			if err := b.exec(ctx, tx); err != nil {
@@ -212,7 +230,7 @@ func (s *Store) InsertRuns(ctx context.Context, recs []*ledger.Record) error {
 		}
 		for _, rec := range recs {
 			if rec.Run.Agent != "" {
-				if err := seeAgent(ctx, tx, rec); err != nil {
+				if err := agents.see(ctx, tx, rec); err != nil {
 					return err
 				}
 			}
@@ -246,29 +264,58 @@ func (s *Store) RestoreRuns(ctx context.Context, recs []*ledger.Record) error {
 	return nil
 }
 
-// seeAgent counts a run of the agent, and takes the standing the run's
-// verdicts left it in, when the run carries one.
-func seeAgent(ctx context.Context, tx *txn, rec *ledger.Record) error {
-	r := rec.Run
-	_, err := tx.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
+const (
+	// seeAgentSQL counts a run of an agent, meeting it if need be.
+	seeAgentSQL = `INSERT INTO agents (tenant_id, name, first_seen, last_seen, run_count, trust)
 		VALUES (?, ?, ?, ?, 1, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET run_count = agents.run_count + 1,
-			last_seen = CASE WHEN excluded.last_seen > agents.last_seen THEN excluded.last_seen ELSE agents.last_seen END`,
-		r.TenantID, r.Agent, r.CreatedAt.UnixMilli(), r.CreatedAt.UnixMilli(), ledger.DefaultTrust)
+			last_seen = CASE WHEN excluded.last_seen > agents.last_seen THEN excluded.last_seen ELSE agents.last_seen END`
+	// takeStandingSQL stores a standing unless the stored one counts more
+	// decisions: standings arrive by two paths (a run's batch, a traced
+	// tool call's verdict at once), not always in the order reached.
+	takeStandingSQL = `UPDATE agents SET trust = ?, allow_streak = ?, deny_count = ?, decisions = ?
+		WHERE tenant_id = ? AND name = ? AND decisions <= ?`
+)
+
+// agentStatements are the recorder's statements of the runs of agents,
+// prepared once like its INSERTs: text executed afresh is compiled each
+// time, most of what counting an agent's run would cost.
+type agentStatements struct{ count, take *sql.Stmt }
+
+// agentStatements readies them, before the transaction begins (see
+// prepareInsert).
+func (s *Store) agentStatements(ctx context.Context) (agentStatements, error) {
+	count, err := s.hot.stmt(ctx, s.write, seeAgentSQL, 0)
+	if err != nil {
+		return agentStatements{}, err
+	}
+	take, err := s.hot.stmt(ctx, s.write, takeStandingSQL, 0)
+	return agentStatements{count, take}, err
+}
+
+// see counts a run of the agent, and takes the standing the run's verdicts
+// left it in, when the run carries one.
+func (a agentStatements) see(ctx context.Context, tx *txn, rec *ledger.Record) error {
+	r := rec.Run
+	at := r.CreatedAt.UnixMilli()
+	_, err := tx.StmtContext(ctx, a.count).ExecContext(ctx, r.TenantID, r.Agent, at, at, ledger.DefaultTrust)
 	if err != nil || rec.Standing == nil {
 		return err
 	}
-	return takeStanding(ctx, tx, r.TenantID, r.Agent, *rec.Standing)
+	_, err = tx.StmtContext(ctx, a.take).ExecContext(ctx, standingArgs(r.TenantID, r.Agent, *rec.Standing)...)
+	return err
 }
 
 // takeStanding stores st as the agent's standing unless the stored one
-// counts more decisions: standings arrive by two paths (a run's batch, a
-// traced tool call's verdict at once), not always in the order reached.
+// counts more decisions (takeStandingSQL).
 func takeStanding(ctx context.Context, tx *txn, tenantID, name string, st ledger.Standing) error {
-	_, err := tx.ExecContext(ctx, `UPDATE agents SET trust = ?, allow_streak = ?, deny_count = ?, decisions = ?
-		WHERE tenant_id = ? AND name = ? AND decisions <= ?`,
-		st.Trust, st.AllowStreak, st.Denies, st.Decisions, tenantID, name, st.Decisions)
+	_, err := tx.ExecContext(ctx, takeStandingSQL, standingArgs(tenantID, name, st)...)
 	return err
+}
+
+// standingArgs are takeStandingSQL's arguments.
+func standingArgs(tenantID, name string, st ledger.Standing) []any {
+	return []any{st.Trust, st.AllowStreak, st.Denies, st.Decisions, tenantID, name, st.Decisions}
 }
 
 // AgentStanding returns what the agent's trust is computed from; false

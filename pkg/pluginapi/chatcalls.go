@@ -286,6 +286,8 @@ func outcomeOf(ctx context.Context, r *pb.ChatResult) (*pb.ChatResponse, error) 
 func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
 	ctx, cancelAll := context.WithCancel(stream.Context())
 	defer cancelAll()
+	workers := newCallWorkers()
+	defer workers.stop()
 	var (
 		wg      sync.WaitGroup
 		sendMu  sync.Mutex
@@ -316,7 +318,9 @@ func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, 
 		mu.Lock()
 		running[id] = cancel
 		mu.Unlock()
-		wg.Go(func() {
+		wg.Add(1)
+		workers.run(func() {
+			defer wg.Done()
 			res, err := s.Chat(callCtx, call.GetRequest())
 			mu.Lock()
 			delete(running, id)
@@ -345,3 +349,59 @@ func callContext(parent context.Context, timeoutNs int64) (context.Context, cont
 	}
 	return context.WithCancel(parent)
 }
+
+// callWorkers run a ChatCalls stream's calls on goroutines kept between
+// calls. A call's goroutine grows its stack to what an upstream call needs
+// (an HTTP round trip, a JSON decode); a goroutine started for each call
+// starts small and copies its stack as it grows, every call, where a kept
+// one has grown it once. A worker idle for workerIdle ends.
+type callWorkers struct {
+	calls chan func() // to an idle worker
+	done  chan struct{}
+
+	live, idle atomic.Int32 // workers, and those waiting for a call, which tests wait on
+}
+
+// workerIdle is how long a worker waits for its next call before it ends:
+// long enough to carry a steady rate of calls, short enough that a burst
+// does not leave its goroutines waiting long. (A variable for tests.)
+var workerIdle = 2 * time.Second
+
+func newCallWorkers() *callWorkers {
+	return &callWorkers{calls: make(chan func()), done: make(chan struct{})}
+}
+
+// run runs fn on an idle worker, or on a new one when none is idle: a call
+// never waits for another to end.
+func (w *callWorkers) run(fn func()) {
+	select {
+	case w.calls <- fn:
+	default:
+		w.live.Add(1)
+		go w.work(fn)
+	}
+}
+
+func (w *callWorkers) work(fn func()) {
+	defer w.live.Add(-1)
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		idle.Reset(workerIdle)
+		w.idle.Add(1)
+		select {
+		case fn = <-w.calls:
+			w.idle.Add(-1)
+		case <-idle.C:
+			w.idle.Add(-1)
+			return
+		case <-w.done:
+			w.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// stop ends the idle workers; those running a call end after it.
+func (w *callWorkers) stop() { close(w.done) }

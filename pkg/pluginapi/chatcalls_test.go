@@ -83,7 +83,7 @@ func (m *methodCounts) get(method string) int {
 
 // serveOver starts a gRPC server with srv as its Provider and returns the
 // host's client of it, the server, and the calls the server received.
-func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *methodCounts) {
+func serveOver(t testing.TB, srv pb.ProviderServer) (Provider, *grpc.Server, *methodCounts) {
 	t.Helper()
 	counts := &methodCounts{n: map[string]int{}}
 	s := grpc.NewServer(append(ServerOptions(),
@@ -106,7 +106,7 @@ func serveOver(t *testing.T, srv pb.ProviderServer) (Provider, *grpc.Server, *me
 
 // dialProvider returns the host's client of the plugin server at addr, and
 // its connection.
-func dialProvider(t *testing.T, addr string) (Provider, *grpc.ClientConn) {
+func dialProvider(t testing.TB, addr string) (Provider, *grpc.ClientConn) {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, append(DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	require.NoError(t, err)
@@ -494,4 +494,58 @@ func TestOversizedUnaryChatAnswerFails(t *testing.T) {
 	p, _, _ := serveOver(t, &unaryOnly{impl: &sizedProvider{}})
 	_, err := p.Chat(context.Background(), ChatRequest{Body: []byte("huge")})
 	assert.ErrorContains(t, err, "larger than max")
+}
+
+// waitWorkers waits until w has live workers, idle of them idle.
+func waitWorkers(t *testing.T, w *callWorkers, live, idle int32) {
+	t.Helper()
+	require.Eventually(t, func() bool { return w.live.Load() == live && w.idle.Load() == idle },
+		10*time.Second, time.Millisecond, "live %d idle %d", w.live.Load(), w.idle.Load())
+}
+
+func TestCallWorkersRunTheNextCallOnAnIdleWorker(t *testing.T) {
+	defer func(d time.Duration) { workerIdle = d }(workerIdle)
+	workerIdle = time.Hour // none ends while the test counts them
+	w := newCallWorkers()
+	defer w.stop()
+	done := make(chan struct{})
+	call := func() {
+		w.run(func() { done <- struct{}{} })
+		<-done
+		require.Eventually(t, func() bool { return w.idle.Load() == w.live.Load() }, 10*time.Second, time.Millisecond)
+	}
+	call()
+	// A worker counts itself idle just before it waits: a call in between
+	// starts another. Once one waits, the next call is its own.
+	require.Eventually(t, func() bool {
+		live := w.live.Load()
+		call()
+		return w.live.Load() == live
+	}, 10*time.Second, time.Millisecond, "every call started a worker")
+}
+
+func TestCallWorkersNeverQueueACallBehindAnother(t *testing.T) {
+	w := newCallWorkers()
+	defer w.stop()
+	release, done := make(chan struct{}), make(chan struct{})
+	w.run(func() { <-release })
+	w.run(func() { close(done) }) // the first worker is busy: a second one runs it
+	<-done
+	waitWorkers(t, w, 2, 1)
+	close(release)
+	waitWorkers(t, w, 2, 2)
+}
+
+func TestCallWorkersEndWhenIdleOrStopped(t *testing.T) {
+	defer func(d time.Duration) { workerIdle = d }(workerIdle)
+	workerIdle = time.Millisecond
+	w := newCallWorkers()
+	w.run(func() {})
+	waitWorkers(t, w, 0, 0) // ended once idle for workerIdle
+
+	workerIdle = time.Hour
+	w.run(func() {})
+	waitWorkers(t, w, 1, 1)
+	w.stop()
+	waitWorkers(t, w, 0, 0)
 }
