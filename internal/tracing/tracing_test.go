@@ -2,10 +2,12 @@ package tracing_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,4 +157,24 @@ func TestStartUsesTheParentsProvider(t *testing.T) {
 		}
 		assert.Equal(t, kinds, got)
 	}
+}
+
+// A trace that starts at svc has an id that begins with its start's
+// milliseconds, so that the runs of later traces sort later in the index
+// that finds runs by trace; a caller's trace keeps its id.
+func TestRootSpansHaveOrderedTraceIDs(t *testing.T) {
+	tr, err := tracing.New(context.Background(), tracing.Options{On: true, Getenv: env(nil)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	before := time.Now().UnixMilli()
+	_, span := tr.Tracer().Start(context.Background(), "root")
+	after := time.Now().UnixMilli()
+	tid := span.SpanContext().TraceID()
+	ms := int64(binary.BigEndian.Uint64(tid[:8]) >> 16)
+	assert.True(t, before <= ms && ms <= after, "%s starts with %d, not in [%d, %d]", tid, ms, before, after)
+
+	caller, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: caller, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true})
+	_, child := tr.Tracer().Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "child")
+	assert.Equal(t, caller, child.SpanContext().TraceID())
 }
