@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -177,4 +178,23 @@ func TestRootSpansHaveOrderedTraceIDs(t *testing.T) {
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: caller, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true})
 	_, child := tr.Tracer().Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "child")
 	assert.Equal(t, caller, child.SpanContext().TraceID())
+}
+
+// Attributes gathered in an Attrs are set on the span in one call, and a
+// list given back starts the next span empty.
+func TestAttrs(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	for i := range 3 {
+		_, span := tp.Tracer("test").Start(context.Background(), "x")
+		attrs := tracing.NewAttrs()
+		attrs.Add(attribute.Int("i", i), attribute.String("s", "v"))
+		attrs.Add(attribute.Bool("b", true))
+		attrs.SetOn(span)
+		span.End()
+	}
+	require.Len(t, rec.Ended(), 3)
+	for i, s := range rec.Ended() {
+		assert.Equal(t, []attribute.KeyValue{attribute.Int("i", i), attribute.String("s", "v"), attribute.Bool("b", true)}, s.Attributes())
+	}
 }
