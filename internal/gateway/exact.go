@@ -63,7 +63,9 @@ func (g *Gateway) lookupExact(ctx context.Context, c *call) {
 		if d, ok := c.run.Explanation.Cache.(*cacheDetail); ok {
 			lookup = d.Lookup
 		}
-		span.SetAttributes(attrCacheTier.String(string(cache.ExactResponse)), attrCacheLookup.String(lookup))
+		attrs := tracing.NewAttrs()
+		attrs.Add(attrCacheTier.String(string(cache.ExactResponse)), attrCacheLookup.String(lookup))
+		attrs.SetOn(span)
 		span.End()
 	}
 }

@@ -32,9 +32,10 @@ const (
 )
 
 // start begins a call under its span, named by the OpenTelemetry GenAI
-// conventions ("chat gpt-4o-mini"), when the request's span records. The
-// run names the call's trace whenever the context holds a valid one:
-// svc's span, or the caller's traceparent when svc traces nothing.
+// conventions ("chat gpt-4o-mini"), when the request's span records; its
+// attributes are set when it ends, all in one call. The run names the
+// call's trace whenever the context holds a valid one: svc's span, or the
+// caller's traceparent when svc traces nothing.
 func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op attribute.KeyValue) (context.Context, *call) {
 	c := g.begin(id, req)
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
@@ -43,16 +44,6 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
 			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
 		}
-		attrs := make([]attribute.KeyValue, 0, 8)
-		attrs = append(attrs, op, semconv.GenAIRequestModel(req.Model), tracing.RunID.String(c.run.ID),
-			tracing.TenantID.String(id.TenantID), attrMode.String(string(id.Mode)))
-		if req.Temperature != nil {
-			attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
-		}
-		if req.MaxTokens > 0 {
-			attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
-		}
-		c.span.SetAttributes(attrs...)
 	} else {
 		c.span = trace.SpanFromContext(ctx)
 	}
@@ -72,19 +63,31 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	if !span.IsRecording() {
 		return
 	}
-	run := c.run
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, tracing.Route.String(run.Route))
+	run, req := c.run, c.req
+	attrs := tracing.NewAttrs()
+	op := semconv.GenAIOperationNameChat
+	if c.embeddings {
+		op = semconv.GenAIOperationNameEmbeddings
+	}
+	attrs.Add(op, semconv.GenAIRequestModel(req.Model), tracing.RunID.String(run.ID),
+		tracing.TenantID.String(run.TenantID), attrMode.String(run.Mode))
+	if req.Temperature != nil {
+		attrs.Add(semconv.GenAIRequestTemperature(*req.Temperature))
+	}
+	if req.MaxTokens > 0 {
+		attrs.Add(semconv.GenAIRequestMaxTokens(req.MaxTokens))
+	}
+	attrs.Add(tracing.Route.String(run.Route))
 	if run.Provider != "" {
-		attrs = append(attrs, tracing.Provider.String(run.Provider))
+		attrs.Add(tracing.Provider.String(run.Provider))
 	}
 	if plugin := c.plugin(run.Provider); plugin != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(plugin))
+		attrs.Add(semconv.GenAIProviderNameKey.String(plugin))
 	}
 	if !run.UsageUnknown && run.TotalTokens > 0 {
-		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(run.PromptTokens)))
+		attrs.Add(semconv.GenAIUsageInputTokens(int(run.PromptTokens)))
 		if !c.embeddings { // an embedding has no output tokens
-			attrs = append(attrs, semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
+			attrs.Add(semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))
 		}
 	}
 	answer := run.Response
@@ -93,24 +96,24 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	}
 	id, model := answerID(answer)
 	if id != "" {
-		attrs = append(attrs, semconv.GenAIResponseID(id))
+		attrs.Add(semconv.GenAIResponseID(id))
 	}
 	if model != "" {
-		attrs = append(attrs, semconv.GenAIResponseModel(model))
+		attrs.Add(semconv.GenAIResponseModel(model))
 	}
 	if reasons := finishReasons(answer); len(reasons) > 0 {
-		attrs = append(attrs, semconv.GenAIResponseFinishReasons(reasons...))
+		attrs.Add(semconv.GenAIResponseFinishReasons(reasons...))
 	}
 	if g.traceContent && !c.embeddings {
 		masking := c.masking || tracing.Masking(ctx)
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(capContent(inputMessages(c.req.Messages, masking))))
+		attrs.Add(semconv.GenAIInputMessagesKey.String(capContent(inputMessages(c.req.Messages, masking))))
 		if answer != nil {
 			if out, ok := outputMessages(answer, masking); ok {
-				attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(capContent(out)))
+				attrs.Add(semconv.GenAIOutputMessagesKey.String(capContent(out)))
 			}
 		}
 	}
-	span.SetAttributes(attrs...)
+	attrs.SetOn(span)
 	if errp != nil {
 		failed(ctx, span, *errp)
 	}
@@ -203,7 +206,7 @@ func finishReasons(body []byte) []string {
 			j = skipSpace(body, j+1)
 			if j < len(body) && body[j] == '"' {
 				if end := stringEnd(body, j); end > 0 && !bytes.ContainsRune(body[j:end], '\\') {
-					reasons = append(reasons, string(body[j+1:end-1]))
+					reasons = append(reasons, finishReason(body[j+1:end-1]))
 				}
 			}
 		}
@@ -214,6 +217,22 @@ func finishReasons(body []byte) []string {
 		i += len(key) + next
 	}
 	return reasons
+}
+
+// finishReason is a finish reason as a string, the OpenAI API's own
+// without a copy.
+func finishReason(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	}
+	return string(b)
 }
 
 // answerID reads the id and the model of an answer: a chat.completion, or

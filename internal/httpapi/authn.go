@@ -96,7 +96,9 @@ func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*auth.Identity
 	id, err := s.Auth.Identify(r, scope)
 	if span.IsRecording() {
 		if id != nil {
-			span.SetAttributes(tracing.TenantID.String(id.TenantID), attribute.String("svc.auth.via", string(id.Via)))
+			attrs := tracing.NewAttrs()
+			attrs.Add(tracing.TenantID.String(id.TenantID), attribute.String("svc.auth.via", string(id.Via)))
+			attrs.SetOn(span)
 		}
 		tracing.Error(span, err)
 		span.End()

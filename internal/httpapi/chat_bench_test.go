@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -38,6 +39,31 @@ func BenchmarkChatCompletion(b *testing.B) {
 	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
 	h := newServerWith(b, bootstrap, nil, instantAnswer{}).handler
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
+		req.Header.Set("Authorization", "Bearer "+bootstrap)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+	}
+}
+
+// BenchmarkChatCompletionTraced is BenchmarkChatCompletion with traces
+// exported over OTLP/HTTP to a collector that takes them and keeps
+// nothing: what tracing adds to a call's work, the export's share too.
+func BenchmarkChatCompletionTraced(b *testing.B) {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(collector.Close)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
+	h := newServerWith(b, bootstrap, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}, instantAnswer{}).handler
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))

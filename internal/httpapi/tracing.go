@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -29,32 +28,17 @@ func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
 		ctx = tracing.Propagator.Extract(ctx, carrier)
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	ctx = tracing.Propagator.Extract(ctx, carrier)
-	return s.Spans.Start(ctx, r.Method, serverOptions(r.Method)...)
-}
-
-// methodOptions are the server span's start options for the common
-// methods, made once.
-var methodOptions = func() map[string][]trace.SpanStartOption {
-	m := map[string][]trace.SpanStartOption{}
-	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		m[method] = newServerOptions(method)
+	if r.Header.Get("Traceparent") != "" || r.Header.Get("Baggage") != "" {
+		// Without either there is nothing to read (the propagators would
+		// look them up under names not in canonical form, a copy each).
+		ctx = tracing.Propagator.Extract(ctx, carrier)
 	}
-	return m
-}()
-
-func serverOptions(method string) []trace.SpanStartOption {
-	if o, ok := methodOptions[method]; ok {
-		return o
-	}
-	return newServerOptions(method)
+	return s.Spans.Start(ctx, r.Method, serverOptions...)
 }
 
-func newServerOptions(method string) []trace.SpanStartOption {
-	return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method))}
-}
+// serverOptions start a server span; its attributes are set when it ends,
+// all in one call (no sampler svc can be configured with reads them).
+var serverOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 // endSpan names the span by its route, once the mux has matched one
 // ("POST /v1/chat/completions"), and ends it with the answer's status.
@@ -67,20 +51,21 @@ func endSpan(span trace.Span, r *http.Request, status int) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs := tracing.NewAttrs()
+	attrs.Add(semconv.HTTPRequestMethodKey.String(r.Method))
 	if method, route, ok := strings.Cut(r.Pattern, " "); ok && method == r.Method {
 		span.SetName(r.Pattern) // the pattern is the name: nothing to build
-		attrs = append(attrs, semconv.HTTPRoute(route))
+		attrs.Add(semconv.HTTPRoute(route))
 	} else if route := routeOf(r.Pattern); route != "" {
 		span.SetName(r.Method + " " + route)
-		attrs = append(attrs, semconv.HTTPRoute(route))
+		attrs.Add(semconv.HTTPRoute(route))
 	}
-	attrs = append(attrs, semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
+	attrs.Add(semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
 	if status >= 500 {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(status)))
+		attrs.Add(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")
 	}
-	span.SetAttributes(attrs...)
+	attrs.SetOn(span)
 	span.End()
 }
 

@@ -288,7 +288,9 @@ func (r *Recorder) Record(ctx context.Context, rec *Record) error {
 	_, span := tracing.Start(ctx, "ledger.record", trace.SpanKindInternal)
 	err := r.record(rec)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.RunID.String(rec.Run.ID), attribute.Int("svc.ledger.events", len(rec.Events)))
+		attrs := tracing.NewAttrs()
+		attrs.Add(tracing.RunID.String(rec.Run.ID), attribute.Int("svc.ledger.events", len(rec.Events)))
+		attrs.SetOn(span)
 		tracing.Error(span, err)
 		span.End()
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -25,12 +24,12 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 		op = semconv.GenAIOperationNameEmbeddings
 	}
 	ctx, span := tracing.Start(ctx, op.Value.AsString()+" "+model, trace.SpanKindClient)
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
+	attrs := tracing.NewAttrs()
+	attrs.Add(op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
 	if !strings.ContainsAny(prov.Plugin, `/\`) { // a plugin's name, not its binary's path
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(prov.Plugin))
+		attrs.Add(semconv.GenAIProviderNameKey.String(prov.Plugin))
 	}
-	span.SetAttributes(attrs...)
+	attrs.SetOn(span)
 	return ctx, span
 }
 
@@ -47,11 +46,12 @@ func endAttempt(ctx context.Context, span trace.Span, a *Attempt, scrub func(str
 		span.End()
 		return
 	}
+	attrs := tracing.NewAttrs()
+	attrs.Add(tracing.Outcome.String(a.Outcome))
 	if a.Status != 0 {
-		span.SetAttributes(tracing.Outcome.String(a.Outcome), semconv.HTTPResponseStatusCode(a.Status))
-	} else {
-		span.SetAttributes(tracing.Outcome.String(a.Outcome))
+		attrs.Add(semconv.HTTPResponseStatusCode(a.Status))
 	}
+	attrs.SetOn(span)
 	if a.Outcome != OutcomeOK {
 		class := a.Outcome
 		if a.Status != 0 {
@@ -69,8 +69,10 @@ func answered(ctx context.Context, u pluginapi.Usage, embed bool) {
 	if !span.IsRecording() || u.PromptTokens == 0 && u.CompletionTokens == 0 {
 		return
 	}
-	span.SetAttributes(semconv.GenAIUsageInputTokens(int(u.PromptTokens)))
+	attrs := tracing.NewAttrs()
+	attrs.Add(semconv.GenAIUsageInputTokens(int(u.PromptTokens)))
 	if !embed {
-		span.SetAttributes(semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
+		attrs.Add(semconv.GenAIUsageOutputTokens(int(u.CompletionTokens)))
 	}
+	attrs.SetOn(span)
 }

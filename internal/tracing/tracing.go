@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel"
@@ -105,7 +106,8 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	batches := newBatcher(exporter, readBatchOptions(getenv, otel.Handle), otel.Handle)
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batches), sdktrace.WithResource(res))
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(batches), sdktrace.WithResource(res),
+		sdktrace.WithIDGenerator(orderedIDs{now: time.Now}))
 	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
 }
 

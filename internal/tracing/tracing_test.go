@@ -2,13 +2,16 @@ package tracing_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -154,5 +157,44 @@ func TestStartUsesTheParentsProvider(t *testing.T) {
 			}
 		}
 		assert.Equal(t, kinds, got)
+	}
+}
+
+// A trace that starts at svc has an id that begins with its start's
+// milliseconds, so that the runs of later traces sort later in the index
+// that finds runs by trace; a caller's trace keeps its id.
+func TestRootSpansHaveOrderedTraceIDs(t *testing.T) {
+	tr, err := tracing.New(context.Background(), tracing.Options{On: true, Getenv: env(nil)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	before := time.Now().UnixMilli()
+	_, span := tr.Tracer().Start(context.Background(), "root")
+	after := time.Now().UnixMilli()
+	tid := span.SpanContext().TraceID()
+	ms := int64(binary.BigEndian.Uint64(tid[:8]) >> 16)
+	assert.True(t, before <= ms && ms <= after, "%s starts with %d, not in [%d, %d]", tid, ms, before, after)
+
+	caller, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: caller, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true})
+	_, child := tr.Tracer().Start(trace.ContextWithRemoteSpanContext(context.Background(), parent), "child")
+	assert.Equal(t, caller, child.SpanContext().TraceID())
+}
+
+// Attributes gathered in an Attrs are set on the span in one call, and a
+// list given back starts the next span empty.
+func TestAttrs(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	for i := range 3 {
+		_, span := tp.Tracer("test").Start(context.Background(), "x")
+		attrs := tracing.NewAttrs()
+		attrs.Add(attribute.Int("i", i), attribute.String("s", "v"))
+		attrs.Add(attribute.Bool("b", true))
+		attrs.SetOn(span)
+		span.End()
+	}
+	require.Len(t, rec.Ended(), 3)
+	for i, s := range rec.Ended() {
+		assert.Equal(t, []attribute.KeyValue{attribute.Int("i", i), attribute.String("s", "v"), attribute.Bool("b", true)}, s.Attributes())
 	}
 }
