@@ -499,12 +499,12 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		origin = redact.Bytes(origin)
 	}
 	events := make([]ledger.Event, 0, 3+len(c.chatVerdicts)+len(c.toolVerdicts))
-	events = append(events, ledger.Event{Type: "request.received", At: c.start, Payload: mustJSON(requestEvent{
+	events = append(events, ledger.Event{Type: "request.received", At: c.start, Payload: payload(requestEvent{
 		Model: run.Model, Stream: run.Stream, Messages: len(c.req.Messages), Tools: len(c.req.Tools),
 		App: run.App, Agent: run.Agent, Subject: run.Subject, Mode: run.Mode, Origin: origin,
 	})})
 	events = append(events, c.chatVerdicts...)
-	events = append(events, ledger.Event{Type: "route.decided", At: c.start, Payload: mustJSON(routeEvent{
+	events = append(events, ledger.Event{Type: "route.decided", At: c.start, Payload: payload(routeEvent{
 		Route: run.Route, Reason: run.Explanation.Reason, Policy: run.Explanation.Policy.Decision})})
 	if c.hit != nil {
 		run.SavedMS = max(0, c.hit.Meta.LatencyMS-run.LatencyMS)
@@ -525,37 +525,37 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	case c.providerFailure != nil && attempt > 1: // a cached answer stood in for the failed providers
 		events = g.failedAttempts(events, c, end)
 	case c.providerFailure != nil: // a cached answer stood in for the failed provider
-		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
+		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
 			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure), Attempt: attempt,
 		})})
 	case status == httpstatus.ClientClosed: // the call was cut, not failed
 		events = g.failedAttempts(events, c, end)
-		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: mustJSON(providerEvent{
+		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: payload(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, PromptTokens: run.PromptTokens,
 			CompletionTokens: run.CompletionTokens, UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS,
 		})})
 	case failure == "" || run.Route == ledger.RouteBlocked:
 		events = g.failedAttempts(events, c, end)
-		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: mustJSON(providerEvent{
+		events = append(events, ledger.Event{Type: "provider.completed", At: end, Payload: payload(providerEvent{
 			Provider: run.Provider, Status: httpstatus.Of(nil), PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
 			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
 	case attempt > 1: // every provider failed: each attempt is told
 		events = g.failedAttempts(events, c, end)
 	default:
-		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: mustJSON(providerEvent{
+		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
 	}
 	if c.hit != nil {
 		g.cache.Served(run.TenantID, cache.ExactResponse)
-		events = append(events, ledger.Event{Type: "cache.hit", At: end, Payload: mustJSON(cacheHitEvent{
+		events = append(events, ledger.Event{Type: "cache.hit", At: end, Payload: payload(cacheHitEvent{
 			Tier: string(cache.ExactResponse), SourceRunID: c.hit.Meta.RunID, StoredAt: c.hit.StoredAt.UTC(),
 			Fallback: run.Explanation.Fallback != nil, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	if served {
 		p := c.art.serve
-		events = append(events, ledger.Event{Type: "artifact.served", At: end, Payload: mustJSON(artifactServedEvent{
+		events = append(events, ledger.Event{Type: "artifact.served", At: end, Payload: payload(artifactServedEvent{
 			ArtifactID: p.ArtifactID, PatternID: p.PatternID, Type: p.Type, SavedUSD: run.SavedUSD, SavedMS: run.SavedMS})})
 	}
 	events = append(events, c.toolVerdicts...)

@@ -172,7 +172,7 @@ func (c *call) decided(d governance.Decision, target policy.Target, tool string)
 	if target == policy.Chat || d.Verdict.Decision.Strength() > policy.Effect(c.run.Explanation.Policy.Decision).Strength() {
 		c.run.Explanation.Policy = v
 	}
-	e := ledger.Event{Type: "policy.evaluated", Payload: mustJSON(verdictEvent{Target: string(target), Tool: tool,
+	e := ledger.Event{Type: "policy.evaluated", Payload: payload(verdictEvent{Target: string(target), Tool: tool,
 		Decision: v.Decision, Rules: v.Rules, Enforced: v.Enforced, ApprovalID: v.ApprovalID})}
 	if target == policy.Chat {
 		c.chatVerdicts = append(c.chatVerdicts, e)

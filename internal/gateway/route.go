@@ -57,7 +57,7 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 			continue
 		}
 		lv := governance.LedgerVerdict(governance.Decision{Verdict: v.Verdict, Enforced: v.Enforced})
-		c.chatVerdicts = append(c.chatVerdicts, ledger.Event{Type: "policy.evaluated", Payload: mustJSON(verdictEvent{
+		c.chatVerdicts = append(c.chatVerdicts, ledger.Event{Type: "policy.evaluated", Payload: payload(verdictEvent{
 			Target: string(policy.Provider), Provider: v.Provider, Decision: lv.Decision, Rules: lv.Rules, Enforced: lv.Enforced})})
 		pol := &c.run.Explanation.Policy
 		for _, r := range lv.Rules {
@@ -128,9 +128,9 @@ func (g *Gateway) explainProviders(c *call) {
 		}
 	}
 	if len(attempts) > 0 {
-		ex.Attempts = attempts
+		ex.Attempts = attemptList(attempts)
 	}
-	ex.Candidates = p.Candidates
+	ex.Candidates = candidateList(p.Candidates)
 	for _, s := range p.Skipped {
 		ex.Rejected = append(ex.Rejected, ledger.Alternative{Route: ledger.RouteLive, Provider: s.Provider, Reason: s.Reason})
 	}
@@ -165,7 +165,7 @@ func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time) [
 		if a.Outcome == providers.OutcomeOK || a.Outcome == providers.OutcomeCancelled {
 			continue
 		}
-		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: mustJSON(providerEvent{
+		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: payload(providerEvent{
 			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.attemptText(c, a.Error),
 			LatencyMS: a.LatencyMS, Attempt: i + 1})})
 	}

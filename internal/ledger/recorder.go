@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -44,7 +43,7 @@ type Record struct {
 // once however many times it is asked for.
 func (r *Record) ExplanationJSON() ([]byte, error) {
 	if r.explanation == nil {
-		b, err := json.Marshal(r.Run.Explanation)
+		b, err := encodeExplanation(&r.Run.Explanation)
 		if err != nil {
 			return nil, fmt.Errorf("encode explanation of %s: %w", r.Run.ID, err)
 		}

@@ -104,3 +104,60 @@ func BenchmarkRecordParallel(b *testing.B) {
 	r.mu.Unlock()
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
 }
+
+// appendingList stands for the gateway's attempts and candidates: a list
+// of details that writes its own JSON.
+type appendingList []appendingDetail
+
+func (l appendingList) AppendJSON(b []byte) ([]byte, bool) {
+	b = append(b, '[')
+	for i := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = l[i].AppendJSON(b); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+// BenchmarkNewRecordLive is NewRecord for a run whose explanation is as
+// the gateway builds a live call's: its open fields hold details that
+// write their own JSON (sampleRecord's cache detail is a map, which only
+// json.Marshal encodes).
+func BenchmarkNewRecordLive(b *testing.B) {
+	base := *sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	base.Explanation = benchExplanation()
+	b.ReportAllocs()
+	for b.Loop() {
+		run := base
+		at := time.Now()
+		rec := NewRecord(&run, benchEvents(at), at)
+		if _, err := rec.ExplanationJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExplanationJSON is the encoding of a live call's explanation
+// alone.
+func BenchmarkExplanationJSON(b *testing.B) {
+	run := &Run{Explanation: benchExplanation()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (&Record{Run: run}).ExplanationJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchExplanation is a live call's explanation as the gateway builds it.
+func benchExplanation() RouteExplanation {
+	return RouteExplanation{Route: RouteLive, Reason: "no cached answer or promoted artifact can serve this request",
+		Rejected: []Alternative{{Route: RouteExactCache, Reason: "no cached answer for this request"},
+			{Route: RouteArtifact, Reason: "no promoted artifact for this request's pattern"}},
+		Policy: Verdict{Decision: "allow", Rules: []RuleResult{}}, Cache: &appendingDetail{Name: "exact_response", Value: 0},
+		Provider: "openai", Attempts: appendingList{{Name: "openai", Value: 10.9}}, Candidates: appendingList{{Name: "openai"}}}
+}
