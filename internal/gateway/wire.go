@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/svc-gateway/svc/pkg/jsonread"
 )
 
 // wireReader reads the chat request shapes clients send into the wire
@@ -17,174 +19,18 @@ import (
 // give up, it reads what json.Unmarshal reads: a differential test and a
 // fuzz target hold the two together.
 type wireReader struct {
-	src []byte
-	i   int
-}
-
-// peek is the next byte after white space, 0 at the end.
-func (d *wireReader) peek() byte {
-	for d.i < len(d.src) {
-		switch c := d.src[d.i]; c {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return c
-		}
-	}
-	return 0
-}
-
-// eat consumes c, the next byte after white space, or says it is not.
-func (d *wireReader) eat(c byte) bool {
-	if d.peek() != c {
-		return false
-	}
-	d.i++
-	return true
-}
-
-// token is the string, number or literal at d.i (d.i past white space),
-// as written.
-func (d *wireReader) token() []byte {
-	start := d.i
-	if d.i < len(d.src) && d.src[d.i] == '"' {
-		d.i++
-		for d.i < len(d.src) {
-			switch d.src[d.i] {
-			case '\\':
-				d.i += 2
-				continue
-			case '"':
-				d.i++
-				return d.src[start:min(d.i, len(d.src))]
-			}
-			d.i++
-		}
-		return d.src[start:]
-	}
-	for d.i < len(d.src) {
-		switch d.src[d.i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
-			return d.src[start:d.i]
-		}
-		d.i++
-	}
-	return d.src[start:]
-}
-
-// skip passes over one value, which the check before found valid.
-func (d *wireReader) skip() bool {
-	switch d.peek() {
-	case '{', '[':
-		depth := 0
-		for d.i < len(d.src) {
-			switch d.src[d.i] {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					d.i++
-					return true
-				}
-			case '"':
-				d.token()
-				continue
-			}
-			d.i++
-		}
-		return false
-	case 0:
-		return false
-	}
-	d.token()
-	return true
-}
-
-// raw is one value as written, as json.RawMessage reads it.
-func (d *wireReader) raw(dst *json.RawMessage) bool {
-	if d.peek() == 0 {
-		return false
-	}
-	start := d.i
-	if !d.skip() {
-		return false
-	}
-	*dst = d.src[start:d.i]
-	return true
-}
-
-// object reads an object's members with member, given each key; a
-// top-level null or any other value is no object.
-func (d *wireReader) object(member func(key []byte) bool) bool {
-	if !d.eat('{') {
-		return false
-	}
-	if d.eat('}') {
-		return true
-	}
-	for {
-		if d.peek() != '"' {
-			return false
-		}
-		key := d.token()
-		if len(key) < 2 || strings.IndexByte(string(key), '\\') >= 0 {
-			return false // escaped: encoding/json decides what it names
-		}
-		if !d.eat(':') || !member(key[1:len(key)-1]) {
-			return false
-		}
-		if d.eat('}') {
-			return true
-		}
-		if !d.eat(',') {
-			return false
-		}
-	}
-}
-
-// array reads an array's elements with elem; null is nil.
-func (d *wireReader) array(elem func() bool) (isNull, ok bool) {
-	if d.null() {
-		return true, true
-	}
-	if !d.eat('[') {
-		return false, false
-	}
-	if d.eat(']') {
-		return false, true
-	}
-	for {
-		if !elem() {
-			return false, false
-		}
-		if d.eat(']') {
-			return false, true
-		}
-		if !d.eat(',') {
-			return false, false
-		}
-	}
-}
-
-// null consumes a null.
-func (d *wireReader) null() bool {
-	if d.peek() != 'n' || len(d.src)-d.i < 4 || string(d.src[d.i:d.i+4]) != "null" {
-		return false
-	}
-	d.i += 4
-	return true
+	jsonread.Reader
 }
 
 // str reads a string into *dst; null leaves it.
 func (d *wireReader) str(dst *string) bool {
-	if d.null() {
+	if d.Null() {
 		return true
 	}
-	if d.peek() != '"' {
+	if d.Peek() != '"' {
 		return false
 	}
-	tok := d.token()
+	tok := d.Token()
 	if s, ok := plainString(tok); ok {
 		*dst = s
 		return true
@@ -194,7 +40,7 @@ func (d *wireReader) str(dst *string) bool {
 
 // strPtr reads a string into a new *dst; null sets it nil.
 func (d *wireReader) strPtr(dst **string) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
@@ -203,20 +49,12 @@ func (d *wireReader) strPtr(dst **string) bool {
 	return d.str(s)
 }
 
-// number is a number token, or nil for another value.
-func (d *wireReader) number() []byte {
-	if c := d.peek(); c != '-' && (c < '0' || c > '9') {
-		return nil
-	}
-	return d.token()
-}
-
 func (d *wireReader) float(dst **float64) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
-	tok := d.number()
+	tok := d.Number()
 	if tok == nil {
 		return false
 	}
@@ -229,11 +67,11 @@ func (d *wireReader) float(dst **float64) bool {
 }
 
 func (d *wireReader) int(dst **int) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
-	tok := d.number()
+	tok := d.Number()
 	if tok == nil {
 		return false
 	}
@@ -247,19 +85,19 @@ func (d *wireReader) int(dst **int) bool {
 }
 
 func (d *wireReader) bool(dst **bool) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
 	var v bool
-	switch d.peek() {
+	switch d.Peek() {
 	case 't':
 		v = true
 	case 'f':
 	default:
 		return false
 	}
-	if tok := d.token(); string(tok) != strconv.FormatBool(v) {
+	if tok := d.Token(); string(tok) != strconv.FormatBool(v) {
 		return false
 	}
 	*dst = &v
@@ -269,8 +107,8 @@ func (d *wireReader) bool(dst **bool) bool {
 // readWire reads body, which strictjson.Check passed, into w; false when
 // encoding/json must.
 func readWire(body []byte, w *wireRequest) bool {
-	d := wireReader{src: body}
-	ok := d.object(func(key []byte) bool {
+	d := wireReader{jsonread.New(body)}
+	ok := d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "model":
 			return d.strPtr(&w.Model)
@@ -295,29 +133,29 @@ func readWire(body []byte, w *wireRequest) bool {
 		case "tools":
 			return d.tools(&w.Tools)
 		case "functions":
-			return d.raw(&w.Functions)
+			return d.Raw(&w.Functions)
 		case "tool_choice":
-			return d.raw(&w.ToolChoice)
+			return d.Raw(&w.ToolChoice)
 		case "logprobs":
 			return d.bool(&w.Logprobs)
 		}
-		return d.skip()
+		return d.Skip()
 	})
-	return ok && d.peek() == 0
+	return ok && d.Peek() == 0
 }
 
 func (d *wireReader) messages(dst *[]wireMessage) bool {
 	ms := make([]wireMessage, 0, 4)
-	isNull, ok := d.array(func() bool {
+	isNull, ok := d.Array(func() bool {
 		var m wireMessage
-		if !d.null() && !d.object(func(key []byte) bool {
+		if !d.Null() && !d.Object(func(key []byte) bool {
 			switch string(key) {
 			case "role":
 				return d.strPtr(&m.Role)
 			case "content":
-				return d.raw(&m.Content)
+				return d.Raw(&m.Content)
 			}
-			return d.skip()
+			return d.Skip()
 		}) {
 			return false
 		}
@@ -332,55 +170,55 @@ func (d *wireReader) messages(dst *[]wireMessage) bool {
 }
 
 func (d *wireReader) streamOptions(dst **streamOptions) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
 	o := new(streamOptions)
 	*dst = o
-	return d.object(func(key []byte) bool {
+	return d.Object(func(key []byte) bool {
 		if string(key) == "include_usage" {
 			return d.bool(&o.IncludeUsage)
 		}
-		return d.skip()
+		return d.Skip()
 	})
 }
 
 func (d *wireReader) responseFormat(dst **responseFormat) bool {
-	if d.null() {
+	if d.Null() {
 		*dst = nil
 		return true
 	}
 	f := new(responseFormat)
 	*dst = f
-	return d.object(func(key []byte) bool {
+	return d.Object(func(key []byte) bool {
 		if string(key) == "type" {
 			return d.str(&f.Type)
 		}
-		return d.skip()
+		return d.Skip()
 	})
 }
 
 func (d *wireReader) tools(dst *[]wireTool) bool {
 	var ts []wireTool
-	isNull, ok := d.array(func() bool {
+	isNull, ok := d.Array(func() bool {
 		var t wireTool
-		if !d.null() && !d.object(func(key []byte) bool {
+		if !d.Null() && !d.Object(func(key []byte) bool {
 			switch string(key) {
 			case "type":
 				return d.str(&t.Type)
 			case "function":
-				if d.null() {
+				if d.Null() {
 					return true
 				}
-				return d.object(func(key []byte) bool {
+				return d.Object(func(key []byte) bool {
 					if string(key) == "name" {
 						return d.str(&t.Function.Name)
 					}
-					return d.skip()
+					return d.Skip()
 				})
 			}
-			return d.skip()
+			return d.Skip()
 		}) {
 			return false
 		}
@@ -398,11 +236,11 @@ func (d *wireReader) tools(dst *[]wireTool) bool {
 // body passed for repeats; false when encoding/json must, as for a key
 // that strictjson.Check would refuse against contentPart's fields.
 func readParts(raw []byte) ([]contentPart, bool) {
-	d := wireReader{src: raw}
+	d := wireReader{jsonread.New(raw)}
 	parts := make([]contentPart, 0, 2)
-	isNull, ok := d.array(func() bool {
+	isNull, ok := d.Array(func() bool {
 		var p contentPart
-		if !d.null() && !d.object(func(key []byte) bool {
+		if !d.Null() && !d.Object(func(key []byte) bool {
 			switch string(key) {
 			case "type":
 				return d.str(&p.Type)
@@ -414,14 +252,14 @@ func readParts(raw []byte) ([]contentPart, bool) {
 			if strings.EqualFold(string(key), "type") || strings.EqualFold(string(key), "text") {
 				return false
 			}
-			return d.skip()
+			return d.Skip()
 		}) {
 			return false
 		}
 		parts = append(parts, p)
 		return true
 	})
-	if !ok || isNull || d.peek() != 0 {
+	if !ok || isNull || d.Peek() != 0 {
 		return nil, false
 	}
 	return parts, true
