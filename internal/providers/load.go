@@ -242,8 +242,9 @@ func (m *Manager) Reload(ctx context.Context) error {
 	old := m.router.Current()
 	set, err := m.buildLocked(ctx, old)
 	if err != nil {
-		m.o.Logger.Error("providers reload refused; the previous providers keep serving", "error", err)
+		// The status first: once the line is out, the API says the same.
 		m.router.SetLoadStatus(m.o.Path, m.o.Now(), err)
+		m.o.Logger.Error("providers reload refused; the previous providers keep serving", "error", err)
 		return err
 	}
 	m.router.Swap(set)

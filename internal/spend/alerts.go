@@ -182,12 +182,13 @@ func (t *Tracker) alert(ctx context.Context, tenantID string, w watched, spent A
 	if w.b.Scope != Tenant {
 		data["match"] = w.counter.Key
 	}
-	if t.o.Notifier != nil {
-		t.o.Notifier.Notify(ctx, tenantID, EventThreshold, data)
-	}
+	// The trail first: whoever is told can find the event in it.
 	if t.o.Audit != nil {
 		t.o.Audit.Record(ctx, audit.Event{TenantID: tenantID, Actor: AlertActor, Action: EventThreshold,
 			Decision: audit.Allow, Target: RulePrefix + w.b.ID, Details: data})
+	}
+	if t.o.Notifier != nil {
+		t.o.Notifier.Notify(ctx, tenantID, EventThreshold, data)
 	}
 }
 
