@@ -286,7 +286,7 @@ func outcomeOf(ctx context.Context, r *pb.ChatResult) (*pb.ChatResponse, error) 
 func (s *providerServer) ChatCalls(stream grpc.BidiStreamingServer[pb.ChatCall, pb.ChatResult]) error {
 	ctx, cancelAll := context.WithCancel(stream.Context())
 	defer cancelAll()
-	workers := newCallWorkers()
+	workers := newCallWorkers(workerIdle)
 	defer workers.stop()
 	var (
 		wg      sync.WaitGroup
@@ -354,21 +354,22 @@ func callContext(parent context.Context, timeoutNs int64) (context.Context, cont
 // calls. A call's goroutine grows its stack to what an upstream call needs
 // (an HTTP round trip, a JSON decode); a goroutine started for each call
 // starts small and copies its stack as it grows, every call, where a kept
-// one has grown it once. A worker idle for workerIdle ends.
+// one has grown it once. A worker idle for idleFor ends.
 type callWorkers struct {
-	calls chan func() // to an idle worker
-	done  chan struct{}
+	calls   chan func() // to an idle worker
+	done    chan struct{}
+	idleFor time.Duration
 
 	live, idle atomic.Int32 // workers, and those waiting for a call, which tests wait on
 }
 
 // workerIdle is how long a worker waits for its next call before it ends:
 // long enough to carry a steady rate of calls, short enough that a burst
-// does not leave its goroutines waiting long. (A variable for tests.)
-var workerIdle = 2 * time.Second
+// does not leave its goroutines waiting long.
+const workerIdle = 2 * time.Second
 
-func newCallWorkers() *callWorkers {
-	return &callWorkers{calls: make(chan func()), done: make(chan struct{})}
+func newCallWorkers(idleFor time.Duration) *callWorkers {
+	return &callWorkers{calls: make(chan func()), done: make(chan struct{}), idleFor: idleFor}
 }
 
 // run runs fn on an idle worker, or on a new one when none is idle: a call
@@ -384,11 +385,11 @@ func (w *callWorkers) run(fn func()) {
 
 func (w *callWorkers) work(fn func()) {
 	defer w.live.Add(-1)
-	idle := time.NewTimer(workerIdle)
+	idle := time.NewTimer(w.idleFor)
 	defer idle.Stop()
 	for {
 		fn()
-		idle.Reset(workerIdle)
+		idle.Reset(w.idleFor)
 		w.idle.Add(1)
 		select {
 		case fn = <-w.calls:

@@ -504,9 +504,7 @@ func waitWorkers(t *testing.T, w *callWorkers, live, idle int32) {
 }
 
 func TestCallWorkersRunTheNextCallOnAnIdleWorker(t *testing.T) {
-	defer func(d time.Duration) { workerIdle = d }(workerIdle)
-	workerIdle = time.Hour // none ends while the test counts them
-	w := newCallWorkers()
+	w := newCallWorkers(time.Hour) // none ends while the test counts them
 	defer w.stop()
 	done := make(chan struct{})
 	call := func() {
@@ -525,7 +523,7 @@ func TestCallWorkersRunTheNextCallOnAnIdleWorker(t *testing.T) {
 }
 
 func TestCallWorkersNeverQueueACallBehindAnother(t *testing.T) {
-	w := newCallWorkers()
+	w := newCallWorkers(workerIdle)
 	defer w.stop()
 	release, done := make(chan struct{}), make(chan struct{})
 	w.run(func() { <-release })
@@ -537,13 +535,11 @@ func TestCallWorkersNeverQueueACallBehindAnother(t *testing.T) {
 }
 
 func TestCallWorkersEndWhenIdleOrStopped(t *testing.T) {
-	defer func(d time.Duration) { workerIdle = d }(workerIdle)
-	workerIdle = time.Millisecond
-	w := newCallWorkers()
+	w := newCallWorkers(time.Millisecond)
 	w.run(func() {})
-	waitWorkers(t, w, 0, 0) // ended once idle for workerIdle
+	waitWorkers(t, w, 0, 0) // ended once idle for idleFor
 
-	workerIdle = time.Hour
+	w = newCallWorkers(time.Hour)
 	w.run(func() {})
 	waitWorkers(t, w, 1, 1)
 	w.stop()
