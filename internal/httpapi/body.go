@@ -39,9 +39,10 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // sizedMax bounds the buffer readAll makes on the word of a Content-Length
-// alone, so that a client that declares a large body and sends little
-// costs what it sends; a larger body grows from there as it arrives.
-const sizedMax = 256 << 10
+// alone: a client that declares a large body and sends little holds no
+// more than this (io.ReadAll's first buffer is 512 bytes); a larger body
+// grows from there as it arrives. Chat requests are mostly well under it.
+const sizedMax = 32 << 10
 
 // readAll is io.ReadAll, with the buffer sized from the body's declared
 // length (limitBody refused one over the limit before): a body arrives in

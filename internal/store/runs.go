@@ -28,7 +28,6 @@ type hotStatements struct {
 
 // hotKey names a kept statement: the INSERT of rows rows into table, or
 // (rows 0) the statement whose text table is.
-
 type hotKey struct {
 	table string
 	rows  int
