@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -23,6 +24,9 @@ import (
 type GuardProxy struct {
 	Guard *netguard.Guard
 	Log   hclog.Logger
+	// HeaderTimeout is how long a page may take to send its headers
+	// (0: headerTimeout).
+	HeaderTimeout time.Duration
 
 	transport *http.Transport
 	once      sync.Once
@@ -50,6 +54,9 @@ func (p *GuardProxy) dial(ctx context.Context, network, addr string) (net.Conn, 
 	return d.DialContext(ctx, network, addr)
 }
 
+// headerTimeout is how long the proxy waits for a page's headers.
+const headerTimeout = 20 * time.Second
+
 func (p *GuardProxy) client() *http.Transport {
 	p.once.Do(func() {
 		p.transport = &http.Transport{
@@ -59,7 +66,7 @@ func (p *GuardProxy) client() *http.Transport {
 			MaxIdleConns:          32,
 			IdleConnTimeout:       30 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 20 * time.Second,
+			ResponseHeaderTimeout: cmp.Or(p.HeaderTimeout, headerTimeout),
 		}
 	})
 	return p.transport
