@@ -54,12 +54,8 @@ func (d *wireReader) float(dst **float64) bool {
 		*dst = nil
 		return true
 	}
-	tok := d.Number()
-	if tok == nil {
-		return false
-	}
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
+	f, ok := d.Float()
+	if !ok {
 		return false
 	}
 	*dst = &f

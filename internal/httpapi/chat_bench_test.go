@@ -36,9 +36,13 @@ func (instantAnswer) Models(context.Context) ([]pluginapi.Model, error) { return
 // each call a request none before it asked, as svc-bench sends them: what
 // svc adds to a call, without the network.
 func BenchmarkChatCompletion(b *testing.B) {
+	benchmarkChat(b, newServerWith(b, bootstrap, nil, instantAnswer{}).handler)
+}
+
+// benchmarkChat sends h a new chat completion each iteration.
+func benchmarkChat(b *testing.B, h http.Handler) {
 	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
-	h := newServerWith(b, bootstrap, nil, instantAnswer{}).handler
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
@@ -61,18 +65,5 @@ func BenchmarkChatCompletionTraced(b *testing.B) {
 	}))
 	b.Cleanup(collector.Close)
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
-		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
-	h := newServerWith(b, bootstrap, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}, instantAnswer{}).handler
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
-		req.Header.Set("Authorization", "Bearer "+bootstrap)
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body.String())
-		}
-	}
+	benchmarkChat(b, newServerWith(b, bootstrap, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}, instantAnswer{}).handler)
 }

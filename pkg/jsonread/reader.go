@@ -7,6 +7,7 @@ package jsonread
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -180,4 +181,15 @@ func (d *Reader) Number() []byte {
 		return nil
 	}
 	return d.Token()
+}
+
+// Float reads a number token as a float64; ok is false for another value
+// or one that does not fit.
+func (d *Reader) Float() (f float64, ok bool) {
+	tok := d.Number()
+	if tok == nil {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	return f, err == nil
 }

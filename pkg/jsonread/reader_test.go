@@ -63,3 +63,15 @@ func TestArrayAndRaw(t *testing.T) {
 	d = New([]byte(`"no number"`))
 	assert.Nil(t, d.Number())
 }
+
+func TestFloat(t *testing.T) {
+	d := New([]byte(`-1.5e3`))
+	f, ok := d.Float()
+	assert.True(t, ok)
+	assert.InDelta(t, -1500.0, f, 0)
+	for _, bad := range []string{`"1"`, `null`, `1e999`} {
+		d = New([]byte(bad))
+		_, ok = d.Float()
+		assert.False(t, ok, bad)
+	}
+}

@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/svc-gateway/svc/pkg/jsonread"
@@ -130,14 +129,9 @@ func (d *jsonReader) float(dst *float64) bool {
 	if d.Null() {
 		return true
 	}
-	tok := d.Number()
-	if tok == nil {
-		return false
+	f, ok := d.Float()
+	if ok {
+		*dst = f
 	}
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return false
-	}
-	*dst = f
-	return true
+	return ok
 }
