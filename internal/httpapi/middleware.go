@@ -186,17 +186,47 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
 		if isAPIPath(r.URL.Path) {
-			h.Set("Cache-Control", "no-store")
+			setPrepared(h, apiHeaders)
 		} else {
-			h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
-			h.Set("Referrer-Policy", "no-referrer")
-			h.Set("Cross-Origin-Opener-Policy", "same-origin")
-			h.Set("X-Frame-Options", "DENY")
+			setPrepared(h, pageHeaders)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// preparedHeader is a header's canonical name and its one value, made
+// once: every answer shares the value's slice rather than allocating its
+// own. The slice's capacity is its length, so that an Add to the header
+// copies it rather than writing into the shared array.
+type preparedHeader struct {
+	name  string
+	value []string
+}
+
+func prepared(name, value string) preparedHeader {
+	return preparedHeader{http.CanonicalHeaderKey(name), []string{value}[:1:1]}
+}
+
+var (
+	apiHeaders = []preparedHeader{
+		prepared("X-Content-Type-Options", "nosniff"),
+		prepared("Cache-Control", "no-store"),
+	}
+	pageHeaders = []preparedHeader{
+		prepared("X-Content-Type-Options", "nosniff"),
+		prepared("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"),
+		prepared("Referrer-Policy", "no-referrer"),
+		prepared("Cross-Origin-Opener-Policy", "same-origin"),
+		prepared("X-Frame-Options", "DENY"),
+	}
+)
+
+// setPrepared sets each of hs in h, as Header.Set would.
+func setPrepared(h http.Header, hs []preparedHeader) {
+	for _, p := range hs {
+		h[p.name] = p.value
+	}
 }
 
 func isAPIPath(p string) bool {
