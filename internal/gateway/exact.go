@@ -76,7 +76,8 @@ func (g *Gateway) lookupExactEntry(c *call) {
 		return
 	}
 	ok, why := cacheable(c.req)
-	detail := &cacheDetail{Tier: cache.ExactResponse, Cacheable: ok, Lookup: "skipped"}
+	c.cacheSpace = cacheDetail{Tier: cache.ExactResponse, Cacheable: ok, Lookup: "skipped"}
+	detail := &c.cacheSpace
 	c.run.Explanation.Cache = detail
 	if !ok {
 		c.reject(ledger.RouteExactCache, why)
@@ -87,7 +88,8 @@ func (g *Gateway) lookupExactEntry(c *call) {
 		c.reject(ledger.RouteExactCache, "not cacheable: the request has no canonical form")
 		return
 	}
-	c.exact = &exactLookup{key: key, cacheable: true}
+	c.exactSpace = exactLookup{key: key, cacheable: true}
+	c.exact = &c.exactSpace
 	c.exact.entry, c.exact.found = g.cache.Lookup(c.id.TenantID, cache.ExactResponse, key)
 	e := c.exact.entry
 	switch c.exact.found {
