@@ -61,3 +61,22 @@ func TestReadAllIsReadAll(t *testing.T) {
 		}
 	}
 }
+
+// The usual Content-Type of a JSON body is accepted without parsing it;
+// others still are, with their parameters.
+func TestJSONContentTypeTakesThePlainTypeAsItIs(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for ct, ok := range map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
+		"application/vnd.api+json": true, "text/plain": false, "application/json; charset": false, "": true,
+	} {
+		r.Header.Set("Content-Type", ct)
+		if err := checkJSONContentType(r); (err == nil) != ok {
+			t.Errorf("Content-Type %q: error %v", ct, err)
+		}
+	}
+	r.Header.Set("Content-Type", "application/json")
+	if allocs := testing.AllocsPerRun(20, func() { _ = checkJSONContentType(r) }); allocs != 0 {
+		t.Errorf("application/json: %v allocations, want 0", allocs)
+	}
+}

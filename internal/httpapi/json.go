@@ -79,7 +79,9 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 // checkJSONContentType refuses a body declared as anything but JSON; a
 // missing Content-Type is taken as JSON.
 func checkJSONContentType(r *http.Request) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
+		// The plain type, which nearly every client sends, is taken as it
+		// is; anything else is parsed.
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return errs.E(errs.Unsupported, "unsupported_media_type", "Content-Type must be application/json")
