@@ -40,7 +40,7 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	c := g.begin(id, req)
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
-		ctx, c.span = tracing.Start(ctx, op.Value.AsString()+" "+req.Model, trace.SpanKindInternal)
+		ctx, c.span = tracing.Start(ctx, tracing.OperationName(op.Value.AsString(), req.Model), trace.SpanKindInternal)
 		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
 			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
 		}

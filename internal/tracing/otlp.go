@@ -130,7 +130,8 @@ func (e *encoder) appendRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte 
 			var r int
 			b, r = openField(b, fieldRSResource)
 			for it := g.res.Iter(); it.Next(); {
-				b = appendKeyValue(b, fieldResourceAttributes, it.Attribute())
+				kv := it.Attribute()
+				b = appendKeyValue(b, fieldResourceAttributes, &kv)
 			}
 			b = closeField(b, r)
 		}
@@ -188,7 +189,8 @@ func appendScopeSpans(b []byte, g group, spans []sdktrace.ReadOnlySpan) []byte {
 		b = appendString(b, fieldScopeName, g.scope.Name)
 		b = appendString(b, fieldScopeVersion, g.scope.Version)
 		for it := g.scope.Attributes.Iter(); it.Next(); {
-			b = appendKeyValue(b, fieldScopeAttributes, it.Attribute())
+			kv := it.Attribute()
+			b = appendKeyValue(b, fieldScopeAttributes, &kv)
 		}
 		b = closeField(b, sc)
 	}
@@ -219,18 +221,14 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	}
 	b = appendFixed64(b, fieldSpanStart, unixNano(s.StartTime().UnixNano()))
 	b = appendFixed64(b, fieldSpanEnd, unixNano(s.EndTime().UnixNano()))
-	for _, kv := range s.Attributes() {
-		b = appendKeyValue(b, fieldSpanAttributes, kv)
-	}
+	b = appendKeyValues(b, fieldSpanAttributes, s.Attributes())
 	b = appendVarint(b, fieldSpanDroppedAttrs, count(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
 		var e int
 		b, e = openField(b, fieldSpanEvents)
 		b = appendFixed64(b, fieldEventTime, unixNano(ev.Time.UnixNano()))
 		b = appendString(b, fieldEventName, ev.Name)
-		for _, kv := range ev.Attributes {
-			b = appendKeyValue(b, fieldEventAttributes, kv)
-		}
+		b = appendKeyValues(b, fieldEventAttributes, ev.Attributes)
 		b = appendVarint(b, fieldEventDroppedAttrs, count(ev.DroppedAttributeCount))
 		b = closeField(b, e)
 	}
@@ -241,9 +239,7 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		b = appendBytes(b, fieldLinkTraceID, ltid[:])
 		b = appendBytes(b, fieldLinkSpanID, lsid[:])
-		for _, kv := range l.Attributes {
-			b = appendKeyValue(b, fieldLinkAttributes, kv)
-		}
+		b = appendKeyValues(b, fieldLinkAttributes, l.Attributes)
 		b = appendVarint(b, fieldLinkDroppedAttrs, count(l.DroppedAttributeCount))
 		b = appendFixed32(b, fieldLinkFlags, flags(l.SpanContext.TraceFlags(), l.SpanContext))
 		b = closeField(b, lk)
@@ -275,18 +271,27 @@ func flags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
 	return f
 }
 
-func appendKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
+// appendKeyValues writes each of kvs as a KeyValue field num, reading
+// them in place: a KeyValue is 64 bytes, copied for each otherwise.
+func appendKeyValues(b []byte, num protowire.Number, kvs []attribute.KeyValue) []byte {
+	for i := range kvs {
+		b = appendKeyValue(b, num, &kvs[i])
+	}
+	return b
+}
+
+func appendKeyValue(b []byte, num protowire.Number, kv *attribute.KeyValue) []byte {
 	var f int
 	b, f = openField(b, num)
 	b = appendString(b, fieldKVKey, string(kv.Key))
-	b = appendAnyValue(b, fieldKVValue, kv.Value)
+	b = appendAnyValue(b, fieldKVValue, &kv.Value)
 	return closeField(b, f)
 }
 
 // appendAnyValue writes v as an AnyValue, as the stock exporter converts
 // it: an empty value is an AnyValue with nothing set, a type it does not
 // know the string "INVALID".
-func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
+func appendAnyValue(b []byte, num protowire.Number, v *attribute.Value) []byte {
 	var f int
 	b, f = openField(b, num)
 	switch v.Type() {
@@ -319,9 +324,7 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 	case attribute.MAP:
 		var m int
 		b, m = openField(b, fieldAnyKVList)
-		for _, kv := range v.AsMap() {
-			b = appendKeyValue(b, fieldKVListValues, kv)
-		}
+		b = appendKeyValues(b, fieldKVListValues, v.AsMap())
 		b = closeField(b, m)
 	default:
 		b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
@@ -336,7 +339,8 @@ func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte 
 	var a int
 	b, a = openField(b, fieldAnyArray)
 	for _, x := range xs {
-		b = appendAnyValue(b, fieldArrayValues, value(x))
+		v := value(x)
+		b = appendAnyValue(b, fieldArrayValues, &v)
 	}
 	return closeField(b, a)
 }
