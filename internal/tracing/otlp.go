@@ -130,8 +130,7 @@ func (e *encoder) appendRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte 
 			var r int
 			b, r = openField(b, fieldRSResource)
 			for it := g.res.Iter(); it.Next(); {
-				kv := it.Attribute()
-				b = appendKeyValue(b, fieldResourceAttributes, &kv)
+				b = appendKeyValue(b, fieldResourceAttributes, it.Attribute())
 			}
 			b = closeField(b, r)
 		}
@@ -189,8 +188,7 @@ func appendScopeSpans(b []byte, g group, spans []sdktrace.ReadOnlySpan) []byte {
 		b = appendString(b, fieldScopeName, g.scope.Name)
 		b = appendString(b, fieldScopeVersion, g.scope.Version)
 		for it := g.scope.Attributes.Iter(); it.Next(); {
-			kv := it.Attribute()
-			b = appendKeyValue(b, fieldScopeAttributes, &kv)
+			b = appendKeyValue(b, fieldScopeAttributes, it.Attribute())
 		}
 		b = closeField(b, sc)
 	}
@@ -221,14 +219,18 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	}
 	b = appendFixed64(b, fieldSpanStart, unixNano(s.StartTime().UnixNano()))
 	b = appendFixed64(b, fieldSpanEnd, unixNano(s.EndTime().UnixNano()))
-	b = appendKeyValues(b, fieldSpanAttributes, s.Attributes())
+	for _, kv := range s.Attributes() {
+		b = appendKeyValue(b, fieldSpanAttributes, kv)
+	}
 	b = appendVarint(b, fieldSpanDroppedAttrs, count(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
 		var e int
 		b, e = openField(b, fieldSpanEvents)
 		b = appendFixed64(b, fieldEventTime, unixNano(ev.Time.UnixNano()))
 		b = appendString(b, fieldEventName, ev.Name)
-		b = appendKeyValues(b, fieldEventAttributes, ev.Attributes)
+		for _, kv := range ev.Attributes {
+			b = appendKeyValue(b, fieldEventAttributes, kv)
+		}
 		b = appendVarint(b, fieldEventDroppedAttrs, count(ev.DroppedAttributeCount))
 		b = closeField(b, e)
 	}
@@ -239,7 +241,9 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		b = appendBytes(b, fieldLinkTraceID, ltid[:])
 		b = appendBytes(b, fieldLinkSpanID, lsid[:])
-		b = appendKeyValues(b, fieldLinkAttributes, l.Attributes)
+		for _, kv := range l.Attributes {
+			b = appendKeyValue(b, fieldLinkAttributes, kv)
+		}
 		b = appendVarint(b, fieldLinkDroppedAttrs, count(l.DroppedAttributeCount))
 		b = appendFixed32(b, fieldLinkFlags, flags(l.SpanContext.TraceFlags(), l.SpanContext))
 		b = closeField(b, lk)
@@ -271,27 +275,18 @@ func flags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
 	return f
 }
 
-// appendKeyValues writes each of kvs as a KeyValue field num, reading
-// them in place: a KeyValue is 64 bytes, copied for each otherwise.
-func appendKeyValues(b []byte, num protowire.Number, kvs []attribute.KeyValue) []byte {
-	for i := range kvs {
-		b = appendKeyValue(b, num, &kvs[i])
-	}
-	return b
-}
-
-func appendKeyValue(b []byte, num protowire.Number, kv *attribute.KeyValue) []byte {
+func appendKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
 	var f int
 	b, f = openField(b, num)
 	b = appendString(b, fieldKVKey, string(kv.Key))
-	b = appendAnyValue(b, fieldKVValue, &kv.Value)
+	b = appendAnyValue(b, fieldKVValue, kv.Value)
 	return closeField(b, f)
 }
 
 // appendAnyValue writes v as an AnyValue, as the stock exporter converts
 // it: an empty value is an AnyValue with nothing set, a type it does not
 // know the string "INVALID".
-func appendAnyValue(b []byte, num protowire.Number, v *attribute.Value) []byte {
+func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 	var f int
 	b, f = openField(b, num)
 	switch v.Type() {
@@ -324,7 +319,9 @@ func appendAnyValue(b []byte, num protowire.Number, v *attribute.Value) []byte {
 	case attribute.MAP:
 		var m int
 		b, m = openField(b, fieldAnyKVList)
-		b = appendKeyValues(b, fieldKVListValues, v.AsMap())
+		for _, kv := range v.AsMap() {
+			b = appendKeyValue(b, fieldKVListValues, kv)
+		}
 		b = closeField(b, m)
 	default:
 		b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
@@ -339,8 +336,7 @@ func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte 
 	var a int
 	b, a = openField(b, fieldAnyArray)
 	for _, x := range xs {
-		v := value(x)
-		b = appendAnyValue(b, fieldArrayValues, &v)
+		b = appendAnyValue(b, fieldArrayValues, value(x))
 	}
 	return closeField(b, a)
 }
