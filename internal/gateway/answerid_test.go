@@ -30,6 +30,15 @@ func TestAnswerID(t *testing.T) {
 	}
 }
 
+// An answer whose id and model have nothing to unescape costs their two
+// strings and nothing more.
+func TestAnswerIDAllocatesItsStringsOnly(t *testing.T) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[]}`)
+	if n := testing.AllocsPerRun(100, func() { answerID(body) }); n > 2 {
+		t.Fatalf("answerID allocates %v times, want 2", n)
+	}
+}
+
 // BenchmarkAnswerID reads a long answer's id and model: the keys before
 // its choices, not its text.
 func BenchmarkAnswerID(b *testing.B) {

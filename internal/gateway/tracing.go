@@ -40,7 +40,7 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	c := g.begin(id, req)
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
-		ctx, c.span = tracing.Start(ctx, op.Value.AsString()+" "+req.Model, trace.SpanKindInternal)
+		ctx, c.span = tracing.Start(ctx, tracing.OperationName(op.Value.AsString(), req.Model), trace.SpanKindInternal)
 		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
 			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
 		}
@@ -267,10 +267,8 @@ func answerID(body []byte) (id, model string) {
 		}
 		switch string(key) {
 		case "id", "model":
-			var v string
-			if raw := body[i:vend]; raw[0] == '"' && !bytes.ContainsRune(raw, '\\') {
-				v = string(raw[1 : len(raw)-1]) // nothing to unescape
-			} else if json.Unmarshal(raw, &v) != nil {
+			v, ok := jsonString(body[i:vend])
+			if !ok {
 				return "", ""
 			}
 			if string(key) == "id" {
@@ -291,6 +289,25 @@ func answerID(body []byte) (id, model string) {
 			i++
 		}
 	}
+}
+
+// jsonString is the string a JSON value holds, read without a decoder
+// when it has nothing to unescape; ok is false when it is no string. The
+// decoder's result lives on the heap, so only a value that needs it pays
+// for that.
+func jsonString(raw []byte) (string, bool) {
+	if raw[0] == '"' && !bytes.ContainsRune(raw, '\\') {
+		return string(raw[1 : len(raw)-1]), true // nothing to unescape
+	}
+	return decodeString(raw)
+}
+
+func decodeString(raw []byte) (string, bool) {
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
 }
 
 // firstChunk reads the id and the model of the first chunk of a stored

@@ -23,7 +23,7 @@ func startAttempt(ctx context.Context, prov *Provider, model string, kind int) (
 	if kind == callEmbed {
 		op = semconv.GenAIOperationNameEmbeddings
 	}
-	ctx, span := tracing.Start(ctx, op.Value.AsString()+" "+model, trace.SpanKindClient)
+	ctx, span := tracing.Start(ctx, tracing.OperationName(op.Value.AsString(), model), trace.SpanKindClient)
 	attrs := tracing.NewAttrs()
 	attrs.Add(op, semconv.GenAIRequestModel(model), tracing.Provider.String(prov.Name))
 	if !strings.ContainsAny(prov.Plugin, `/\`) { // a plugin's name, not its binary's path

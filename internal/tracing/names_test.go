@@ -1,0 +1,38 @@
+package tracing
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestOperationName(t *testing.T) {
+	if got := OperationName("chat", "gpt-4o-mini"); got != "chat gpt-4o-mini" {
+		t.Fatalf("OperationName = %q", got)
+	}
+	if got := OperationName("embeddings", "gpt-4o-mini"); got != "embeddings gpt-4o-mini" {
+		t.Fatalf("OperationName = %q", got)
+	}
+	if got := OperationName("chat", ""); got != "chat " {
+		t.Fatalf("OperationName with no model = %q", got)
+	}
+	// A name already made is shared, not made again.
+	OperationName("chat", "shared-model")
+	if n := testing.AllocsPerRun(100, func() { OperationName("chat", "shared-model") }); n != 0 {
+		t.Fatalf("a known name allocates %v times", n)
+	}
+}
+
+func TestOperationNameBounded(t *testing.T) {
+	for i := range 2 * maxNames {
+		model := fmt.Sprintf("model-%d", i)
+		if got := OperationName("chat", model); got != "chat "+model {
+			t.Fatalf("OperationName = %q, want %q", got, "chat "+model)
+		}
+	}
+	names.mu.RLock()
+	n := len(names.m)
+	names.mu.RUnlock()
+	if n > maxNames {
+		t.Fatalf("%d names kept, more than %d", n, maxNames)
+	}
+}
