@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -238,7 +239,18 @@ func TestListRunsFilters(t *testing.T) {
 	ts := newServerWith(t, bootstrap, nil, &fakeProvider{})
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	traceparent := "00-" + traceID + "-00f067aa0ba902b7-01"
+	created := func(id string) time.Time {
+		res := ts.call(t, "GET", "/api/v1/runs/"+id, bootstrap, "")
+		at, err := time.Parse(time.RFC3339Nano, res.json["run"].(map[string]any)["createdAt"].(string))
+		require.NoError(t, err)
+		return at
+	}
 	support := ts.chatRun(t, bootstrap, triage, "X-Svc-App", "support", "X-Svc-Agent", "triage-bot", "traceparent", traceparent)
+	// A run's time is kept to the millisecond: the next run must start in a
+	// later one for since and until to tell the two apart.
+	for first := created(support); !time.Now().Truncate(time.Millisecond).After(first); {
+		runtime.Gosched()
+	}
 	other := ts.chatRun(t, bootstrap, strings.Replace(triage, "charged twice", "billed 100% too much", 1), "X-Svc-App", "billing")
 	bigger := ts.chatRun(t, bootstrap, strings.Replace(triage, "gpt-4o-mini", "gpt-4o", 1), "X-Svc-App", "billing")
 
@@ -261,12 +273,6 @@ func TestListRunsFilters(t *testing.T) {
 	assert.Equal(t, []string{support}, list("q=TRIAGE-bot"), "q searches the agent")
 	assert.Equal(t, []string{other}, list("q="+other), "q searches the id")
 
-	created := func(id string) time.Time {
-		res := ts.call(t, "GET", "/api/v1/runs/"+id, bootstrap, "")
-		at, err := time.Parse(time.RFC3339Nano, res.json["run"].(map[string]any)["createdAt"].(string))
-		require.NoError(t, err)
-		return at
-	}
 	since := created(other).Format(time.RFC3339Nano)
 	assert.NotContains(t, list("since="+url.QueryEscape(since)), support)
 	assert.Contains(t, list("since="+url.QueryEscape(since)), other, "since is included")
