@@ -57,6 +57,8 @@ func run() int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
+	// Before any work: see config.GCPercent for why svc sets its own.
+	config.SetGC(os.LookupEnv)
 	a, err := app.New(ctx, app.Options{Config: cfg, Logger: logger})
 	if err == nil {
 		if err = a.Start(ctx); err != nil {
