@@ -179,11 +179,12 @@ const gather = 100 * time.Millisecond
 
 // batchRuns is how many pending runs end a gather early. A batch costs CPU
 // in one burst, on one core, while requests wait for it: at 1000 calls a
-// second a full gather is about 100 runs and 5 ms of CPU. Past a few dozen
-// runs a bigger batch saves little per run (BenchmarkInsertRuns: about 80
-// µs a run at 32, 55 at 128), so the writer stores at this size rather
-// than letting the burst grow with the rate.
-const batchRuns = 32
+// second a full gather is about 100 runs and 5 ms of CPU, and the burst
+// would grow with the rate. Smaller batches cost more per run
+// (BenchmarkInsertRuns, CPU a run: about 80 µs at 32, 69 at 64, 58 at
+// 128, 52 at 256), so the limit is where the cost is still near the large
+// batches' while the burst stays a few milliseconds.
+const batchRuns = 64
 
 // holdLimit is how many journal bytes of runs the recorder keeps in memory
 // while the store refuses them; beyond it they wait on disk only, in their
