@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -67,6 +68,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "svc:", err)
 		return 1
 	}
+	setGC()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -89,6 +91,16 @@ wait:
 		return 1
 	}
 	return 0
+}
+
+// setGC sets svc's GC percent (see config.GCPercent) once it has started,
+// and collects what the start left: the goal it sets is five times the
+// heap last marked, which is to be what serving keeps, not the start's
+// transient heap of twice that.
+func setGC() {
+	if config.SetGC(os.LookupEnv) {
+		runtime.GC()
+	}
 }
 
 func usage() {

@@ -161,6 +161,38 @@ func TestQuietTrafficReusesOneSegment(t *testing.T) {
 	assert.Empty(t, segs, "nothing left to replay")
 }
 
+// A batch that is full is stored at once, not when the gather time is
+// over: under load the writer's bursts of CPU stay small.
+func TestAFullBatchEndsTheGather(t *testing.T) {
+	ctx := context.Background()
+	store := gatedStore(false)
+	r, err := NewRecorder(ctx, store, t.TempDir(), hclog.NewNullLogger())
+	require.NoError(t, err)
+	defer r.Close()
+	defer store.open() // before Close, which stores what is pending
+	r.mu.Lock()
+	r.batchLimit, r.gatherTime = 3, time.Hour
+	r.mu.Unlock()
+
+	for i := range 3 {
+		require.NoError(t, r.Record(ctx, sampleRecord(fmt.Sprintf("run_%d", i), nil)))
+	}
+	select {
+	case <-store.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full batch waited for the gather time")
+	}
+	store.release()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.stored == 3
+	}, 10*time.Second, time.Millisecond, "the batch is stored without a Sync")
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Equal(t, []string{"run_0", "run_1", "run_2"}, store.order)
+}
+
 // Under steady traffic the open segment always holds a run not yet stored:
 // once it is large it is sealed, and removed when those runs are stored.
 func TestBusyJournalSealsLargeSegments(t *testing.T) {

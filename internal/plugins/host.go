@@ -123,7 +123,8 @@ func (h *Host) Close() {
 // baseEnv is what every plugin gets: enough to run and to reach the network
 // through the operator's proxy, and nothing of svc's own secrets.
 func baseEnv(cfg *config.Config) []string {
-	env := []string{"SVC_LOG_LEVEL=" + cfg.LogLevel.String(), "GOMAXPROCS=" + strconv.Itoa(cfg.PluginGOMAXPROCS())}
+	env := []string{"SVC_LOG_LEVEL=" + cfg.LogLevel.String(), "GOMAXPROCS=" + strconv.Itoa(cfg.PluginGOMAXPROCS()),
+		"GOGC=" + config.PluginGOGC(os.LookupEnv)}
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
 		"http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
 		if v, ok := os.LookupEnv(k); ok {

@@ -255,6 +255,15 @@ func TestPluginsRunWithTheirOwnGOMAXPROCS(t *testing.T) {
 	assert.Contains(t, strings.Split(string(environ), "\x00"), "GOMAXPROCS=3")
 }
 
+// Plugins run with svc's GC percent, or the operator's GOGC.
+func TestPluginsRunWithSvcsGCPercent(t *testing.T) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), fmt.Sprintf("GOGC=%d", config.GCPercent))
+	}
+	t.Setenv("GOGC", "150")
+	assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), "GOGC=150")
+}
+
 func TestTheConsoleEmailPluginLogsTheMessage(t *testing.T) {
 	h, logs := startHost(t, nil)
 	_, err := h.Email().Send(context.Background(), pluginapi.EmailMessage{From: "svc <no-reply@localhost>",

@@ -41,7 +41,7 @@ func benchRun(at time.Time) *ledger.Record {
 // per run. The records are built before the timer starts: the request path
 // builds them, not the store.
 func BenchmarkInsertRuns(b *testing.B) {
-	for _, batch := range []int{1, 4, 32, 256} {
+	for _, batch := range []int{1, 4, 8, 16, 32, 64, 128, 256} {
 		b.Run(fmt.Sprint(batch), func(b *testing.B) { benchInsertRuns(b, batch) })
 	}
 }
