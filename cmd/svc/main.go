@@ -58,6 +58,11 @@ func run() int {
 		JSONFormat: cfg.LogJSON,
 		Output:     os.Stderr,
 	})
+	// SIGHUP is caught before the server starts: one that arrives as soon as
+	// svc answers reloads once it runs rather than ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	a, err := app.New(ctx, app.Options{Config: cfg, Logger: logger})
 	if err == nil {
 		if err = a.Start(ctx); err != nil {
@@ -70,8 +75,6 @@ func run() int {
 	}
 	setGC()
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 wait:
 	for {
 		select {
