@@ -76,8 +76,7 @@ func (g *Gateway) lookupExactEntry(c *call) {
 		return
 	}
 	ok, why := cacheable(c.req)
-	c.cacheSpace = cacheDetail{Tier: cache.ExactResponse, Cacheable: ok, Lookup: "skipped"}
-	detail := &c.cacheSpace
+	detail := &cacheDetail{Tier: cache.ExactResponse, Cacheable: ok, Lookup: "skipped"}
 	c.run.Explanation.Cache = detail
 	if !ok {
 		c.reject(ledger.RouteExactCache, why)
@@ -88,8 +87,7 @@ func (g *Gateway) lookupExactEntry(c *call) {
 		c.reject(ledger.RouteExactCache, "not cacheable: the request has no canonical form")
 		return
 	}
-	c.exactSpace = exactLookup{key: key, cacheable: true}
-	c.exact = &c.exactSpace
+	c.exact = &exactLookup{key: key, cacheable: true}
 	c.exact.entry, c.exact.found = g.cache.Lookup(c.id.TenantID, cache.ExactResponse, key)
 	e := c.exact.entry
 	switch c.exact.found {

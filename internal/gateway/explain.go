@@ -9,16 +9,15 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 )
 
-// liveExplanation explains a live route when nothing else could serve;
-// its rejected routes are appended to rejected, room the call holds.
-func liveExplanation(rejected []ledger.Alternative) ledger.RouteExplanation {
+// liveExplanation explains a live route when nothing else could serve.
+func liveExplanation() ledger.RouteExplanation {
 	return ledger.RouteExplanation{
 		Route:  ledger.RouteLive,
 		Reason: "no cached answer or promoted artifact can serve this request",
-		Rejected: append(rejected,
-			ledger.Alternative{Route: ledger.RouteExactCache, Reason: "no cached answer for this request"},
-			ledger.Alternative{Route: ledger.RouteArtifact, Reason: "no promoted artifact for this request's pattern"},
-		),
+		Rejected: []ledger.Alternative{
+			{Route: ledger.RouteExactCache, Reason: "no cached answer for this request"},
+			{Route: ledger.RouteArtifact, Reason: "no promoted artifact for this request's pattern"},
+		},
 		Policy: ledger.Verdict{Decision: "allow", Rules: []ledger.RuleResult{}},
 	}
 }

@@ -148,27 +148,16 @@ type call struct {
 	// embeddings says the call is an embeddings call.
 	embeddings     bool
 	calledProvider bool
-
-	// Room for what the pointers and the slice above point to on every
-	// live call, so that a call costs one allocation rather than one
-	// for each of them.
-	runSpace      ledger.Run
-	rejectedSpace [2]ledger.Alternative
-	exactSpace    exactLookup
-	cacheSpace    cacheDetail
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
 	start := g.now()
-	c := &call{id: id, req: req, start: start}
-	c.runSpace = ledger.Run{
+	return &call{id: id, req: req, start: start, run: &ledger.Run{
 		ID: ids.Ordered("run", start), TenantID: id.TenantID, CreatedAt: start.UTC().Truncate(time.Millisecond),
 		Route: ledger.RouteLive, Model: req.Model, App: id.App, Agent: id.Agent, Subject: id.Subject,
 		Mode: string(id.Mode), KeyID: id.KeyID, Stream: req.Stream, Request: req.Body,
-		Explanation: liveExplanation(c.rejectedSpace[:0]),
-	}
-	c.run = &c.runSpace
-	return c
+		Explanation: liveExplanation(),
+	}}
 }
 
 // Complete answers a non-streamed call through the provider and records it.
