@@ -38,11 +38,15 @@ func SetGC(lookup func(string) (string, bool)) bool {
 }
 
 // PluginGOGC is the GOGC a plugin process runs with: svc's own GOGC when
-// the operator set one, else GCPercent. GOMEMLIMIT is svc's alone: a limit
-// sized for svc would not fit a plugin.
+// the operator set it to a percentage, else GCPercent. GOMEMLIMIT is svc's
+// alone, since a limit sized for svc would not fit a plugin; so GOGC=off,
+// which relies on that limit, is not passed on either: a plugin without
+// the limit would then never collect.
 func PluginGOGC(lookup func(string) (string, bool)) string {
 	if v, ok := lookup("GOGC"); ok {
-		return v
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return strconv.Itoa(n)
+		}
 	}
 	return strconv.Itoa(GCPercent)
 }

@@ -33,4 +33,8 @@ func TestSvcSetsItsGCPercentUnlessTheOperatorDid(t *testing.T) {
 	assert.Equal(t, "400", config.PluginGOGC(lookupIn(nil)))
 	assert.Equal(t, "400", config.PluginGOGC(lookupIn(map[string]string{"GOMEMLIMIT": "1GiB"})), "a limit is svc's own")
 	assert.Equal(t, "150", config.PluginGOGC(lookupIn(map[string]string{"GOGC": "150"})))
+	for _, v := range []string{"off", "", "-1", "0", "lots"} {
+		assert.Equal(t, "400", config.PluginGOGC(lookupIn(map[string]string{"GOGC": v, "GOMEMLIMIT": "1GiB"})),
+			"GOGC=%q is not passed on without the limit it relies on", v)
+	}
 }

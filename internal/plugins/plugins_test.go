@@ -255,13 +255,16 @@ func TestPluginsRunWithTheirOwnGOMAXPROCS(t *testing.T) {
 	assert.Contains(t, strings.Split(string(environ), "\x00"), "GOMAXPROCS=3")
 }
 
-// Plugins run with svc's GC percent, or the operator's GOGC.
+// Plugins run with svc's GC percent, or the operator's GOGC when it is a
+// percentage.
 func TestPluginsRunWithSvcsGCPercent(t *testing.T) {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), fmt.Sprintf("GOGC=%d", config.GCPercent))
-	}
+	t.Setenv("GOGC", "") // restored when the test ends
+	require.NoError(t, os.Unsetenv("GOGC"))
+	assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), fmt.Sprintf("GOGC=%d", config.GCPercent))
 	t.Setenv("GOGC", "150")
 	assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), "GOGC=150")
+	t.Setenv("GOGC", "off")
+	assert.Contains(t, plugins.ProviderEnv(configFor(t, nil)), fmt.Sprintf("GOGC=%d", config.GCPercent))
 }
 
 func TestTheConsoleEmailPluginLogsTheMessage(t *testing.T) {

@@ -5,7 +5,18 @@ import (
 	"testing"
 )
 
+// forgetNames empties the kept names when a test ends, so that no test
+// depends on which ran before it.
+func forgetNames(t *testing.T) {
+	t.Cleanup(func() {
+		names.mu.Lock()
+		names.m = nil
+		names.mu.Unlock()
+	})
+}
+
 func TestOperationName(t *testing.T) {
+	forgetNames(t)
 	if got := OperationName("chat", "gpt-4o-mini"); got != "chat gpt-4o-mini" {
 		t.Fatalf("OperationName = %q", got)
 	}
@@ -23,6 +34,7 @@ func TestOperationName(t *testing.T) {
 }
 
 func TestOperationNameBounded(t *testing.T) {
+	forgetNames(t)
 	for i := range 2 * maxNames {
 		model := fmt.Sprintf("model-%d", i)
 		if got := OperationName("chat", model); got != "chat "+model {
