@@ -55,7 +55,7 @@ type wireEmbedRequest struct {
 // would, answering in the provider's terms.
 func ParseEmbedRequest(body []byte) (*EmbedRequest, error) {
 	var w wireEmbedRequest
-	if err := decodeWire(body, &w); err != nil {
+	if err := decodeWire(body, &w, nil); err != nil {
 		return nil, err
 	}
 	switch {

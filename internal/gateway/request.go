@@ -111,14 +111,15 @@ func invalid(param, format string, args ...any) error {
 // another; such a body is refused. Other keys pass through untouched.
 func ParseRequest(body []byte) (*Request, error) {
 	var w wireRequest
-	if err := strictjson.Check(body, &w, strictjson.AllowUnknown); err != nil || !readWire(body, &w) {
-		if err := keysError(err, ""); err != nil {
-			return nil, err
+	readFast := func() bool {
+		if readWire(body, &w) {
+			return true
 		}
-		w = wireRequest{}
-		if err := json.Unmarshal(body, &w); err != nil {
-			return nil, wireError(err)
-		}
+		w = wireRequest{} // what it read before it gave up
+		return false
+	}
+	if err := decodeWire(body, &w, readFast); err != nil {
+		return nil, err
 	}
 	canonical, err := cache.CanonicalRequest(body)
 	if err != nil {
@@ -304,12 +305,16 @@ func (r *Request) exactKey(tenantID, app, subject string) (string, error) {
 
 // decodeWire reads a provider-style request body into w, the wire struct of
 // its endpoint: its keys checked first (see ParseRequest), then decoded,
-// each failure answered in the provider's terms.
-func decodeWire(body []byte, w any) error {
-	if err := strictjson.Check(body, w, strictjson.AllowUnknown); err != nil {
-		if err := keysError(err, ""); err != nil {
-			return err
-		}
+// each failure answered in the provider's terms. readFast, when not nil,
+// decodes a body whose keys passed without reflection, or reports false,
+// w left as it was, for json.Unmarshal to decode it.
+func decodeWire(body []byte, w any, readFast func() bool) error {
+	err := strictjson.Check(body, w, strictjson.AllowUnknown)
+	if err == nil && readFast != nil && readFast() {
+		return nil
+	}
+	if err := keysError(err, ""); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(body, w); err != nil {
 		return wireError(err)
