@@ -1,6 +1,7 @@
 package pluginapi
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
@@ -20,20 +21,38 @@ const UpstreamResponseHeaderTimeout = 10 * time.Minute
 // a POST into a GET and carry the request, and its key, elsewhere; the
 // redirect is the upstream's answer instead.
 func NewUpstreamClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
-		Transport: &http.Transport{
+		Transport:     newUpstreamTransport(nil),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// newUpstreamTransport is NewUpstreamClient's transport, trusting
+// tlsConfig's roots (nil: the system's), with net/http's Transport for
+// proxied requests under the same bounds.
+func newUpstreamTransport(tlsConfig *tls.Config) *UpstreamTransport {
+	const (
+		maxIdle          = 256
+		idleTimeout      = 90 * time.Second
+		handshakeTimeout = 10 * time.Second
+	)
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &UpstreamTransport{
+		Fallback: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           dialer.DialContext,
+			TLSClientConfig:       tlsConfig,
 			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          256,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
+			MaxIdleConns:          maxIdle,
+			MaxIdleConnsPerHost:   maxIdle,
+			IdleConnTimeout:       idleTimeout,
+			TLSHandshakeTimeout:   handshakeTimeout,
 			ResponseHeaderTimeout: UpstreamResponseHeaderTimeout,
 			ExpectContinueTimeout: time.Second,
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Dialer: dialer, TLSClientConfig: tlsConfig,
+		MaxIdleConnsPerHost: maxIdle, IdleConnTimeout: idleTimeout,
+		TLSHandshakeTimeout: handshakeTimeout, ResponseHeaderTimeout: UpstreamResponseHeaderTimeout,
 	}
 }
 

@@ -551,7 +551,7 @@ func TestStreamTimeoutWaitingForHeaders(t *testing.T) {
 		}
 	})
 	u := newUpstream(srv.URL, testKey)
-	u.Client.Transport.(*http.Transport).ResponseHeaderTimeout = 100 * time.Millisecond
+	u.Client.Transport.(*pluginapi.UpstreamTransport).ResponseHeaderTimeout = 100 * time.Millisecond
 	providertest.Modes(t, u, func(t *testing.T, p pluginapi.Provider) {
 		err := p.StreamChat(context.Background(), chatReq(simpleBody), func(pluginapi.ChatChunk) error { return nil })
 		pe := requireProviderError(t, err)
@@ -803,16 +803,23 @@ func TestNewClientIsTuned(t *testing.T) {
 	u := newUpstream("https://example.invalid/v1", testKey)
 	require.NotNil(t, u.Client)
 	assert.Zero(t, u.Client.Timeout, "an overall timeout would cut streams")
-	tr, ok := u.Client.Transport.(*http.Transport)
+	tr, ok := u.Client.Transport.(*pluginapi.UpstreamTransport)
 	require.True(t, ok)
-	assert.NotNil(t, tr.Proxy)
-	assert.NotNil(t, tr.DialContext)
-	assert.True(t, tr.ForceAttemptHTTP2)
-	assert.GreaterOrEqual(t, tr.MaxIdleConns, 100)
+	assert.NotNil(t, tr.Dialer)
 	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 100)
 	assert.Equal(t, 90*time.Second, tr.IdleConnTimeout)
 	assert.Equal(t, 10*time.Second, tr.TLSHandshakeTimeout)
 	assert.Equal(t, 10*time.Minute, tr.ResponseHeaderTimeout, "a non-streamed answer may take minutes")
+	// Proxied requests take net/http's Transport, under the same bounds.
+	fb := tr.Fallback
+	require.NotNil(t, fb)
+	assert.NotNil(t, fb.Proxy)
+	assert.NotNil(t, fb.DialContext)
+	assert.True(t, fb.ForceAttemptHTTP2)
+	assert.GreaterOrEqual(t, fb.MaxIdleConnsPerHost, 100)
+	assert.Equal(t, 90*time.Second, fb.IdleConnTimeout)
+	assert.Equal(t, 10*time.Second, fb.TLSHandshakeTimeout)
+	assert.Equal(t, 10*time.Minute, fb.ResponseHeaderTimeout)
 }
 
 // ---- Models ----
