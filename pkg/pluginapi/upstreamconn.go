@@ -86,6 +86,12 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	key := connKey(req)
 	for {
+		// A call already ended is not sent: a kept connection takes a
+		// request at once, before the watch on the context could stop it.
+		if err := req.Context().Err(); err != nil {
+			closeBody(req)
+			return nil, err
+		}
 		pc, reused, err := t.conn(req.Context(), req.URL.Scheme, key)
 		if err != nil {
 			closeBody(req)

@@ -365,3 +365,34 @@ func TestUpstreamTransportSendsAgainOnlyWhatMayGoTwice(t *testing.T) {
 		}
 	}
 }
+
+// closeRecorder is a request body that tells whether it was closed.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }
+
+func TestUpstreamTransportSendsNothingForAnEndedCall(t *testing.T) {
+	var posts atomic.Int32
+	s := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		echoBody(w, r)
+	})
+	tr := testTransport(s)
+	send(t, tr, http.MethodGet, s.URL+"/", "") // a kept connection, ready at once
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		body := &closeRecorder{Reader: strings.NewReader("x")}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/", body)
+		_, err := tr.RoundTrip(req)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.True(t, body.closed.Load(), "the body of a request not sent is closed")
+	}
+	send(t, tr, http.MethodGet, s.URL+"/", "")
+	assert.Zero(t, posts.Load(), "a call cancelled before it began reached the upstream")
+}
