@@ -97,14 +97,15 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			closeBody(req)
 			return nil, err
 		}
-		resp, written, err := t.exchange(pc, req)
+		resp, written, answered, err := t.exchange(pc, req)
 		if err == nil {
 			return resp, nil
 		}
 		// A kept connection the upstream closed as it was taken: the
 		// request is sent again on a new one when nothing of it can have
-		// been acted on, as net/http's Transport would.
-		if !reused || req.Context().Err() != nil || (written && !replayable(req)) {
+		// been acted on, as net/http's Transport would. An upstream that
+		// began an answer, or was waited on too long, did not close it.
+		if !reused || req.Context().Err() != nil || answered || (written && !replayable(req)) {
 			return nil, err
 		}
 		if req, err = rewound(req); err != nil {
@@ -114,17 +115,19 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // exchange writes req on pc and reads its answer's headers. written tells
-// whether the request may have reached the upstream whole.
-func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp *http.Response, written bool, err error) {
+// whether the request may have reached the upstream whole, and answered
+// whether the upstream began an answer or the wait for one timed out: a
+// failure then is not a connection closed before the request was read.
+func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp *http.Response, written, answered bool, err error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, pc.cancel)
-	fail := func(err error) (*http.Response, bool, error) {
+	fail := func(err error) (*http.Response, bool, bool, error) {
 		stop()
 		pc.conn.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, written, err
+		return nil, written, answered, err
 	}
 	if err := req.Write(pc.bw); err != nil {
 		return fail(err)
@@ -136,6 +139,12 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 	if t.ResponseHeaderTimeout > 0 {
 		pc.setReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
+	if _, err := pc.br.Peek(1); err != nil {
+		var ne net.Error
+		answered = errors.As(err, &ne) && ne.Timeout()
+		return fail(err)
+	}
+	answered = true
 	for {
 		resp, err = http.ReadResponse(pc.br, req)
 		if err != nil {
@@ -155,10 +164,10 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 	if resp.Body == http.NoBody || req.Method == http.MethodHead {
 		resp.Body = http.NoBody
 		t.release(pc, stop, keep)
-		return resp, true, nil
+		return resp, true, true, nil
 	}
 	resp.Body = &upstreamBody{body: resp.Body, t: t, pc: pc, stop: stop, keep: keep}
-	return resp, true, nil
+	return resp, true, true, nil
 }
 
 // conn is an idle connection to key that is still open, or a new one.

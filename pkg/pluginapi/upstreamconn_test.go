@@ -396,3 +396,28 @@ func TestUpstreamTransportSendsNothingForAnEndedCall(t *testing.T) {
 	send(t, tr, http.MethodGet, s.URL+"/", "")
 	assert.Zero(t, posts.Load(), "a call cancelled before it began reached the upstream")
 }
+
+// TestUpstreamTransportSendsAgainOnlyAfterAClose: an upstream that took
+// the request and is slow or answers garbage did not close the kept
+// connection; the request is not sent again, as with net/http.
+func TestUpstreamTransportSendsAgainOnlyAfterAClose(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	s := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := testTransport(s)
+	tr.ResponseHeaderTimeout = 50 * time.Millisecond
+	send(t, tr, http.MethodGet, s.URL+"/", "")
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/slow", nil)
+	_, err := tr.RoundTrip(req)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "got %v", err)
+	assert.Equal(t, int32(1), s.conns.Load(), "a GET that timed out on a kept connection was sent again")
+}
