@@ -123,3 +123,15 @@ func goList(t *testing.T, goos string, args ...string) string {
 	require.NoError(t, err, "go %s: %s", strings.Join(args, " "), stderr.String())
 	return strings.TrimSpace(string(out))
 }
+
+// TestPkgBuildsOnEachPlatform: a third party builds its plugin on pkg/,
+// on any platform svc's files are written for.
+func TestPkgBuildsOnEachPlatform(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds pkg/ for each platform")
+	}
+	module := goList(t, "", "list", "-m")
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		goList(t, goos, "build", module+"/pkg/...")
+	}
+}

@@ -295,18 +295,7 @@ func (pc *upstreamConn) alive() bool {
 	if pc.br.Buffered() > 0 {
 		return false
 	}
-	rc, err := pc.raw.SyscallConn()
-	if err != nil {
-		return false
-	}
-	open := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true // never wait: this is a look, not a read
-	})
-	return err == nil && open
+	return quiet(pc.raw)
 }
 
 // upstreamBody is an answer's body read from an upstreamConn. The
