@@ -70,6 +70,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
+		closeBody(req)
 		return nil, errors.New("http: nil Request.URL")
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
@@ -78,6 +79,7 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if t.Fallback.Proxy != nil {
 		proxy, err := t.Fallback.Proxy(req)
 		if err != nil {
+			closeBody(req)
 			return nil, err
 		}
 		if proxy != nil {
@@ -166,7 +168,7 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 		t.release(pc, stop, keep)
 		return resp, true, true, nil
 	}
-	resp.Body = &upstreamBody{body: resp.Body, t: t, pc: pc, stop: stop, keep: keep}
+	resp.Body = &upstreamBody{body: resp.Body, ctx: ctx, t: t, pc: pc, stop: stop, keep: keep}
 	return resp, true, true, nil
 }
 
@@ -303,6 +305,7 @@ func (pc *upstreamConn) alive() bool {
 // and is closed if the body is closed before.
 type upstreamBody struct {
 	body io.ReadCloser
+	ctx  context.Context
 	t    *UpstreamTransport
 	pc   *upstreamConn
 	stop func() bool
@@ -316,6 +319,10 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	if err == io.EOF {
 		b.finish(true)
+	} else if err != nil && b.ctx.Err() != nil {
+		// The past deadline that ended the read is the context's end,
+		// and the error its own, as net/http's Transport says it.
+		err = b.ctx.Err()
 	}
 	return n, err
 }

@@ -231,7 +231,7 @@ func TestUpstreamTransportEndsWithItsContext(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	_, err = res.Body.Read(buf)
-	require.Error(t, err, "a read blocked on a cancelled call ends")
+	assert.ErrorIs(t, err, context.Canceled, "a read blocked on a cancelled call ends with the context's error")
 	res.Body.Close()
 	tr.mu.Lock()
 	assert.Empty(t, tr.idle, "a cancelled call's connection is not kept")
@@ -391,4 +391,14 @@ func TestUpstreamTransportSendsAgainOnlyAfterAClose(t *testing.T) {
 	var ne net.Error
 	require.True(t, errors.As(err, &ne) && ne.Timeout(), "got %v", err)
 	assert.Equal(t, int32(1), s.conns.Load(), "a GET that timed out on a kept connection was sent again")
+}
+
+func TestUpstreamTransportClosesTheBodyOfARequestItRefuses(t *testing.T) {
+	tr := newUpstreamTransport(nil)
+	tr.Fallback.Proxy = func(*http.Request) (*url.URL, error) { return nil, errors.New("bad proxy") }
+	body := &closeRecorder{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequest(http.MethodPost, "http://upstream.invalid/", body)
+	_, err := tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.True(t, body.closed.Load(), "a RoundTripper closes the body, even on an error")
 }
