@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -36,7 +37,8 @@ type UpstreamTransport struct {
 	// (nil: the system's roots); ServerName is filled in per host.
 	TLSClientConfig *tls.Config
 	// MaxIdleConnsPerHost bounds the idle connections kept for each
-	// upstream, and IdleConnTimeout how long one is kept.
+	// upstream (0 keeps none), and IdleConnTimeout how long one is kept
+	// (0: as long as the upstream keeps it).
 	MaxIdleConnsPerHost int
 	IdleConnTimeout     time.Duration
 	// TLSHandshakeTimeout bounds a TLS handshake, and
@@ -47,6 +49,9 @@ type UpstreamTransport struct {
 
 	mu   sync.Mutex
 	idle map[string][]*upstreamConn // by connKey, the most recently used last
+	// sweep closes the connections idle past IdleConnTimeout; it is
+	// armed while any connection is idle.
+	sweep *time.Timer
 }
 
 // upstreamConn is one keep-alive connection to an upstream.
@@ -186,7 +191,7 @@ func (t *UpstreamTransport) conn(ctx context.Context, scheme, key string) (pc *u
 		list[len(list)-1] = nil
 		t.idle[key] = list[:len(list)-1]
 		t.mu.Unlock()
-		if now.Sub(pc.idleAt) < t.IdleConnTimeout && pc.alive() {
+		if (t.IdleConnTimeout <= 0 || now.Sub(pc.idleAt) < t.IdleConnTimeout) && pc.alive() {
 			return pc, true, nil
 		}
 		pc.conn.Close()
@@ -251,9 +256,49 @@ func (t *UpstreamTransport) release(pc *upstreamConn, stop func() bool, keep boo
 	if len(t.idle[pc.key]) < t.MaxIdleConnsPerHost {
 		t.idle[pc.key] = append(t.idle[pc.key], pc)
 		pc = nil
+		if t.sweep == nil && t.IdleConnTimeout > 0 {
+			t.sweep = time.AfterFunc(t.IdleConnTimeout, t.closeExpired)
+		}
 	}
 	t.mu.Unlock()
 	if pc != nil {
+		pc.conn.Close()
+	}
+}
+
+// closeExpired closes the connections idle past IdleConnTimeout, so that
+// after a burst of calls their sockets do not stay open until the next
+// one; while some stay idle it runs again when the oldest expires.
+func (t *UpstreamTransport) closeExpired() {
+	now := time.Now()
+	var expired []*upstreamConn
+	t.mu.Lock()
+	var next time.Time
+	for key, list := range t.idle {
+		// A list is in the order its connections were put back: the
+		// expired ones come first.
+		n := 0
+		for n < len(list) && now.Sub(list[n].idleAt) >= t.IdleConnTimeout {
+			n++
+		}
+		expired = append(expired, list[:n]...)
+		list = slices.Delete(list, 0, n)
+		if len(list) == 0 {
+			delete(t.idle, key)
+			continue
+		}
+		t.idle[key] = list
+		if oldest := list[0].idleAt; next.IsZero() || oldest.Before(next) {
+			next = oldest
+		}
+	}
+	if next.IsZero() {
+		t.sweep = nil
+	} else {
+		t.sweep.Reset(next.Add(t.IdleConnTimeout).Sub(now))
+	}
+	t.mu.Unlock()
+	for _, pc := range expired {
 		pc.conn.Close()
 	}
 }

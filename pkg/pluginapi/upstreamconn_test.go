@@ -402,3 +402,27 @@ func TestUpstreamTransportClosesTheBodyOfARequestItRefuses(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, body.closed.Load(), "a RoundTripper closes the body, even on an error")
 }
+
+func TestUpstreamTransportClosesConnectionsIdleTooLongWithoutAnotherCall(t *testing.T) {
+	var closed atomic.Int32
+	s := &countingServer{Server: httptest.NewUnstartedServer(http.HandlerFunc(echoBody))}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	tr := testTransport(s)
+	tr.IdleConnTimeout = 20 * time.Millisecond
+	send(t, tr, http.MethodGet, s.URL+"/", "")
+	require.Eventually(t, func() bool { return closed.Load() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"an idle connection is closed once it expires, with no call to take it")
+	tr.mu.Lock()
+	assert.Empty(t, tr.idle)
+	assert.Nil(t, tr.sweep, "nothing idle: the sweep is not armed")
+	tr.mu.Unlock()
+	send(t, tr, http.MethodGet, s.URL+"/", "")
+	require.Eventually(t, func() bool { return closed.Load() == 2 }, 10*time.Second, 5*time.Millisecond,
+		"the sweep is armed again by the next idle connection")
+}
