@@ -167,7 +167,8 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 	if t.ResponseHeaderTimeout > 0 {
 		pc.setReadDeadline(time.Time{})
 	}
-	keep := !resp.Close && !req.Close
+	// After 101 the connection speaks something else: it is not kept.
+	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody || req.Method == http.MethodHead {
 		resp.Body = http.NoBody
 		t.release(pc, stop, keep)

@@ -197,17 +197,22 @@ func TestUpstreamTransportDropsConnectionsIdleTooLong(t *testing.T) {
 
 func TestUpstreamTransportEndsWithItsContext(t *testing.T) {
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
+	arrived := make(chan struct{}, 1)
 	s := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/stream" {
 			io.WriteString(w, "first")
 			w.(http.Flusher).Flush()
+		} else {
+			arrived <- struct{}{}
 		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	})
+	// Released before the server closes (cleanups run last first): a
+	// handler that never read its body does not see its client go.
+	t.Cleanup(func() { close(release) })
 	tr := testTransport(s)
 
 	// Waiting for the answer's headers.
@@ -218,6 +223,7 @@ func TestUpstreamTransportEndsWithItsContext(t *testing.T) {
 		_, err := tr.RoundTrip(req)
 		errc <- err
 	}()
+	<-arrived // the request was sent: the call waits for the headers
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
 
@@ -425,4 +431,22 @@ func TestUpstreamTransportClosesConnectionsIdleTooLongWithoutAnotherCall(t *test
 	send(t, tr, http.MethodGet, s.URL+"/", "")
 	require.Eventually(t, func() bool { return closed.Load() == 2 }, 10*time.Second, 5*time.Millisecond,
 		"the sweep is armed again by the next idle connection")
+}
+
+func TestUpstreamTransportDoesNotKeepASwitchedConnection(t *testing.T) {
+	s := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/switch" {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "other")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := testTransport(s)
+	res, _ := send(t, tr, http.MethodGet, s.URL+"/switch", "")
+	assert.Equal(t, http.StatusSwitchingProtocols, res.StatusCode)
+	_, got := send(t, tr, http.MethodGet, s.URL+"/", "")
+	assert.Equal(t, "ok", got)
+	assert.Equal(t, int32(2), s.conns.Load(), "a connection past 101 is not reused")
 }
