@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"syscall"
@@ -48,7 +49,7 @@ type UpstreamTransport struct {
 	ResponseHeaderTimeout time.Duration
 
 	mu   sync.Mutex
-	idle map[string][]*upstreamConn // by connKey, the most recently used last
+	idle map[upstream][]*upstreamConn // the most recently used last
 	// sweep closes the connections idle past IdleConnTimeout; it is
 	// armed while any connection is idle.
 	sweep *time.Timer
@@ -60,7 +61,7 @@ type upstreamConn struct {
 	raw    syscall.Conn // the TCP connection, peeked at before a reuse
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	key    string
+	to     upstream
 	idleAt time.Time
 
 	// mu orders the call's own deadlines after a cancellation that ended
@@ -91,7 +92,7 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			return t.Fallback.RoundTrip(req)
 		}
 	}
-	key := connKey(req)
+	to := upstreamOf(req.URL)
 	for {
 		// A call already ended is not sent: a kept connection takes a
 		// request at once, before the watch on the context could stop it.
@@ -99,7 +100,7 @@ func (t *UpstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			closeBody(req)
 			return nil, err
 		}
-		pc, reused, err := t.conn(req.Context(), req.URL.Scheme, key)
+		pc, reused, err := t.conn(req.Context(), to)
 		if err != nil {
 			closeBody(req)
 			return nil, err
@@ -178,33 +179,33 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 	return resp, true, true, nil
 }
 
-// conn is an idle connection to key that is still open, or a new one.
-func (t *UpstreamTransport) conn(ctx context.Context, scheme, key string) (pc *upstreamConn, reused bool, err error) {
+// conn is an idle connection to the upstream that is still open, or a new
+// one.
+func (t *UpstreamTransport) conn(ctx context.Context, to upstream) (pc *upstreamConn, reused bool, err error) {
 	now := time.Now()
 	for {
 		t.mu.Lock()
-		list := t.idle[key]
+		list := t.idle[to]
 		if len(list) == 0 {
 			t.mu.Unlock()
 			break
 		}
 		pc = list[len(list)-1]
 		list[len(list)-1] = nil
-		t.idle[key] = list[:len(list)-1]
+		t.idle[to] = list[:len(list)-1]
 		t.mu.Unlock()
 		if (t.IdleConnTimeout <= 0 || now.Sub(pc.idleAt) < t.IdleConnTimeout) && pc.alive() {
 			return pc, true, nil
 		}
 		pc.conn.Close()
 	}
-	pc, err = t.dial(ctx, scheme, key)
+	pc, err = t.dial(ctx, to)
 	return pc, false, err
 }
 
-// dial opens a connection to key ("host:port"), with TLS for https.
-func (t *UpstreamTransport) dial(ctx context.Context, scheme, key string) (*upstreamConn, error) {
-	addr := key[len(scheme)+3:]
-	raw, err := t.Dialer.DialContext(ctx, "tcp", addr)
+// dial opens a connection to the upstream, with TLS for https.
+func (t *UpstreamTransport) dial(ctx context.Context, to upstream) (*upstreamConn, error) {
+	raw, err := t.Dialer.DialContext(ctx, "tcp", to.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -214,13 +215,13 @@ func (t *UpstreamTransport) dial(ctx context.Context, scheme, key string) (*upst
 		return nil, errors.New("upstream connection is not a socket")
 	}
 	conn := raw
-	if scheme == "https" {
+	if to.scheme == "https" {
 		cfg := &tls.Config{}
 		if t.TLSClientConfig != nil {
 			cfg = t.TLSClientConfig.Clone()
 		}
 		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			cfg.ServerName, _, _ = net.SplitHostPort(to.addr)
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		tc := tls.Client(raw, cfg)
@@ -237,7 +238,7 @@ func (t *UpstreamTransport) dial(ctx context.Context, scheme, key string) (*upst
 		conn = tc
 	}
 	return &upstreamConn{
-		conn: conn, raw: sc, key: key,
+		conn: conn, raw: sc, to: to,
 		br: bufio.NewReaderSize(conn, 4<<10), bw: bufio.NewWriterSize(conn, 4<<10),
 	}, nil
 }
@@ -252,10 +253,10 @@ func (t *UpstreamTransport) release(pc *upstreamConn, stop func() bool, keep boo
 	pc.idleAt = time.Now()
 	t.mu.Lock()
 	if t.idle == nil {
-		t.idle = make(map[string][]*upstreamConn)
+		t.idle = make(map[upstream][]*upstreamConn)
 	}
-	if len(t.idle[pc.key]) < t.MaxIdleConnsPerHost {
-		t.idle[pc.key] = append(t.idle[pc.key], pc)
+	if len(t.idle[pc.to]) < t.MaxIdleConnsPerHost {
+		t.idle[pc.to] = append(t.idle[pc.to], pc)
 		pc = nil
 		if t.sweep == nil && t.IdleConnTimeout > 0 {
 			t.sweep = time.AfterFunc(t.IdleConnTimeout, t.closeExpired)
@@ -395,17 +396,24 @@ func (b *upstreamBody) finish(whole bool) {
 	b.t.release(b.pc, b.stop, b.keep)
 }
 
-// connKey names the upstream req goes to: scheme, host and port.
-func connKey(req *http.Request) string {
-	host := req.URL.Host
-	if req.URL.Port() == "" {
+// upstream is where a connection goes: a pool's key.
+type upstream struct {
+	scheme string // http or https
+	addr   string // host:port
+}
+
+// upstreamOf is the upstream u names, its port the scheme's when u has
+// none.
+func upstreamOf(u *url.URL) upstream {
+	addr := u.Host
+	if u.Port() == "" {
 		port := "80"
-		if req.URL.Scheme == "https" {
+		if u.Scheme == "https" {
 			port = "443"
 		}
-		host = net.JoinHostPort(req.URL.Hostname(), port)
+		addr = net.JoinHostPort(u.Hostname(), port)
 	}
-	return req.URL.Scheme + "://" + host
+	return upstream{scheme: u.Scheme, addr: addr}
 }
 
 // replayable reports whether req may be sent twice: net/http's rule, an
