@@ -219,18 +219,14 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	}
 	b = appendFixed64(b, fieldSpanStart, unixNano(s.StartTime().UnixNano()))
 	b = appendFixed64(b, fieldSpanEnd, unixNano(s.EndTime().UnixNano()))
-	for _, kv := range s.Attributes() {
-		b = appendKeyValue(b, fieldSpanAttributes, kv)
-	}
+	b = appendKeyValues(b, fieldSpanAttributes, s.Attributes())
 	b = appendVarint(b, fieldSpanDroppedAttrs, count(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
 		var e int
 		b, e = openField(b, fieldSpanEvents)
 		b = appendFixed64(b, fieldEventTime, unixNano(ev.Time.UnixNano()))
 		b = appendString(b, fieldEventName, ev.Name)
-		for _, kv := range ev.Attributes {
-			b = appendKeyValue(b, fieldEventAttributes, kv)
-		}
+		b = appendKeyValues(b, fieldEventAttributes, ev.Attributes)
 		b = appendVarint(b, fieldEventDroppedAttrs, count(ev.DroppedAttributeCount))
 		b = closeField(b, e)
 	}
@@ -241,9 +237,7 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		b = appendBytes(b, fieldLinkTraceID, ltid[:])
 		b = appendBytes(b, fieldLinkSpanID, lsid[:])
-		for _, kv := range l.Attributes {
-			b = appendKeyValue(b, fieldLinkAttributes, kv)
-		}
+		b = appendKeyValues(b, fieldLinkAttributes, l.Attributes)
 		b = appendVarint(b, fieldLinkDroppedAttrs, count(l.DroppedAttributeCount))
 		b = appendFixed32(b, fieldLinkFlags, flags(l.SpanContext.TraceFlags(), l.SpanContext))
 		b = closeField(b, lk)
@@ -273,6 +267,14 @@ func flags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
 		f |= flagIsRemote
 	}
 	return f
+}
+
+// appendKeyValues writes each of kvs as a KeyValue field num.
+func appendKeyValues(b []byte, num protowire.Number, kvs []attribute.KeyValue) []byte {
+	for _, kv := range kvs {
+		b = appendKeyValue(b, num, kv)
+	}
+	return b
 }
 
 func appendKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
@@ -319,9 +321,7 @@ func appendAnyValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 	case attribute.MAP:
 		var m int
 		b, m = openField(b, fieldAnyKVList)
-		for _, kv := range v.AsMap() {
-			b = appendKeyValue(b, fieldKVListValues, kv)
-		}
+		b = appendKeyValues(b, fieldKVListValues, v.AsMap())
 		b = closeField(b, m)
 	default:
 		b = protowire.AppendTag(b, fieldAnyString, protowire.BytesType)
