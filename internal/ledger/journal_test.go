@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,7 +156,7 @@ func TestJournalReplaysUpToATornTail(t *testing.T) {
 	}
 	require.NoError(t, j.rotate())
 	appendRun("run_4")
-	require.NoError(t, j.f.Close())
+	require.NoError(t, j.close(false))
 
 	// A crash mid-write leaves part of a frame at the end of the first
 	// segment; a flipped byte corrupts the only frame of the second.
@@ -219,4 +221,103 @@ func replayJournal(dir string, fn func(rec *Record) error) ([]uint64, error) {
 		}
 	}
 	return seqs, nil
+}
+
+// mappedJournal opens a journal in a new folder whose open segment is
+// mapped, or skips where segments are not.
+func mappedJournal(t *testing.T) (*journal, string) {
+	t.Helper()
+	dir := t.TempDir()
+	j, err := openJournal(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.close(false) })
+	if j.m == nil {
+		t.Skip("journal segments are not mapped on " + runtime.GOOS + ": every write is a pwrite, which the other tests cover")
+	}
+	return j, dir
+}
+
+func writeRun(t *testing.T, j *journal, id string, response json.RawMessage) {
+	t.Helper()
+	frame, err := encodeFrame(sampleRecord(id, response))
+	require.NoError(t, err)
+	require.NoError(t, j.write(*frame))
+	releaseFrame(frame)
+}
+
+func segmentRuns(t *testing.T, dir string, seq uint64) []string {
+	t.Helper()
+	var ids []string
+	require.NoError(t, readSegment(dir, seq, func(rec *Record) error {
+		ids = append(ids, rec.Run.ID)
+		return nil
+	}))
+	return ids
+}
+
+// What a kill -9 leaves of a mapped segment, its file allocated past its
+// frames, replays every frame copied and stops at the zeros after them.
+func TestAMappedSegmentReplaysWhatWasCopiedIntoIt(t *testing.T) {
+	j, dir := mappedJournal(t)
+	for _, id := range []string{"run_1", "run_2", "run_3"} {
+		writeRun(t, j, id, nil)
+	}
+	fi, err := os.Stat(segmentPath(dir, 1))
+	require.NoError(t, err)
+	assert.Greater(t, fi.Size(), j.size, "the file is allocated ahead of its frames")
+	assert.Equal(t, []string{"run_1", "run_2", "run_3"}, segmentRuns(t, dir, 1))
+
+	// Emptied once stored, in place; written again from the start.
+	require.NoError(t, j.empty())
+	assert.Empty(t, segmentRuns(t, dir, 1))
+	writeRun(t, j, "run_4", nil)
+	assert.Equal(t, []string{"run_4"}, segmentRuns(t, dir, 1))
+
+	// Sealed, the file is cut to its frames.
+	require.NoError(t, j.rotate())
+	assert.NotNil(t, j.m, "the next segment is mapped too")
+	frame, err := encodeFrame(sampleRecord("run_4", nil))
+	require.NoError(t, err)
+	fi, err = os.Stat(segmentPath(dir, 1))
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(*frame)), fi.Size())
+	assert.Equal(t, []string{"run_4"}, segmentRuns(t, dir, 1))
+}
+
+// A group larger than what is allocated goes by pwrite, which extends the
+// file; the writes after it, and an emptying, keep every frame readable.
+func TestWritesPastTheAllocationGoByPwrite(t *testing.T) {
+	j, dir := mappedJournal(t)
+	writeRun(t, j, "run_small", nil)
+	big := json.RawMessage(`"` + strings.Repeat("x", reserveAhead+1000) + `"`)
+	writeRun(t, j, "run_big", big)
+	writeRun(t, j, "run_after", nil)
+	assert.Equal(t, []string{"run_small", "run_big", "run_after"}, segmentRuns(t, dir, 1))
+
+	j.reserve() // as the writer does between batches
+	writeRun(t, j, "run_mapped", nil)
+	assert.Equal(t, []string{"run_small", "run_big", "run_after", "run_mapped"}, segmentRuns(t, dir, 1))
+
+	require.NoError(t, j.empty()) // too much to zero in place: truncated
+	assert.Empty(t, segmentRuns(t, dir, 1))
+	writeRun(t, j, "run_again", nil)
+	assert.Equal(t, []string{"run_again"}, segmentRuns(t, dir, 1))
+}
+
+// A mapped segment whose file is cut short under it makes the copy fault:
+// the write fails, as a failed write(2) would, and svc goes on.
+func TestAMappedSegmentCutShortFailsTheWrite(t *testing.T) {
+	j, dir := mappedJournal(t)
+	writeRun(t, j, "run_1", nil)
+	require.NoError(t, os.Truncate(segmentPath(dir, 1), 0))
+
+	frame, err := encodeFrame(sampleRecord("run_2", nil))
+	require.NoError(t, err)
+	err = j.write(*frame)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "faulted")
+
+	require.NoError(t, j.rotateAfterError())
+	writeRun(t, j, "run_3", nil)
+	assert.Equal(t, []string{"run_3"}, segmentRuns(t, dir, 2))
 }

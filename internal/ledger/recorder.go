@@ -561,6 +561,8 @@ func (r *Recorder) flush() error {
 		jerr = r.journal.empty()
 	case large:
 		seal, jerr = r.journal.seal() // removed once the runs pending now are stored
+	default:
+		r.journal.reserve() // so that the next runs' writes are copies
 	}
 	r.mu.Lock()
 	r.journal.sealed = append(r.journal.sealed, seal...)
