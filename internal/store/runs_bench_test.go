@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/cputime"
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/store/storetest"
@@ -55,35 +56,13 @@ func benchInsertRuns(b *testing.B, batch int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := startCPU()
+	cpu := cputime.Start()
 	for i := 0; i < b.N; i += batch {
 		if err := s.InsertRuns(ctx, recs[i:min(i+batch, b.N)]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
-}
-
-// cpuClock measures the CPU time a benchmark's loop used, for each
-// benchmark to report as cpu-ns/op beside its wall time.
-type cpuClock struct {
-	start time.Duration
-	ok    bool
-}
-
-func startCPU() cpuClock {
-	start, ok := processCPU()
-	return cpuClock{start, ok}
-}
-
-// report reports the CPU time per op since startCPU: the process's, so
-// that it counts what the loop's work left to the garbage collector and
-// to the database's own goroutines too.
-func (c cpuClock) report(b *testing.B) {
-	end, ok := processCPU()
-	if c.ok && ok {
-		b.ReportMetric(float64(end-c.start)/float64(b.N), "cpu-ns/op")
-	}
+	cpu.Report(b)
 }
 
 // BenchmarkSearchRuns is a run search that matches nothing, its worst case:
@@ -143,13 +122,13 @@ func BenchmarkInsertRunsSpend(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu := startCPU()
+				cpu := cputime.Start()
 				for i := 0; i < b.N; i += batch {
 					if err := s.InsertRuns(ctx, recs[i:min(i+batch, b.N)]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				cpu.report(b)
+				cpu.Report(b)
 			})
 		}
 	}
