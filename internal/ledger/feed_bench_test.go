@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // BenchmarkPublish is what the feed adds to each recorded run: nobody
@@ -65,13 +63,7 @@ func BenchmarkPublish(b *testing.B) {
 // BenchmarkRecordWithSubscriber is BenchmarkRecord with a live stream of
 // the runs' tenant, read as fast as it can.
 func BenchmarkRecordWithSubscriber(b *testing.B) {
-	store := &flakyStore{writes: map[string]int{}}
-	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	r, base := benchRecorder(b)
 	s, err := r.Feed().Subscribe(base.TenantID, Filter{}, 1<<16)
 	if err != nil {
 		b.Fatal(err)

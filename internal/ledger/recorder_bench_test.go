@@ -19,18 +19,25 @@ func benchEvents(at time.Time) []Event {
 	}
 }
 
-// BenchmarkRecord is the recording step of the request path: chain a
-// run's events (NewRecord) and append it to the journal (Record). The
-// writer that stores the batch runs off the path, into a store that keeps
-// nothing.
-func BenchmarkRecord(b *testing.B) {
+// benchRecorder is a recorder whose writer stores into a store that keeps
+// nothing, closed when the benchmark ends, and the run the benchmarks
+// record copies of.
+func benchRecorder(b *testing.B) (*Recorder, *Run) {
 	store := &flakyStore{writes: map[string]int{}}
 	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	b.Cleanup(r.Close)
+	return r, sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+}
+
+// BenchmarkRecord is the recording step of the request path: chain a
+// run's events (NewRecord) and append it to the journal (Record). The
+// writer that stores the batch runs off the path, into a store that keeps
+// nothing.
+func BenchmarkRecord(b *testing.B) {
+	r, base := benchRecorder(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -76,13 +83,7 @@ func BenchmarkDigest(b *testing.B) {
 // journal's writes meet. Runs that wait for a write under way are written
 // together, in one write(2): writes/op says how many a run took.
 func BenchmarkRecordParallel(b *testing.B) {
-	store := &flakyStore{writes: map[string]int{}}
-	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	r, base := benchRecorder(b)
 	b.ReportAllocs()
 	b.SetParallelism(8) // requests in flight per CPU
 	b.ResetTimer()
@@ -166,13 +167,7 @@ func benchExplanation() RouteExplanation {
 // for 10 ms, as a call at 100 requests a second finds it: the journal's
 // write is the part of it an idle CPU makes dearer.
 func BenchmarkRecordAfterIdle(b *testing.B) {
-	store := &flakyStore{writes: map[string]int{}}
-	r, err := NewRecorder(context.Background(), store, b.TempDir(), hclog.NewNullLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	base := sampleRecord("run_bench", json.RawMessage(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Benchmarks measure what matters, when they are honest."},"finish_reason":"stop"}]}`)).Run
+	r, base := benchRecorder(b)
 	for b.Loop() {
 		b.StopTimer()
 		time.Sleep(10 * time.Millisecond)
