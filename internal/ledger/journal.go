@@ -202,15 +202,25 @@ func (j *journal) write(frames []byte) error {
 	end := j.size + int64(len(frames))
 	var err error
 	if end <= j.room && end <= int64(len(j.m)) {
-		err = copyMapped(j.m[j.size:end], frames)
+		// The group's first header last: what follows the frames is
+		// zeros (allocated, or cleared by empty), so until the header
+		// lands a replay finds nothing of the group, whether the copy
+		// faults part-way or the process is killed during it.
+		dst := j.m[j.size:end]
+		if err = copyMapped(dst[frameHeader:], frames[frameHeader:]); err == nil {
+			err = copyMapped(dst[:frameHeader], frames[:frameHeader])
+		}
 	} else {
 		_, err = j.f.WriteAt(frames, j.size)
 	}
 	if err != nil {
 		// Cut what reached the file of a group whose runs are all told
 		// they failed, so that none of them is stored after all; when the
-		// cut fails too, the replay skips the torn frame at least.
-		_ = j.f.Truncate(j.size)
+		// cut fails, zero the group's first header, which a replay stops
+		// at.
+		if j.f.Truncate(j.size) != nil {
+			_, _ = j.f.WriteAt(make([]byte, frameHeader), j.size)
+		}
 		j.room = min(j.room, j.size)
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -251,13 +261,36 @@ func (j *journal) seal() ([]uint64, error) {
 // closeFile unmaps the open segment and closes it, cut to its frames: a
 // sealed segment's size is what it holds.
 func (j *journal) closeFile() error {
+	mapped := j.m != nil
 	unmap(j.m)
 	j.m = nil
 	var err error
-	if j.room > j.size || j.torn {
+	if mapped || j.room > j.size || j.torn {
 		err = j.f.Truncate(j.size)
 	}
 	return errors.Join(err, j.f.Close())
+}
+
+// afterStore readies the open segment for the runs to come once a batch is
+// stored: emptied when every run it holds is stored, sealed when it is
+// large, else allocated further ahead. It returns the segment it sealed.
+// A segment that could not be emptied is sealed too: its start may be
+// cleared already, and runs written after it would not be replayed.
+func (j *journal) afterStore(allStored, large bool) ([]uint64, error) {
+	switch {
+	case allStored:
+		err := j.empty()
+		if err == nil {
+			return nil, nil
+		}
+		sealed, serr := j.seal() // all its runs are stored: it goes with the next batch
+		return sealed, errors.Join(err, serr)
+	case large:
+		return j.seal() // removed once the runs pending now are stored
+	default:
+		j.reserve() // so that the next runs' writes are copies
+		return nil, nil
+	}
 }
 
 // empty clears the open segment, all of whose runs are stored, so that it

@@ -28,8 +28,9 @@ func TestAGroupWriteCutShortLeavesNoneOfItsRuns(t *testing.T) {
 	size := int64(len(*frame))
 
 	// Hold the journal so that the runs gather into one group. The group
-	// goes by pwrite: a copy into the mapped segment cannot stop part-way
-	// (its fault is TestAMappedSegmentCutShortFailsTheWrite's).
+	// goes by pwrite, which the size limit cuts short; a copy into the
+	// mapped segment that faults part-way is
+	// TestAMappedGroupThatFaultsLeavesNoneOfItsRuns's.
 	r.mu.Lock()
 	r.acquire()
 	r.mu.Unlock()

@@ -73,11 +73,12 @@ func NewRecord(run *Run, events []Event, at time.Time) *Record {
 // path; readers that must see every acknowledged run call Sync first.
 //
 // Concurrent Records commit as a group: the runs that come while a write
-// is under way are written together, in one write(2), as soon as it ends.
-// No lock is held across a write or any other file operation, so a write
-// the kernel is slow with (the machine is busy, the disk flushing) delays
-// the runs it carries and the group behind it, never every request queued
-// on a mutex, each then writing alone.
+// is under way are written together, in one write (a copy into the mapped
+// segment, or a pwrite), as soon as it ends. No lock is held across a
+// write, so a write the kernel is slow with (the machine is busy, the disk
+// flushing, a page of the mapping faulted in) delays the runs it carries
+// and the group behind it, never every request queued on a mutex, each
+// then writing alone.
 type Recorder struct {
 	store  Store
 	logger hclog.Logger
@@ -554,16 +555,7 @@ func (r *Recorder) flush() error {
 	r.acquire()
 	stored, large := r.appended == target, r.journal.size >= r.segmentLimit
 	r.mu.Unlock()
-	var jerr error
-	var seal []uint64
-	switch {
-	case stored:
-		jerr = r.journal.empty()
-	case large:
-		seal, jerr = r.journal.seal() // removed once the runs pending now are stored
-	default:
-		r.journal.reserve() // so that the next runs' writes are copies
-	}
+	seal, jerr := r.journal.afterStore(stored, large)
 	r.mu.Lock()
 	r.journal.sealed = append(r.journal.sealed, seal...)
 	r.release()
