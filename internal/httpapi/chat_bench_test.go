@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -39,8 +40,20 @@ func BenchmarkChatCompletion(b *testing.B) {
 	benchmarkChat(b, newServerWith(b, bootstrap, nil, instantAnswer{}).handler)
 }
 
+// BenchmarkChatCompletionAfterIdle is BenchmarkChatCompletion with the
+// CPU left idle for 10 ms before each call, as a call at 100 requests a
+// second finds it: with its caches gone cold, the same work costs several
+// times what it costs back to back.
+func BenchmarkChatCompletionAfterIdle(b *testing.B) {
+	benchmarkChatPaced(b, newServerWith(b, bootstrap, nil, instantAnswer{}).handler, 10*time.Millisecond)
+}
+
 // benchmarkChat sends h a new chat completion each iteration.
-func benchmarkChat(b *testing.B, h http.Handler) {
+func benchmarkChat(b *testing.B, h http.Handler) { benchmarkChatPaced(b, h, 0) }
+
+// benchmarkChatPaced is benchmarkChat with idle, off the clock, before
+// each call.
+func benchmarkChatPaced(b *testing.B, h http.Handler, idle time.Duration) {
 	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
 	b.ReportAllocs()
@@ -49,6 +62,11 @@ func benchmarkChat(b *testing.B, h http.Handler) {
 		req.Header.Set("Authorization", "Bearer "+bootstrap)
 		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
+		if idle > 0 {
+			b.StopTimer()
+			time.Sleep(idle)
+			b.StartTimer()
+		}
 		h.ServeHTTP(w, req)
 		if w.Code != http.StatusOK {
 			b.Fatalf("status %d: %s", w.Code, w.Body.String())
