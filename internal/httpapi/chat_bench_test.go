@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-gateway/svc/internal/coldbench"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -45,32 +46,34 @@ func BenchmarkChatCompletion(b *testing.B) {
 // second finds it: with its caches gone cold, the same work costs several
 // times what it costs back to back.
 func BenchmarkChatCompletionAfterIdle(b *testing.B) {
-	benchmarkChatPaced(b, newServerWith(b, bootstrap, nil, instantAnswer{}).handler, 10*time.Millisecond)
+	h := newServerWith(b, bootstrap, nil, instantAnswer{}).handler
+	i := 0
+	coldbench.Run(b, 10*time.Millisecond, func() {
+		serveChat(b, h, i)
+		i++
+	})
 }
 
 // benchmarkChat sends h a new chat completion each iteration.
-func benchmarkChat(b *testing.B, h http.Handler) { benchmarkChatPaced(b, h, 0) }
-
-// benchmarkChatPaced is benchmarkChat with idle, off the clock, before
-// each call.
-func benchmarkChatPaced(b *testing.B, h http.Handler, idle time.Duration) {
-	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
-		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
+func benchmarkChat(b *testing.B, h http.Handler) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
-		req.Header.Set("Authorization", "Bearer "+bootstrap)
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		if idle > 0 {
-			b.StopTimer()
-			time.Sleep(idle)
-			b.StartTimer()
-		}
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", w.Code, w.Body.String())
-		}
+		serveChat(b, h, i)
+	}
+}
+
+// serveChat sends h the i-th of a series of chat completions, each one
+// none before it asked.
+func serveChat(b *testing.B, h http.Handler, i int) {
+	const tmpl = `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Write one sentence about benchmarks (N)."}]}`
+	req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(strings.Replace(tmpl, "(N)", "("+strconv.Itoa(i)+")", 1)))
+	req.Header.Set("Authorization", "Bearer "+bootstrap)
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", w.Code, w.Body.String())
 	}
 }
 

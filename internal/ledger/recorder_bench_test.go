@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/svc-gateway/svc/internal/coldbench"
 )
 
 // benchEvents are the events of a plain chat call, as the gateway builds
@@ -168,15 +170,11 @@ func benchExplanation() RouteExplanation {
 // write is the part of it an idle CPU makes dearer.
 func BenchmarkRecordAfterIdle(b *testing.B) {
 	r, base := benchRecorder(b)
-	for b.Loop() {
-		b.StopTimer()
-		time.Sleep(10 * time.Millisecond)
+	coldbench.Run(b, 10*time.Millisecond, func() {
 		run := *base
 		at := time.Now()
-		rec := NewRecord(&run, benchEvents(at), at)
-		b.StartTimer()
-		if err := r.Record(context.Background(), rec); err != nil {
+		if err := r.Record(context.Background(), NewRecord(&run, benchEvents(at), at)); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 }
