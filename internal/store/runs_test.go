@@ -65,6 +65,52 @@ func TestRunsRoundTripAndIntegrity(t *testing.T) {
 	assert.Equal(t, 0, *res.BrokenAt)
 }
 
+// A database whose run events still carry their foreign key (a build
+// before it was dropped) keeps every event through the upgrade, and a run
+// deleted after it takes its events with it, as the key's cascade did.
+func TestRunEventsKeepTheirRowsAndCascadeWithoutTheirKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "svc.db")
+	s, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	recs := []*ledger.Record{
+		newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000).UTC(), ledger.RouteLive, ledger.StatusOK, ""),
+		newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_001).UTC(), ledger.RouteLive, ledger.StatusOK, ""),
+	}
+	require.NoError(t, s.InsertRuns(ctx, recs))
+	for _, q := range []string{
+		`DROP TRIGGER runs_delete_events`,
+		`CREATE TABLE run_events_keyed (
+			run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, seq INTEGER NOT NULL, tenant_id TEXT NOT NULL,
+			at INTEGER NOT NULL, type TEXT NOT NULL, payload BLOB NOT NULL, prev_hash BLOB NOT NULL, hash BLOB NOT NULL,
+			PRIMARY KEY (run_id, seq)) WITHOUT ROWID`,
+		`INSERT INTO run_events_keyed SELECT * FROM run_events`,
+		`DROP TABLE run_events`,
+		`ALTER TABLE run_events_keyed RENAME TO run_events`,
+		`DELETE FROM schema_migrations WHERE name = 'migrations/0027_run_events_unchecked.sql'`,
+	} {
+		_, err = s.DB().Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.Equal(t, 1, count(t, s, `SELECT COUNT(*) FROM pragma_foreign_key_list('run_events')`), "the key is back")
+	require.NoError(t, s.Close())
+
+	s, err = store.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	assert.Zero(t, count(t, s, `SELECT COUNT(*) FROM pragma_foreign_key_list('run_events')`))
+	for _, rec := range recs {
+		c, err := s.RunChain(ctx, tenant.DefaultID, rec.Run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, rec.Events, c.Events)
+		assert.True(t, c.Verify().OK)
+	}
+	_, err = s.DB().Exec(`DELETE FROM runs WHERE id = $1`, recs[0].Run.ID)
+	require.NoError(t, err)
+	assert.Zero(t, count(t, s, `SELECT COUNT(*) FROM run_events WHERE run_id = '`+recs[0].Run.ID+`'`))
+	assert.Equal(t, len(recs[1].Events), count(t, s, `SELECT COUNT(*) FROM run_events WHERE run_id = '`+recs[1].Run.ID+`'`))
+}
+
 // A run's digest, recomputed from what the store reads back, is the one
 // its record was chained with: every field round-trips exactly (times in
 // milliseconds, floats by their bits, the explanation's bytes, a missing
