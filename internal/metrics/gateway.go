@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // GatewayCall is one gateway request as its metrics see it, once its
 // answer ended. The HTTP layer fills it, with the Run its call recorded
@@ -98,46 +102,50 @@ func (m *Metrics) ObserveCall(c *GatewayCall) {
 	if route == routeExactCache || route == routeArtifact {
 		in, out = 0, 0
 	}
+	tenant := ""
 	if m.tenant {
-		tenant := m.tenants.Value(c.Tenant)
-		m.Requests.WithLabelValues(c.Endpoint, route, c.Provider, model, class, mode, app, tenant).Inc()
-		if in > 0 {
-			m.Tokens.WithLabelValues("input", c.Provider, model, tenant).Add(float64(in))
-		}
-		if out > 0 {
-			m.Tokens.WithLabelValues("output", c.Provider, model, tenant).Add(float64(out))
-		}
-		if c.CostUSD > 0 {
-			m.Cost.WithLabelValues(route, c.Provider, model, tenant).Add(c.CostUSD)
-		}
-		if c.SavedUSD > 0 {
-			m.Savings.WithLabelValues(route, tenant).Add(c.SavedUSD)
-		}
-		if c.GhostSavedUSD > 0 {
-			m.GhostSavings.WithLabelValues(tenant).Add(c.GhostSavedUSD)
-		}
-	} else {
-		m.Requests.WithLabelValues(c.Endpoint, route, c.Provider, model, class, mode, app).Inc()
-		if in > 0 {
-			m.Tokens.WithLabelValues("input", c.Provider, model).Add(float64(in))
-		}
-		if out > 0 {
-			m.Tokens.WithLabelValues("output", c.Provider, model).Add(float64(out))
-		}
-		if c.CostUSD > 0 {
-			m.Cost.WithLabelValues(route, c.Provider, model).Add(c.CostUSD)
-		}
-		if c.SavedUSD > 0 {
-			m.Savings.WithLabelValues(route).Add(c.SavedUSD)
-		}
-		if c.GhostSavedUSD > 0 {
-			m.GhostSavings.WithLabelValues().Add(c.GhostSavedUSD)
-		}
+		tenant = m.tenants.Value(c.Tenant)
 	}
-	m.RequestDuration.WithLabelValues(c.Endpoint, route, c.Provider, model).Observe(c.Duration.Seconds())
-	m.Overhead.WithLabelValues(c.Endpoint, route).Observe(c.Overhead.Seconds())
+	k := callKey{endpoint: c.Endpoint, route: route, provider: c.Provider, model: model, class: class, mode: mode, app: app, tenant: tenant}
+	if in > 0 {
+		k.moved |= movesInput
+	}
+	if out > 0 {
+		k.moved |= movesOutput
+	}
+	if c.CostUSD > 0 {
+		k.moved |= movesCost
+	}
+	if c.SavedUSD > 0 {
+		k.moved |= movesSavings
+	}
+	if c.GhostSavedUSD > 0 {
+		k.moved |= movesGhostSavings
+	}
 	if c.FirstByte > 0 {
-		m.FirstByte.WithLabelValues(c.Endpoint, route, c.Provider, model).Observe(c.FirstByte.Seconds())
+		k.moved |= movesFirstByte
+	}
+	s := m.callSeries(k)
+	s.requests.Inc()
+	if s.inputTokens != nil {
+		s.inputTokens.Add(float64(in))
+	}
+	if s.outputTokens != nil {
+		s.outputTokens.Add(float64(out))
+	}
+	if s.cost != nil {
+		s.cost.Add(c.CostUSD)
+	}
+	if s.savings != nil {
+		s.savings.Add(c.SavedUSD)
+	}
+	if s.ghostSavings != nil {
+		s.ghostSavings.Add(c.GhostSavedUSD)
+	}
+	s.duration.Observe(c.Duration.Seconds())
+	s.overhead.Observe(c.Overhead.Seconds())
+	if s.firstByte != nil {
+		s.firstByte.Observe(c.FirstByte.Seconds())
 	}
 	if c.ArtifactType != "" {
 		m.ArtifactServes.WithLabelValues(c.ArtifactType).Inc()
@@ -150,8 +158,87 @@ func (m *Metrics) CacheLookup(tier string, hit bool) {
 	if m == nil {
 		return
 	}
-	m.CacheLookups.WithLabelValues(tier).Inc()
-	if hit {
-		m.CacheHits.WithLabelValues(tier).Inc()
+	s, ok := m.tiers.Load(tier)
+	if !ok {
+		s, _ = m.tiers.LoadOrStore(tier, &tierSeries{lookups: m.CacheLookups.WithLabelValues(tier), hits: m.CacheHits.WithLabelValues(tier)})
 	}
+	t := s.(*tierSeries)
+	t.lookups.Inc()
+	if hit {
+		t.hits.Inc()
+	}
+}
+
+// tierSeries are a cache tier's series, looked up once (see gatewaySeries).
+type tierSeries struct{ lookups, hits prometheus.Counter }
+
+// callKey names the series a gateway call moves: its label values, and
+// which of the series that move only when there is something to count it
+// moves (a series is made when first looked up, and one that never moved
+// would be exposed at zero).
+type callKey struct {
+	endpoint, route, provider, model, class, mode, app, tenant string
+	moved                                                      moves
+}
+
+// moves are the optional series of a callKey.
+type moves uint8
+
+const (
+	movesInput moves = 1 << iota
+	movesOutput
+	movesCost
+	movesSavings
+	movesGhostSavings
+	movesFirstByte
+)
+
+// gatewaySeries are the series of one callKey, looked up once: finding a
+// series by its label values hashes and compares every value, and a call
+// moves up to eight series, each looked up on every call otherwise. The
+// keys are as bounded as the labels (the limiters bound the free-form
+// ones), so the lookups kept are too. A series a callKey does not move is
+// nil.
+type gatewaySeries struct {
+	requests                                               prometheus.Counter
+	inputTokens, outputTokens, cost, savings, ghostSavings prometheus.Counter
+	duration, overhead, firstByte                          prometheus.Observer
+}
+
+// callSeries returns k's series, looking them up the first time.
+func (m *Metrics) callSeries(k callKey) *gatewaySeries {
+	if s, ok := m.calls.Load(k); ok {
+		return s.(*gatewaySeries)
+	}
+	labels := func(values ...string) []string {
+		if m.tenant {
+			return append(values, k.tenant)
+		}
+		return values
+	}
+	s := &gatewaySeries{
+		requests: m.Requests.WithLabelValues(labels(k.endpoint, k.route, k.provider, k.model, k.class, k.mode, k.app)...),
+		duration: m.RequestDuration.WithLabelValues(k.endpoint, k.route, k.provider, k.model),
+		overhead: m.Overhead.WithLabelValues(k.endpoint, k.route),
+	}
+	if k.moved&movesInput != 0 {
+		s.inputTokens = m.Tokens.WithLabelValues(labels("input", k.provider, k.model)...)
+	}
+	if k.moved&movesOutput != 0 {
+		s.outputTokens = m.Tokens.WithLabelValues(labels("output", k.provider, k.model)...)
+	}
+	if k.moved&movesCost != 0 {
+		s.cost = m.Cost.WithLabelValues(labels(k.route, k.provider, k.model)...)
+	}
+	if k.moved&movesSavings != 0 {
+		s.savings = m.Savings.WithLabelValues(labels(k.route)...)
+	}
+	if k.moved&movesGhostSavings != 0 {
+		s.ghostSavings = m.GhostSavings.WithLabelValues(labels()...)
+	}
+	if k.moved&movesFirstByte != 0 {
+		s.firstByte = m.FirstByte.WithLabelValues(k.endpoint, k.route, k.provider, k.model)
+	}
+	actual, _ := m.calls.LoadOrStore(k, s)
+	return actual.(*gatewaySeries)
 }

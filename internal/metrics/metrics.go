@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -46,6 +47,8 @@ type Metrics struct {
 	models   *Limiter
 	tenants  *Limiter
 	rules    *Limiter
+	calls    sync.Map // callKey → *gatewaySeries
+	tiers    sync.Map // cache tier → *tierSeries
 
 	// The gateway (gateway.go).
 	Requests        *prometheus.CounterVec   // svc_gateway_requests_total{endpoint,route,provider,model,status_class,mode,app[,tenant]}
