@@ -1,10 +1,14 @@
-// Package ids mints record identifiers and secret tokens from crypto/rand.
+// Package ids mints record identifiers, from the runtime's ChaCha8
+// generator (seeded from the operating system's entropy, and cheap: no
+// system call, no lock), and secret tokens, from crypto/rand.
 package ids
 
 import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/binary"
+	mathrand "math/rand/v2"
 	"strings"
 	"time"
 )
@@ -14,8 +18,7 @@ var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 // New returns prefix + "_" + 20 random base32 characters (100 bits): unique
 // without coordination and safe to show, but never a secret.
 func New(prefix string) string {
-	var b [13]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b := randomBytes()
 	return prefix + "_" + lowerBase32.EncodeToString(b[:])[:20]
 }
 
@@ -32,8 +35,7 @@ const sortedAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 // bits) are random. Valid accepts both forms.
 func Ordered(prefix string, t time.Time) string {
 	ms := uint64(t.UnixMilli())
-	var b [13]byte
-	_, _ = rand.Read(b[:])
+	b := randomBytes()
 	// 45 bits of milliseconds (until the year 3084) in the top bits.
 	hi := ms << 19
 	for i := range 5 {
@@ -43,11 +45,21 @@ func Ordered(prefix string, t time.Time) string {
 	return prefix + "_" + sortedBase32.EncodeToString(b[:])[:20]
 }
 
+// randomBytes are an id's random bits: unpredictable to whoever does not
+// hold the generator's state, which is all an id needs; a secret takes
+// crypto/rand's.
+func randomBytes() [13]byte {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], mathrand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], mathrand.Uint64())
+	return [13]byte(b[:13])
+}
+
 // Secret returns 256 random bits, base64url without padding (43 characters),
 // for tokens that prove possession: API keys, session ids, invite links.
 func Secret() string {
 	var b [32]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 

@@ -52,6 +52,17 @@ func TestOrderedIDsSortByTime(t *testing.T) {
 	}
 }
 
+// Ids minted in the same millisecond differ by their random bits.
+func TestOrderedIDsOfOneMillisecondDiffer(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_123)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := ids.Ordered("run", at)
+		assert.False(t, seen[id], id)
+		seen[id] = true
+	}
+}
+
 func TestOrderedTimeReadsTheMintingTime(t *testing.T) {
 	for _, at := range []time.Time{time.UnixMilli(0), time.UnixMilli(1_800_000_000_123), time.Date(3000, 1, 2, 3, 4, 5, 6e6, time.UTC)} {
 		got, ok := ids.OrderedTime(ids.Ordered("run", at))
