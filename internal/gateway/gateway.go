@@ -641,7 +641,7 @@ func (g *Gateway) providerError(err error) error {
 		cause := *pe
 		cause.Message = g.scrub(pe.Message)
 		e := &errs.Error{Kind: httpstatus.KindOf(pe.Status), Code: pe.Code, Type: pe.Type, Param: pe.Param, Public: cause.Message,
-			Retry: pe.RetryAfter, Err: &cause} // a 429's Retry-After, passed on
+			Retry: pe.RetryAfter, Err: &cause} // the provider's Retry-After (a 429, a 5xx), passed on
 		if e.Code == "" {
 			e.Code = pe.Type
 		}

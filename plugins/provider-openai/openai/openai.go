@@ -498,10 +498,17 @@ func (u *Upstream) statusError(resp *http.Response) error {
 	body, _ := readLimited(resp.Body, maxErrorBodyBytes)
 	drainClose(resp.Body)
 	pe := u.mapStatus(resp.StatusCode, body)
-	if pe.Status == http.StatusTooManyRequests {
+	if retryable(resp.StatusCode) {
 		pe.RetryAfter = retryAfter(resp.Header, time.Now())
 	}
 	return pe
+}
+
+// retryable reports whether an upstream's status is one svc tries again
+// (408, 429, a 5xx), whose Retry-After it then honours; a caller's 4xx is
+// answered as it is, and its Retry-After means nothing to svc.
+func retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
 // retryAfter reads an upstream's advice on when to try again: OpenAI's

@@ -492,9 +492,10 @@ func TestRateLimitKeepsTheUpstreamsRetryAfter(t *testing.T) {
 		})
 	}
 
-	// Through the plugin's calls: a 429 carries the wait, another status
-	// does not, whatever the upstream's headers say.
-	for status, want := range map[int]time.Duration{429: 3 * time.Second, 503: 0} {
+	// Through the plugin's calls: an answer svc tries again (a 429, a 5xx)
+	// carries the wait, a caller's 4xx does not, whatever the upstream's
+	// headers say.
+	for status, want := range map[int]time.Duration{429: 3 * time.Second, 503: 3 * time.Second, 500: 3 * time.Second, 400: 0} {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(status)
