@@ -93,9 +93,10 @@ func (r *Router) UseTimers(afterFunc func(d time.Duration, f func()) (stop func(
 
 // loadStatus is what the loader said of the last load.
 type loadStatus struct {
-	source string
-	at     time.Time
-	err    string
+	source   string
+	at       time.Time // when the set serving was read
+	err      string
+	failedAt time.Time // when the refused reload was read
 }
 
 // NewRouter returns a router over set.
@@ -168,11 +169,14 @@ func (r *Router) Current() *Set { return r.state.Load().set }
 // SetLoadStatus records the outcome of the last load of the providers
 // file, for Status: source is the file, at when it was read, err why it
 // failed (nil: it loaded, and the set was swapped in). A failed reload
-// leaves the last good set serving; Status says so.
+// leaves the last good set serving, and its load time; Status says so.
 func (r *Router) SetLoadStatus(source string, at time.Time, err error) {
 	ls := &loadStatus{source: source, at: at}
 	if err != nil {
-		ls.err = err.Error()
+		ls.err, ls.failedAt = err.Error(), at
+		if prev := r.loaded.Load(); prev != nil && !prev.at.IsZero() {
+			ls.at = prev.at
+		}
 	}
 	r.loaded.Store(ls)
 }
@@ -282,7 +286,7 @@ func (r *Router) Status() Status {
 	st := r.state.Load()
 	ls := r.loaded.Load()
 	now := r.now()
-	s := Status{Source: ls.source, LoadedAt: ls.at.UTC(), OK: ls.err == "", Error: ls.err,
+	s := Status{Source: ls.source, LoadedAt: ls.at.UTC(), OK: ls.err == "", Error: ls.err, FailedAt: utcOrNil(ls.failedAt),
 		Retries: RetriesStatus{MaxAttempts: max(st.set.Retries.MaxAttempts, 1), BackoffMS: st.set.Retries.Backoff.Milliseconds(),
 			MaxBackoffMS: st.set.Retries.MaxBackoff.Milliseconds()},
 		Providers: make([]ProviderStatus, 0, len(st.set.Providers)), Routes: make([]RouteStatus, 0, len(st.set.Routes))}
@@ -320,10 +324,11 @@ func (r *Router) Status() Status {
 // Status is the providers' configuration and health, for the API: never a
 // key.
 type Status struct {
-	Source    string           `json:"source"` // the providers file, or "" for the environment
-	LoadedAt  time.Time        `json:"loadedAt"`
-	OK        bool             `json:"ok"`              // the last load or reload succeeded
-	Error     string           `json:"error,omitempty"` // why it failed; the last good set serves
+	Source    string           `json:"source"`             // the providers file, or "" for the environment
+	LoadedAt  time.Time        `json:"loadedAt"`           // when the set serving was read
+	OK        bool             `json:"ok"`                 // the last load or reload succeeded
+	Error     string           `json:"error,omitempty"`    // why it failed; the last good set serves
+	FailedAt  *time.Time       `json:"failedAt,omitempty"` // when the refused reload was read
 	Retries   RetriesStatus    `json:"retries"`
 	Providers []ProviderStatus `json:"providers"`
 	Routes    []RouteStatus    `json:"routes"`
@@ -386,4 +391,13 @@ type TargetStatus struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model,omitempty"`
 	Weight   int    `json:"weight"`
+}
+
+// utcOrNil is t in UTC, or nil for the zero time.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }

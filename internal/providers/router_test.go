@@ -820,12 +820,23 @@ func TestStatusShowsTheSetAndTheLoad(t *testing.T) {
 		Breaker: BreakerStatus{State: BreakerClosed, Failures: 3, CooldownMS: 60000}}, st.Providers[0])
 	assert.Equal(t, []RouteStatus{{Model: "fast", Strategy: Ordered, Targets: []TargetStatus{{Provider: "a", Model: "m", Weight: 2}}}}, st.Routes)
 
+	assert.Nil(t, st.FailedAt)
+
+	h.r.SetLoadStatus("/etc/svc/providers.yaml", t0, nil)
 	h.r.SetLoadStatus("/etc/svc/providers.yaml", t0.Add(time.Hour), errors.New("providers[0]: bad"))
 	st = h.r.Status()
 	assert.False(t, st.OK)
 	assert.Equal(t, "providers[0]: bad", st.Error)
-	assert.Equal(t, t0.Add(time.Hour), st.LoadedAt)
+	assert.Equal(t, t0, st.LoadedAt, "the set serving was read before the refused reload")
+	require.NotNil(t, st.FailedAt)
+	assert.Equal(t, t0.Add(time.Hour), *st.FailedAt)
 	assert.Equal(t, "a", st.Providers[0].Name, "the last good set serves")
+
+	h.r.SetLoadStatus("/etc/svc/providers.yaml", t0.Add(2*time.Hour), nil)
+	st = h.r.Status()
+	assert.True(t, st.OK)
+	assert.Equal(t, t0.Add(2*time.Hour), st.LoadedAt)
+	assert.Nil(t, st.FailedAt)
 }
 
 func TestRouterIsSafeForConcurrentUse(t *testing.T) {

@@ -78,7 +78,7 @@ function loadState(st) {
     st.ok
       ? h('p', { class: 'reload-ok' }, 'Loaded ', plural((st.providers || []).length, 'provider'), ' ', time(st.loadedAt), '.')
       : h('div', { class: 'status reload-failed', role: 'alert', dataset: { kind: 'error' } },
-        h('p', {}, 'The last reload (', time(st.loadedAt), ') was refused; the last good set stays in use.'),
+        h('p', {}, 'The last reload (', time(st.failedAt || st.loadedAt), ') was refused; the last good set stays in use (loaded ', time(st.loadedAt), ').'),
         h('p', { class: 'reload-error' }, st.error || 'The loader gave no reason.')),
     dl([['Source', from], ['Retries', retries]], { class: 'facts', id: 'providers-retries' }),
   ];
