@@ -79,6 +79,58 @@ func TestMetricsListener(t *testing.T) {
 }
 
 // With the metrics off, SVC_METRICS_ADDR serves nothing.
+// A fresh svc's first scrape already shows, at zero, every family whose
+// label values are known before its first event: the gateway's ghost
+// savings, the cache tiers, the artifact types, the policy targets, the
+// providers' attempts and retries, the plugins' restarts, the job types'
+// failures, the batch writer, the shadow results, the refusal classes.
+func TestAFreshScrapeShowsTheFamiliesOfKnownLabels(t *testing.T) {
+	a := startWith(t, map[string]string{"SVC_METRICS_ADDR": "127.0.0.1:0"})
+	status, body := get(t, "GET", "http://"+a.metricsAddr.String()+"/metrics")
+	require.Equal(t, http.StatusOK, status, body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	require.NoError(t, err)
+	series := func(family string, labels map[string]string) bool {
+		f, ok := fams[family]
+		if !ok {
+			return false
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for name, value := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || l.GetName() == name && l.GetValue() == value
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			return true
+		}
+		return false
+	}
+	for family, labels := range map[string]map[string]string{
+		"svc_gateway_ghost_savings_usd_total":     nil,
+		"svc_cache_lookups_total":                 {"tier": "exact_response"},
+		"svc_cache_hits_total":                    {"tier": "tool_result"},
+		"svc_artifact_serves_total":               {"type": "template"},
+		"svc_artifact_shadow_evaluations_total":   {"result": "mismatch"},
+		"svc_policy_evaluations_total":            {"target": "chat", "decision": "deny"},
+		"svc_policy_errors_total":                 {"target": "provider"},
+		"svc_provider_attempts_total":             {"provider": "mock", "outcome": "ok"},
+		"svc_provider_retries_total":              {"provider": "mock"},
+		"svc_provider_attempt_duration_seconds":   {"provider": "mock"},
+		"svc_plugin_restarts_total":               {"plugin": "svc-provider-mock"},
+		"svc_job_failures_total":                  {"final": "true"},
+		"svc_ledger_batch_write_duration_seconds": {"outcome": "error"},
+		"svc_web_fetch_refusals_total":            {"class": "private"},
+	} {
+		assert.True(t, series(family, labels), "%s%v", family, labels)
+	}
+}
+
 func TestMetricsListenerOff(t *testing.T) {
 	a := startWith(t, map[string]string{"SVC_METRICS_ADDR": "127.0.0.1:0", "SVC_METRICS": "off"})
 	assert.Nil(t, a.Metrics)

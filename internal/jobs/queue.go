@@ -172,6 +172,7 @@ func (q *Queue) Register(typ string, h Handler) {
 		panic("jobs: handler for " + typ + " registered twice")
 	}
 	q.handlers[typ] = h
+	q.opts.Metrics.KnownJobType(typ)
 }
 
 func (q *Queue) handler(typ string) Handler {

@@ -169,6 +169,7 @@ func New(o Options) *Service {
 	if o.CanaryShare == 0 {
 		o.CanaryShare = DefaultCanaryShare
 	}
+	o.Metrics.KnownArtifactTypes(synth.TypeClassifier, synth.TypeTemplate, synth.TypeExtractor, synth.TypeLookup)
 	return &Service{o: o, index: newIndex()}
 }
 

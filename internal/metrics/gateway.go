@@ -158,11 +158,7 @@ func (m *Metrics) CacheLookup(tier string, hit bool) {
 	if m == nil {
 		return
 	}
-	s, ok := m.tiers.Load(tier)
-	if !ok {
-		s, _ = m.tiers.LoadOrStore(tier, &tierSeries{lookups: m.CacheLookups.WithLabelValues(tier), hits: m.CacheHits.WithLabelValues(tier)})
-	}
-	t := s.(*tierSeries)
+	t := m.tierSeries(tier)
 	t.lookups.Inc()
 	if hit {
 		t.hits.Inc()
@@ -171,6 +167,15 @@ func (m *Metrics) CacheLookup(tier string, hit bool) {
 
 // tierSeries are a cache tier's series, looked up once (see gatewaySeries).
 type tierSeries struct{ lookups, hits prometheus.Counter }
+
+// tierSeries returns tier's series, looking them up the first time.
+func (m *Metrics) tierSeries(tier string) *tierSeries {
+	s, ok := m.tiers.Load(tier)
+	if !ok {
+		s, _ = m.tiers.LoadOrStore(tier, &tierSeries{lookups: m.CacheLookups.WithLabelValues(tier), hits: m.CacheHits.WithLabelValues(tier)})
+	}
+	return s.(*tierSeries)
+}
 
 // callKey names the series a gateway call moves: its label values, and
 // which of the series that move only when there is something to count it

@@ -169,6 +169,8 @@ func New(o Options) *Metrics {
 		prometheus.NewDesc("svc_ledger_journal_backlog_runs", "Runs journaled and not yet stored in the database.", nil, nil),
 		prometheus.NewDesc("svc_ledger_journal_backlog_bytes", "Journal bytes of the runs not yet stored in the database.", nil, nil))
 
+	m.knownAtStart()
+
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "svc_build_info", Help: "svc's build; always 1."}, []string{"version"})
 	build.WithLabelValues(o.Version).Set(1)
 	m.registry.MustRegister(build,

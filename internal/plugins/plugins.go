@@ -64,6 +64,7 @@ func (s *Slot) SetMetrics(m *metrics.Metrics) {
 	s.mu.Lock()
 	s.metrics = m
 	s.mu.Unlock()
+	m.KnownPlugin(filepath.Base(s.path))
 }
 
 // start is one start of the slot's process, and what it gave: every

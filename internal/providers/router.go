@@ -40,7 +40,18 @@ type Router struct {
 
 // SetMetrics makes the router count its attempts, retries and fallbacks
 // in m. Call it before the router is shared.
-func (r *Router) SetMetrics(m *metrics.Metrics) { r.metrics = m }
+func (r *Router) SetMetrics(m *metrics.Metrics) {
+	r.metrics = m
+	r.countAll(r.state.Load())
+}
+
+// countAll makes the attempt counters of st's providers, so that they
+// show at zero before their first attempt.
+func (r *Router) countAll(st *state) {
+	for i, p := range st.set.Providers {
+		r.counters(st.health[i], p.Name)
+	}
+}
 
 // attemptOutcomes are the outcomes each provider's counters are made for
 // at once.
@@ -160,7 +171,9 @@ func (r *Router) Swap(set *Set) {
 	r.swapMu.Lock()
 	defer r.swapMu.Unlock()
 	r.keepSecrets(set)
-	r.state.Store(newState(set, r.state.Load()))
+	st := newState(set, r.state.Load())
+	r.countAll(st)
+	r.state.Store(st)
 }
 
 // Current is the set calls are planned on now.
