@@ -15,6 +15,7 @@ import (
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/fakeclock"
 	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/metrics/metricstest"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/internal/tenant"
 )
@@ -225,20 +226,7 @@ func TestLookupsAreCountedByTier(t *testing.T) {
 	require.True(t, hit)
 	c.LookupSOM(tenant.DefaultID, "https://example.com/")
 
-	counts := func(name string) map[string]float64 {
-		mfs, err := m.Registry().Gather()
-		require.NoError(t, err)
-		out := map[string]float64{}
-		for _, f := range mfs {
-			if f.GetName() != name {
-				continue
-			}
-			for _, s := range f.GetMetric() {
-				out[s.GetLabel()[0].GetValue()] = s.GetCounter().GetValue()
-			}
-		}
-		return out
-	}
-	assert.Equal(t, map[string]float64{"exact_response": 3, "tool_result": 2, "som": 1}, counts("svc_cache_lookups_total"))
-	assert.Equal(t, map[string]float64{"exact_response": 1, "tool_result": 1}, counts("svc_cache_hits_total"))
+	assert.Equal(t, map[string]float64{"exact_response": 3, "tool_result": 2, "som": 1, "negative": 0},
+		metricstest.Samples(t, m, "svc_cache_lookups_total"), "every tier shows, at zero until looked up")
+	assert.Equal(t, map[string]float64{"exact_response": 1, "tool_result": 1}, metricstest.Nonzero(t, m, "svc_cache_hits_total"))
 }

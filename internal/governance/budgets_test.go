@@ -140,7 +140,7 @@ func TestABudgetRuleJoinsTheChatVerdict(t *testing.T) {
 		"require_approval,big-models,chat": 1,
 		"deny,budget:billing-daily,chat":   1,
 	}, metricstest.Samples(t, m, "svc_policy_verdicts_total"), "a budget's rule is counted like a file's")
-	assert.Equal(t, map[string]float64{"allow,chat": 1, "deny,chat": 1}, metricstest.Samples(t, m, "svc_policy_evaluations_total"))
+	assert.Equal(t, map[string]float64{"allow,chat": 1, "deny,chat": 1}, metricstest.Nonzero(t, m, "svc_policy_evaluations_total"))
 
 	other := key()
 	other.TenantID = tenantB
@@ -232,7 +232,7 @@ func TestUnreadableBudgetsFailClosed(t *testing.T) {
 	assert.NotContains(t, d.Verdict.Rules[0].Error, "database", "the store's error is logged, not answered")
 	assert.Equal(t, "policy_error", governance.BlockError(d.Verdict).Code)
 	assert.Nil(t, w.gov.BudgetError(context.Background(), key(), d.Verdict, nil), "no budget was judged: nothing resets")
-	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"))
+	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Nonzero(t, m, "svc_policy_errors_total"))
 	assert.False(t, w.gov.NeedsSpend(context.Background(), tenantA), "a request refused without its spend needs none")
 }
 
@@ -263,7 +263,7 @@ func TestABudgetRuleThatFailsCountsAsAPolicyError(t *testing.T) {
 	d, err := w.gov.Decide(context.Background(), c, in)
 	require.NoError(t, err)
 	assert.Equal(t, policy.Allow, d.Verdict.Decision)
-	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Samples(t, m, "svc_policy_errors_total"),
+	assert.Equal(t, map[string]float64{"chat": 1}, metricstest.Nonzero(t, m, "svc_policy_errors_total"),
 		"a budget set's allow rule that cannot decide is counted like a file's")
 }
 

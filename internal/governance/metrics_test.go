@@ -64,8 +64,8 @@ func TestVerdictsAreCountedOncePerEvaluation(t *testing.T) {
 		"require_approval,web": 1,
 		"deny,provider":        1,
 		"allow,provider":       2, // anthropic (no rule) and local
-	}, metricstest.Samples(t, m, "svc_policy_evaluations_total"), "each evaluation once, by its decision")
-	assert.Equal(t, map[string]float64{"web": 2}, metricstest.Samples(t, m, "svc_policy_errors_total"),
+	}, metricstest.Nonzero(t, m, "svc_policy_evaluations_total"), "each evaluation once, by its decision")
+	assert.Equal(t, map[string]float64{"web": 2}, metricstest.Nonzero(t, m, "svc_policy_errors_total"),
 		"bank-accounts (require_approval) and broken-allow failed")
 }
 
