@@ -347,9 +347,15 @@ func (u *Upstream) streamChat(ctx context.Context, req pluginapi.ChatRequest, se
 
 	s := getSSE(resp.Body, u.maxResponse())
 	err = s.run(ctx, u, send)
-	if err == nil && s.events == 0 && !strings.HasPrefix(ct, mimeEventStream) {
+	switch {
+	case err != nil:
+	case s.events == 0 && !strings.HasPrefix(ct, mimeEventStream):
 		// An HTML page or a text error with a 200: not a stream at all.
 		err = u.streamError(errorFields{Message: "provider answered without an event stream"})
+	case !s.ended():
+		// The connection closed cleanly mid-answer (a body delimited by
+		// its close, a proxy that ended it): the answer is not whole.
+		err = u.streamError(errorFields{Message: "provider stream ended before its answer did (no finish_reason, no [DONE])"})
 	}
 	putSSE(s)
 	if err != nil {

@@ -1094,6 +1094,44 @@ func TestStreamBadSuccessBodies(t *testing.T) {
 	})
 }
 
+// A stream that stops before its answer ended (no finish_reason, no
+// [DONE]: a body delimited by its close, a proxy that ended it) fails
+// after relaying what came, as a cut connection does; one that leaves out
+// only [DONE] ends well after its finish_reason.
+func TestStreamCutShortFails(t *testing.T) {
+	const (
+		first = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`
+		last  = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+	)
+	for _, tc := range []struct {
+		name   string
+		events []string
+		want   []string
+		ok     bool
+	}{
+		{"cut mid-answer", []string{"data: " + first + "\n\n"}, []string{first}, false},
+		{"an empty event stream", nil, nil, false},
+		{"only keep-alives", []string{": ping\n\n"}, nil, false},
+		{"no [DONE] after the finish", []string{"data: " + first + "\n\n", "data: " + last + "\n\n"}, []string{first, last}, true},
+		{"whole", []string{"data: " + first + "\n\n", "data: " + last + "\n\n", "data: [DONE]\n\n"}, []string{first, last}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { writeSSE(w, tc.events...) })
+			modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+				chunks, err := collect(t, p, chatReq(simpleBody))
+				assert.Equal(t, tc.want, nilIfEmpty(chunkData(chunks)))
+				if tc.ok {
+					require.NoError(t, err)
+					return
+				}
+				pe := requireProviderError(t, err)
+				assert.Equal(t, http.StatusBadGateway, pe.Status)
+				assert.Contains(t, pe.Message, "stream ended before its answer did")
+			})
+		})
+	}
+}
+
 // An upstream that keeps the body open after [DONE] does not hold the
 // stream's end, which svc waits for to finish the client's answer.
 func TestStreamEndsAtDoneWhenTheBodyStaysOpen(t *testing.T) {

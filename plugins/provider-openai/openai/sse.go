@@ -24,6 +24,8 @@ type sseStream struct {
 	errEvent bool   // the current event is "event: error"
 	afterCR  bool   // the last line ended with a CR that an LF may follow
 	events   int    // events dispatched, [DONE] included
+	done     bool   // [DONE] came
+	finished bool   // a chunk carried a finish_reason
 	limit    int64  // bytes of one event
 }
 
@@ -42,6 +44,11 @@ func getSSE(r io.Reader, limit int64) *sseStream {
 	return s
 }
 
+// ended reports whether the stream ended as an answer does: with [DONE],
+// or, from an upstream that leaves [DONE] out, after a chunk that carried
+// a finish_reason. A stream that stops before either was cut short.
+func (s *sseStream) ended() bool { return s.done || s.finished }
+
 func putSSE(s *sseStream) {
 	s.br.Reset(nil)
 	if cap(s.data) > maxPooledBuf {
@@ -51,11 +58,13 @@ func putSSE(s *sseStream) {
 		s.long = nil
 	}
 	s.data, s.long, s.lines, s.errEvent, s.afterCR, s.events = s.data[:0], s.long[:0], 0, false, false, 0
+	s.done, s.finished = false, false
 	ssePool.Put(s)
 }
 
 // run reads events until [DONE] or EOF (nil), send fails (its error), the
 // context ends (ctx.Err()) or the upstream fails (a *ProviderError).
+// Whether the answer ended (ended) is the caller's to ask.
 func (s *sseStream) run(ctx context.Context, u *Upstream, send func(pluginapi.ChatChunk) error) error {
 	for {
 		line, rerr := s.readLine()
@@ -197,6 +206,7 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 	}
 	s.events++
 	if bytes.Equal(data, doneMarker) {
+		s.done = true
 		return true, nil
 	}
 	if errEvent {
@@ -220,6 +230,7 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 			c.UsageOnly = len(parsed.Choices) == 0
 		}
 	}
+	s.finished = s.finished || hasNonNullKey(data, keyFinishReason)
 	c.Data = bytes.Clone(data) // send may keep it; s.data is reused
 	return false, send(c)
 }
@@ -228,7 +239,9 @@ var (
 	keyUsage   = []byte(`"usage"`)
 	keyError   = []byte(`"error"`)
 	keyChoices = []byte(`"choices"`)
-	litNull    = []byte("null")
+	// keyFinishReason is in the chunk that ends a choice's answer.
+	keyFinishReason = []byte(`"finish_reason"`)
+	litNull         = []byte("null")
 )
 
 // hasNonNullKey reports whether data may have member key (quoted) with a
