@@ -78,7 +78,6 @@ func TestMetricsListener(t *testing.T) {
 	assert.Error(t, err, "the listener closed with svc")
 }
 
-// With the metrics off, SVC_METRICS_ADDR serves nothing.
 // A fresh svc's first scrape already shows, at zero, every family whose
 // label values are known before its first event: the gateway's ghost
 // savings, the cache tiers, the artifact types, the policy targets, the
@@ -131,6 +130,7 @@ func TestAFreshScrapeShowsTheFamiliesOfKnownLabels(t *testing.T) {
 	}
 }
 
+// With the metrics off, SVC_METRICS_ADDR serves nothing.
 func TestMetricsListenerOff(t *testing.T) {
 	a := startWith(t, map[string]string{"SVC_METRICS_ADDR": "127.0.0.1:0", "SVC_METRICS": "off"})
 	assert.Nil(t, a.Metrics)

@@ -106,7 +106,7 @@ func New(o Options) *Cache {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	o.Metrics.KnownCacheTiers(string(ExactResponse), string(ToolResult), string(SOM), string(Negative))
+	o.Metrics.KnownCacheTiers(string(ExactResponse), string(ToolResult), string(SOM)) // the negative tier is read through Ignored, not counted
 	return &Cache{mem: newMemory(o.MaxBytes), negative: o.Negative, metrics: o.Metrics, ttl: o.TTL, now: o.Now, negHits: map[string]int64{}}
 }
 

@@ -226,7 +226,7 @@ func TestLookupsAreCountedByTier(t *testing.T) {
 	require.True(t, hit)
 	c.LookupSOM(tenant.DefaultID, "https://example.com/")
 
-	assert.Equal(t, map[string]float64{"exact_response": 3, "tool_result": 2, "som": 1, "negative": 0},
+	assert.Equal(t, map[string]float64{"exact_response": 3, "tool_result": 2, "som": 1},
 		metricstest.Samples(t, m, "svc_cache_lookups_total"), "every tier shows, at zero until looked up")
 	assert.Equal(t, map[string]float64{"exact_response": 1, "tool_result": 1}, metricstest.Nonzero(t, m, "svc_cache_hits_total"))
 }

@@ -97,9 +97,11 @@ func New(o Options) *Governor {
 	if o.Zones == nil {
 		o.Zones = spend.UTC{}
 	}
-	o.Metrics.KnownPolicyTargets(
-		[]string{string(policy.Chat), string(policy.Tool), string(policy.Web), string(policy.Provider)},
-		[]string{string(policy.Allow), string(policy.RequireApproval), string(policy.Deny)})
+	// A provider's rules allow or deny: the policy loader refuses a
+	// require_approval on them.
+	decisions := []string{string(policy.Allow), string(policy.RequireApproval), string(policy.Deny)}
+	o.Metrics.KnownPolicyTargets([]string{string(policy.Chat), string(policy.Tool), string(policy.Web)}, decisions)
+	o.Metrics.KnownPolicyTargets([]string{string(policy.Provider)}, []string{string(policy.Allow), string(policy.Deny)})
 	return &Governor{policies: o.Policies, approvals: o.Approvals, audit: o.Audit, notify: o.Notifier,
 		standings: newStandings(o.Agents), verdicts: o.Verdicts, budgets: o.Budgets, zones: o.Zones, now: o.Now, logger: o.Logger,
 		metrics: o.Metrics, pendingLimited: o.Metrics.RateLimiter("approvals")}

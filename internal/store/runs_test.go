@@ -111,6 +111,23 @@ func TestRunEventsKeepTheirRowsAndCascadeWithoutTheirKey(t *testing.T) {
 	assert.Equal(t, len(recs[1].Events), count(t, s, `SELECT COUNT(*) FROM run_events WHERE run_id = '`+recs[1].Run.ID+`'`))
 }
 
+// On either engine a run's events carry no foreign key (each insert would
+// look their run up), and a deleted run still takes its events with it.
+func TestRunEventsHaveNoForeignKeyButFollowTheirRun(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	q := `SELECT COUNT(*) FROM pragma_foreign_key_list('run_events')`
+	if storetest.Postgres() {
+		q = `SELECT COUNT(*) FROM pg_constraint WHERE conrelid = 'run_events'::regclass AND contype = 'f'`
+	}
+	assert.Zero(t, count(t, s, q))
+	rec := newRun(tenant.DefaultID, time.UnixMilli(1_700_000_000_000).UTC(), ledger.RouteLive, ledger.StatusOK, "")
+	require.NoError(t, s.InsertRuns(ctx, []*ledger.Record{rec}))
+	_, err := s.DB().Exec(`DELETE FROM runs WHERE id = $1`, rec.Run.ID)
+	require.NoError(t, err)
+	assert.Zero(t, count(t, s, `SELECT COUNT(*) FROM run_events WHERE run_id = '`+rec.Run.ID+`'`))
+}
+
 // A run's digest, recomputed from what the store reads back, is the one
 // its record was chained with: every field round-trips exactly (times in
 // milliseconds, floats by their bits, the explanation's bytes, a missing

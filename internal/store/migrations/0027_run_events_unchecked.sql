@@ -3,7 +3,8 @@
 -- the foreign key's check of each event's insert, a lookup of its run,
 -- never refused one and cost a sixth of storing a run. The key goes; a
 -- trigger keeps its cascade (a deleted run takes its events with it).
--- SQLite drops a foreign key only with its table: the events are copied.
+-- SQLite drops a foreign key only with its table: the events are copied,
+-- once, at the upgrade (it takes their size again on disk while it runs).
 
 CREATE TABLE run_events_unchecked (
     run_id    TEXT NOT NULL,

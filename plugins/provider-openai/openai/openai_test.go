@@ -1114,6 +1114,7 @@ func TestStreamCutShortFails(t *testing.T) {
 		{"only keep-alives", []string{": ping\n\n"}, nil, false},
 		{"no [DONE] after the finish", []string{"data: " + first + "\n\n", "data: " + last + "\n\n"}, []string{first, last}, true},
 		{"whole", []string{"data: " + first + "\n\n", "data: " + last + "\n\n", "data: [DONE]\n\n"}, []string{first, last}, true},
+		{"[DONE] without its blank line, then more", []string{"data: " + first + "\n\n", "data: [DONE]\ndata: [DONE]\n\n"}, []string{first}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) { writeSSE(w, tc.events...) })

@@ -169,6 +169,7 @@ func (s *sseStream) field(line []byte, u *Upstream, send func(pluginapi.ChatChun
 	switch string(name) {
 	case "data":
 		if s.lines == 1 && bytes.Equal(s.data, doneMarker) {
+			s.done = true
 			return errDone // [DONE] without the blank line after it
 		}
 		if s.lines > 0 {

@@ -1,11 +1,19 @@
 -- A run's events are written with their run, in the transaction that
 -- stores it, or appended to a stored run found under its row lock: the
 -- foreign key's check of each event's insert, a locking read of its run,
--- never refused one. The key goes; a trigger keeps its cascade (a deleted
--- run takes its events with it). Replicas of an earlier version beside
--- this one write events as before.
+-- never refused one. The key goes, whatever its name; a trigger keeps its
+-- cascade (a deleted run takes its events with it). Replicas of an earlier
+-- version beside this one write events as before.
 
-ALTER TABLE run_events DROP CONSTRAINT IF EXISTS run_events_run_id_fkey;
+DO $$
+DECLARE
+    key text;
+BEGIN
+    FOR key IN SELECT conname FROM pg_constraint
+        WHERE conrelid = 'run_events'::regclass AND contype = 'f' LOOP
+        EXECUTE format('ALTER TABLE run_events DROP CONSTRAINT %I', key);
+    END LOOP;
+END $$;
 
 CREATE FUNCTION svc_delete_run_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
