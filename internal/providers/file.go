@@ -206,8 +206,7 @@ func (p *parser) parse(data []byte) *File {
 	if err := strictjson.Check(doc, &fileDoc{}, strictjson.RefuseUnknown); err != nil {
 		var ke *strictjson.KeyError
 		if errors.As(err, &ke) {
-			entry, field := jsonEntry(doc, ke.Path)
-			p.fail(entry, field, "%s", keyProblem(ke))
+			p.keyErrors(doc, ke)
 		} else {
 			p.fail("", "", "not a providers file: %v", jsonSyntax(doc))
 		}
@@ -467,6 +466,39 @@ func jsonSyntax(data []byte) error {
 }
 
 // keyProblem words a refused key.
+// keyErrors records the refused keys: first, the one the whole document
+// was refused for, and the first of each other section and entry, so that
+// one reading of the errors shows every entry to fix. They are listed in
+// the document's order, a key of the top level (no section's) first.
+func (p *parser) keyErrors(doc []byte, first *strictjson.KeyError) {
+	var found []*strictjson.KeyError
+	var raw rawDoc
+	if json.Unmarshal(doc, &raw) == nil { // else a value of the wrong type: the first key only
+		check := func(section string, value json.RawMessage, v any) {
+			var ke *strictjson.KeyError
+			if len(value) > 0 && errors.As(strictjson.Check(value, v, strictjson.RefuseUnknown), &ke) {
+				ke.Path = strings.TrimSuffix(section+"."+ke.Path, ".")
+				found = append(found, ke)
+			}
+		}
+		check("retries", raw.Retries, &fileRetries{})
+		check("breaker", raw.Breaker, &fileBreaker{})
+		for i, r := range raw.Providers {
+			check(fmt.Sprintf("providers[%d]", i), r, &fileProvider{})
+		}
+		for i, r := range raw.Routes {
+			check(fmt.Sprintf("routes[%d]", i), r, &fileRoute{})
+		}
+	}
+	if !slices.ContainsFunc(found, func(ke *strictjson.KeyError) bool { return ke.Path == first.Path && ke.Key == first.Key }) {
+		found = append([]*strictjson.KeyError{first}, found...)
+	}
+	for _, ke := range found {
+		entry, field := jsonEntry(doc, ke.Path)
+		p.fail(entry, field, "%s", keyProblem(ke))
+	}
+}
+
 func keyProblem(ke *strictjson.KeyError) string {
 	switch ke.Problem {
 	case strictjson.Duplicate:

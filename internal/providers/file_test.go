@@ -276,6 +276,35 @@ routes:
 	}, lines)
 }
 
+// A key refused in one entry does not hide those of the others: each
+// section and entry tells its first.
+func TestParseListsTheRefusedKeyOfEveryEntry(t *testing.T) {
+	_, err := parse("p.yaml", `
+retries:
+  max_attempt: 2
+providers:
+  - name: a
+    plugin: mock
+    colour: red
+  - name: b
+    plugin: mock
+  - name: c
+    plugin: mock
+    Weight: 2
+    prices: {gpt-4o: {in: 1}}
+routes:
+  - model: fast
+    target: [{provider: a}]
+`)
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`p.yaml: retries: unknown field "max_attempt"`,
+		`p.yaml: providers[0] (name "a"): unknown field "colour"`,
+		`p.yaml: providers[2] (name "c"): unknown field "Weight" (did you mean "weight"?)`,
+		`p.yaml: routes[0] (model "fast"): unknown field "target"`,
+	}, strings.Split(err.Error(), "\n"))
+}
+
 func TestParseNeverShowsAKey(t *testing.T) {
 	_, err := parse("p.yaml", "providers:\n  - name: a\n    plugin: mock\n    api_key_env: OPENAI_KEY\n    weight: 0\n")
 	require.Error(t, err)
