@@ -261,11 +261,10 @@ func (j *journal) seal() ([]uint64, error) {
 // closeFile unmaps the open segment and closes it, cut to its frames: a
 // sealed segment's size is what it holds.
 func (j *journal) closeFile() error {
-	mapped := j.m != nil
 	unmap(j.m)
 	j.m = nil
 	var err error
-	if mapped || j.room > j.size || j.torn {
+	if j.room > j.size || j.torn { // allocated ahead, or torn by a failed write
 		err = j.f.Truncate(j.size)
 	}
 	return errors.Join(err, j.f.Close())

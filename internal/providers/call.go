@@ -431,7 +431,7 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 			rateLimitedFor = pe.RetryAfter
 		case pe.Code == pluginapi.CodeUpstreamAuthFailed || pe.Code == pluginapi.CodeUpstreamBilling:
 			a.Outcome, v = OutcomeRefused, verdictNext // svc's key or account: a 502 to the client
-		case pe.Status == http.StatusRequestTimeout || pe.Status >= 500 || pe.Status == 0:
+		case pe.Status == 0 || pluginapi.Retried(pe.Status):
 			a.Outcome = OutcomeError
 		case pe.Status == http.StatusUnauthorized || pe.Status == http.StatusForbidden || pe.Status == http.StatusNotFound:
 			a.Outcome, v = OutcomeRefused, verdictNext

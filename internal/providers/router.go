@@ -57,8 +57,9 @@ func (r *Router) countAll(st *state) {
 // at once.
 var attemptOutcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeRateLimited, OutcomeUnavailable, OutcomeRefused, OutcomeCancelled}
 
-// counters are name's attempt counters, made on its first attempt and kept
-// with its health (across a reload that keeps the provider).
+// counters are name's attempt counters, made once the router counts
+// (SetMetrics) or the provider is loaded (Swap), and kept with its health
+// (across a reload that keeps the provider).
 func (r *Router) counters(h *health, name string) *metrics.ProviderCounters {
 	if r.metrics == nil {
 		return nil

@@ -14,8 +14,10 @@ type ProviderError struct {
 	Param   string // the offending request field, if any
 	Message string
 	// RetryAfter is how long the provider asked the client to wait before
-	// trying again (a 429's Retry-After); 0 when it did not say. svc
-	// answers with it in its own Retry-After header, up to MaxRetryAfter.
+	// trying again (the Retry-After of an answer svc retries: RetryAfter);
+	// 0 when it did not say. svc waits that long before it asks the same
+	// provider again, and passes a 429's on in its own Retry-After header,
+	// up to MaxRetryAfter.
 	RetryAfter time.Duration
 }
 

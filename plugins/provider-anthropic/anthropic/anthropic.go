@@ -385,9 +385,7 @@ func (p *Provider) statusError(resp *http.Response) error {
 		e.Error.Message = truncate(string(bytes.TrimSpace(body)), 500)
 	}
 	pe := p.mapError(resp.StatusCode, e.Error.Type, e.Error.Message)
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == 529 || resp.StatusCode == http.StatusServiceUnavailable {
-		pe.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-	}
+	pe.RetryAfter = pluginapi.RetryAfter(resp, time.Now())
 	return pe
 }
 
@@ -443,26 +441,6 @@ func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderErro
 		status = http.StatusBadGateway
 	}
 	return &pluginapi.ProviderError{Status: status, Type: typeUpstream, Code: typ, Message: text}
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date), at most
-// pluginapi.MaxRetryAfter; 0 when absent or nonsense.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	limit := pluginapi.MaxRetryAfter
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(min(secs, limit.Seconds()) * float64(time.Second))
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(min(at.Sub(now), limit), 0)
-	}
-	return 0
 }
 
 // sanitize removes the API key from s wherever it appears.

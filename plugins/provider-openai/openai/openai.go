@@ -499,46 +499,13 @@ func innerError(err error) string {
 }
 
 // statusError reads a non-2xx answer, releases the connection and maps it.
-// A 429 keeps the upstream's advice on when to try again.
+// An answer svc retries keeps the upstream's advice on when to try again.
 func (u *Upstream) statusError(resp *http.Response) error {
 	body, _ := readLimited(resp.Body, maxErrorBodyBytes)
 	drainClose(resp.Body)
 	pe := u.mapStatus(resp.StatusCode, body)
-	if retryable(resp.StatusCode) {
-		pe.RetryAfter = retryAfter(resp.Header, time.Now())
-	}
+	pe.RetryAfter = pluginapi.RetryAfter(resp, time.Now())
 	return pe
-}
-
-// retryable reports whether an upstream's status is one svc tries again
-// (408, 429, a 5xx), whose Retry-After it then honours; a caller's 4xx is
-// answered as it is, and its Retry-After means nothing to svc.
-func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter reads an upstream's advice on when to try again: OpenAI's
-// retry-after-ms (milliseconds), else Retry-After (RFC 9110: seconds or an
-// HTTP date), at most pluginapi.MaxRetryAfter; 0 when neither says, or
-// says nonsense.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	limit := pluginapi.MaxRetryAfter
-	var d time.Duration
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			d = time.Duration(min(ms, float64(limit.Milliseconds())) * float64(time.Millisecond))
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
-		if secs, err := strconv.ParseFloat(v, 64); err == nil {
-			if secs > 0 {
-				d = time.Duration(min(secs, limit.Seconds()) * float64(time.Second))
-			}
-		} else if at, err := http.ParseTime(v); err == nil {
-			d = min(at.Sub(now), limit)
-		}
-	}
-	return max(d, 0)
 }
 
 // mapStatus is the error mapping of a non-2xx upstream answer:

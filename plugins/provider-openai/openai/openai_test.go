@@ -460,41 +460,10 @@ func TestErrorMapping(t *testing.T) {
 	assert.NotContains(t, logs.String(), testKey, "the API key must never be logged")
 }
 
-func TestRateLimitKeepsTheUpstreamsRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		name    string
-		headers map[string]string
-		want    time.Duration
-	}{
-		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second},
-		{"fractional seconds", map[string]string{"Retry-After": "0.25"}, 250 * time.Millisecond},
-		{"milliseconds win over seconds", map[string]string{"Retry-After-Ms": "1200", "Retry-After": "2"}, 1200 * time.Millisecond},
-		{"unusable milliseconds fall back to seconds", map[string]string{"Retry-After-Ms": "soon", "Retry-After": "2"}, 2 * time.Second},
-		{"HTTP date", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
-		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
-		{"negative", map[string]string{"Retry-After": "-3"}, 0},
-		{"an hour", map[string]string{"Retry-After": "3600"}, time.Hour},
-		{"beyond a day, cut to a day", map[string]string{"Retry-After": "172800"}, pluginapi.MaxRetryAfter},
-		{"milliseconds beyond a day", map[string]string{"Retry-After-Ms": "1e12"}, pluginapi.MaxRetryAfter},
-		{"a date beyond a day", map[string]string{"Retry-After": now.Add(49 * time.Hour).Format(http.TimeFormat)}, pluginapi.MaxRetryAfter},
-		{"out of float range", map[string]string{"Retry-After": "1e400"}, 0},
-		{"not a number", map[string]string{"Retry-After": "NaN"}, 0},
-		{"garbage", map[string]string{"Retry-After": "tomorrow-ish"}, 0},
-		{"absent", nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.Header{}
-			for k, v := range tc.headers {
-				h.Set(k, v)
-			}
-			assert.Equal(t, tc.want, retryAfter(h, now))
-		})
-	}
-
-	// Through the plugin's calls: an answer svc tries again (a 429, a 5xx)
-	// carries the wait, a caller's 4xx does not, whatever the upstream's
-	// headers say.
+// An answer svc tries again (a 429, a 5xx) carries the upstream's wait
+// (pluginapi.RetryAfter reads it), a caller's 4xx does not, whatever the
+// upstream's headers say.
+func TestRetriedAnswersKeepTheUpstreamsRetryAfter(t *testing.T) {
 	for status, want := range map[int]time.Duration{429: 3 * time.Second, 503: 3 * time.Second, 500: 3 * time.Second, 400: 0} {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "3")
