@@ -35,10 +35,12 @@ type collector struct {
 	requests int
 }
 
-// span is a received span with its resource's service name.
+// span is a received span with its resource's service name and
+// attributes.
 type span struct {
 	*tracepb.Span
-	service string
+	service  string
+	resource map[string]any
 }
 
 func (s *span) traceID() string  { return hex.EncodeToString(s.TraceId) }
@@ -75,15 +77,16 @@ func (c *collector) add(req *coltracepb.ExportTraceServiceRequest) {
 	defer c.mu.Unlock()
 	c.requests++
 	for _, rs := range req.ResourceSpans {
-		service := ""
+		service, resource := "", map[string]any{}
 		for _, kv := range rs.GetResource().GetAttributes() {
+			resource[kv.Key] = value(kv.Value)
 			if kv.Key == "service.name" {
 				service = kv.Value.GetStringValue()
 			}
 		}
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
-				c.spans = append(c.spans, &span{Span: sp, service: service})
+				c.spans = append(c.spans, &span{Span: sp, service: service, resource: resource})
 			}
 		}
 	}
@@ -288,21 +291,28 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			runID := tracedCall(t, p)
 			require.NotEmpty(t, runID)
 			spans := col.trace(t, callerTrace, "POST /v1/chat/completions", "authenticate", "chat gpt-4o-mini",
-				"policy.evaluate", "cache.lookup", "ledger.record")
+				"policy.evaluate", "cache.lookup", "artifact.lookup", "ledger.record")
 
 			server := one(t, spans, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER)
 			assert.Equal(t, callerSpan, server.parentID(), "the caller's span is the server span's parent")
 			assert.Equal(t, tc.service, server.service)
+			assert.Equal(t, "go", server.resource["telemetry.sdk.language"])
+			assert.Equal(t, "opentelemetry", server.resource["telemetry.sdk.name"])
+			assert.NotEmpty(t, server.resource["telemetry.sdk.version"])
 			assert.Equal(t, "POST", server.attr("http.request.method"))
 			assert.Equal(t, "/v1/chat/completions", server.attr("http.route"))
 			assert.Equal(t, "/v1/chat/completions", server.attr("url.path"))
 			assert.EqualValues(t, 200, server.attr("http.response.status_code"))
-
-			auth := one(t, spans, "authenticate", tracepb.Span_SPAN_KIND_INTERNAL)
-			assert.Equal(t, server.spanID(), auth.parentID())
+			assert.Equal(t, "http", server.attr("url.scheme"))
+			assert.Equal(t, "127.0.0.1", server.attr("server.address"))
+			assert.NotZero(t, server.attr("server.port"))
+			assert.Equal(t, "1.1", server.attr("network.protocol.version"))
+			assert.Equal(t, "127.0.0.1", server.attr("client.address"))
 
 			call := one(t, spans, "chat gpt-4o-mini", tracepb.Span_SPAN_KIND_INTERNAL)
 			assert.Equal(t, server.spanID(), call.parentID())
+			auth := one(t, spans, "authenticate", tracepb.Span_SPAN_KIND_INTERNAL)
+			assert.Equal(t, call.spanID(), auth.parentID(), "authentication is a step of the call")
 			assert.Equal(t, "chat", call.attr("gen_ai.operation.name"))
 			assert.Equal(t, "gpt-4o-mini", call.attr("gen_ai.request.model"))
 			assert.Equal(t, "up-model-2025", call.attr("gen_ai.response.model"))
@@ -316,7 +326,7 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			assert.Equal(t, "openai", call.attr("svc.provider"))
 			assert.NotEmpty(t, call.attr("svc.tenant.id"))
 
-			for _, name := range []string{"policy.evaluate", "cache.lookup", "ledger.record"} {
+			for _, name := range []string{"policy.evaluate", "cache.lookup", "artifact.lookup", "ledger.record"} {
 				assert.Equal(t, call.spanID(), one(t, spans, name, tracepb.Span_SPAN_KIND_INTERNAL).parentID(), name)
 			}
 			attempt := one(t, spans, "chat gpt-4o-mini", tracepb.Span_SPAN_KIND_CLIENT)
@@ -338,6 +348,24 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			assert.Equal(t, callerTrace, line["trace_id"])
 			assert.Equal(t, server.spanID(), line["span_id"])
 
+			// A call refused before the gateway read its model still has
+			// its call span, named by the operation, with its error.
+			const badTrace = "5bf92f3577b34da6a3ce929d0e0e4737"
+			req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(`{"model":`))
+			require.NoError(t, err)
+			req.Header.Set("traceparent", "00-"+badTrace+"-"+callerSpan+"-01")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, http.StatusBadRequest, res.StatusCode)
+			refused := col.trace(t, badTrace, "POST /v1/chat/completions", "chat", "authenticate")
+			refusedCall := one(t, refused, "chat", tracepb.Span_SPAN_KIND_INTERNAL)
+			assert.Equal(t, one(t, refused, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER).spanID(), refusedCall.parentID())
+			assert.Equal(t, refusedCall.spanID(), one(t, refused, "authenticate", tracepb.Span_SPAN_KIND_INTERNAL).parentID())
+			assert.Equal(t, "chat", refusedCall.attr("gen_ai.operation.name"))
+			assert.Equal(t, "invalid_request_error", refusedCall.attr("error.type"), "the code the answer and its log line name")
+			assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, refusedCall.Status.GetCode())
+
 			// The management API is traced too: a trace of its own.
 			var mgmt *span
 			require.Eventually(t, func() bool {
@@ -352,6 +380,26 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			}, 20*time.Second, 20*time.Millisecond)
 			assert.Equal(t, "/api/v1/runs/{id}", mgmt.attr("http.route"))
 			assert.NotEqual(t, callerTrace, mgmt.traceID())
+
+			// A learning pass a request starts has its span, under the
+			// request's, as one a job starts has under the job's.
+			p.call(t, "POST", "/api/v1/learning/tick", "", "")
+			var tick, pass *span
+			require.Eventually(t, func() bool {
+				all, _ := col.snapshot()
+				for _, s := range all {
+					switch s.Name {
+					case "POST /api/v1/learning/tick":
+						tick = s
+					case "learning.pass":
+						pass = s
+					}
+				}
+				return tick != nil && pass != nil
+			}, 20*time.Second, 20*time.Millisecond)
+			assert.Equal(t, tick.spanID(), pass.parentID())
+			assert.Equal(t, "tick", pass.attr("svc.learning.trigger"))
+			assert.NotNil(t, pass.attr("svc.learning.runs_scanned"))
 
 			// A path that carries a one-time token is recorded as its route.
 			p.call(t, "GET", "/api/v1/invites/one-time-token-0123456789", "", "")

@@ -54,18 +54,16 @@ type artifactLookup struct {
 // state, canary, observe, or an abstention) has the artifact's answer
 // computed beside it, for shadow evidence.
 //
-// Its span is started only when the tenant has an artifact in the index:
-// a tenant without one has nothing to look up.
+// Its span says whether an artifact was found, for a tenant without any
+// too (nothing to look up then).
 func (g *Gateway) lookupArtifact(ctx context.Context, c *call) {
 	if g.learner == nil {
 		return
 	}
-	ix := g.learner.Index()
-	if ix.Empty(c.id.TenantID) {
-		return
-	}
 	ctx, span := tracing.Start(ctx, "artifact.lookup", trace.SpanKindInternal)
-	g.lookupArtifactEntry(ctx, c, ix)
+	if ix := g.learner.Index(); !ix.Empty(c.id.TenantID) {
+		g.lookupArtifactEntry(ctx, c, ix)
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attrArtifactFound.Bool(c.art != nil))
 		span.End()

@@ -48,22 +48,22 @@ var _ Governor = (*governance.Governor)(nil)
 // candidate providers before the provider policies. It returns the error
 // to answer with when they block it, after recording the blocked run.
 //
-// Its span is started only when a rule can judge the call (an agent's call
-// always goes before the chat rules, a call of a tenant with budgets
-// before its budgets): with no policy in force there is no evaluation to
-// measure, and each span costs every call its export. The call's cost is
+// Its span tells the call's decision even when no rule can judge the call
+// (no chat or provider rule in force, no agent, no budgets): the allow
+// every call gets then, and nothing evaluated. The call's cost is
 // estimated only for rules to read.
 func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
 	}
+	ctx, span := startPolicy(ctx, policy.Chat)
 	needsSpend := g.governor.NeedsSpend(ctx, c.id.TenantID)
 	chat := c.id.Agent != "" || needsSpend || g.governor.Has(policy.Chat)
 	if !chat && !g.governor.Has(policy.Provider) {
-		return nil // no rule can judge it: nothing to measure
+		endPolicy(ctx, c, span, nil) // no rule can judge it
+		return nil
 	}
 	estimate := g.estimate(c)
-	ctx, span := startPolicy(ctx, policy.Chat)
 	err := g.governChatRules(ctx, c, estimate, chat, needsSpend)
 	endPolicy(ctx, c, span, err)
 	return err

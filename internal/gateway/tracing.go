@@ -32,7 +32,9 @@ const (
 )
 
 // start begins a call under its span, named by the OpenTelemetry GenAI
-// conventions ("chat gpt-4o-mini"), when the request's span records; its
+// conventions ("chat gpt-4o-mini"), when the request's span records: the
+// span the request's HTTP layer started for the call (tracing.StartCall),
+// or a span of its own for a call made in process (the demo's); its
 // attributes are set when it ends, all in one call. The run names the
 // call's trace whenever the context holds a valid one: svc's span, or the
 // caller's traceparent when svc traces nothing.
@@ -40,7 +42,12 @@ func (g *Gateway) start(ctx context.Context, id *auth.Identity, req *Request, op
 	c := g.begin(id, req)
 	c.embeddings = op == semconv.GenAIOperationNameEmbeddings
 	if tracing.Recording(ctx) {
-		ctx, c.span = tracing.Start(ctx, tracing.OperationName(op.Value.AsString(), req.Model), trace.SpanKindInternal)
+		name := tracing.OperationName(op.Value.AsString(), req.Model)
+		if c.span = tracing.TakeCall(ctx); c.span != nil {
+			c.span.SetName(name) // the request's call span, its model now known
+		} else {
+			ctx, c.span = tracing.Start(ctx, name, trace.SpanKindInternal)
+		}
 		if g.redaction != nil && g.redaction.Redaction(ctx, id.TenantID) {
 			ctx = tracing.WithMasking(ctx) // the spans' error texts are masked as the run's
 		}
@@ -84,7 +91,10 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 	if plugin := c.plugin(run.Provider); plugin != "" {
 		attrs.Add(semconv.GenAIProviderNameKey.String(plugin))
 	}
-	if !run.UsageUnknown && run.TotalTokens > 0 {
+	// A cached or an artifact's answer carries the usage of the call it
+	// stands for: this call used no tokens.
+	answeredHere := run.Route != ledger.RouteExactCache && run.Route != ledger.RouteArtifact
+	if answeredHere && !run.UsageUnknown && run.TotalTokens > 0 {
 		attrs.Add(semconv.GenAIUsageInputTokens(int(run.PromptTokens)))
 		if !c.embeddings { // an embedding has no output tokens
 			attrs.Add(semconv.GenAIUsageOutputTokens(int(run.CompletionTokens)))

@@ -245,22 +245,22 @@ func TestTracedStream(t *testing.T) {
 	assert.NotContains(t, out, "carol@example.net")
 }
 
-// The steps' spans measure work: policy.evaluate is there when a rule can
-// judge the call (a chat or provider rule in force, or an agent's call),
-// artifact.lookup when the tenant has an artifact; each is the call's
-// child. Without them a call has no such spans, and costs no exports.
-func TestStepSpansOnlyForStepsThatRun(t *testing.T) {
+// Every step of a call has its span, the call's child, whether or not it
+// had work to do: policy.evaluate tells the decision when no rule can
+// judge the call too, artifact.lookup whether an artifact was found when
+// the tenant has none too.
+func TestEveryStepHasItsSpan(t *testing.T) {
 	for _, tc := range []struct {
-		name             string
-		targets          map[policy.Target]bool
-		agent, tenant    string
-		policy, artifact bool
+		name          string
+		targets       map[policy.Target]bool
+		agent, tenant string
+		found         bool
 	}{
 		{name: "no policy, no artifact of the tenant", tenant: "ten_other"},
-		{name: "a chat rule, an artifact", targets: map[policy.Target]bool{policy.Chat: true}, tenant: tenantID, policy: true, artifact: true},
-		{name: "a provider rule", targets: map[policy.Target]bool{policy.Provider: true}, tenant: "ten_other", policy: true},
+		{name: "a chat rule, an artifact", targets: map[policy.Target]bool{policy.Chat: true}, tenant: tenantID, found: true},
+		{name: "a provider rule", targets: map[policy.Target]bool{policy.Provider: true}, tenant: "ten_other"},
 		{name: "tool rules only", targets: map[policy.Target]bool{policy.Tool: true}, tenant: "ten_other"},
-		{name: "an agent's call", agent: "bot", tenant: "ten_other", policy: true},
+		{name: "an agent's call", agent: "bot", tenant: "ten_other"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := tracetest.NewSpanRecorder()
@@ -277,20 +277,51 @@ func TestStepSpansOnlyForStepsThatRun(t *testing.T) {
 			assert.EqualValues(t, 30, attrsOf(call)["gen_ai.request.max_tokens"].AsInt64(), "max_completion_tokens wins")
 			assert.Equal(t, "chatcmpl-1", attrsOf(call)["gen_ai.response.id"].AsString())
 			assert.Equal(t, model, attrsOf(call)["gen_ai.response.model"].AsString())
-			for name, want := range map[string]bool{"policy.evaluate": tc.policy, "artifact.lookup": tc.artifact, "cache.lookup": true} {
+			step := map[string]sdktrace.ReadOnlySpan{}
+			for _, name := range []string{"policy.evaluate", "artifact.lookup", "cache.lookup"} {
 				var got []sdktrace.ReadOnlySpan
 				for _, s := range spans {
 					if s.Name() == name {
 						got = append(got, s)
 					}
 				}
-				if !want {
-					assert.Empty(t, got, name)
-					continue
-				}
 				require.Len(t, got, 1, name)
 				assert.Equal(t, call.SpanContext().SpanID(), got[0].Parent().SpanID(), name)
+				step[name] = got[0]
 			}
+			assert.Equal(t, "allow", attrsOf(step["policy.evaluate"])["svc.policy.decision"].AsString())
+			assert.Equal(t, "chat", attrsOf(step["policy.evaluate"])["svc.policy.target"].AsString())
+			assert.Equal(t, tc.found, attrsOf(step["artifact.lookup"])["svc.artifact.found"].AsBool())
 		})
 	}
+}
+
+// An answer from the exact cache used no tokens: its call's span has no
+// usage, where the call it stands for has its own.
+func TestTracedCacheHitHasNoUsage(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	f := newFixture(t, setup{})
+	id := &auth.Identity{TenantID: tenantID, KeyID: "key_1", Mode: auth.Optimize}
+	for range 2 {
+		ctx, root := tp.Tracer("test").Start(context.Background(), "request")
+		_, err := f.gw.Complete(ctx, id, question(t, ""))
+		root.End()
+		require.NoError(t, err)
+	}
+	var calls []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "chat "+model && s.SpanKind() == trace.SpanKindInternal {
+			calls = append(calls, s)
+		}
+	}
+	require.Len(t, calls, 2)
+	live, hit := attrsOf(calls[0]), attrsOf(calls[1])
+	require.Equal(t, "live", live["svc.route"].AsString())
+	assert.EqualValues(t, 10, live["gen_ai.usage.input_tokens"].AsInt64())
+	assert.EqualValues(t, 2, live["gen_ai.usage.output_tokens"].AsInt64())
+	require.Equal(t, "exact_cache", hit["svc.route"].AsString())
+	assert.NotContains(t, hit, attribute.Key("gen_ai.usage.input_tokens"))
+	assert.NotContains(t, hit, attribute.Key("gen_ai.usage.output_tokens"))
+	assert.Equal(t, model, hit["gen_ai.response.model"].AsString(), "the answer is still the model's")
 }

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/calltime"
 	"github.com/svc-gateway/svc/internal/gateway"
 	"github.com/svc-gateway/svc/internal/metrics"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // headerOverhead is svc's own time on a gateway answer, in milliseconds:
@@ -38,13 +41,31 @@ func gatewayEndpoint(r *http.Request) string {
 
 // gatewayCall is a gateway request on its way: its clock, from its
 // arrival; who called, once identified; what its run was, once recorded.
+// Its endpoint is "" for an answer under /v1/ that is no call (a stored
+// response read, a method or path the mux refused): it carries svc's
+// overhead too, and is neither counted nor traced as a call.
 type gatewayCall struct {
 	endpoint string
-	clock    *calltime.Clock
-	id       *auth.Identity
-	outcome  gateway.Outcome
+	// span is the call's span until the gateway takes it; nil when svc
+	// traces nothing.
+	span    *tracing.Call
+	clock   *calltime.Clock
+	id      *auth.Identity
+	outcome gateway.Outcome
 	// firstByte is when a streamed answer's headers left, from arrival.
 	firstByte time.Duration
+}
+
+// callOperation is the GenAI operation of an endpoint's calls ("chat"),
+// "" for one that makes none (the model list).
+func callOperation(endpoint string) string {
+	switch endpoint {
+	case "chat_completions", "responses":
+		return semconv.GenAIOperationNameChat.Value.AsString()
+	case "embeddings":
+		return semconv.GenAIOperationNameEmbeddings.Value.AsString()
+	}
+	return ""
 }
 
 // newGatewayCall starts a gateway request's clock at start, and returns it
@@ -68,7 +89,7 @@ func (gc *gatewayCall) answering(h http.Header) {
 // observe records the gateway request, once its answer ended, in the
 // metrics.
 func (s *Server) observe(gc *gatewayCall, status int, end time.Time) {
-	if s.Metrics == nil {
+	if s.Metrics == nil || gc.endpoint == "" {
 		return
 	}
 	c := metrics.GatewayCall{

@@ -384,8 +384,8 @@ func TestOverheadLeavesTheProvidersTimeOut(t *testing.T) {
 	assert.LessOrEqual(t, overhead, elapsed-float64(delay.Milliseconds()), "models: the overhead %v ms leaves the provider's %v out of %v ms", overhead, delay, elapsed)
 }
 
-// Every answer of a gateway route carries the overhead, errors before any
-// run included; no other route's does.
+// Every answer under /v1/ carries the overhead, errors before any run and
+// the mux's own refusals included; no other route's does.
 func TestOverheadOnEveryGatewayAnswer(t *testing.T) {
 	ts := newServer(t, bootstrap, map[string]string{"SVC_MAX_BODY_BYTES": "2048"})
 	big := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`
@@ -403,6 +403,9 @@ func TestOverheadOnEveryGatewayAnswer(t *testing.T) {
 		{"embeddings, no credential", "POST", "/v1/embeddings", "wrong", `{"model":"text-embedding-3-small","input":"hello"}`, 401},
 		{"models", "GET", "/v1/models", bootstrap, "", 200},
 		{"models, no credential", "GET", "/v1/models", "", "", 401},
+		{"a stored response", "GET", "/v1/responses/resp_none", bootstrap, "", 404},
+		{"chat, wrong method", "GET", "/v1/chat/completions", bootstrap, "", 405},
+		{"no such gateway route", "POST", "/v1/completions", bootstrap, triage, 404},
 	}
 	for _, tc := range cases {
 		res := ts.call(t, tc.method, tc.path, tc.token, tc.body)
@@ -413,7 +416,7 @@ func TestOverheadOnEveryGatewayAnswer(t *testing.T) {
 	require.Equal(t, "[DONE]", events[len(events)-1])
 	overheadMS(t, res.Header)
 
-	for _, path := range []string{"/api/v1/settings", "/health", "/v1/responses/resp_none"} {
+	for _, path := range []string{"/api/v1/settings", "/health", "/api/v1/nothing"} {
 		assert.Empty(t, ts.call(t, "GET", path, bootstrap, "").header.Get("x-svc-overhead-ms"), path)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/errs"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // reqInfo collects what the request log line reports; handlers deeper in
@@ -33,6 +35,15 @@ func (ri *reqInfo) identified(id *auth.Identity) {
 	if ri.call != nil {
 		ri.call.id = id
 	}
+}
+
+// errorClass is the answer's error code, or its status when no error
+// named one.
+func (ri *reqInfo) errorClass() string {
+	if ri.code != "" {
+		return ri.code
+	}
+	return strconv.Itoa(ri.status)
 }
 
 type infoKey struct{}
@@ -109,8 +120,13 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		rw := &recordingWriter{ResponseWriter: w, info: ri}
 		ctx, span := s.startSpan(r)
 		ctx = context.WithValue(ctx, infoKey{}, ri)
-		if endpoint := gatewayEndpoint(r); endpoint != "" {
+		if endpoint := gatewayEndpoint(r); endpoint != "" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			// Every answer under /v1/ carries svc's overhead; only the
+			// gateway's endpoints are counted and traced as calls.
 			ri.call, ctx = newGatewayCall(ctx, endpoint, start)
+			if op := callOperation(endpoint); op != "" {
+				ctx, ri.call.span = tracing.StartCall(ctx, op)
+			}
 		}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
@@ -120,6 +136,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			ri.status = http.StatusOK
 		}
 		if ri.call != nil {
+			ri.call.span.End(ri.status, ri.errorClass())
 			s.observe(ri.call, ri.status, end)
 		}
 		endSpan(span, r, ri.status)

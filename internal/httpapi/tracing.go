@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,6 +62,7 @@ func endSpan(span trace.Span, r *http.Request, status int) {
 		attrs.Add(semconv.HTTPRoute(route))
 	}
 	attrs.Add(semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
+	addConnection(attrs, r)
 	if status >= 500 {
 		attrs.Add(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")
@@ -75,4 +77,35 @@ func routeOf(pattern string) string {
 		return path
 	}
 	return pattern
+}
+
+// addConnection adds what the HTTP conventions say of the request's
+// connection: its scheme, the host and port the client asked for, the
+// protocol's version, the client's address (the peer's: svc reads no
+// forwarding header) and its user agent.
+func addConnection(attrs *tracing.Attrs, r *http.Request) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	attrs.Add(semconv.URLScheme(scheme))
+	if host, port, err := net.SplitHostPort(r.Host); err == nil {
+		attrs.Add(semconv.ServerAddress(host))
+		if n, err := strconv.Atoi(port); err == nil {
+			attrs.Add(semconv.ServerPort(n))
+		}
+	} else if r.Host != "" {
+		attrs.Add(semconv.ServerAddress(r.Host))
+	}
+	if r.ProtoMajor == 1 {
+		attrs.Add(semconv.NetworkProtocolVersion("1." + strconv.Itoa(r.ProtoMinor)))
+	} else if r.ProtoMajor > 1 {
+		attrs.Add(semconv.NetworkProtocolVersion(strconv.Itoa(r.ProtoMajor)))
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		attrs.Add(semconv.ClientAddress(host))
+	}
+	if ua := r.UserAgent(); ua != "" {
+		attrs.Add(semconv.UserAgentOriginal(ua))
+	}
 }

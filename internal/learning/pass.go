@@ -7,11 +7,15 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/jobs"
 	"github.com/svc-gateway/svc/internal/learning/shape"
 	"github.com/svc-gateway/svc/internal/learning/synth"
 	"github.com/svc-gateway/svc/internal/ledger"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 // The triggers of a learning pass.
@@ -54,8 +58,23 @@ type patternScan struct {
 //     effects;
 //  5. store the report.
 //
-// Memory is bounded by the number of patterns, not of runs.
-func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (Report, error) {
+// Memory is bounded by the number of patterns, not of runs. The pass runs
+// under a span of its own, whether a job or a request started it.
+func (s *Service) Pass(ctx context.Context, tenantID, trigger string) (rep Report, err error) {
+	ctx, span := tracing.Start(ctx, "learning.pass", trace.SpanKindInternal)
+	if !span.IsRecording() {
+		return s.pass(ctx, tenantID, trigger)
+	}
+	defer func() {
+		span.SetAttributes(tracing.TenantID.String(tenantID), attribute.String("svc.learning.trigger", trigger),
+			attribute.Int("svc.learning.runs_scanned", rep.RunsScanned))
+		tracing.Error(span, err)
+		span.End()
+	}()
+	return s.pass(ctx, tenantID, trigger)
+}
+
+func (s *Service) pass(ctx context.Context, tenantID, trigger string) (Report, error) {
 	s.passMu.Lock()
 	defer s.passMu.Unlock()
 	start := time.Now()

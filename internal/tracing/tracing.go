@@ -75,8 +75,8 @@ type Tracing struct {
 // (http/protobuf, the default) or gRPC, as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
 // or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor
 // (OTEL_BSP_*); the
-// resource names the service (OTEL_SERVICE_NAME, else "svc"), its version
-// and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
+// resource names the service (OTEL_SERVICE_NAME, else "svc"), its version,
+// the SDK (telemetry.sdk.*) and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
 // OTEL_TRACES_SAMPLER overrides (parent-based always-on when unset).
 func New(ctx context.Context, o Options) (*Tracing, error) {
 	if !o.On {
@@ -98,6 +98,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, err
 	}
 	res, err := resource.New(ctx,
+		resource.WithTelemetrySDK(), // telemetry.sdk.name, .language and .version
 		resource.WithAttributes(semconv.ServiceName("svc"), semconv.ServiceVersion(o.Version)),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
 	)
