@@ -72,7 +72,9 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 		for _, r := range v.Verdict.Rules {
 			if r.Effect == policy.Deny {
 				ids = append(ids, r.ID)
-				denied = append(denied, r)
+				if !slices.ContainsFunc(denied, func(have policy.RuleResult) bool { return have.ID == r.ID }) {
+					denied = append(denied, r) // a rule that forbids several candidates is named once
+				}
 			}
 		}
 		c.plan.Forbid(v.Provider, "forbidden by policy rule "+strings.Join(ids, ", "))

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +211,20 @@ func TestEveryCandidateForbiddenIsBlocked(t *testing.T) {
 	rec := f.recorder.last(t)
 	assert.Equal(t, ledger.RouteBlocked, rec.Run.Route)
 	assert.Equal(t, "deny", rec.Run.Explanation.Policy.Decision)
+}
+
+// A rule that forbids every candidate is named once, in the answer and in
+// the run's verdict.
+func TestOneRuleForbiddingEveryCandidateIsNamedOnce(t *testing.T) {
+	gov := &governor{targets: map[policy.Target]bool{policy.Provider: true}, providers: map[string]string{"a": "nobody", "b": "nobody"}}
+	f := newRouted(t, routedSetup{governor: gov})
+	_, err := f.complete(t, auth.Optimize)
+	require.Error(t, err)
+	assert.Equal(t, 403, httpstatus.Of(err))
+	assert.Equal(t, 1, strings.Count(errs.Public(err), "nobody"), errs.Public(err))
+	rules := f.recorder.last(t).Run.Explanation.Policy.Rules
+	require.Len(t, rules, 1)
+	assert.Equal(t, "nobody", rules[0].ID)
 }
 
 func TestEveryProviderFailingIs502NamingTheAttempts(t *testing.T) {

@@ -160,6 +160,13 @@ const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
 // name the set serving now no longer holds.
 const ReasonRemoved = "removed by a reload"
 
+// The reasons a candidate was not tried when the call ended at another's
+// answer: the client left, or a stream had begun (it is never replayed).
+const (
+	ReasonClientLeft  = "not tried: the client went away"
+	ReasonStreamBegun = "not tried: a stream already begun is not replayed"
+)
+
 // tryFunc makes one attempt on prov, asking for model. sent says that a
 // streamed chunk reached the client: the call cannot be retried.
 type tryFunc func(ctx context.Context, prov *Provider, model string, timer *attemptTimer) (sent bool, err error)
@@ -285,6 +292,7 @@ calls:
 				}
 				return nil
 			case verdictSent, verdictStop:
+				p.skipUntried(tr, stopReason(v, a))
 				return err
 			case verdictDeadline:
 				last = err
@@ -300,11 +308,7 @@ calls:
 			break
 		}
 	}
-	for i := range tr {
-		if !tr[i].out && tr[i].n == 0 {
-			p.skip(p.Candidates[i].Provider, ReasonExhausted)
-		}
-	}
+	p.skipUntried(tr, ReasonExhausted)
 	if kind == callEmbed && made == 0 && noEmbeddings == n {
 		return pluginapi.NoEmbeddings(p.Model)
 	}
@@ -316,6 +320,29 @@ calls:
 
 func (p *Plan) skip(provider, reason string) {
 	p.Skipped = append(p.Skipped, Skipped{Provider: provider, Reason: reason})
+}
+
+// skipUntried gives reason for every candidate the call ended without
+// trying.
+func (p *Plan) skipUntried(tr []tried, reason string) {
+	for i := range tr {
+		if !tr[i].out && tr[i].n == 0 {
+			p.skip(p.Candidates[i].Provider, reason)
+		}
+	}
+}
+
+// stopReason is why a call that attempt a ended (verdict v) tried no
+// other candidate.
+func stopReason(v int, a Attempt) string {
+	switch {
+	case a.Outcome == OutcomeCancelled:
+		return ReasonClientLeft
+	case v == verdictSent:
+		return ReasonStreamBegun
+	default:
+		return "not tried: " + a.Provider + " refused the request as the caller's fault"
+	}
 }
 
 // What an attempt's outcome means for the call.
@@ -429,6 +456,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 		case pe.Status == http.StatusTooManyRequests:
 			a.Outcome, a.RetryAfterMS = OutcomeRateLimited, pe.RetryAfter.Milliseconds()
 			rateLimitedFor = pe.RetryAfter
+		case pe.Code == pluginapi.CodeUpstreamUnreachable: // no answer: no upstream status either
+			a.Outcome, a.Status = OutcomeUnavailable, 0
 		case pe.Code == pluginapi.CodeUpstreamAuthFailed || pe.Code == pluginapi.CodeUpstreamBilling:
 			a.Outcome, v = OutcomeRefused, verdictNext // svc's key or account: a 502 to the client
 		case pe.Status == 0 || pluginapi.Retried(pe.Status):

@@ -192,6 +192,21 @@ func TestOrderedFallbackAnswersFromTheNextProvider(t *testing.T) {
 	assert.Empty(t, h.waits, "a fallback to a provider not yet tried does not wait")
 }
 
+// An upstream that gave no answer (the connection refused or broken) is
+// unavailable, with no status of its own, and the call goes on as for a 5xx.
+func TestAnUnreachableUpstreamIsUnavailable(t *testing.T) {
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	h.script("a", &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: pluginapi.CodeUpstreamUnreachable,
+		Message: "provider unreachable: connection refused"})
+	p, res, err := h.chat(t, "gpt-4o")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"from":"b"}`, string(res.Body))
+	assert.Equal(t, []string{"a:unavailable", "b:ok"}, outcomes(p))
+	assert.Zero(t, p.Attempts[0].Status, "the upstream answered nothing")
+	assert.Equal(t, "provider unreachable: connection refused", p.Attempts[0].Error)
+	assert.Equal(t, int64(1), h.r.Status().Providers[0].Stats.Failures, "counted against the provider")
+}
+
 func TestRetriesReturnToTheFirstProviderWithBackoff(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}, BreakerConfig{}))
 	h.script("a", status(502, "bad gateway"), nil)
@@ -213,6 +228,7 @@ func TestCallerFaultIsNeverRetried(t *testing.T) {
 		assert.Same(t, refusal, err, "the refusal comes back as it is")
 		assert.Equal(t, []string{"a:refused"}, outcomes(p))
 		assert.Zero(t, h.fakes["b"].callCount())
+		assert.Equal(t, []Skipped{{Provider: "b", Reason: "not tried: a refused the request as the caller's fault"}}, p.Skipped)
 		assert.Equal(t, BreakerClosed, h.r.Status().Providers[0].Breaker.State, "the caller's fault is not the provider's")
 	}
 }
@@ -435,6 +451,7 @@ func TestStreamBegunIsNeverReplayed(t *testing.T) {
 	assert.Equal(t, 1, got)
 	assert.Zero(t, h.fakes["b"].callCount())
 	assert.Equal(t, []string{"a:error"}, outcomes(p))
+	assert.Equal(t, []Skipped{{Provider: "b", Reason: ReasonStreamBegun}}, p.Skipped, "the alternative not tried, and why")
 }
 
 func TestStreamTimeoutCoversOnlyTheFirstChunk(t *testing.T) {
@@ -510,6 +527,7 @@ func TestCancellationStopsAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, []string{"a:cancelled"}, outcomes(p))
 	assert.Zero(t, h.fakes["b"].callCount())
+	assert.Equal(t, []Skipped{{Provider: "b", Reason: ReasonClientLeft}}, p.Skipped)
 	assert.Equal(t, BreakerClosed, h.r.Status().Providers[0].Breaker.State, "the client leaving is no failure")
 
 	// Cancelled while waiting to retry: no further attempt.

@@ -35,6 +35,11 @@ const (
 	CodeUpstreamBilling    = "upstream_billing"
 )
 
+// CodeUpstreamUnreachable is the code of a ProviderError (answered 502)
+// for an upstream that gave no answer: the connection could not be made,
+// or broke. svc counts the attempt unavailable, with no upstream status.
+const CodeUpstreamUnreachable = "upstream_unreachable"
+
 // MaxRetryAfter is the longest wait svc passes on from a provider; a
 // longer one is cut to it.
 const MaxRetryAfter = 24 * time.Hour

@@ -51,7 +51,7 @@ const (
 	codeAuth        = pluginapi.CodeUpstreamAuthFailed
 	codeBilling     = pluginapi.CodeUpstreamBilling
 	codeTimeout     = pluginapi.CodeTimeout
-	codeUnreachable = "upstream_unreachable"
+	codeUnreachable = pluginapi.CodeUpstreamUnreachable
 	codeTooLarge    = "upstream_response_too_large"
 	codeBadResponse = "upstream_bad_response"
 )

@@ -45,7 +45,7 @@ const (
 	typeRateLimit    = "rate_limit_error"
 	codeAuth         = pluginapi.CodeUpstreamAuthFailed
 	codeTimeout      = pluginapi.CodeTimeout
-	codeUnreachable  = "upstream_unreachable"
+	codeUnreachable  = pluginapi.CodeUpstreamUnreachable
 	codeTooLarge     = "upstream_response_too_large"
 	codeBadResponse  = "upstream_bad_response"
 	userAgent        = "svc-provider-openai"
