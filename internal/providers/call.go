@@ -194,8 +194,8 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 	if p.Attempts == nil {
 		p.Attempts = p.attempt1[:0]
 	}
-	var last error
-	made, noEmbeddings := 0, 0
+	var last, lastUnsupported error
+	made, noEmbeddings, unsupported := 0, 0, 0
 	deadline, hasDeadline := ctx.Deadline()
 calls:
 	for made < maxAttempts {
@@ -276,6 +276,9 @@ calls:
 				continue
 			}
 			made++
+			if unsupportedBy(err) {
+				unsupported, lastUnsupported = unsupported+1, err
+			}
 			progressed = true
 			t.n++
 			p.lastTried = i + 1
@@ -315,7 +318,17 @@ calls:
 	if made == 1 && n == 1 {
 		return last
 	}
+	if made > 0 && unsupported == made {
+		return lastUnsupported // no provider serves the request: the caller's to change
+	}
 	return &ExhaustedError{Attempts: p.Attempts, Skipped: p.Skipped, Last: last}
+}
+
+// unsupportedBy says whether err is a provider's refusal of a request it
+// cannot serve though another may (pluginapi.CodeUnsupported).
+func unsupportedBy(err error) bool {
+	var pe *pluginapi.ProviderError
+	return errors.As(err, &pe) && pe.Code == pluginapi.CodeUnsupported
 }
 
 func (p *Plan) skip(provider, reason string) {
@@ -458,6 +471,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 			rateLimitedFor = pe.RetryAfter
 		case pe.Code == pluginapi.CodeUpstreamUnreachable: // no answer: no upstream status either
 			a.Outcome, a.Status = OutcomeUnavailable, 0
+		case pe.Code == pluginapi.CodeUnsupported: // this provider's limit: another may serve it
+			a.Outcome, v, result = OutcomeRefused, verdictNext, resultOK
 		case pe.Code == pluginapi.CodeUpstreamAuthFailed || pe.Code == pluginapi.CodeUpstreamBilling:
 			a.Outcome, v = OutcomeRefused, verdictNext // svc's key or account: a 502 to the client
 		case pe.Status == 0 || pluginapi.Retried(pe.Status):

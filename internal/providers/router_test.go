@@ -233,6 +233,39 @@ func TestCallerFaultIsNeverRetried(t *testing.T) {
 	}
 }
 
+// A request one provider cannot serve (a parameter it has no equivalent
+// for) goes to the next, the first left well; when none serves it, the
+// caller gets the refusal, not a provider failure.
+func TestARequestOneProviderCannotServeGoesToTheNext(t *testing.T) {
+	unsupported := func(msg string) error {
+		return &pluginapi.ProviderError{Status: 400, Type: "invalid_request_error", Code: pluginapi.CodeUnsupported, Param: "n", Message: msg}
+	}
+	h := newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{Failures: 1, Cooldown: time.Minute}))
+	h.script("a", unsupported("n > 1 is not supported by this provider"))
+	p, res, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"from":"b"}`, string(res.Body))
+	assert.Equal(t, []string{"a:refused", "b:ok"}, outcomes(p))
+	assert.Equal(t, BreakerClosed, h.r.Status().Providers[0].Breaker.State, "a is well")
+	assert.Zero(t, h.r.Status().Providers[0].Stats.Failures)
+
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	h.script("a", unsupported("a"))
+	last := unsupported("b")
+	h.script("b", last)
+	p, _, err = h.chat(t, "m")
+	assert.Same(t, last, err, "the refusal, as the caller's to change")
+	assert.Equal(t, []string{"a:refused", "b:refused"}, outcomes(p), "each asked once")
+
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	h.script("a", unsupported("a"))
+	h.script("b", status(503, "down"))
+	p, _, err = h.chat(t, "m")
+	var ex *ExhaustedError
+	require.ErrorAs(t, err, &ex, "a provider that could serve it failed")
+	assert.Equal(t, []string{"a:refused", "b:error", "b:error"}, outcomes(p))
+}
+
 func TestConfigurationRefusalFallsToTheNextProviderOnly(t *testing.T) {
 	for _, code := range []int{401, 403, 404} {
 		h := newHarness(t, twoProviders(Retries{MaxAttempts: 4}, BreakerConfig{}))

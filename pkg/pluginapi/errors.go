@@ -35,6 +35,13 @@ const (
 	CodeUpstreamBilling    = "upstream_billing"
 )
 
+// CodeUnsupported is the code of a ProviderError (400) refusing a valid
+// chat-completions request that this provider cannot serve: a parameter it
+// has no equivalent for (n above 1, logprobs, a temperature beyond its
+// range). svc asks the call's next provider, which may serve it; when none
+// does, the caller gets the refusal.
+const CodeUnsupported = "unsupported_by_provider"
+
 // CodeUpstreamUnreachable is the code of a ProviderError (answered 502)
 // for an upstream that gave no answer: the connection could not be made,
 // or broke. svc counts the attempt unavailable, with no upstream status.

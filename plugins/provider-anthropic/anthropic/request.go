@@ -150,6 +150,14 @@ func invalid(param, msg string) *pluginapi.ProviderError {
 	return &pluginapi.ProviderError{Status: http.StatusBadRequest, Type: typeInvalid, Param: param, Message: msg}
 }
 
+// unsupported refuses a valid request that the Messages API has no
+// equivalent for: another provider of the call may serve it.
+func unsupported(param, msg string) *pluginapi.ProviderError {
+	e := invalid(param, msg)
+	e.Code = pluginapi.CodeUnsupported
+	return e
+}
+
 // translate turns a chat-completions request body into a Messages API
 // request. A request it cannot honour is a 400 naming the parameter;
 // fields it cannot honour but whose absence changes nothing the caller
@@ -165,21 +173,21 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 		return nil, invalid("model", "model is required")
 	}
 	if in.N != nil && *in.N > 1 {
-		return nil, invalid("n", "n > 1 is not supported by this provider (Anthropic answers one choice)")
+		return nil, unsupported("n", "n > 1 is not supported by this provider (Anthropic answers one choice)")
 	}
 	if in.Logprobs != nil && *in.Logprobs || in.TopLogprobs != nil && *in.TopLogprobs > 0 {
-		return nil, invalid("logprobs", "logprobs are not supported by this provider")
+		return nil, unsupported("logprobs", "logprobs are not supported by this provider")
 	}
 	for _, m := range in.Modalities {
 		if m != "text" {
-			return nil, invalid("modalities", "only text output is supported by this provider")
+			return nil, unsupported("modalities", "only text output is supported by this provider")
 		}
 	}
 	if !isNull(in.Audio) {
-		return nil, invalid("audio", "audio output is not supported by this provider")
+		return nil, unsupported("audio", "audio output is not supported by this provider")
 	}
 	if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 1) {
-		return nil, invalid("temperature", "temperature must be between 0 and 1 for this provider")
+		return nil, unsupported("temperature", "temperature must be between 0 and 1 for this provider")
 	}
 	out.MaxTokens = DefaultMaxTokens
 	for _, mt := range []struct {
@@ -253,7 +261,7 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 		for i, t := range in.Tools {
 			param := "tools[" + strconv.Itoa(i) + "]"
 			if t.Type != "function" {
-				return nil, invalid(param+".type", "only function tools are supported by this provider")
+				return nil, unsupported(param+".type", "only function tools are supported by this provider")
 			}
 			if t.Function.Name == "" {
 				return nil, invalid(param+".function.name", "a tool needs a name")
@@ -400,7 +408,7 @@ func userBlocks(raw json.RawMessage, param string) ([]msgBlock, error) {
 			}
 			blocks = append(blocks, msgBlock{Type: "image", Source: src})
 		default:
-			return nil, invalid(pp+".type", "unsupported content part type "+strconv.Quote(p.Type))
+			return nil, unsupported(pp+".type", "unsupported content part type "+strconv.Quote(p.Type))
 		}
 	}
 	return blocks, nil

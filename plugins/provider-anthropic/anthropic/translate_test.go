@@ -198,6 +198,10 @@ func TestTranslateStreamFlag(t *testing.T) {
 }
 
 func TestTranslateRefuses(t *testing.T) {
+	// What the Messages API has no equivalent for is refused as
+	// unsupported, for the call's next provider to serve.
+	unsupported := map[string]bool{"n above 1": true, "logprobs": true, "top_logprobs": true, "audio output": true,
+		"audio": true, "temperature above 1": true, "an audio part": true, "a tool that is not a function": true}
 	for _, tc := range []struct {
 		name, in, param string
 	}{
@@ -239,6 +243,11 @@ func TestTranslateRefuses(t *testing.T) {
 			require.True(t, errors.As(err, &pe), "want a ProviderError, got %v", err)
 			assert.Equal(t, 400, pe.Status)
 			assert.Equal(t, "invalid_request_error", pe.Type)
+			if unsupported[tc.name] {
+				assert.Equal(t, pluginapi.CodeUnsupported, pe.Code)
+			} else {
+				assert.Empty(t, pe.Code)
+			}
 			if tc.param != "" {
 				assert.Equal(t, tc.param, pe.Param)
 			}
