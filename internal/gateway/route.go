@@ -205,7 +205,7 @@ func (g *Gateway) exhaustedError(ex *providers.ExhaustedError) error {
 	}
 	if len(ex.Attempts) == 0 { // none tried: rate limited if each was skipped as such
 		for _, s := range ex.Skipped {
-			if s.Reason == providers.ReasonNotServed {
+			if s.NotCandidate() {
 				continue
 			}
 			if s.RetryAfterMS == 0 {

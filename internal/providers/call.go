@@ -47,7 +47,7 @@ func (e *ExhaustedError) Error() string {
 		b.WriteString(a.describe())
 	}
 	for _, s := range e.Skipped {
-		if s.Reason == ReasonNotServed {
+		if s.NotCandidate() {
 			continue
 		}
 		sep()

@@ -139,8 +139,12 @@ func (st *state) resolve(model string) *resolved {
 	}
 	if len(set.Providers) > 1 {
 		for i, p := range set.Providers {
-			if !slices.Contains(r.idx, i) && !p.Serves(model) {
+			switch {
+			case slices.Contains(r.idx, i):
+			case !p.Serves(model):
 				r.notServed = append(r.notServed, Skipped{Provider: p.Name, Reason: ReasonNotServed})
+			case route != nil: // it serves the model, but the route sends it elsewhere
+				r.notServed = append(r.notServed, Skipped{Provider: p.Name, Reason: ReasonNotRouted})
 			}
 		}
 	}
@@ -172,6 +176,7 @@ func (st *state) lookup(model string) *resolved {
 // Skip reasons that are fixed strings.
 const (
 	ReasonNotServed = "model not served"
+	ReasonNotRouted = "not a target of the model's route"
 	ReasonExhausted = "attempts exhausted"
 )
 

@@ -151,6 +151,13 @@ type Skipped struct {
 	RetryAfterMS int64 `json:"retryAfterMs,omitempty"`
 }
 
+// NotCandidate says whether the provider was never a candidate of the
+// call (it does not serve the model, or the model's route sends the call
+// elsewhere), rather than a candidate left out.
+func (s Skipped) NotCandidate() bool {
+	return s.Reason == ReasonNotServed || s.Reason == ReasonNotRouted
+}
+
 // Plan is one call's route: the candidates in the order they will be
 // tried, and, once the call is made, every attempt and every candidate not
 // tried. One call owns its plan; it is not safe for concurrent use.

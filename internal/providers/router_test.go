@@ -605,6 +605,22 @@ func TestNoProviderAvailableMakesNoAttempt(t *testing.T) {
 	assert.Zero(t, h.fakes["a"].callCount()+h.fakes["b"].callCount())
 }
 
+// The providers that were never the call's candidates are listed in its
+// plan, not in the failure it answers with.
+func TestExhaustedErrorLeavesOutWhoWasNoCandidate(t *testing.T) {
+	set := twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{})
+	set.Providers = append(set.Providers, &Provider{Name: "c", Plugin: "openai", Models: []string{"other"}})
+	set.Routes = []Route{{Model: "m", Targets: []Target{{Provider: "a"}}}}
+	h := newHarness(t, set)
+	h.script("a", status(503, "down"), status(503, "down"))
+	p, _, err := h.chat(t, "m")
+	require.Error(t, err)
+	assert.Equal(t, []Skipped{{Provider: "b", Reason: ReasonNotRouted}, {Provider: "c", Reason: ReasonNotServed}}, p.Skipped)
+	assert.NotContains(t, err.Error(), "b:")
+	assert.NotContains(t, err.Error(), "c:")
+	assert.Zero(t, h.fakes["b"].callCount())
+}
+
 func TestForbiddenCandidateIsSkipped(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{}))
 	p, err := h.r.Plan("m")
@@ -700,10 +716,10 @@ func TestPlanRoutesModels(t *testing.T) {
 	cases := []struct {
 		model, route string
 		cands        []string // provider=model
-		notServed    []string
+		notServed    []string // provider, or "provider (not routed)"
 	}{
 		{"fast", "fast", []string{"groq=llama-3.1-8b-instant", "openai=gpt-4o-mini"}, []string{"local"}},
-		{"llama-3.1-8b", "llama-3.1-8b", []string{"groq=llama-3.1-8b"}, []string{"openai"}},
+		{"llama-3.1-8b", "llama-3.1-8b", []string{"groq=llama-3.1-8b"}, []string{"openai", "local (not routed)"}},
 		{"llama-3.3-70b", "llama-*", []string{"local=llama-3.3-70b", "groq=llama-3.3-70b"}, []string{"openai"}},
 		{"gpt-4o-2024-08-06", "", []string{"openai=gpt-4o-2024-08-06"}, []string{"groq", "local"}},
 		{"gpt-4.1-mini", "", []string{"openai=gpt-4.1-mini"}, []string{"groq", "local"}},
@@ -719,8 +735,14 @@ func TestPlanRoutesModels(t *testing.T) {
 				cands = append(cands, c.Provider+"="+c.Model)
 			}
 			for _, s := range p.Skipped {
-				assert.Equal(t, ReasonNotServed, s.Reason)
-				notServed = append(notServed, s.Provider)
+				switch s.Reason {
+				case ReasonNotServed:
+					notServed = append(notServed, s.Provider)
+				case ReasonNotRouted: // it serves the model, but the route sends the call elsewhere
+					notServed = append(notServed, s.Provider+" (not routed)")
+				default:
+					t.Errorf("%s: %s skipped: %s", tc.model, s.Provider, s.Reason)
+				}
 			}
 			assert.Equal(t, tc.cands, cands, tc.model)
 			assert.Equal(t, tc.notServed, notServed, tc.model)
