@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -306,7 +307,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		if cfg.ProviderPlugin != "" && o.Provider == nil {
 			plugin = cfg.ProviderPlugin
 		}
-		a.Providers = providers.NewRouter(providers.Single(cfg.ProviderName(), plugin, provider), now)
+		set := providers.Single(cfg.ProviderName(), plugin, provider)
+		if cfg.ProviderName() != "mock" {
+			set.Providers[0].BaseURL = withoutCredentials(cfg.ProviderBaseURL)
+		}
+		a.Providers = providers.NewRouter(set, now)
 	}
 	a.Providers.SetMetrics(m)
 	// The checkpointer stops after the recorder, so that its last
@@ -608,4 +613,15 @@ func (a *App) Close() error {
 		a.Logger.Info("stopped")
 	}
 	return errors.Join(errList...)
+}
+
+// withoutCredentials is a URL as the providers' status may show it: any
+// user and password it holds left out.
+func withoutCredentials(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	return u.String()
 }

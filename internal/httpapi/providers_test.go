@@ -39,6 +39,17 @@ func TestProvidersStatusWithoutAFile(t *testing.T) {
 	require.Equal(t, http.StatusOK, reload.status, "nothing to reload: the status as it is")
 	assert.Equal(t, res.json["providers"], reload.json["providers"])
 	assert.Equal(t, "mock", ts.call(t, "GET", "/health", "", "").json["provider"], "/health unchanged")
+	assert.Empty(t, p["baseUrl"], "the mock calls no upstream")
+
+	// A key makes the environment's provider the OpenAI-compatible one, at
+	// PROVIDER_BASE_URL, shown without the credentials it may hold.
+	ts = newServer(t, bootstrap, map[string]string{"PROVIDER_API_KEY": "sk-test", "PROVIDER_BASE_URL": "https://user:secret@llm.example.com/v1"})
+	res = ts.call(t, "GET", "/api/v1/providers", bootstrap, "")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	p = res.json["providers"].([]any)[0].(map[string]any)
+	assert.Equal(t, "openai", p["name"])
+	assert.Equal(t, "https://llm.example.com/v1", p["baseUrl"])
+	assert.NotContains(t, res.body, "secret")
 }
 
 // providersFile writes a providers file of mock instances in a temp folder.
