@@ -630,6 +630,27 @@ func TestStream(t *testing.T) {
 		require.NotEmpty(t, again.chunks)
 		assert.Contains(t, again.chunks[0], `"content":"Paris"`, "the assembled answer is replayed")
 	})
+	t.Run("a replay keeps the prompt cache's counts in its usage", func(t *testing.T) {
+		f := newFixture(t, setup{})
+		cached := pluginapi.ChatChunk{Data: []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],` +
+			`"usage":{"prompt_tokens":110,"completion_tokens":2,"total_tokens":112,"prompt_tokens_details":{"cached_tokens":80},"cache_creation_input_tokens":20}}`),
+			Usage: &pluginapi.Usage{PromptTokens: 110, CompletionTokens: 2, TotalTokens: 112, CachedPromptTokens: 80, CacheWriteTokens: 20}, UsageOnly: true}
+		f.provider.chunks = []pluginapi.ChatChunk{chunk("Par"), chunk("is"), cached}
+		withUsage := question(t, `"stream":true,"stream_options":{"include_usage":true},`)
+		_, err := f.gw.Stream(context.Background(), caller(auth.Optimize), withUsage, &sink{})
+		require.NoError(t, err)
+		again := &sink{}
+		res, err := f.gw.Stream(context.Background(), caller(auth.Optimize), withUsage, again)
+		require.NoError(t, err)
+		require.Equal(t, ledger.RouteExactCache, res.Route)
+		last := again.chunks[len(again.chunks)-1]
+		var u struct {
+			Usage map[string]any `json:"usage"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(last), &u), last)
+		assert.Equal(t, map[string]any{"prompt_tokens": 110.0, "completion_tokens": 2.0, "total_tokens": 112.0,
+			"prompt_tokens_details": map[string]any{"cached_tokens": 80.0}, "cache_creation_input_tokens": 20.0}, u.Usage)
+	})
 	t.Run("a client that left is recorded as 499", func(t *testing.T) {
 		f := newFixture(t, setup{noCache: true})
 		f.provider.chunks = stream

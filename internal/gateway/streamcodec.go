@@ -240,12 +240,28 @@ func assembleCompletion(chunks []json.RawMessage, usage json.RawMessage, mode as
 	return b, err == nil
 }
 
-// usageJSON is u in the chat-completions usage shape; nil when unknown.
+// usageJSON is u in the chat-completions usage shape, nil when unknown:
+// the prompt cache's reads in prompt_tokens_details.cached_tokens, its
+// writes in cache_creation_input_tokens, each when there were any, as the
+// first-party providers write them.
 func usageJSON(u *pluginapi.Usage) json.RawMessage {
 	if u == nil {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]int64{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
-		"total_tokens": u.TotalTokens})
+	type details struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	}
+	out := struct {
+		PromptTokens        int64    `json:"prompt_tokens"`
+		CompletionTokens    int64    `json:"completion_tokens"`
+		TotalTokens         int64    `json:"total_tokens"`
+		PromptTokensDetails *details `json:"prompt_tokens_details,omitempty"`
+		CacheCreation       int64    `json:"cache_creation_input_tokens,omitempty"`
+	}{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CacheCreation: u.CacheWriteTokens}
+	if u.CachedPromptTokens > 0 {
+		out.PromptTokensDetails = &details{CachedTokens: u.CachedPromptTokens}
+	}
+	b, _ := json.Marshal(out)
 	return b
 }
