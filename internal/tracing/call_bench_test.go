@@ -10,7 +10,7 @@ import (
 	"github.com/svc-gateway/svc/internal/cputime"
 )
 
-// BenchmarkCallSpans is the six spans a traced chat call makes, and
+// BenchmarkCallSpans is the eight spans a traced chat call makes, and
 // nothing else: the OpenTelemetry SDK's spans through svc's batch
 // processor and OTLP/HTTP exporter, to a collector that keeps nothing,
 // the export's share and the garbage collector's counted (cpu-ns/op). It

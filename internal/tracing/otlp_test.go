@@ -247,20 +247,27 @@ func batch(t testing.TB, n int) []sdktrace.ReadOnlySpan {
 	return tracetest.SpanStubsFromReadOnlySpans(rec.Ended()[:n]).Snapshots()
 }
 
-// callSpans makes the six spans of a live chat call, as svc makes them: a
+// callSpans makes the eight spans of a live chat call, as svc makes them: a
 // server span and its children, with their attributes.
 func callSpans(tracer trace.Tracer) {
 	ctx, root := tracer.Start(context.Background(), "POST", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", "POST")))
-	_, auth := Start(ctx, "authenticate", trace.SpanKindInternal)
+	cctx, call := Start(ctx, "chat", trace.SpanKindInternal)
+	_, auth := Start(cctx, "authenticate", trace.SpanKindInternal)
 	auth.SetAttributes(TenantID.String("t_1"), attribute.String("svc.auth.via", "key"))
 	auth.End()
-	cctx, call := Start(ctx, "chat gpt-4o-mini", trace.SpanKindInternal)
+	call.SetName("chat gpt-4o-mini")
 	call.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", "gpt-4o-mini"),
 		RunID.String("run_01J0000000000000000000000"), TenantID.String("t_1"), attribute.String("svc.mode", "observe"))
+	_, policy := Start(cctx, "policy.evaluate", trace.SpanKindInternal)
+	policy.SetAttributes(attribute.String("svc.policy.target", "chat"), attribute.String("svc.policy.decision", "allow"))
+	policy.End()
 	_, cache := Start(cctx, "cache.lookup", trace.SpanKindInternal)
 	cache.SetAttributes(attribute.String("svc.cache.tier", "exact"), attribute.String("svc.cache.lookup", "miss"))
 	cache.End()
+	_, artifact := Start(cctx, "artifact.lookup", trace.SpanKindInternal)
+	artifact.SetAttributes(attribute.Bool("svc.artifact.found", false))
+	artifact.End()
 	_, attempt := Start(cctx, "chat gpt-4o-mini-2024-07-18", trace.SpanKindClient)
 	attempt.SetAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", "gpt-4o-mini"),
 		Provider.String("openai"), attribute.String("gen_ai.provider.name", "openai"), Outcome.String("ok"),
