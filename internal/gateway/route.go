@@ -195,15 +195,20 @@ func (g *Gateway) exhaustedError(ex *providers.ExhaustedError) error {
 			wait = d
 		}
 	}
-	limited := len(ex.Attempts) > 0
+	limited, asked := true, 0
 	for _, a := range ex.Attempts {
+		if a.Unsupported {
+			continue // that provider cannot serve the request: it has no say on the wait
+		}
+		asked++
 		if a.Outcome != providers.OutcomeRateLimited {
 			limited = false
 			break
 		}
 		shorter(a.RetryAfterMS)
 	}
-	if len(ex.Attempts) == 0 { // none tried: rate limited if each was skipped as such
+	if asked == 0 { // none that could serve it tried: rate limited if each was skipped as such
+		limited = false
 		for _, s := range ex.Skipped {
 			if s.NotCandidate() {
 				continue

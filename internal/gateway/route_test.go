@@ -273,6 +273,34 @@ func TestEveryProviderRateLimitedIs429WithTheShortestWait(t *testing.T) {
 	assert.Equal(t, 1, f.b.called())
 }
 
+// A provider that cannot serve the request has no say on the answer when
+// the others are rate limited: the caller waits, rather than being told to
+// change a request they will serve; when none can serve it, the caller is.
+func TestAnUnsupportedRefusalLeavesTheOthersToSay(t *testing.T) {
+	unsupported := &pluginapi.ProviderError{Status: 400, Type: "invalid_request_error", Code: pluginapi.CodeUnsupported,
+		Param: "n", Message: "n > 1 is not supported by this provider"}
+	f := newRouted(t, routedSetup{retries: providers.Retries{MaxAttempts: 2}})
+	f.a.err = unsupported
+	f.b.err = &pluginapi.ProviderError{Status: 429, Type: "rate_limit_error", Message: "slow", RetryAfter: 30 * time.Second}
+	_, err := f.complete(t, auth.Optimize)
+	require.Error(t, err)
+	assert.Equal(t, 429, httpstatus.Of(err), "b could serve it, later")
+	assert.Equal(t, 30*time.Second, errs.As(err).Retry)
+
+	// b is now rate limited for every call: skipped, it still says wait.
+	_, err = f.complete(t, auth.Optimize)
+	require.Error(t, err)
+	assert.Equal(t, 429, httpstatus.Of(err))
+	assert.Equal(t, 1, f.b.called())
+
+	f = newRouted(t, routedSetup{})
+	f.a.err, f.b.err = unsupported, unsupported
+	_, err = f.complete(t, auth.Optimize)
+	require.Error(t, err)
+	assert.Equal(t, 400, httpstatus.Of(err), "none serves it: the request is the caller's to change")
+	assert.Equal(t, pluginapi.CodeUnsupported, errs.Code(err))
+}
+
 func TestAModelNoProviderServesIs404(t *testing.T) {
 	f := newRouted(t, routedSetup{})
 	req, err := gateway.ParseRequest([]byte(`{"model":"llama-3","messages":[{"role":"user","content":"hi"}]}`))

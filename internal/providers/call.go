@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,9 +174,10 @@ type tryFunc func(ctx context.Context, prov *Provider, model string, timer *atte
 
 // tried is what one call knows of one of its candidates.
 type tried struct {
-	n          int           // attempts made on it
-	out        bool          // not to be tried again in this call
-	retryAfter time.Duration // what its last 429 asked
+	n           int           // attempts made on it
+	out         bool          // not to be tried again in this call
+	retryAfter  time.Duration // what its last 429 asked
+	unsupported bool          // it refused the request as one it cannot serve
 }
 
 // execute makes the plan's attempts, per the attempt rules: in the plan's
@@ -195,7 +197,7 @@ func (r *Router) execute(ctx context.Context, p *Plan, kind int, try tryFunc) er
 		p.Attempts = p.attempt1[:0]
 	}
 	var last, lastUnsupported error
-	made, noEmbeddings, unsupported := 0, 0, 0
+	made, noEmbeddings := 0, 0
 	deadline, hasDeadline := ctx.Deadline()
 calls:
 	for made < maxAttempts {
@@ -242,6 +244,7 @@ calls:
 				clock.AttemptEnded(time.Now())
 				if err != nil {
 					if errors.Is(ctx.Err(), context.Canceled) {
+						p.skipUntried(tr, ReasonClientLeft)
 						return context.Canceled
 					}
 					break calls // the call's deadline passed while waiting
@@ -276,8 +279,8 @@ calls:
 				continue
 			}
 			made++
-			if unsupportedBy(err) {
-				unsupported, lastUnsupported = unsupported+1, err
+			if a.Unsupported {
+				t.unsupported, lastUnsupported = true, err
 			}
 			progressed = true
 			t.n++
@@ -318,17 +321,10 @@ calls:
 	if made == 1 && n == 1 {
 		return last
 	}
-	if made > 0 && unsupported == made {
-		return lastUnsupported // no provider serves the request: the caller's to change
+	if lastUnsupported != nil && !slices.ContainsFunc(tr, func(t tried) bool { return !t.unsupported }) {
+		return lastUnsupported // every candidate refused it: the request is the caller's to change
 	}
 	return &ExhaustedError{Attempts: p.Attempts, Skipped: p.Skipped, Last: last}
-}
-
-// unsupportedBy says whether err is a provider's refusal of a request it
-// cannot serve though another may (pluginapi.CodeUnsupported).
-func unsupportedBy(err error) bool {
-	var pe *pluginapi.ProviderError
-	return errors.As(err, &pe) && pe.Code == pluginapi.CodeUnsupported
 }
 
 func (p *Plan) skip(provider, reason string) {
@@ -336,11 +332,16 @@ func (p *Plan) skip(provider, reason string) {
 }
 
 // skipUntried gives reason for every candidate the call ended without
-// trying.
+// trying, or the reason a policy forbade it.
 func (p *Plan) skipUntried(tr []tried, reason string) {
 	for i := range tr {
 		if !tr[i].out && tr[i].n == 0 {
-			p.skip(p.Candidates[i].Provider, reason)
+			name := p.Candidates[i].Provider
+			if forbidden, ok := p.forbidden[name]; ok {
+				p.skip(name, forbidden)
+				continue
+			}
+			p.skip(name, reason)
 		}
 	}
 }
@@ -362,7 +363,7 @@ func stopReason(v int, a Attempt) string {
 const (
 	verdictOK    = iota
 	verdictRetry // the provider failed: another attempt may answer
-	verdictNext  // the provider's configuration failed (401, 403, 404, its key or account refused): another provider may answer
+	verdictNext  // the provider's configuration failed (401, 403, 404, its key or account refused), or it cannot serve the request: another provider may answer
 	verdictStop  // the caller's fault, or the caller gone: no attempt can do better
 	verdictSent  // a stream failed after its first chunk: it is not replayed
 	// verdictDeadline: the call's own deadline passed: no attempt has time
@@ -471,8 +472,8 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 			rateLimitedFor = pe.RetryAfter
 		case pe.Code == pluginapi.CodeUpstreamUnreachable: // no answer: no upstream status either
 			a.Outcome, a.Status = OutcomeUnavailable, 0
-		case pe.Code == pluginapi.CodeUnsupported: // this provider's limit: another may serve it
-			a.Outcome, v, result = OutcomeRefused, verdictNext, resultOK
+		case pe.Code == pluginapi.CodeUnsupported: // this provider's limit, its upstream never asked: another may serve it
+			a.Outcome, a.Unsupported, v, result = OutcomeRefused, true, verdictNext, resultNeutral
 		case pe.Code == pluginapi.CodeUpstreamAuthFailed || pe.Code == pluginapi.CodeUpstreamBilling:
 			a.Outcome, v = OutcomeRefused, verdictNext // svc's key or account: a 502 to the client
 		case pe.Status == 0 || pluginapi.Retried(pe.Status):

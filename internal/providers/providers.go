@@ -31,7 +31,7 @@ type Provider struct {
 	Name    string // unique within the set; recorded on runs
 	Plugin  string // "openai", "anthropic", "mock", or a plugin binary's path
 	Mode    string // ModePlugin or ModeInProcess
-	BaseURL string // as configured, without credentials; "" for the plugin's default
+	BaseURL string // as configured, without credentials; "" for the plugin's default (an instance of a providers file without base_url)
 	// Models are the names or globs (path.Match syntax) of the models the
 	// instance serves; empty serves every model.
 	Models  []string
@@ -124,7 +124,7 @@ const (
 	OutcomeTimeout     = "timeout"      // the attempt's Timeout passed
 	OutcomeRateLimited = "rate_limited" // 429
 	OutcomeUnavailable = "unavailable"  // the connection or the plugin process failed
-	OutcomeRefused     = "refused"      // a 4xx: the caller's fault (never retried) or the provider's configuration
+	OutcomeRefused     = "refused"      // a 4xx: the caller's fault (never retried), the provider's configuration, or a request it cannot serve
 	OutcomeCancelled   = "cancelled"    // the client went away
 )
 
@@ -139,6 +139,10 @@ type Attempt struct {
 	RetryAfterMS int64   `json:"retryAfterMs,omitempty"`
 	// WaitedMS is the backoff waited before this attempt.
 	WaitedMS float64 `json:"waitedMs,omitempty"`
+	// Unsupported marks a refusal of a request the provider cannot serve
+	// (pluginapi.CodeUnsupported): it says nothing of the provider's
+	// health or of how long the caller should wait.
+	Unsupported bool `json:"-"`
 }
 
 // Skipped is a candidate not tried, and why: its breaker is open, it is

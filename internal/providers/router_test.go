@@ -255,13 +255,26 @@ func TestARequestOneProviderCannotServeGoesToTheNext(t *testing.T) {
 	h.script("b", last)
 	p, _, err = h.chat(t, "m")
 	assert.Same(t, last, err, "the refusal, as the caller's to change")
+	var ex *ExhaustedError
 	assert.Equal(t, []string{"a:refused", "b:refused"}, outcomes(p), "each asked once")
+
+	// b rate limited, skipped: the call is no refusal of the request.
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
+	h.script("a", unsupported("a"), unsupported("a"))
+	h.script("b", rateLimited(time.Hour))
+	_, _, err = h.chat(t, "m")
+	require.Error(t, err)
+	p, _, err = h.chat(t, "m")
+	require.ErrorAs(t, err, &ex, "b may serve it once its limit ends")
+	assert.Equal(t, []string{"a:refused"}, outcomes(p))
+	assert.True(t, p.Attempts[0].Unsupported)
+	require.Len(t, p.Skipped, 1)
+	assert.Contains(t, p.Skipped[0].Reason, "rate limited until")
 
 	h = newHarness(t, twoProviders(Retries{MaxAttempts: 3}, BreakerConfig{}))
 	h.script("a", unsupported("a"))
 	h.script("b", status(503, "down"))
 	p, _, err = h.chat(t, "m")
-	var ex *ExhaustedError
 	require.ErrorAs(t, err, &ex, "a provider that could serve it failed")
 	assert.Equal(t, []string{"a:refused", "b:error", "b:error"}, outcomes(p))
 }
@@ -630,6 +643,17 @@ func TestForbiddenCandidateIsSkipped(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b:ok"}, outcomes(p))
 	assert.Equal(t, []Skipped{{Provider: "a", Reason: "forbidden by policy rule r1"}}, p.Skipped)
+
+	// A call that stops at the first answer still names the forbidden
+	// candidate after it by its own reason.
+	h = newHarness(t, twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{}))
+	h.script("a", status(400, "bad request"))
+	p, err = h.r.Plan("m")
+	require.NoError(t, err)
+	p.Forbid("b", "forbidden by policy rule r2")
+	_, err = h.r.Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "m"})
+	require.Error(t, err)
+	assert.Equal(t, []Skipped{{Provider: "b", Reason: "forbidden by policy rule r2"}}, p.Skipped)
 }
 
 func TestAttemptsExhaustedLeaveTheRestSkipped(t *testing.T) {
