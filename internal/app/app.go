@@ -616,12 +616,13 @@ func (a *App) Close() error {
 }
 
 // withoutCredentials is a URL as the providers' status may show it: any
-// user and password it holds left out.
+// user and password, query and fragment it holds left out (a key may
+// travel in any of them; a providers file refuses all three).
 func withoutCredentials(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	u.User = nil
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	return u.String()
 }

@@ -9,18 +9,21 @@ import (
 	"github.com/svc-gateway/svc/internal/ratelimit"
 )
 
-// clientKey is the per-address limiters' key of r's client. Behind a
-// trusted reverse proxy (SVC_TRUSTED_PROXIES) every request comes from the
-// proxy, so the client is the nearest X-Forwarded-For entry that is not a
-// trusted proxy itself; anyone else's X-Forwarded-For is ignored, since a
-// client could write anything there.
+// clientKey is the per-address limiters' key of r's client (its
+// clientAddress).
 func (s *Server) clientKey(r *http.Request) string {
-	if len(s.Config.TrustedProxies) == 0 {
-		return ratelimit.ClientKey(r.RemoteAddr)
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil || !s.trusted(host) {
-		return ratelimit.ClientKey(r.RemoteAddr)
+	return ratelimit.ClientKey(s.clientAddress(r))
+}
+
+// clientAddress is the address of r's client: its peer's, or behind a
+// trusted reverse proxy (SVC_TRUSTED_PROXIES), where every request comes
+// from the proxy, the nearest X-Forwarded-For entry that is not a trusted
+// proxy itself; anyone else's X-Forwarded-For is ignored, since a client
+// could write anything there. It is an IP address, or RemoteAddr as it is
+// (host:port).
+func (s *Server) clientAddress(r *http.Request) string {
+	if !s.fromTrustedProxy(r) {
+		return r.RemoteAddr
 	}
 	// The nearest hop is the last entry of the last header line.
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
@@ -32,9 +35,18 @@ func (s *Server) clientKey(r *http.Request) string {
 		if _, err := netip.ParseAddr(hop); err != nil {
 			break // garbage: count the proxy rather than trust it
 		}
-		return ratelimit.ClientKey(hop)
+		return hop
 	}
-	return ratelimit.ClientKey(r.RemoteAddr)
+	return r.RemoteAddr
+}
+
+// fromTrustedProxy says whether r's peer is a trusted reverse proxy.
+func (s *Server) fromTrustedProxy(r *http.Request) bool {
+	if len(s.Config.TrustedProxies) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return err == nil && s.trusted(host)
 }
 
 func (s *Server) trusted(host string) bool {

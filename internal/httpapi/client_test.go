@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/tracing"
 )
 
 func TestClientKeyWalksEveryForwardedForLine(t *testing.T) {
@@ -36,4 +41,39 @@ func TestClientKeyWalksEveryForwardedForLine(t *testing.T) {
 		}
 		assert.Equal(t, c.want, s.clientKey(r), "%q", c.lines)
 	}
+}
+
+// A server span names its peer and its client: behind a trusted proxy, the
+// client it forwarded for and the scheme it was asked with; anyone else's
+// forwarding headers are not believed.
+func TestServerSpanNamesPeerAndClient(t *testing.T) {
+	s := &Server{Deps: Deps{Config: &config.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}}}
+	attrsOf := func(r *http.Request) map[string]string {
+		rec := tracetest.NewSpanRecorder()
+		_, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("t").Start(context.Background(), "x")
+		attrs := tracing.NewAttrs()
+		s.addConnection(attrs, r)
+		attrs.SetOn(span)
+		span.End()
+		got := map[string]string{}
+		for _, kv := range rec.Ended()[0].Attributes() {
+			got[string(kv.Key)] = kv.Value.String()
+		}
+		return got
+	}
+	request := func(remote string) *http.Request {
+		r := httptest.NewRequest("GET", "http://svc.example:4100/v1/models", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", "203.0.113.7")
+		r.Header.Set("X-Forwarded-Proto", "https")
+		r.Header.Set("User-Agent", "sdk/1.0")
+		return r
+	}
+	assert.Equal(t, map[string]string{"url.scheme": "https", "server.address": "svc.example", "server.port": "4100",
+		"network.protocol.version": "1.1", "network.peer.address": "10.1.2.3", "client.address": "203.0.113.7",
+		"user_agent.original": "sdk/1.0"}, attrsOf(request("10.1.2.3:5555")))
+	direct := attrsOf(request("192.0.2.5:5555"))
+	assert.Equal(t, "http", direct["url.scheme"])
+	assert.Equal(t, "192.0.2.5", direct["network.peer.address"])
+	assert.Equal(t, "192.0.2.5", direct["client.address"])
 }

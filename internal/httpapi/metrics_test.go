@@ -415,6 +415,9 @@ func TestOverheadOnEveryGatewayAnswer(t *testing.T) {
 	res, events := ts.stream(t, bootstrap, strings.Replace(triage, `{"model"`, `{"stream":true,"model"`, 1))
 	require.Equal(t, "[DONE]", events[len(events)-1])
 	overheadMS(t, res.Header)
+	// The ten calls of the gateway's endpoints and the stream are counted;
+	// the other answers under /v1/ are none of its calls.
+	ts.scrapeAfter(t, 11)
 
 	for _, path := range []string{"/api/v1/settings", "/health", "/api/v1/nothing"} {
 		assert.Empty(t, ts.call(t, "GET", path, bootstrap, "").header.Get("x-svc-overhead-ms"), path)

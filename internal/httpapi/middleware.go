@@ -139,7 +139,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			ri.call.span.End(ri.status, ri.errorClass())
 			s.observe(ri.call, ri.status, end)
 		}
-		endSpan(span, r, ri.status)
+		s.endSpan(span, r, ri.status)
 		level := hclog.Info
 		if r.URL.Path == "/health" || r.URL.Path == "/metrics" {
 			level = hclog.Debug // probes and scrapes, every few seconds

@@ -43,7 +43,7 @@ func TestProvidersStatusWithoutAFile(t *testing.T) {
 
 	// A key makes the environment's provider the OpenAI-compatible one, at
 	// PROVIDER_BASE_URL, shown without the credentials it may hold.
-	ts = newServer(t, bootstrap, map[string]string{"PROVIDER_API_KEY": "sk-test", "PROVIDER_BASE_URL": "https://user:secret@llm.example.com/v1"})
+	ts = newServer(t, bootstrap, map[string]string{"PROVIDER_API_KEY": "sk-test", "PROVIDER_BASE_URL": "https://user:secret@llm.example.com/v1?api-key=secret2#secret3"})
 	res = ts.call(t, "GET", "/api/v1/providers", bootstrap, "")
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	p = res.json["providers"].([]any)[0].(map[string]any)

@@ -45,7 +45,7 @@ var serverOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindSer
 // ("POST /v1/chat/completions"), and ends it with the answer's status.
 // Its url.path is the path as logged: never the query, and the route
 // pattern where the path carries a one-time token.
-func endSpan(span trace.Span, r *http.Request, status int) {
+func (s *Server) endSpan(span trace.Span, r *http.Request, status int) {
 	if ri, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
 		ri.span = span.SpanContext()
 	}
@@ -62,7 +62,7 @@ func endSpan(span trace.Span, r *http.Request, status int) {
 		attrs.Add(semconv.HTTPRoute(route))
 	}
 	attrs.Add(semconv.URLPath(logPath(r)), semconv.HTTPResponseStatusCode(status))
-	addConnection(attrs, r)
+	s.addConnection(attrs, r)
 	if status >= 500 {
 		attrs.Add(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")
@@ -81,12 +81,17 @@ func routeOf(pattern string) string {
 
 // addConnection adds what the HTTP conventions say of the request's
 // connection: its scheme, the host and port the client asked for, the
-// protocol's version, the client's address (the peer's: svc reads no
-// forwarding header) and its user agent.
-func addConnection(attrs *tracing.Attrs, r *http.Request) {
+// protocol's version, the peer's address, the client's (behind a trusted
+// proxy, the one it forwarded for, and the scheme it was asked with) and
+// the user agent.
+func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
+	}
+	proxied := s.fromTrustedProxy(r)
+	if proto := r.Header.Get("X-Forwarded-Proto"); proxied && (proto == "https" || proto == "http") {
+		scheme = proto
 	}
 	attrs.Add(semconv.URLScheme(scheme))
 	if host, port, err := net.SplitHostPort(r.Host); err == nil {
@@ -102,9 +107,16 @@ func addConnection(attrs *tracing.Attrs, r *http.Request) {
 	} else if r.ProtoMajor > 1 {
 		attrs.Add(semconv.NetworkProtocolVersion(strconv.Itoa(r.ProtoMajor)))
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		attrs.Add(semconv.ClientAddress(host))
+	peer, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		peer = r.RemoteAddr
 	}
+	attrs.Add(semconv.NetworkPeerAddress(peer))
+	client := peer
+	if a := s.clientAddress(r); proxied && a != r.RemoteAddr {
+		client = a // the address it forwarded for
+	}
+	attrs.Add(semconv.ClientAddress(client))
 	if ua := r.UserAgent(); ua != "" {
 		attrs.Add(semconv.UserAgentOriginal(ua))
 	}

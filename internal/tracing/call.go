@@ -5,6 +5,8 @@ import (
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/svc-gateway/svc/internal/httpstatus"
 )
 
 // Call is the span of a gateway call started before the call's model is
@@ -38,7 +40,7 @@ func StartCall(ctx context.Context, operation string) (context.Context, *Call) {
 // returns nil when there is none to take, and the gateway starts its own.
 func TakeCall(ctx context.Context) trace.Span {
 	c, _ := ctx.Value(callKey{}).(*Call)
-	if c == nil || c.taken || trace.SpanFromContext(ctx) != c.span {
+	if c == nil || c.taken || trace.SpanContextFromContext(ctx).SpanID() != c.span.SpanContext().SpanID() {
 		return nil
 	}
 	c.taken = true
@@ -47,13 +49,17 @@ func TakeCall(ctx context.Context) trace.Span {
 
 // End ends the call span when the gateway never took it (a request refused
 // before it: a credential, a body), marked with the answer's error class
-// when status is 400 or more. A nil Call, or one taken, is left alone.
+// when status is 400 or more, or as cancelled when the client went away
+// (499). A nil Call, or one taken, is left alone.
 func (c *Call) End(status int, class string) {
 	if c == nil || c.taken {
 		return
 	}
 	c.span.SetAttributes(semconv.GenAIOperationNameKey.String(c.operation))
-	if status >= 400 {
+	switch {
+	case status == httpstatus.ClientClosed: // no failure of svc's, as the gateway marks it
+		c.span.SetAttributes(semconv.ErrorTypeKey.String("cancelled"))
+	case status >= 400:
 		Fail(c.span, class, "")
 	}
 	c.span.End()

@@ -29,6 +29,10 @@ func TestCallSpanIsTakenOnceOrEndedByTheRequest(t *testing.T) {
 	stepCtx, step := tracing.Start(callCtx, "step", trace.SpanKindInternal)
 	assert.Nil(t, tracing.TakeCall(stepCtx), "under another span: not the caller's to take")
 	step.End()
+	ts, err := trace.ParseTraceState("vendor=abc")
+	require.NoError(t, err)
+	other := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceState: ts})
+	assert.Nil(t, tracing.TakeCall(trace.ContextWithSpanContext(callCtx, other)), "under another span context: not taken")
 	span := tracing.TakeCall(callCtx)
 	require.NotNil(t, span)
 	assert.Nil(t, tracing.TakeCall(callCtx), "taken once")
@@ -39,6 +43,8 @@ func TestCallSpanIsTakenOnceOrEndedByTheRequest(t *testing.T) {
 
 	_, refused := tracing.StartCall(ctx, "embeddings")
 	refused.End(401, "invalid_api_key")
+	_, gone := tracing.StartCall(ctx, "gone")
+	gone.End(499, "499")
 	var nilCall *tracing.Call
 	nilCall.End(400, "x") // a request svc does not trace
 	root.End()
@@ -57,10 +63,20 @@ func TestCallSpanIsTakenOnceOrEndedByTheRequest(t *testing.T) {
 	assert.Equal(t, codes.Error, left.Status().Code)
 	attrs := map[string]string{}
 	for _, kv := range left.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	assert.Equal(t, "invalid_api_key", attrs["error.type"])
 	assert.Equal(t, "embeddings", attrs["gen_ai.operation.name"])
+
+	require.Contains(t, spans, "gone")
+	assert.Equal(t, codes.Unset, spans["gone"].Status().Code, "a client that went away is no failure of svc's")
+	cancelled := ""
+	for _, kv := range spans["gone"].Attributes() {
+		if kv.Key == "error.type" {
+			cancelled = kv.Value.AsString()
+		}
+	}
+	assert.Equal(t, "cancelled", cancelled)
 }
 
 // Under a span that does not record there is no call span to start.

@@ -235,7 +235,7 @@ func BenchmarkEncoder(b *testing.B) {
 }
 
 // batch is n spans like a live call's: a server span and its children,
-// six a call, with their attributes.
+// eight a call, with their attributes.
 func batch(t testing.TB, n int) []sdktrace.ReadOnlySpan {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
