@@ -366,6 +366,21 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			assert.Equal(t, "invalid_request_error", refusedCall.attr("error.type"), "the code the answer and its log line name")
 			assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, refusedCall.Status.GetCode())
 
+			// The model list is a gateway answer but no call: its server
+			// span has no call span under it.
+			const modelsTrace = "6bf92f3577b34da6a3ce929d0e0e4738"
+			req, err = http.NewRequest("GET", "http://"+p.addr+"/v1/models", nil)
+			require.NoError(t, err)
+			req.Header.Set("traceparent", "00-"+modelsTrace+"-"+callerSpan+"-01")
+			res, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			for _, s := range col.trace(t, modelsTrace, "GET /v1/models", "authenticate") {
+				assert.NotEqual(t, "chat", s.attr("gen_ai.operation.name"), "span %s", s.Name)
+				assert.False(t, strings.HasPrefix(s.Name, "chat") || strings.HasPrefix(s.Name, "embeddings"), "span %s", s.Name)
+			}
+
 			// The management API is traced too: a trace of its own.
 			var mgmt *span
 			require.Eventually(t, func() bool {
