@@ -102,10 +102,8 @@ func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 	} else if r.Host != "" {
 		attrs.Add(semconv.ServerAddress(r.Host))
 	}
-	if r.ProtoMajor == 1 {
-		attrs.Add(semconv.NetworkProtocolVersion("1." + strconv.Itoa(r.ProtoMinor)))
-	} else if r.ProtoMajor > 1 {
-		attrs.Add(semconv.NetworkProtocolVersion(strconv.Itoa(r.ProtoMajor)))
+	if v := protocolVersion(r); v != "" {
+		attrs.Add(semconv.NetworkProtocolVersion(v))
 	}
 	peer, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -120,4 +118,22 @@ func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 	if ua := r.UserAgent(); ua != "" {
 		attrs.Add(semconv.UserAgentOriginal(ua))
 	}
+}
+
+// protocolVersion is the request's HTTP version as the conventions write
+// it ("1.1", "2"), without building the string for the usual ones.
+func protocolVersion(r *http.Request) string {
+	switch {
+	case r.ProtoMajor == 1 && r.ProtoMinor == 1:
+		return "1.1"
+	case r.ProtoMajor == 1 && r.ProtoMinor == 0:
+		return "1.0"
+	case r.ProtoMajor == 2:
+		return "2"
+	case r.ProtoMajor > 2: // "3": from 2 on, the major version alone
+		return strconv.Itoa(r.ProtoMajor)
+	case r.ProtoMajor == 1:
+		return "1." + strconv.Itoa(r.ProtoMinor)
+	}
+	return ""
 }
