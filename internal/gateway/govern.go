@@ -56,16 +56,16 @@ func (g *Gateway) governChat(ctx context.Context, c *call) error {
 	if g.governor == nil {
 		return nil
 	}
-	ctx, span := startPolicy(ctx, policy.Chat)
+	ctx, span := startPolicy(ctx)
 	needsSpend := g.governor.NeedsSpend(ctx, c.id.TenantID)
 	chat := c.id.Agent != "" || needsSpend || g.governor.Has(policy.Chat)
 	if !chat && !g.governor.Has(policy.Provider) {
-		endPolicy(ctx, c, span, nil) // no rule can judge it
+		endPolicy(ctx, c, span, policy.Chat, nil) // no rule can judge it
 		return nil
 	}
 	estimate := g.estimate(c)
 	err := g.governChatRules(ctx, c, estimate, chat, needsSpend)
-	endPolicy(ctx, c, span, err)
+	endPolicy(ctx, c, span, policy.Chat, err)
 	return err
 }
 
@@ -124,9 +124,9 @@ func (g *Gateway) governTools(ctx context.Context, c *call, calls []toolCall, ad
 	if len(calls) == 0 {
 		return nil
 	}
-	ctx, span := startPolicy(ctx, policy.Tool)
+	ctx, span := startPolicy(ctx)
 	err := g.governToolRules(ctx, c, calls, advisory)
-	endPolicy(ctx, c, span, err)
+	endPolicy(ctx, c, span, policy.Tool, err)
 	return err
 }
 

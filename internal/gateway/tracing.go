@@ -146,23 +146,20 @@ func failed(ctx context.Context, span trace.Span, err error) {
 	tracing.Fail(span, errs.Code(err), tracing.Describe(ctx, errs.Public(err)))
 }
 
-// startPolicy starts the span of a policy evaluation on target (chat, tool).
-func startPolicy(ctx context.Context, target policy.Target) (context.Context, trace.Span) {
-	ctx, span := tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
-	if span.IsRecording() {
-		span.SetAttributes(attrPolicyTarget.String(string(target)))
-	}
-	return ctx, span
+// startPolicy starts the span of a policy evaluation.
+func startPolicy(ctx context.Context) (context.Context, trace.Span) {
+	return tracing.Start(ctx, "policy.evaluate", trace.SpanKindInternal)
 }
 
-// endPolicy ends a policy evaluation's span with the call's decision. A
-// deny is a decision, not a failure: the status is an error only when no
-// decision could be made.
-func endPolicy(ctx context.Context, c *call, span trace.Span, err error) {
+// endPolicy ends a policy evaluation's span on target (chat, tool) with the
+// call's decision, its attributes set in one call. A deny is a decision,
+// not a failure: the status is an error only when no decision could be
+// made.
+func endPolicy(ctx context.Context, c *call, span trace.Span, target policy.Target, err error) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
+	span.SetAttributes(attrPolicyTarget.String(string(target)), attrPolicyDecision.String(c.run.Explanation.Policy.Decision))
 	if c.run.Route != ledger.RouteBlocked {
 		failed(ctx, span, err)
 	}
