@@ -111,8 +111,10 @@ func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 	}
 	attrs.Add(semconv.NetworkPeerAddress(peer))
 	client := peer
-	if a := s.clientAddress(r); proxied && a != r.RemoteAddr {
-		client = a // the address it forwarded for
+	if proxied {
+		if a := s.clientAddress(r); a != r.RemoteAddr {
+			client = a // the address it forwarded for
+		}
 	}
 	attrs.Add(semconv.ClientAddress(client))
 	if ua := r.UserAgent(); ua != "" {

@@ -64,8 +64,12 @@ func (s *Slot) SetMetrics(m *metrics.Metrics) {
 	s.mu.Lock()
 	s.metrics = m
 	s.mu.Unlock()
-	m.KnownPlugin(filepath.Base(s.path))
+	m.KnownPlugin(s.name())
 }
+
+// name is the slot's plugin as its log lines and metrics name it: its
+// binary's file name.
+func (s *Slot) name() string { return filepath.Base(s.path) }
 
 // start is one start of the slot's process, and what it gave: every
 // caller waiting for it gets the same answer.
@@ -157,7 +161,7 @@ func launcher(launches <-chan func()) {
 // and ends by closing st.done.
 func (s *Slot) start(dead *plugin.Client, st *start) {
 	if dead != nil {
-		s.logger.Warn("plugin exited; restarting", "plugin", filepath.Base(s.path))
+		s.logger.Warn("plugin exited; restarting", "plugin", s.name())
 		dead.Kill()
 	}
 	// A plugin.Client cannot be started twice: a restart is a new client
@@ -187,7 +191,7 @@ func (s *Slot) start(dead *plugin.Client, st *start) {
 		s.client, s.impl, s.started = client, impl, true
 		st.impl = impl
 		if st.restart { // counted once it succeeded: a failed start restarted nothing
-			s.metrics.PluginRestart(filepath.Base(s.path))
+			s.metrics.PluginRestart(s.name())
 		}
 	}
 	st.err = err

@@ -465,7 +465,6 @@ func jsonSyntax(data []byte) error {
 	return err
 }
 
-// keyProblem words a refused key.
 // keyErrors records the refused keys: first, the one the whole document
 // was refused for, and the first of each other section and entry, so that
 // one reading of the errors shows every entry to fix. They are listed in
@@ -499,6 +498,7 @@ func (p *parser) keyErrors(doc []byte, first *strictjson.KeyError) {
 	}
 }
 
+// keyProblem words a refused key.
 func keyProblem(ke *strictjson.KeyError) string {
 	switch ke.Problem {
 	case strictjson.Duplicate:
