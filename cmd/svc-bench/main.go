@@ -173,6 +173,16 @@ type summary struct {
 	addedP99, overTwo               time.Duration // at the last rate: added p99, and its excess over two bare relays
 	firstRate, lastRate             int
 	throughput                      float64
+	machineCPU                      time.Duration // the closed loop's CPU per request, every process's
+}
+
+// machineCPU is each mode's closed-loop CPU per request.
+func machineCPU(sums []summary) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, s := range sums {
+		out[s.mode] = s.machineCPU
+	}
+	return out
 }
 
 func run(o options) error {
@@ -538,7 +548,10 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		if err != nil {
 			return err
 		}
-		procs := t.svc.processes()
+		// svc-bench's own CPU is the load and the upstream: with it, the
+		// CPU per request is every process of the closed loop, which the
+		// modes' throughputs follow once the machine's CPU is saturated.
+		procs := append(t.svc.processes(), namedPID{"svc-bench (load, upstream)", os.Getpid()})
 		cpuBefore := cpuTimes(procs)
 		profiled := make(chan error, 1)
 		if o.cpuprofile != "" {
@@ -562,9 +575,10 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			return err
 		}
 		sums[i].throughput = st.rate
+		sums[i].machineCPU = totalCPU(procs, cpuBefore) / time.Duration(max(st.ok, 1))
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 			t.mode, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
-		fmt.Printf("  CPU per request: %s\n", cpuPerRequest(procs, cpuBefore, st.ok))
+		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuPerRequest(procs, cpuBefore, st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
 	}
 	return nil
 }
@@ -594,6 +608,11 @@ func printSummary(o options, sums []summary) {
 	}
 	if plugin > 0 && inProcess > 0 {
 		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess/plugin)
+		if cpu := machineCPU(sums); cpu[modePlugin] > 0 && cpu[modeInProcess] > 0 {
+			fmt.Printf("  CPU per request of every process, plugin / in_process: %.0f / %.0f µs (%.2f×)\n",
+				float64(cpu[modePlugin].Nanoseconds())/1e3, float64(cpu[modeInProcess].Nanoseconds())/1e3,
+				float64(cpu[modePlugin])/float64(cpu[modeInProcess]))
+		}
 	}
 	if o.has("latency") && len(sums) > 0 {
 		fmt.Printf("  the recording relay's p50 over the bare relay's at %d/s: %+.3f ms\n", sums[0].firstRate, float64(sums[0].recordingOverOne)/1e6)
@@ -1106,6 +1125,15 @@ func cpuPerRequest(procs []namedPID, before []time.Duration, n int) string {
 		parts[i] = fmt.Sprintf("%s %.0f µs", p.name, float64(used.Microseconds())/float64(max(n, 1)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// totalCPU is the CPU time procs used since before, together.
+func totalCPU(procs []namedPID, before []time.Duration) time.Duration {
+	var used time.Duration
+	for i, p := range procs {
+		used += cpuTime(p.pid) - before[i]
+	}
+	return used
 }
 
 // cpuTime reads the user and system CPU time a process has used.

@@ -39,14 +39,34 @@ func (u *upstreamProvider) Chat(ctx context.Context, req ChatRequest) (ChatRespo
 // a plugin that calls an upstream, a few at a time; cpu-ns/op is the CPU
 // of both sides and the upstream, per call.
 func BenchmarkChatCalls(b *testing.B) {
+	impl := newUpstreamProvider(b)
+	p, _, _ := serveOver(b, &providerServer{impl: impl})
+	benchmarkChat(b, p)
+}
+
+// BenchmarkChatCallsInProcess is BenchmarkChatCalls with the provider
+// called directly, as a provider in in_process mode is: what it saves on
+// BenchmarkChatCalls's cpu-ns/op is the CPU of the two gRPC legs with both
+// sides in one process (between two processes, their wakeups add more).
+func BenchmarkChatCallsInProcess(b *testing.B) {
+	benchmarkChat(b, newUpstreamProvider(b))
+}
+
+// newUpstreamProvider is an upstreamProvider calling an upstream that
+// answers at once.
+func newUpstreamProvider(b *testing.B) *upstreamProvider {
 	answer := []byte(`{"id":"chatcmpl-bench","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write(answer)
 	}))
-	defer upstream.Close()
-	impl := &upstreamProvider{client: NewUpstreamClient(), url: upstream.URL}
-	p, _, _ := serveOver(b, &providerServer{impl: impl})
+	b.Cleanup(upstream.Close)
+	return &upstreamProvider{client: NewUpstreamClient(), url: upstream.URL}
+}
+
+// benchmarkChat makes non-streamed chat calls to p, two goroutines a CPU,
+// and reports the process's CPU per call.
+func benchmarkChat(b *testing.B, p Provider) {
 	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Write one sentence about benchmarks."}]}`)
 	b.ReportAllocs()
 	b.SetParallelism(2)
