@@ -89,8 +89,7 @@ func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	proxied := s.fromTrustedProxy(r)
-	if proto := r.Header.Get("X-Forwarded-Proto"); proxied && (proto == "https" || proto == "http") {
+	if proto := r.Header.Get("X-Forwarded-Proto"); (proto == "https" || proto == "http") && s.fromTrustedProxy(r) {
 		scheme = proto
 	}
 	attrs.Add(semconv.URLScheme(scheme))
@@ -110,11 +109,9 @@ func (s *Server) addConnection(attrs *tracing.Attrs, r *http.Request) {
 		peer = r.RemoteAddr
 	}
 	attrs.Add(semconv.NetworkPeerAddress(peer))
-	client := peer
-	if proxied {
-		if a := s.clientAddress(r); a != r.RemoteAddr {
-			client = a // the address it forwarded for
-		}
+	client := s.clientAddress(r)
+	if client == r.RemoteAddr { // not forwarded for another: the peer itself
+		client = peer
 	}
 	attrs.Add(semconv.ClientAddress(client))
 	if ua := r.UserAgent(); ua != "" {

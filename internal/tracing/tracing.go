@@ -74,9 +74,9 @@ type Tracing struct {
 // New builds the tracer provider: an OTLP exporter over HTTP
 // (http/protobuf, the default) or gRPC, as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
 // or OTEL_EXPORTER_OTLP_PROTOCOL says, behind a batch span processor
-// (OTEL_BSP_*); the
-// resource names the service (OTEL_SERVICE_NAME, else "svc"), its version,
-// the SDK (telemetry.sdk.*) and OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
+// (OTEL_BSP_*); the resource names the service (OTEL_SERVICE_NAME, else
+// "svc"), its version, the SDK (telemetry.sdk.*) and
+// OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's default, which
 // OTEL_TRACES_SAMPLER overrides (parent-based always-on when unset).
 func New(ctx context.Context, o Options) (*Tracing, error) {
 	if !o.On {
