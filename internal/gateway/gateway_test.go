@@ -337,6 +337,29 @@ func TestPromptCacheTokensArePricedAtTheirOwnPrice(t *testing.T) {
 	assert.InDelta(t, (4*1+4*0.5+2*3+2*2)/1e6, run.CostUSD, 1e-12)
 }
 
+func TestUnbelievableUsageIsUnknown(t *testing.T) {
+	for name, u := range map[string]pluginapi.Usage{
+		"negative prompt":      {PromptTokens: -1_000_000, CompletionTokens: 5, TotalTokens: -999_995},
+		"negative completion":  {PromptTokens: 10, CompletionTokens: -5},
+		"negative cached":      {PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12, CachedPromptTokens: -4},
+		"negative cache write": {PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12, CacheWriteTokens: -4},
+		"beyond any model":     {PromptTokens: 1 << 62, CompletionTokens: 1 << 62, TotalTokens: 1 << 62},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, setup{})
+			f.provider.usage = u
+			_, err := f.complete(t, auth.Optimize, "")
+			require.NoError(t, err, "the answer is the provider's; only its count is not taken")
+			run := f.recorder.last(t).Run
+			assert.True(t, run.UsageUnknown)
+			assert.Zero(t, run.PromptTokens)
+			assert.Zero(t, run.CompletionTokens)
+			assert.Zero(t, run.TotalTokens)
+			assert.Zero(t, run.CostUSD, "no negative cost lowers the tenant's spend")
+		})
+	}
+}
+
 func TestUnknownUsageIsFlaggedNotZero(t *testing.T) {
 	f := newFixture(t, setup{})
 	f.provider.usage = pluginapi.Usage{}
