@@ -173,16 +173,10 @@ type summary struct {
 	addedP99, overTwo               time.Duration // at the last rate: added p99, and its excess over two bare relays
 	firstRate, lastRate             int
 	throughput                      float64
-	machineCPU                      time.Duration // the closed loop's CPU per request, every process's
-}
-
-// machineCPU is each mode's closed-loop CPU per request.
-func machineCPU(sums []summary) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for _, s := range sums {
-		out[s.mode] = s.machineCPU
-	}
-	return out
+	// machineCPU is the closed loop's CPU per request, every process's;
+	// gatewayCPU svc's and its plugins' alone, without the load and the
+	// upstream.
+	machineCPU, gatewayCPU time.Duration
 }
 
 func run(o options) error {
@@ -575,7 +569,9 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			return err
 		}
 		sums[i].throughput = st.rate
-		sums[i].machineCPU = totalCPU(procs, cpuBefore) / time.Duration(max(st.ok, 1))
+		perRequest := time.Duration(max(st.ok, 1))
+		sums[i].machineCPU = totalCPU(procs, cpuBefore) / perRequest
+		sums[i].gatewayCPU = totalCPU(procs[:len(procs)-1], cpuBefore) / perRequest
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 			t.mode, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
 		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuPerRequest(procs, cpuBefore, st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
@@ -588,8 +584,8 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 func printSummary(o options, sums []summary) {
 	fmt.Println("\nsummary (floors from the same run)")
 	fmt.Printf("  %-11s %-30s %-30s %s\n", "mode", "added p50 (over 1 relay)", "added p99 (over 2 relays)", "closed-loop req/s")
-	var plugin, inProcess float64
-	for _, s := range sums {
+	var plugin, inProcess *summary
+	for i, s := range sums {
 		p50, p99, tp := "-", "-", "-"
 		if o.has("latency") {
 			p50 = fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP50), float64(s.overOne)/1e6, s.firstRate)
@@ -601,18 +597,17 @@ func printSummary(o options, sums []summary) {
 		fmt.Printf("  %-11s %-30s %-30s %s\n", s.mode, p50, p99, tp)
 		switch s.mode {
 		case modePlugin:
-			plugin = s.throughput
+			plugin = &sums[i]
 		case modeInProcess:
-			inProcess = s.throughput
+			inProcess = &sums[i]
 		}
 	}
-	if plugin > 0 && inProcess > 0 {
-		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess/plugin)
-		if cpu := machineCPU(sums); cpu[modePlugin] > 0 && cpu[modeInProcess] > 0 {
-			fmt.Printf("  CPU per request of every process, plugin / in_process: %.0f / %.0f µs (%.2f×)\n",
-				float64(cpu[modePlugin].Nanoseconds())/1e3, float64(cpu[modeInProcess].Nanoseconds())/1e3,
-				float64(cpu[modePlugin])/float64(cpu[modeInProcess]))
-		}
+	if plugin != nil && inProcess != nil && plugin.throughput > 0 && inProcess.throughput > 0 {
+		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess.throughput/plugin.throughput)
+		// On a machine of svc's own, without the load and the upstream
+		// beside it, the throughputs would follow the second ratio.
+		cpuRatio("every process", plugin.machineCPU, inProcess.machineCPU)
+		cpuRatio("svc and its plugins", plugin.gatewayCPU, inProcess.gatewayCPU)
 	}
 	if o.has("latency") && len(sums) > 0 {
 		fmt.Printf("  the recording relay's p50 over the bare relay's at %d/s: %+.3f ms\n", sums[0].firstRate, float64(sums[0].recordingOverOne)/1e6)
@@ -620,6 +615,16 @@ func printSummary(o options, sums []summary) {
 			fmt.Printf("  %-11s p50 over the recording relay's: %+.3f ms\n", s.mode, float64(s.overRecording)/1e6)
 		}
 	}
+}
+
+// cpuRatio prints the closed loop's CPU per request of whom, in plugin
+// mode and in process, and their ratio.
+func cpuRatio(whom string, plugin, inProcess time.Duration) {
+	if plugin <= 0 || inProcess <= 0 {
+		return
+	}
+	fmt.Printf("  CPU per request of %s, plugin / in_process: %.0f / %.0f µs (%.2f×)\n",
+		whom, float64(plugin.Nanoseconds())/1e3, float64(inProcess.Nanoseconds())/1e3, float64(plugin)/float64(inProcess))
 }
 
 func numCPU() int {
