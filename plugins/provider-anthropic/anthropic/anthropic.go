@@ -205,21 +205,31 @@ func (p *Provider) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 	if err != nil {
 		return pluginapi.ChatResponse{}, p.readError(ctx, dl, err, "response")
 	}
+	msg, err := p.readMessage(raw)
+	if err != nil {
+		return pluginapi.ChatResponse{}, err
+	}
+	out, usage := completionOf(msg, p.now().Unix())
+	return pluginapi.ChatResponse{Body: out, Usage: usage}, nil
+}
+
+// readMessage reads a 2xx answer's body: a message, or an error sent with
+// a 2xx status ({"type":"error",…}), or anything else, a bad response.
+func (p *Provider) readMessage(raw []byte) (*msgResponse, error) {
 	var msg msgResponse
-	err = json.Unmarshal(raw, &msg)
+	err := json.Unmarshal(raw, &msg)
 	if err == nil && msg.Type == "error" && msg.Error != nil {
-		return pluginapi.ChatResponse{}, p.errorEvent(msg.Error.Type, msg.Error.Message)
+		return nil, p.errorEvent(msg.Error.Type, msg.Error.Message)
 	}
 	// The documentation's own examples sometimes leave "type" out; an id
 	// or content is what makes a message.
 	if err != nil || !isObject(raw) || msg.Type != "" && msg.Type != "message" || msg.ID == "" && msg.Content == nil {
-		return pluginapi.ChatResponse{}, &pluginapi.ProviderError{
+		return nil, &pluginapi.ProviderError{
 			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
 			Message: "provider returned a response that is not a message",
 		}
 	}
-	out, usage := completionOf(&msg, p.now().Unix())
-	return pluginapi.ChatResponse{Body: out, Usage: usage}, nil
+	return &msg, nil
 }
 
 func (p *Provider) streamChat(ctx context.Context, req pluginapi.ChatRequest, send func(pluginapi.ChatChunk) error) error {

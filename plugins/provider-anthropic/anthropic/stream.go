@@ -162,12 +162,12 @@ type streamTranslator struct {
 	send         func(pluginapi.ChatChunk) error
 	sendErr      error // send's failure, returned as is
 
-	id, model   string
-	usage       msgUsage
-	rolePending bool               // message_start came; its role chunk is not sent yet
-	tools       map[int]*toolBlock // content block index → its tool call
-	finished    bool
-	stopped     bool
+	id, model string
+	usage     msgUsage
+	roleSent  bool               // the role chunk, which comes first
+	tools     map[int]*toolBlock // content block index → its tool call
+	finished  bool
+	stopped   bool
 }
 
 func (t *streamTranslator) event(p *Provider, name, data []byte) error {
@@ -189,10 +189,9 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		if ev.Message != nil {
 			t.id, t.model, t.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
 		}
-		// The role chunk waits for the first content, tool call or finish:
-		// an error right after message_start (overloaded, say) is then
-		// returned with nothing sent, and svc may still fall back.
-		t.rolePending = true
+		// The role chunk waits for the first content, tool call or finish
+		// (emit): an error right after message_start (overloaded, say) is
+		// then returned with nothing sent, and svc may still fall back.
 	case "content_block_start":
 		b := ev.ContentBlock
 		if b == nil {
@@ -303,8 +302,8 @@ func (t *streamTranslator) cut(ctx context.Context, err error) bool {
 // emit sends one chunk: a delta (with a finish reason when it ends the
 // choice), or with usage the usage-only chunk that has no choices.
 func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) error {
-	if t.rolePending && usage == nil {
-		t.rolePending = false
+	if !t.roleSent && usage == nil {
+		t.roleSent = true
 		empty := ""
 		if err := t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil); err != nil {
 			return err
