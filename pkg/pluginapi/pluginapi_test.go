@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,30 @@ func TestProviderErrorCrossesTheBoundaryIntact(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "connection refused")
 	assert.False(t, errors.As(err, &got))
+}
+
+func TestAnOversizedErrorCrossesCutAndLeavesTheConnectionUp(t *testing.T) {
+	huge := strings.Repeat("m", 5<<20)
+	f := &fakeProvider{chatErr: &pluginapi.ProviderError{Status: 529, Type: strings.Repeat("t", 1<<20), Message: huge}}
+	p := provider(t, f)
+	_, err := p.Chat(context.Background(), pluginapi.ChatRequest{})
+	var got *pluginapi.ProviderError
+	require.ErrorAs(t, err, &got, "the provider's error, not a broken connection")
+	assert.Equal(t, 529, got.Status)
+	assert.Less(t, len(got.Message), 16<<10)
+	assert.True(t, strings.HasPrefix(got.Message, "mmmm") && strings.HasSuffix(got.Message, "…"))
+	assert.Less(t, len(got.Type), 1<<10)
+
+	// The same connection serves the next call.
+	f.chatErr = nil
+	_, err = p.Chat(context.Background(), pluginapi.ChatRequest{})
+	require.NoError(t, err)
+	f.streamErr, f.chunks = errors.New(huge), 1
+	err = p.StreamChat(context.Background(), pluginapi.ChatRequest{}, func(pluginapi.ChatChunk) error { return nil })
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 16<<10)
+	_, err = p.Models(context.Background())
+	require.NoError(t, err)
 }
 
 func TestStreamCrossesChunkByChunk(t *testing.T) {

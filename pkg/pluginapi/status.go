@@ -12,6 +12,14 @@ import (
 	pb "github.com/svc-gateway/svc/pkg/pluginapi/proto"
 )
 
+// The most of a plugin's error text a status carries: it travels in the
+// call's trailers, whose size the connection bounds (an error beyond it
+// would break the connection, and every call on it, rather than fail one).
+const (
+	maxStatusMessage = 8 << 10
+	maxStatusField   = 256 // a type, code or param
+)
+
 // toStatus turns a plugin's error into a gRPC status that keeps a
 // *ProviderError's fields and the context errors' meaning.
 func toStatus(err error) error {
@@ -21,10 +29,11 @@ func toStatus(err error) error {
 	var pe *ProviderError
 	switch {
 	case errors.As(err, &pe):
-		st := status.New(codeForHTTP(pe.Status), pe.Message)
+		msg := Truncate(pe.Message, maxStatusMessage)
+		st := status.New(codeForHTTP(pe.Status), msg)
 		if withDetail, derr := st.WithDetails(&pb.ProviderError{
-			Status: int32(pe.Status), Type: pe.Type, Code: pe.Code, Param: pe.Param, Message: pe.Message,
-			RetryAfterMs: pe.RetryAfter.Milliseconds(),
+			Status: int32(pe.Status), Type: Truncate(pe.Type, maxStatusField), Code: Truncate(pe.Code, maxStatusField),
+			Param: Truncate(pe.Param, maxStatusField), Message: msg, RetryAfterMs: pe.RetryAfter.Milliseconds(),
 		}); derr == nil {
 			st = withDetail
 		}
@@ -34,7 +43,7 @@ func toStatus(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
-	return status.Error(codes.Unknown, err.Error())
+	return status.Error(codes.Unknown, Truncate(err.Error(), maxStatusMessage))
 }
 
 // fromStatus turns the gRPC error of a call made with ctx back into what

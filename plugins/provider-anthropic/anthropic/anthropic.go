@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -39,10 +38,10 @@ const (
 	maxModelsBodyBytes = 8 << 20
 	maxModelPages      = 50 // of GET /v1/models, 1000 models each
 	maxMessageBytes    = 4096
+	maxTypeBytes       = 128 // of an error's type, which is also its code
 	drainLimit         = 256 << 10
 	drainWait          = 50 * time.Millisecond
 
-	redacted  = "[REDACTED]"
 	userAgent = "svc-provider-anthropic"
 
 	typeInvalid     = "invalid_request_error"
@@ -392,7 +391,7 @@ func (p *Provider) statusError(resp *http.Response) error {
 	drainClose(resp.Body)
 	var e apiError
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-		e.Error.Message = truncate(string(bytes.TrimSpace(body)), 500)
+		e.Error.Message = pluginapi.Truncate(string(bytes.TrimSpace(body)), 500)
 	}
 	pe := p.mapError(resp.StatusCode, e.Error.Type, e.Error.Message)
 	pe.RetryAfter = pluginapi.RetryAfter(resp, time.Now())
@@ -407,8 +406,8 @@ func (p *Provider) statusError(resp *http.Response) error {
 // send a router to the next provider: the client never sees a 401 or 403
 // caused by svc's key, nor the upstream's words about it.
 func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderError {
-	msg = truncate(p.sanitize(msg), maxMessageBytes)
-	typ = p.sanitize(typ)
+	msg = pluginapi.Truncate(p.sanitize(msg), maxMessageBytes)
+	typ = pluginapi.Truncate(p.sanitize(typ), maxTypeBytes)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &pluginapi.ProviderError{
@@ -455,10 +454,7 @@ func (p *Provider) mapError(status int, typ, msg string) *pluginapi.ProviderErro
 
 // sanitize removes the API key from s wherever it appears.
 func (p *Provider) sanitize(s string) string {
-	if p.apiKey == "" || !strings.Contains(s, p.apiKey) {
-		return s
-	}
-	return strings.ReplaceAll(s, p.apiKey, redacted)
+	return pluginapi.Redact(s, p.apiKey)
 }
 
 // logError logs a failed call: upstream failures at warn, refusals the
@@ -587,16 +583,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// truncate returns at most n bytes of s as valid UTF-8.
-func truncate(s string, n int) string {
-	if len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -374,6 +375,36 @@ func TestErrorBodyWithA200(t *testing.T) {
 	pe := requireProviderError(t, err)
 	assert.Equal(t, 529, pe.Status)
 	assert.Equal(t, "overloaded_error", pe.Code)
+}
+
+// An upstream's error is bounded, and no cut leaves a part of the key in
+// it: a plain-text body cut inside the key, and an error type of megabytes
+// in a 2xx body (which crossing to svc would otherwise break the plugin's
+// connection).
+func TestUpstreamErrorsAreBoundedAndKeepNoPartOfTheKey(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ wireRequest) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(500)
+		_, _ = io.WriteString(w, strings.Repeat("y", 497)+testKey)
+	})
+	_, err := f.provider(t).Chat(context.Background(), chatReq(hello))
+	pe := requireProviderError(t, err)
+	assert.Contains(t, pe.Message, "yyy[REDACTED]…")
+	assert.NotContains(t, pe.Message, "sk-")
+
+	f = newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(apiErrorBody(strings.Repeat("T", 5<<20), strings.Repeat("m", 5<<20))))
+	})
+	providertest.Modes(t, f.provider(t), func(t *testing.T, p pluginapi.Provider) {
+		_, err := p.Chat(context.Background(), chatReq(hello))
+		pe := requireProviderError(t, err)
+		assert.Equal(t, 502, pe.Status)
+		assert.LessOrEqual(t, len(pe.Code), maxTypeBytes+len("…"))
+		assert.LessOrEqual(t, len(pe.Message), 2*maxMessageBytes)
+		_, err = p.Models(context.Background())
+		require.NoError(t, err, "the plugin's connection is still up")
+	})
 }
 
 func TestResponseSizeBound(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -37,8 +36,6 @@ const (
 	maxMessageBytes    = 4096 // of an upstream error message
 	drainLimit         = 256 << 10
 	drainWait          = 50 * time.Millisecond // for the rest of a body after the answer
-
-	redacted = "[REDACTED]"
 
 	typeUpstream     = "upstream_error"
 	typeInvalid      = "invalid_request_error"
@@ -568,14 +565,7 @@ func (u *Upstream) streamError(f errorFields) *pluginapi.ProviderError {
 
 // sanitize removes the API key from s wherever it appears.
 func (u *Upstream) sanitize(s string) string {
-	return sanitize(s, u.APIKey)
-}
-
-func sanitize(s, secret string) string {
-	if secret == "" || !strings.Contains(s, secret) {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, redacted)
+	return pluginapi.Redact(s, u.APIKey)
 }
 
 // logError logs a failed call: upstream failures at warn, refusals the
@@ -687,7 +677,7 @@ func rawText(raw json.RawMessage) string {
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
-			return truncate(s, maxMessageBytes)
+			return pluginapi.Truncate(s, maxMessageBytes)
 		}
 	}
 	return snippet(raw, maxMessageBytes)
@@ -706,18 +696,7 @@ func isNull(raw json.RawMessage) bool {
 
 // snippet returns at most n bytes of b as valid UTF-8 text.
 func snippet(b []byte, n int) string {
-	return truncate(string(bytes.TrimSpace(b)), n)
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return pluginapi.Truncate(string(bytes.TrimSpace(b)), n)
 }
 
 func rawInt(raw json.RawMessage) int64 {

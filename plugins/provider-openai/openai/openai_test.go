@@ -351,6 +351,18 @@ var errorCases = []errCase{
 		want: pluginapi.ProviderError{Status: 400, Type: "invalid_request_error", Message: "bad header Bearer [REDACTED]"},
 	},
 	{
+		name: "400 message cut inside the key", status: 400,
+		body:        `{"error":{"message":"` + strings.Repeat("x", maxMessageBytes-6) + testKey + `","type":"invalid_request_error"}}`,
+		want:        pluginapi.ProviderError{Status: 400, Type: "invalid_request_error", Message: "xxx[REDACTED]…"},
+		notContains: []string{"sk-"},
+	},
+	{
+		name: "500 text body cut inside the key", status: 500, contentType: "text/plain",
+		body:        strings.Repeat("y", errorSnippetBytes-3) + testKey,
+		want:        pluginapi.ProviderError{Status: 500, Type: "upstream_error", Message: "yyy[REDACTED]…"},
+		notContains: []string{"sk-"},
+	},
+	{
 		name: "401 becomes 502 without the key", status: 401,
 		body:        `{"error":{"message":"Incorrect API key provided: sk-test-****cdef. Full: ` + testKey + `","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
 		want:        pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: codeAuth, Message: "provider rejected svc's credentials"},
@@ -586,14 +598,14 @@ func TestConnectionRefused(t *testing.T) {
 }
 
 func TestSanitize(t *testing.T) {
-	assert.Equal(t, "a [REDACTED] b [REDACTED]", sanitize("a "+testKey+" b "+testKey, testKey))
-	assert.Equal(t, "nothing", sanitize("nothing", testKey))
-	assert.Equal(t, "no key set", sanitize("no key set", ""))
-
 	u := &Upstream{APIKey: testKey}
+	assert.Equal(t, "a [REDACTED] b [REDACTED]", u.sanitize("a "+testKey+" b "+testKey))
+	assert.Equal(t, "nothing", u.sanitize("nothing"))
+	assert.Equal(t, "no key set", (&Upstream{}).sanitize("no key set"))
+
 	err := u.transportError(context.Background(), errors.New("dial failed for "+testKey))
 	assert.NotContains(t, err.Error(), testKey)
-	assert.Contains(t, err.Error(), redacted)
+	assert.Contains(t, err.Error(), pluginapi.Redacted)
 }
 
 // ---- cancellation ----
