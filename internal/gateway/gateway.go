@@ -432,7 +432,7 @@ func (g *Gateway) Models(ctx context.Context) ([]pluginapi.Model, error) {
 // rather than priced at zero silently.
 func (g *Gateway) price(c *call, u *pluginapi.Usage) {
 	run := c.run
-	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0) || !believable(u) {
+	if u == nil || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0) || !u.Believable() {
 		run.UsageUnknown = true
 		_, known := g.router.Cost(c.plan, pricing.Tokens{})
 		run.PriceUnknown = !known
@@ -446,22 +446,6 @@ func (g *Gateway) price(c *call, u *pluginapi.Usage) {
 	cost, known := g.router.Cost(c.plan, pricing.Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens,
 		CachedPrompt: u.CachedPromptTokens, CacheWrite: u.CacheWriteTokens})
 	run.CostUSD, run.PriceUnknown = cost, !known
-}
-
-// maxTokens is more than any model reads or writes in one call.
-const maxTokens = 1 << 40
-
-// believable says whether every count of u is one a provider could mean:
-// none negative, none beyond maxTokens. A provider that reports otherwise
-// (broken, or not the one it claims to be) would lower the tenant's spend,
-// which budgets guard, or overflow its sums.
-func believable(u *pluginapi.Usage) bool {
-	for _, n := range [...]int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedPromptTokens, u.CacheWriteTokens} {
-		if n < 0 || n > maxTokens {
-			return false
-		}
-	}
-	return true
 }
 
 // fail records a run that the provider failed, or that its client left,

@@ -81,6 +81,30 @@ type Usage struct {
 	CacheWriteTokens   int64
 }
 
+// MaxTokens is ten times what the largest context window of any model
+// holds: no call reads or writes more, and a count beyond it is garbage.
+const MaxTokens = 100_000_000
+
+// Believable says whether every count of u is one a provider could mean:
+// none negative, none beyond MaxTokens. svc takes a usage that is not as
+// unknown: believed, it would lower the tenant's spend, which budgets
+// guard, or raise it past any budget on the word of a broken upstream.
+func (u Usage) Believable() bool {
+	return Believable(u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedPromptTokens, u.CacheWriteTokens)
+}
+
+// Believable says whether every one of counts is within 0 and MaxTokens:
+// a provider checks its upstream's own counts with it before adding them
+// up, where a negative one could hide in a positive sum.
+func Believable(counts ...int64) bool {
+	for _, n := range counts {
+		if n < 0 || n > MaxTokens {
+			return false
+		}
+	}
+	return true
+}
+
 // Model is one entry of the provider's model list.
 type Model struct {
 	ID      string

@@ -575,3 +575,36 @@ func TestModelsHonoursTheTimeout(t *testing.T) {
 		t.Fatal("Models ignored the configured timeout")
 	}
 }
+
+// A count that Anthropic could not have meant makes the call's usage
+// unknown to svc, even where a sum of counts would hide it: a negative
+// input offset by cache counts, or one beyond any model.
+func TestUnbelievableCountsAreNoUsage(t *testing.T) {
+	for name, usage := range map[string]string{
+		"negative input hidden in a sum": `{"input_tokens":-100,"output_tokens":5,"cache_read_input_tokens":60,"cache_creation_input_tokens":50}`,
+		"beyond any model":               `{"input_tokens":1099511627776,"output_tokens":5}`,
+		"a sum that wraps around":        `{"input_tokens":9223372036854775807,"output_tokens":1,"cache_read_input_tokens":9223372036854775807,"cache_creation_input_tokens":3}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","stop_reason":"end_turn",`+
+					`"content":[{"type":"text","text":"hi"}],"usage":`+usage+`}`)
+			})
+			res, err := f.provider(t).Chat(context.Background(), chatReq(hello))
+			require.NoError(t, err)
+			assert.Equal(t, pluginapi.Usage{}, res.Usage)
+
+			f = newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) {
+				writeStream(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":"+usage+"}}\n\n"+
+					"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n"+
+					"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+			})
+			chunks, err := collect(t, f.provider(t), streamReq(helloStream, true))
+			require.NoError(t, err)
+			last := chunks[len(chunks)-1]
+			require.True(t, last.UsageOnly)
+			assert.Equal(t, pluginapi.Usage{}, *last.Usage, "streamed, the same")
+		})
+	}
+}

@@ -98,6 +98,9 @@ func (u msgUsage) out() (*usageOut, pluginapi.Usage) {
 	}
 	o.TotalTokens = o.PromptTokens + o.CompletionTokens
 	o.PromptTokensDetails.CachedTokens = u.CacheReadInputTokens
+	if !pluginapi.Believable(u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens) {
+		return o, pluginapi.Usage{} // unknown: svc does not price what the upstream could not have meant
+	}
 	return o, o.usage()
 }
 

@@ -200,7 +200,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
-				return t.emit(chunkDelta{Content: &b.Text}, nil, nil)
+				return t.emit(chunkDelta{Content: &b.Text}, nil)
 			}
 		case "tool_use":
 			if t.tools == nil {
@@ -210,7 +210,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			t.tools[ev.Index] = &toolBlock{index: i, input: b.Input}
 			tc := outToolCall{Index: &i, ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
-			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil)
 		}
 	case "content_block_delta":
 		d := ev.Delta
@@ -220,7 +220,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		switch d.Type {
 		case "text_delta":
 			if d.Text != "" {
-				return t.emit(chunkDelta{Content: &d.Text}, nil, nil)
+				return t.emit(chunkDelta{Content: &d.Text}, nil)
 			}
 		case "input_json_delta":
 			tb, ok := t.tools[ev.Index]
@@ -230,7 +230,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			tb.sent = true
 			tc := outToolCall{Index: &tb.index}
 			tc.Function.Arguments = d.PartialJSON
-			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil)
 		}
 		// thinking, signature and citation deltas have no chunk form
 	case "content_block_stop":
@@ -240,7 +240,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			tb.sent = true
 			tc := outToolCall{Index: &tb.index}
 			tc.Function.Arguments = string(orEmptyObject(tb.input))
-			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil, nil)
+			return t.emit(chunkDelta{ToolCalls: []outToolCall{tc}}, nil)
 		}
 	case "message_delta":
 		if u := ev.Usage; u != nil {
@@ -253,14 +253,14 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 		if ev.Delta != nil && ev.Delta.StopReason != "" && !t.finished {
 			t.finished = true
 			reason := finishReason(ev.Delta.StopReason)
-			return t.emit(chunkDelta{}, &reason, nil)
+			return t.emit(chunkDelta{}, &reason)
 		}
 	case "message_stop":
 		t.stopped = true
 		if !t.finished { // a stop reason never came: end the choice anyway
 			t.finished = true
 			reason := "stop"
-			if err := t.emit(chunkDelta{}, &reason, nil); err != nil {
+			if err := t.emit(chunkDelta{}, &reason); err != nil {
 				return err
 			}
 		}
@@ -282,13 +282,15 @@ func setCount(dst *int64, v *int64) {
 	}
 }
 
-// end sends the usage-only chunk when asked.
+// end sends the usage-only chunk when asked: the counts for the client,
+// and for svc the usage it prices, none when a count is not believable.
 func (t *streamTranslator) end() error {
 	if !t.includeUsage {
 		return nil
 	}
-	usage, _ := t.usage.out()
-	return t.emit(chunkDelta{}, nil, usage)
+	usage, counted := t.usage.out()
+	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model, Choices: []chunkChoice{}, Usage: usage}
+	return t.sendChunk(c, pluginapi.ChatChunk{Usage: &counted, UsageOnly: true})
 }
 
 // cut reports whether err is the connection breaking (not an error event,
@@ -299,26 +301,23 @@ func (t *streamTranslator) cut(ctx context.Context, err error) bool {
 		(t.sendErr == nil || !errors.Is(err, t.sendErr))
 }
 
-// emit sends one chunk: a delta (with a finish reason when it ends the
-// choice), or with usage the usage-only chunk that has no choices.
-func (t *streamTranslator) emit(d chunkDelta, finish *string, usage *usageOut) error {
-	if !t.roleSent && usage == nil {
+// emit sends one delta, with a finish reason when it ends the choice,
+// after the role chunk when none was sent yet.
+func (t *streamTranslator) emit(d chunkDelta, finish *string) error {
+	if !t.roleSent {
 		t.roleSent = true
 		empty := ""
-		if err := t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil, nil); err != nil {
+		if err := t.emit(chunkDelta{Role: "assistant", Content: &empty}, nil); err != nil {
 			return err
 		}
 	}
-	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model}
-	out := pluginapi.ChatChunk{}
-	if usage != nil {
-		c.Choices = []chunkChoice{}
-		c.Usage = usage
-		u := usage.usage()
-		out.Usage, out.UsageOnly = &u, true
-	} else {
-		c.Choices = []chunkChoice{{Delta: d, Logprobs: rawNull, FinishReason: finish}}
-	}
+	c := chunk{ID: t.id, Object: "chat.completion.chunk", Created: t.created, Model: t.model,
+		Choices: []chunkChoice{{Delta: d, Logprobs: rawNull, FinishReason: finish}}}
+	return t.sendChunk(c, pluginapi.ChatChunk{})
+}
+
+// sendChunk sends c as out's data.
+func (t *streamTranslator) sendChunk(c chunk, out pluginapi.ChatChunk) error {
 	out.Data, _ = json.Marshal(c) // plain structs always marshal
 	if err := t.send(out); err != nil {
 		t.sendErr = err
