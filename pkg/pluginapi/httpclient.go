@@ -35,24 +35,27 @@ func newUpstreamTransport(tlsConfig *tls.Config) *UpstreamTransport {
 		maxIdle          = 256
 		idleTimeout      = 90 * time.Second
 		handshakeTimeout = 10 * time.Second
+		maxHeaderBytes   = 1 << 20 // of an answer's headers; a provider's are a few KB
 	)
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &UpstreamTransport{
 		Fallback: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			TLSClientConfig:       tlsConfig,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          maxIdle,
-			MaxIdleConnsPerHost:   maxIdle,
-			IdleConnTimeout:       idleTimeout,
-			TLSHandshakeTimeout:   handshakeTimeout,
-			ResponseHeaderTimeout: UpstreamResponseHeaderTimeout,
-			ExpectContinueTimeout: time.Second,
+			Proxy:                  http.ProxyFromEnvironment,
+			DialContext:            dialer.DialContext,
+			TLSClientConfig:        tlsConfig,
+			ForceAttemptHTTP2:      true,
+			MaxIdleConns:           maxIdle,
+			MaxIdleConnsPerHost:    maxIdle,
+			IdleConnTimeout:        idleTimeout,
+			TLSHandshakeTimeout:    handshakeTimeout,
+			ResponseHeaderTimeout:  UpstreamResponseHeaderTimeout,
+			MaxResponseHeaderBytes: maxHeaderBytes,
+			ExpectContinueTimeout:  time.Second,
 		},
 		Dialer: dialer, TLSClientConfig: tlsConfig,
 		MaxIdleConnsPerHost: maxIdle, IdleConnTimeout: idleTimeout,
 		TLSHandshakeTimeout: handshakeTimeout, ResponseHeaderTimeout: UpstreamResponseHeaderTimeout,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 }
 

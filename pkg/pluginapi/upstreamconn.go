@@ -47,6 +47,10 @@ type UpstreamTransport struct {
 	// request is written (0: unbounded).
 	TLSHandshakeTimeout   time.Duration
 	ResponseHeaderTimeout time.Duration
+	// MaxResponseHeaderBytes bounds an answer's headers (0: 1 MiB), as
+	// net/http's Transport bounds them: an upstream cannot make svc hold
+	// more.
+	MaxResponseHeaderBytes int64
 
 	mu   sync.Mutex
 	idle map[upstream][]*upstreamConn // the most recently used last
@@ -57,12 +61,16 @@ type UpstreamTransport struct {
 
 // upstreamConn is one keep-alive connection to an upstream.
 type upstreamConn struct {
-	conn   net.Conn     // what requests are written to: raw, or TLS over raw
-	raw    syscall.Conn // the TCP connection, peeked at before a reuse
-	br     *bufio.Reader
+	conn   net.Conn      // what requests are written to: raw, or TLS over raw
+	raw    syscall.Conn  // the TCP connection, peeked at before a reuse
+	br     *bufio.Reader // reads through the connection's Read
 	bw     *bufio.Writer
 	to     upstream
 	idleAt time.Time
+	// headerRoom is what an answer's headers may still take of the
+	// connection; negative, the reads are not bounded (a body's are, by
+	// its reader).
+	headerRoom int64
 
 	// mu orders the call's own deadlines after a cancellation that ended
 	// them: a read deadline set after the context's end would undo it.
@@ -147,6 +155,10 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 	if t.ResponseHeaderTimeout > 0 {
 		pc.setReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
+	pc.headerRoom = t.MaxResponseHeaderBytes
+	if pc.headerRoom <= 0 {
+		pc.headerRoom = defaultMaxResponseHeaderBytes
+	}
 	if _, err := pc.br.Peek(1); err != nil {
 		var ne net.Error
 		answered = errors.As(err, &ne) && ne.Timeout()
@@ -165,6 +177,7 @@ func (t *UpstreamTransport) exchange(pc *upstreamConn, req *http.Request) (resp 
 			break
 		}
 	}
+	pc.headerRoom = -1
 	if t.ResponseHeaderTimeout > 0 {
 		pc.setReadDeadline(time.Time{})
 	}
@@ -237,10 +250,33 @@ func (t *UpstreamTransport) dial(ctx context.Context, to upstream) (*upstreamCon
 		}
 		conn = tc
 	}
-	return &upstreamConn{
-		conn: conn, raw: sc, to: to,
-		br: bufio.NewReaderSize(conn, 4<<10), bw: bufio.NewWriterSize(conn, 4<<10),
-	}, nil
+	pc := &upstreamConn{conn: conn, raw: sc, to: to, bw: bufio.NewWriterSize(conn, 4<<10), headerRoom: -1}
+	pc.br = bufio.NewReaderSize(pc, 4<<10)
+	return pc, nil
+}
+
+// defaultMaxResponseHeaderBytes bounds an answer's headers when the
+// transport does not say.
+const defaultMaxResponseHeaderBytes = 1 << 20
+
+// errHeadersTooLarge ends a call whose answer's headers go past the bound.
+var errHeadersTooLarge = errors.New("the upstream's answer headers are too large")
+
+// Read reads from the connection, no more than headerRoom while an
+// answer's headers are read.
+func (pc *upstreamConn) Read(p []byte) (int, error) {
+	if pc.headerRoom < 0 {
+		return pc.conn.Read(p)
+	}
+	if pc.headerRoom == 0 {
+		return 0, errHeadersTooLarge
+	}
+	if int64(len(p)) > pc.headerRoom {
+		p = p[:pc.headerRoom]
+	}
+	n, err := pc.conn.Read(p)
+	pc.headerRoom -= int64(n)
+	return n, err
 }
 
 // release ends a call on pc once its answer is read: stop ends the watch

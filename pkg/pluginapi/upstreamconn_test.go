@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -449,4 +450,34 @@ func TestUpstreamTransportDoesNotKeepASwitchedConnection(t *testing.T) {
 	_, got := send(t, tr, http.MethodGet, s.URL+"/", "")
 	assert.Equal(t, "ok", got)
 	assert.Equal(t, int32(2), s.conns.Load(), "a connection past 101 is not reused")
+}
+
+func TestUpstreamTransportBoundsTheHeaders(t *testing.T) {
+	s := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/huge" {
+			for i := range 64 {
+				w.Header().Set(fmt.Sprintf("X-Big-%d", i), strings.Repeat("h", 4<<10))
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := testTransport(s)
+	tr.MaxResponseHeaderBytes = 64 << 10
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/huge", nil)
+	_, err := tr.RoundTrip(req)
+	require.ErrorIs(t, err, errHeadersTooLarge, "256 KiB of headers over a bound of 64")
+
+	// Headers within the bound are read, and so is a body past it.
+	s2 := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Some", strings.Repeat("h", 8<<10))
+		io.WriteString(w, strings.Repeat("b", 256<<10))
+	})
+	tr = testTransport(s2)
+	tr.MaxResponseHeaderBytes = 64 << 10
+	res, body := send(t, tr, http.MethodGet, s2.URL+"/", "")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Len(t, body, 256<<10)
+	_, body = send(t, tr, http.MethodGet, s2.URL+"/", "")
+	assert.Len(t, body, 256<<10, "and again on the kept connection")
+	assert.Equal(t, int32(1), s2.conns.Load())
 }
