@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -287,6 +288,8 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		usage   *pluginapi.Usage
 		started bool
 		chunks  = make([]json.RawMessage, 0, 32)
+		kept    int  // bytes of chunks
+		cut     bool // chunks past maxKeptStream were relayed, not kept
 	)
 	err = g.router.StreamChat(ctx, c.plan, pluginapi.ChatRequest{Body: req.Body, Model: req.Model, IncludeUsage: true, RequestID: c.run.ID},
 		func(ch pluginapi.ChatChunk) error {
@@ -296,8 +299,15 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 			if ch.UsageOnly && !req.IncludeUsage {
 				return nil // svc asked for usage to price the call; the client did not
 			}
-			if hold {
+			if kept += len(ch.Data); kept > maxKeptStream {
+				if hold {
+					return errStreamTooLarge
+				}
+				cut = true
+			} else {
 				chunks = append(chunks, ch.Data)
+			}
+			if hold {
 				return nil
 			}
 			if !started {
@@ -306,10 +316,9 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 					return err
 				}
 			}
-			chunks = append(chunks, ch.Data)
 			return sink.Chunk(ch.Data)
 		})
-	if b, merr := json.Marshal(map[string]any{"object": "chat.completion.stream", "chunks": chunks}); merr == nil {
+	if b, merr := json.Marshal(streamRecord{Object: "chat.completion.stream", Chunks: chunks, Cut: cut}); merr == nil {
 		c.run.Response = b
 	}
 	if err != nil {
@@ -326,7 +335,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 		return res, g.fail(ctx, c, err)
 	}
 	g.price(c, usage)
-	if c.art != nil {
+	if c.art != nil && !cut {
 		if body, ok := assembleCompletion(chunks, nil, answerText); ok {
 			g.shadowEvaluate(c, body)
 		}
@@ -344,12 +353,31 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 		return res, err
 	}
-	if c.exact != nil {
+	if c.exact != nil && !cut {
 		if body, ok := assembleCompletion(chunks, usageJSON(usage), wholeAnswer); ok {
 			g.storeExact(c, body)
 		}
 	}
 	return res, nil
+}
+
+// maxKeptStream bounds the chunks of a streamed answer svc keeps, for its
+// run's record, the exact cache and the judgement of its tool calls: an
+// upstream's stream of any length cannot make svc hold more. A stream
+// relayed as it comes goes on past it, its record cut there (and not
+// cached); one held to judge its tool calls fails, as a non-streamed
+// answer past the provider's bound does.
+const maxKeptStream = 32 << 20
+
+var errStreamTooLarge = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
+	Code: "upstream_response_too_large", Message: "the provider's streamed answer is larger than the 32 MiB svc holds to judge its tool calls"}
+
+// streamRecord is a streamed answer's record in its run: its chunks, and
+// whether they stop short of the answer (cut: it was larger than svc keeps).
+type streamRecord struct {
+	Object string            `json:"object"`
+	Chunks []json.RawMessage `json:"chunks"`
+	Cut    bool              `json:"cut,omitempty"`
 }
 
 // streamExact answers a streamed call from the exact cache, replaying the

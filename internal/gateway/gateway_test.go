@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
+	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -713,4 +715,53 @@ func TestOriginIsKeptWithTheRun(t *testing.T) {
 	require.NoError(t, err)
 	_, has := event(t, f.recorder.last(t), "request.received")["origin"]
 	assert.False(t, has, "a request without one keeps none")
+}
+
+// A stream longer than svc keeps: relayed whole, its record cut at the
+// bound and not cached; held to judge its tool calls, it fails.
+func TestAStreamLargerThanSvcKeeps(t *testing.T) {
+	big := chunk(strings.Repeat("a", 1<<20))
+	stream := make([]pluginapi.ChatChunk, 40) // 40 MiB, past the 32 svc keeps
+	for i := range stream {
+		stream[i] = big
+	}
+	t.Run("relayed", func(t *testing.T) {
+		f := newFixture(t, setup{})
+		f.provider.chunks = stream
+		s := &sink{}
+		res, err := f.gw.Stream(context.Background(), caller(auth.Optimize), question(t, `"stream":true,`), s)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.RouteLive, res.Route)
+		assert.Len(t, s.chunks, 40, "the client has the whole answer")
+		run := f.recorder.last(t).Run
+		assert.Less(t, len(run.Response), 33<<20)
+		var record struct {
+			Chunks []json.RawMessage `json:"chunks"`
+			Cut    bool              `json:"cut"`
+		}
+		require.NoError(t, json.Unmarshal(run.Response, &record))
+		assert.True(t, record.Cut)
+		assert.Less(t, len(record.Chunks), 32)
+
+		_, err = f.gw.Stream(context.Background(), caller(auth.Optimize), question(t, `"stream":true,`), &sink{})
+		require.NoError(t, err)
+		assert.Equal(t, 2, f.provider.called(), "an answer svc did not keep whole is not cached")
+	})
+	t.Run("held", func(t *testing.T) {
+		rec := &recorder{}
+		p := &provider{chunks: stream}
+		set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: p}}}
+		gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
+		gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
+			Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+		req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
+		require.NoError(t, err)
+		s := &sink{}
+		_, err = gw.Stream(context.Background(), caller(auth.Optimize), req, s)
+		require.Error(t, err)
+		assert.Equal(t, "upstream_response_too_large", errs.Code(err))
+		assert.Equal(t, 502, httpstatus.Of(err))
+		assert.False(t, s.began, "nothing reached the client")
+		assert.Equal(t, 502, rec.last(t).Run.HTTPStatus)
+	})
 }
