@@ -299,6 +299,9 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 			if ch.UsageOnly && !req.IncludeUsage {
 				return nil // svc asked for usage to price the call; the client did not
 			}
+			if !oneLineJSON(ch.Data) {
+				return errBadChunk
+			}
 			if kept += len(ch.Data); kept > maxKeptStream {
 				if hold {
 					return errStreamTooLarge
@@ -318,9 +321,7 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 			}
 			return sink.Chunk(ch.Data)
 		})
-	if b, merr := json.Marshal(streamRecord{Object: "chat.completion.stream", Chunks: chunks, Cut: cut}); merr == nil {
-		c.run.Response = b
-	}
+	c.run.Response = streamRecord(chunks, cut)
 	if err != nil {
 		if started || len(chunks) > 0 {
 			// The client has the status line and part of an answer (or a
@@ -372,12 +373,38 @@ const maxKeptStream = 32 << 20
 var errStreamTooLarge = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
 	Code: "upstream_response_too_large", Message: "the provider's streamed answer is larger than the 32 MiB svc holds to judge its tool calls"}
 
-// streamRecord is a streamed answer's record in its run: its chunks, and
-// whether they stop short of the answer (cut: it was larger than svc keeps).
-type streamRecord struct {
-	Object string            `json:"object"`
-	Chunks []json.RawMessage `json:"chunks"`
-	Cut    bool              `json:"cut,omitempty"`
+// errBadChunk ends a stream whose provider sent a chunk that cannot go to
+// the client as one event.
+var errBadChunk = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
+	Code: "upstream_bad_response", Message: "the provider sent a stream chunk that is not JSON on one line"}
+
+// oneLineJSON says whether a chunk can go to the client as one event: JSON,
+// on one line, which no provider, of any origin, may break out of.
+func oneLineJSON(b []byte) bool {
+	return json.Valid(b) && bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0
+}
+
+// streamRecord is a streamed answer's record in its run: its chunks, each
+// checked JSON as it came, and whether they stop short of the answer (cut:
+// it was larger than svc keeps).
+func streamRecord(chunks []json.RawMessage, cut bool) []byte {
+	const head, tail = `{"object":"chat.completion.stream","chunks":[`, `],"cut":true}`
+	n := len(head) + len(tail)
+	for _, ch := range chunks {
+		n += len(ch) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	for i, ch := range chunks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, ch...)
+	}
+	if cut {
+		return append(b, tail...)
+	}
+	return append(b, ']', '}')
 }
 
 // streamExact answers a streamed call from the exact cache, replaying the

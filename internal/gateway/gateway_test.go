@@ -765,3 +765,27 @@ func TestAStreamLargerThanSvcKeeps(t *testing.T) {
 		assert.Equal(t, 502, rec.last(t).Run.HTTPStatus)
 	})
 }
+
+// A chunk that cannot go to the client as one event (no JSON, or JSON
+// over several lines, from a provider of any origin) ends the stream as
+// the provider's failure, and is not passed on.
+func TestAStreamChunkThatIsNotOneLineOfJSONEndsTheStream(t *testing.T) {
+	for name, bad := range map[string]string{
+		"not JSON":      `{this is not json}`,
+		"several lines": "{\"a\":1}\ndata: injected",
+		"a line end":    "{\"a\":\n1}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, setup{noCache: true})
+			f.provider.chunks = []pluginapi.ChatChunk{chunk("Par"), {Data: []byte(bad)}, chunk("is")}
+			s := &sink{}
+			_, err := f.gw.Stream(context.Background(), caller(auth.Optimize), question(t, `"stream":true,`), s)
+			require.Error(t, err)
+			assert.Equal(t, "upstream_bad_response", errs.Code(err))
+			assert.Len(t, s.chunks, 1, "the chunks before it went on, it did not")
+			run := f.recorder.last(t).Run
+			assert.Equal(t, 502, run.HTTPStatus)
+			assert.True(t, json.Valid(run.Response), "the run keeps what went on: %s", run.Response)
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -288,7 +289,17 @@ func (u *Upstream) chat(ctx context.Context, req pluginapi.ChatRequest) (plugina
 	if parsed.Usage != nil {
 		usage = parsed.Usage.usage()
 	}
-	return pluginapi.ChatResponse{Body: body, Usage: usage}, nil
+	return pluginapi.ChatResponse{Body: validUTF8(body), Usage: usage}, nil
+}
+
+// validUTF8 is b with what is not UTF-8 replaced by U+FFFD: an upstream's
+// stray bytes, which in valid JSON can only sit inside strings, would make
+// the answer, and the run that keeps it, unreadable to strict parsers.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
 }
 
 // streamFirstChunkWithin is streamChat with Timeout on its first chunk: a

@@ -289,6 +289,16 @@ func TestChatBadSuccessBodies(t *testing.T) {
 			assert.Equal(t, codeBadResponse, pe.Code)
 		})
 	})
+	t.Run("not UTF-8", func(t *testing.T) {
+		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"bad \xff\xfe(\"}}]}")
+		})
+		modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
+			res, err := p.Chat(context.Background(), chatReq(simpleBody))
+			require.NoError(t, err)
+			assert.Equal(t, "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"bad \uFFFD(\"}}]}", string(res.Body))
+		})
+	})
 	t.Run("error object with 200", func(t *testing.T) {
 		srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `{"error":{"message":"engine overloaded","type":"server_error","code":null}}`)
@@ -1168,7 +1178,7 @@ func TestStreamOverCRLF(t *testing.T) {
 	modes(t, srv.URL, func(t *testing.T, p pluginapi.Provider) {
 		chunks, err := collect(t, p, chatReq(simpleBody))
 		require.NoError(t, err)
-		assert.Equal(t, []string{`{"a":1}`, "{\"b\":\n2}"}, chunkData(chunks))
+		assert.Equal(t, []string{`{"a":1}`, `{"b":2}`}, chunkData(chunks), "an event of two data lines goes on as one")
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -221,7 +222,7 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 			Usage   *usageJSON      `json:"usage"`
 			Error   json.RawMessage `json:"error"`
 		}
-		_ = json.Unmarshal(data, &parsed) // a malformed chunk is relayed as is
+		_ = json.Unmarshal(data, &parsed) // a member of an odd type only loses the usage
 		if !isNull(parsed.Error) {
 			return false, u.inBodyError(parsed.Error)
 		}
@@ -232,8 +233,32 @@ func (s *sseStream) dispatch(u *Upstream, send func(pluginapi.ChatChunk) error) 
 		}
 	}
 	s.finished = s.finished || hasNonNullKey(data, keyFinishReason)
-	c.Data = bytes.Clone(data) // send may keep it; s.data is reused
+	if c.Data, err = relayable(data); err != nil {
+		return false, err
+	}
 	return false, send(c)
+}
+
+// errBadChunk ends a stream whose upstream sent an event of several data
+// lines that is no JSON.
+var errBadChunk = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+	Message: "provider sent a stream event that is not JSON"}
+
+// relayable is a copy of an event's data that svc can send on as one
+// event of its own: on one line (an event of several data lines has line
+// ends between its tokens, which would end svc's event early and let the
+// upstream write lines of its own into the client's stream; compacted, as
+// JSON, or errBadChunk) and UTF-8. svc checks every chunk is JSON. send
+// may keep the copy: data is reused.
+func relayable(data []byte) ([]byte, error) {
+	if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+		var b bytes.Buffer
+		if json.Compact(&b, data) != nil {
+			return nil, errBadChunk
+		}
+		data = b.Bytes()
+	}
+	return bytes.Clone(validUTF8(data)), nil
 }
 
 var (

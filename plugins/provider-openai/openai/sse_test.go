@@ -45,11 +45,12 @@ func TestSSEEdgeCases(t *testing.T) {
 		{"plain", "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"CRLF", "data: {\"a\":1}\r\n\r\ndata: {\"b\":2}\r\n\r\ndata: [DONE]\r\n\r\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"CR", "data: {\"a\":1}\r\rdata: {\"b\":2}\r\rdata: [DONE]\r\r", []string{`{"a":1}`, `{"b":2}`}},
-		{"mixed line ends", "data: {\"a\":\rdata: 1}\r\n\ndata: {\"b\":2}\n\r: ping\r\rdata: [DONE]\n\n", []string{"{\"a\":\n1}", `{"b":2}`}},
+		{"mixed line ends", "data: {\"a\":\rdata: 1}\r\n\ndata: {\"b\":2}\n\r: ping\r\rdata: [DONE]\n\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"CR then a blank LF line", "data: {\"a\":1}\r\r\ndata: {\"b\":2}\r\n\r\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"comments and keep-alives", ": OPENROUTER PROCESSING\n\n:\n\ndata: {\"a\":1}\n: ping\n\ndata: [DONE]\n\n", []string{`{"a":1}`}},
 		{"event, id and retry lines", "retry: 1000\n\nevent: message\nid: 7\ndata: {\"a\":1}\n\nevent: completion\ndata: {\"b\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1}`, `{"b":2}`}},
-		{"multi-line data", "data: {\"a\":\ndata: 1,\ndata: \"b\":2}\n\ndata: [DONE]\n\n", []string{"{\"a\":\n1,\n\"b\":2}"}},
+		{"multi-line data", "data: {\"a\":\ndata: 1,\ndata: \"b\":2}\n\ndata: [DONE]\n\n", []string{`{"a":1,"b":2}`}},
+		{"not UTF-8", "data: {\"a\":\"x\xff\xfey\"}\n\ndata: [DONE]\n\n", []string{"{\"a\":\"x\uFFFDy\"}"}},
 		{"no space after colon", "data:{\"a\":1}\n\ndata:[DONE]\n\n", []string{`{"a":1}`}},
 		{"missing [DONE] with EOF", "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n", []string{`{"a":1}`, `{"b":2}`}},
 		{"EOF without final newline", "data: {\"a\":1}\n\ndata: {\"b\":2}", []string{`{"a":1}`, `{"b":2}`}},
@@ -72,6 +73,24 @@ func TestSSEEdgeCases(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, nilIfEmpty(chunkData(chunks)), "slow=%v", slow)
 			}
+		})
+	}
+}
+
+// An event of several data lines that is no JSON ends the stream as the
+// upstream's fault: it cannot go on as one line. (svc checks that every
+// chunk is JSON.)
+func TestSSEBadEvents(t *testing.T) {
+	for name, stream := range map[string]string{
+		"a line of its own":  "data: {\"a\":1}\n\ndata: {\"b\":\ndata: 2}\ndata: injected\n\n",
+		"two lines, no JSON": "data: {\"a\":1}\n\ndata: not\ndata: json\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			chunks, err := runSSE(t, strings.NewReader(stream), DefaultMaxResponseBytes)
+			pe := requireProviderError(t, err)
+			assert.Equal(t, 502, pe.Status)
+			assert.Equal(t, codeBadResponse, pe.Code)
+			assert.Equal(t, []string{`{"a":1}`}, chunkData(chunks))
 		})
 	}
 }
