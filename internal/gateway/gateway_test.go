@@ -26,7 +26,6 @@ import (
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/policy"
 	"github.com/svc-gateway/svc/internal/pricing"
-	"github.com/svc-gateway/svc/internal/providers"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -749,15 +748,8 @@ func TestAStreamLargerThanSvcKeeps(t *testing.T) {
 	})
 	t.Run("held", func(t *testing.T) {
 		rec := &recorder{}
-		p := &provider{chunks: stream}
-		set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: p}}}
-		gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
-		gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
-			Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
-		req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
-		require.NoError(t, err)
 		s := &sink{}
-		_, err = gw.Stream(context.Background(), caller(auth.Optimize), req, s)
+		_, err := heldStreams(rec, &provider{chunks: stream}).Stream(context.Background(), caller(auth.Optimize), toolStream(t), s)
 		require.Error(t, err)
 		assert.Equal(t, "upstream_response_too_large", errs.Code(err))
 		assert.Equal(t, 502, httpstatus.Of(err))

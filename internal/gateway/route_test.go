@@ -466,18 +466,32 @@ func (m *failsMidStream) StreamChat(_ context.Context, _ pluginapi.ChatRequest, 
 
 // A stream held for the tool rules that fails after a chunk is not
 // replayed, and the provider may bill what it sent: usage unknown.
+// heldStreams is a gateway that holds a stream with tools on offer until
+// its tool calls are judged, over providers a, b, … tried in that order.
+func heldStreams(rec *recorder, impls ...pluginapi.Provider) *gateway.Gateway {
+	set := &providers.Set{Retries: providers.Retries{MaxAttempts: len(impls)}}
+	for i, impl := range impls {
+		set.Providers = append(set.Providers, &providers.Provider{Name: string(rune('a' + i)), Plugin: "openai", Impl: impl})
+	}
+	gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
+	return gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
+		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
+}
+
+// toolStream is a streamed request with a tool on offer.
+func toolStream(t *testing.T) *gateway.Request {
+	t.Helper()
+	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
+	require.NoError(t, err)
+	return req
+}
+
 func TestAHeldStreamFailingMidwayHasUsageUnknown(t *testing.T) {
 	rec := &recorder{}
 	a, b := &failsMidStream{}, &provider{body: answer}
-	set := &providers.Set{Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: a}, {Name: "b", Plugin: "openai", Impl: b}},
-		Retries: providers.Retries{MaxAttempts: 2}}
-	gov := &governor{targets: map[policy.Target]bool{policy.Tool: true}}
-	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Governor: gov,
-		Prices: pricing.New(map[string]pricing.Price{model: {Input: 1, Output: 2}})})
-	req, err := gateway.ParseRequest([]byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`))
-	require.NoError(t, err)
+	gw := heldStreams(rec, a, b)
 	s := &sink{}
-	_, err = gw.Stream(context.Background(), caller(auth.Optimize), req, s)
+	_, err := gw.Stream(context.Background(), caller(auth.Optimize), toolStream(t), s)
 	require.Error(t, err)
 	assert.False(t, s.began, "nothing reached the client")
 	assert.Zero(t, b.called(), "a stream that sent a chunk is not replayed")

@@ -194,25 +194,15 @@ func FuzzMessage(f *testing.F) {
 			return
 		}
 		out, usage := completionOf(msg, 1)
-		var c struct {
-			Object  string `json:"object"`
-			Choices []struct {
-				Message struct {
-					ToolCalls []struct {
-						Function struct {
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
-				} `json:"message"`
-				FinishReason string `json:"finish_reason"`
-			} `json:"choices"`
+		c := decodeCompletion(t, out)
+		var u struct { // exact, where completionJSON's map would read floats
 			Usage struct {
 				PromptTokens     int64 `json:"prompt_tokens"`
 				CompletionTokens int64 `json:"completion_tokens"`
 				TotalTokens      int64 `json:"total_tokens"`
 			} `json:"usage"`
 		}
-		if err := json.Unmarshal(out, &c); err != nil {
+		if err := json.Unmarshal(out, &u); err != nil {
 			t.Fatalf("the completion is not JSON: %v: %s", err, out)
 		}
 		if c.Object != "chat.completion" || len(c.Choices) != 1 {
@@ -229,8 +219,8 @@ func FuzzMessage(f *testing.F) {
 			}
 		}
 		unknown := usage == pluginapi.Usage{} // a count svc is not to believe
-		if c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens || !unknown && usage.TotalTokens != c.Usage.TotalTokens {
-			t.Fatalf("usage %+v in the body, %+v counted", c.Usage, usage)
+		if u.Usage.TotalTokens != u.Usage.PromptTokens+u.Usage.CompletionTokens || !unknown && usage.TotalTokens != u.Usage.TotalTokens {
+			t.Fatalf("usage %+v in the body, %+v counted", u.Usage, usage)
 		}
 	})
 }
