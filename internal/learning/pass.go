@@ -100,14 +100,9 @@ func (s *Service) pass(ctx context.Context, tenantID, trigger string) (Report, e
 			ps = &patternScan{fp: sh.Fingerprints, examples: make([]string, 0, exampleRunsKept)}
 			scans[sh.Key] = ps
 		}
-		live := r.Route == ledger.RouteLive
-		out := ""
-		if live {
-			reply := shape.ReadReply(r.Response)
-			if reply.ToolCall {
-				ps.toolCalls++
-			}
-			out, live = reply.Text, reply.HasText && !reply.ToolCall
+		out, live, toolCall := learnable(r)
+		if toolCall {
+			ps.toolCalls++
 		}
 		ps.stats.Add(sh, out, live, r.CostUSD, r.LatencyMS, r.CreatedAt)
 		if f, rated := fb[r.ID]; rated && (f.Rating < 0 || f.Correction != "" && !synth.Agrees(out, f.Correction)) {
@@ -315,4 +310,19 @@ func (s *Service) RunJob(ctx context.Context, j jobs.Job) error {
 			"quarantined", len(rep.Quarantined), "ms", rep.DurationMS)
 	}
 	return nil
+}
+
+// maxLearnedReply bounds the answers a pass reads: one larger (a stream an
+// upstream kept sending, cut in its record) is no pattern an artifact could
+// stand in for, and reading it would cost the pass more than all the rest.
+const maxLearnedReply = 1 << 20
+
+// learnable is what a run answered that a pattern learns from: the text of
+// a live answer that called no tool (live), and whether it called one.
+func learnable(r *RunRecord) (text string, live, toolCall bool) {
+	if r.Route != ledger.RouteLive || len(r.Response) > maxLearnedReply {
+		return "", false, false
+	}
+	reply := shape.ReadReply(r.Response)
+	return reply.Text, reply.HasText && !reply.ToolCall, reply.ToolCall
 }

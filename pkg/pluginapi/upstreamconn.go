@@ -259,8 +259,9 @@ func (t *UpstreamTransport) dial(ctx context.Context, to upstream) (*upstreamCon
 // transport does not say.
 const defaultMaxResponseHeaderBytes = 1 << 20
 
-// errHeadersTooLarge ends a call whose answer's headers go past the bound.
-var errHeadersTooLarge = errors.New("the upstream's answer headers are too large")
+// ErrHeadersTooLarge ends a call whose answer's headers go past the
+// transport's bound: the upstream's fault, not a network's.
+var ErrHeadersTooLarge = errors.New("the upstream's answer headers are too large")
 
 // Read reads from the connection, no more than headerRoom while an
 // answer's headers are read.
@@ -269,7 +270,7 @@ func (pc *upstreamConn) Read(p []byte) (int, error) {
 		return pc.conn.Read(p)
 	}
 	if pc.headerRoom == 0 {
-		return 0, errHeadersTooLarge
+		return 0, ErrHeadersTooLarge
 	}
 	if int64(len(p)) > pc.headerRoom {
 		p = p[:pc.headerRoom]

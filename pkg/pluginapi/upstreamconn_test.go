@@ -465,7 +465,7 @@ func TestUpstreamTransportBoundsTheHeaders(t *testing.T) {
 	tr.MaxResponseHeaderBytes = 64 << 10
 	req, _ := http.NewRequest(http.MethodGet, s.URL+"/huge", nil)
 	_, err := tr.RoundTrip(req)
-	require.ErrorIs(t, err, errHeadersTooLarge, "256 KiB of headers over a bound of 64")
+	require.ErrorIs(t, err, ErrHeadersTooLarge, "256 KiB of headers over a bound of 64")
 
 	// Headers within the bound are read, and so is a body past it.
 	s2 := newCountingServer(t, false, func(w http.ResponseWriter, r *http.Request) {

@@ -309,6 +309,12 @@ func (p *Provider) do(ctx context.Context, dl *deadline, method, target string, 
 	c.SetHeaders(r.Header)
 	resp, err := p.client.Do(r)
 	if err != nil {
+		if errors.Is(err, pluginapi.ErrHeadersTooLarge) {
+			return nil, &pluginapi.ProviderError{
+				Status: http.StatusBadGateway, Type: typeUpstream, Code: codeTooLarge,
+				Message: "provider answer's headers too large",
+			}
+		}
 		return nil, p.failure(ctx, dl, err, "provider unreachable: ")
 	}
 	return resp, nil

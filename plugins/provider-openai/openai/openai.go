@@ -452,6 +452,12 @@ func (u *Upstream) do(ctx context.Context, method, target string, body []byte, c
 
 // transportError maps a failed round trip.
 func (u *Upstream) transportError(ctx context.Context, err error) error {
+	if errors.Is(err, pluginapi.ErrHeadersTooLarge) {
+		return &pluginapi.ProviderError{
+			Status: http.StatusBadGateway, Type: typeUpstream, Code: codeTooLarge,
+			Message: "provider answer's headers too large",
+		}
+	}
 	return u.failure(ctx, err, "provider unreachable: ")
 }
 

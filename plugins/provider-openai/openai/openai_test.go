@@ -1213,3 +1213,19 @@ func BenchmarkStreamRequestBody(b *testing.B) {
 		}
 	}
 }
+
+// An answer whose headers pass the transport's bound is the upstream's
+// fault, named as such.
+func TestHeadersTooLargeAreTheUpstreamsFault(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		for i := range 80 {
+			w.Header().Set(fmt.Sprintf("X-Big-%d", i), strings.Repeat("h", 16<<10))
+		}
+		io.WriteString(w, `{"choices":[]}`)
+	})
+	u := newUpstream(srv.URL, testKey)
+	_, err := u.Chat(context.Background(), chatReq(simpleBody))
+	pe := requireProviderError(t, err)
+	assert.Equal(t, 502, pe.Status)
+	assert.Equal(t, codeTooLarge, pe.Code)
+}
