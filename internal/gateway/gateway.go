@@ -250,9 +250,13 @@ func (e *clientLeft) Error() string { return "the client went away: " + e.err.Er
 
 func (e *clientLeft) Unwrap() error { return e.err }
 
+// leftIf is err as the client's going away, but for a sink that refuses
+// an answer it cannot carry to the client (a ProviderError: one too large
+// to translate, say), which fails the call as the provider's doing.
 func leftIf(err error) error {
-	if err == nil {
-		return nil
+	var pe *pluginapi.ProviderError
+	if err == nil || errors.As(err, &pe) {
+		return err
 	}
 	return &clientLeft{err: err}
 }

@@ -781,3 +781,23 @@ func TestAStreamChunkThatIsNotOneLineOfJSONEndsTheStream(t *testing.T) {
 		})
 	}
 }
+
+// refusingSink carries chunks until one it cannot, which it refuses as the
+// provider's answer (a translation past what it holds).
+type refusingSink struct{ sink }
+
+func (s *refusingSink) Chunk(data []byte) error {
+	if len(s.chunks) == 1 {
+		return &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: "upstream_response_too_large", Message: "too large to translate"}
+	}
+	return s.sink.Chunk(data)
+}
+
+func TestASinkRefusingTheAnswerFailsTheCallNotTheClient(t *testing.T) {
+	f := newFixture(t, setup{noCache: true})
+	f.provider.chunks = []pluginapi.ChatChunk{chunk("Par"), chunk("is"), chunk("!")}
+	_, err := f.gw.Stream(context.Background(), caller(auth.Optimize), question(t, `"stream":true,`), &refusingSink{})
+	require.Error(t, err)
+	assert.Equal(t, "upstream_response_too_large", errs.Code(err))
+	assert.Equal(t, 502, f.recorder.last(t).Run.HTTPStatus, "not a client that left (499)")
+}

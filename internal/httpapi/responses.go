@@ -81,7 +81,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := in.Response(responses.ResponseID(res.RunID), createdAt(res.RunID))
 	if err := responses.FromCompletion(&out, res.Body); err != nil {
-		return errs.Wrap(err, errs.Internal, "bad_upstream_answer", "the provider's answer could not be read")
+		return errs.Wrap(err, errs.Upstream, "upstream_bad_response", "the provider's answer could not be read")
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

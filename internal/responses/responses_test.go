@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-gateway/svc/internal/errs"
 	"github.com/svc-gateway/svc/internal/responses"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 func chat(t *testing.T, body string, history []json.RawMessage, refs map[string]responses.Item) map[string]any {
@@ -481,4 +482,48 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%s became %s", body, out)
 		}
 	})
+}
+
+// A usage that does not read, or that no provider could mean, is no usage
+// in the response (zeros, as when the upstream gave none), whole or
+// streamed; the answer around it reads all the same, and no count svc adds
+// up overflows.
+func TestAnUpstreamUsageNotToBelieveIsNone(t *testing.T) {
+	for name, usage := range map[string]string{
+		"floats":    `{"prompt_tokens":12.5,"completion_tokens":3.7,"total_tokens":16.2}`,
+		"strings":   `{"prompt_tokens":"12","completion_tokens":"3"}`,
+		"negative":  `{"prompt_tokens":-1000000,"completion_tokens":5,"total_tokens":-999995}`,
+		"overflow":  `{"prompt_tokens":4611686018427387904,"completion_tokens":4611686018427387904}`,
+		"cached":    `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":-4}}`,
+		"too large": `{"prompt_tokens":1e300}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := responses.Parse([]byte(`{"model":"m","input":"x"}`))
+			require.NoError(t, err)
+			resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+			require.NoError(t, responses.FromCompletion(&resp, []byte(`{"model":"m","choices":[{"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":`+usage+`}`)))
+			assert.Equal(t, &responses.Usage{}, resp.Usage)
+			require.NotEmpty(t, resp.Output)
+
+			_, _, streamed := events(t, `{"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}`, `{"choices":[],"usage":`+usage+`}`)
+			assert.Equal(t, &responses.Usage{}, streamed.Usage)
+		})
+	}
+}
+
+// A stream whose text passes what svc holds to translate it fails, as the
+// provider's doing, rather than grow without bound.
+func TestAStreamPastWhatSvcHoldsFails(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x","stream":true}`))
+	require.NoError(t, err)
+	s := responses.NewStream(r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7), func(string, []byte) error { return nil })
+	require.NoError(t, s.Start())
+	chunk := []byte(`{"choices":[{"delta":{"content":"` + strings.Repeat("a", 1<<20) + `"}}]}`)
+	for range responses.MaxHeld >> 20 {
+		require.NoError(t, s.Chunk(chunk))
+	}
+	var pe *pluginapi.ProviderError
+	require.ErrorAs(t, s.Chunk(chunk), &pe)
+	assert.Equal(t, "upstream_response_too_large", pe.Code)
+	assert.Equal(t, 502, pe.Status)
 }

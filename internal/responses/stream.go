@@ -3,6 +3,8 @@ package responses
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // Emit receives one Responses stream event: its type and its JSON.
@@ -22,6 +24,24 @@ type Stream struct {
 	unindexed int
 	items     []*streamItem // in output order
 	finish    string
+	held      int // bytes of text and arguments the items hold
+}
+
+// MaxHeld bounds the text and arguments a Stream holds for the done
+// events and the response that close it: an upstream's stream of any
+// length cannot make svc hold more, and one past it fails as too large.
+const MaxHeld = 32 << 20
+
+// errTooLarge ends a stream past MaxHeld, the provider's doing.
+var errTooLarge = &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: "upstream_response_too_large",
+	Message: "the provider's answer is larger than the 32 MiB svc holds to translate it"}
+
+// hold counts n more bytes held, failing past MaxHeld.
+func (s *Stream) hold(n int) error {
+	if s.held += n; s.held > MaxHeld {
+		return errTooLarge
+	}
+	return nil
 }
 
 type streamItem struct {
@@ -206,6 +226,9 @@ func (s *Stream) text(delta string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.hold(len(delta)); err != nil {
+		return err
+	}
 	p.text.WriteString(delta)
 	e := textEvent{Type: "response.output_text.delta", ItemID: s.msg.item.ID, OutputIndex: s.msg.index, ContentIndex: ci,
 		Delta: &delta, Logprobs: []any{}}
@@ -215,6 +238,9 @@ func (s *Stream) text(delta string) error {
 func (s *Stream) refusal(delta string) error {
 	p, ci, err := s.part("refusal")
 	if err != nil {
+		return err
+	}
+	if err := s.hold(len(delta)); err != nil {
 		return err
 	}
 	p.text.WriteString(delta)
@@ -249,6 +275,9 @@ func (s *Stream) call(tc chatToolCall) error {
 		s.calls[idx] = si
 	}
 	if d := tc.Function.Arguments; d != "" {
+		if err := s.hold(len(d)); err != nil {
+			return err
+		}
 		si.text.WriteString(d)
 		e := argsEvent{Type: "response.function_call_arguments.delta", ItemID: si.item.ID, OutputIndex: si.index, Delta: &d}
 		return s.send(e.Type, &e, func(n int) { e.Seq = n })

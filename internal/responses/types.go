@@ -6,7 +6,11 @@
 // no HTTP, no storage; the handler resolves stored responses.
 package responses
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/svc-gateway/svc/pkg/pluginapi"
+)
 
 // Response is the Responses API's response object, with the request's
 // settings echoed as the official SDKs read them.
@@ -152,7 +156,11 @@ type chatFunction struct {
 	Arguments string `json:"arguments"`
 }
 
+// chatUsage is a completion's usage. One that does not read (a count of
+// the wrong type) or that no provider could mean (pluginapi.Believable) is
+// no usage: the run holds it as unknown, and the response shows none.
 type chatUsage struct {
+	unreadable          bool
 	PromptTokens        int64 `json:"prompt_tokens"`
 	CompletionTokens    int64 `json:"completion_tokens"`
 	TotalTokens         int64 `json:"total_tokens"`
@@ -164,8 +172,31 @@ type chatUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
+// UnmarshalJSON reads a usage, never failing: what does not read marks it
+// unreadable, and the answer around it is read all the same.
+func (u *chatUsage) UnmarshalJSON(b []byte) error {
+	type plain chatUsage
+	var p plain
+	if json.Unmarshal(b, &p) != nil {
+		*u = chatUsage{unreadable: true}
+		return nil
+	}
+	*u = chatUsage(p)
+	return nil
+}
+
 func (u *chatUsage) usage() *Usage {
-	if u == nil {
+	if u == nil || u.unreadable {
+		return nil
+	}
+	counts := []int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		counts = append(counts, d.CachedTokens)
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		counts = append(counts, d.ReasoningTokens)
+	}
+	if !pluginapi.Believable(counts...) {
 		return nil
 	}
 	r := &Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
