@@ -220,7 +220,15 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 			g.price(c, &res.Usage)
 		}
 	}
-	c.run.Response = embedSummary(body)
+	list, readable := readEmbeddings(body)
+	if c.calledProvider {
+		if problem := list.problem(readable, req); problem != "" {
+			// Not passed on, nor cached: the provider's fault, billed as it may be.
+			return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, &pluginapi.ProviderError{Status: 502,
+				Type: "upstream_error", Code: "upstream_bad_response", Message: "the provider's embeddings answer " + problem})
+		}
+	}
+	c.run.Response = list.summary(body, readable)
 	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 		return Result{}, err
 	}
@@ -240,31 +248,81 @@ func (g *Gateway) serveEmbedding(c *call, fb *fallbackDetail) []byte {
 	return body
 }
 
-// embedSummary is what a run keeps of the vectors: how many, their size
-// and encoding, the usage, and the SHA-256 of the answer the client got.
-// The vectors themselves are the cache's to keep, not the ledger's, and are
+// embedAnswer is an embeddings answer as svc reads it: its vectors' sizes,
+// not the vectors.
+type embedAnswer struct {
+	Model string          `json:"model"`
+	Data  []embedItem     `json:"data"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// readEmbeddings reads an embeddings answer once, for its check and its
+// summary; readable is false when it does not read as a list.
+func readEmbeddings(body []byte) (list embedAnswer, readable bool) {
+	return list, json.Unmarshal(body, &list) == nil
+}
+
+// summary is what a run keeps of the vectors: how many, their size and
+// encoding, the usage, and the SHA-256 of the answer the client got. The
+// vectors themselves are the cache's to keep, not the ledger's, and are
 // never copied here: an answer may be tens of MiB.
-func embedSummary(body []byte) json.RawMessage {
-	var list struct {
-		Model string          `json:"model"`
-		Data  []embedItem     `json:"data"`
-		Usage json.RawMessage `json:"usage"`
-	}
+func (l *embedAnswer) summary(body []byte, readable bool) json.RawMessage {
 	sum := sha256.Sum256(body)
 	s := embedSummaryJSON{Object: "embeddings.summary", SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
-	if json.Unmarshal(body, &list) == nil {
-		s.Model, s.Vectors, s.Usage = list.Model, len(list.Data), list.Usage
-		if len(list.Data) > 0 {
-			s.Dimensions, s.EncodingFormat = list.Data[0].Embedding.dims, list.Data[0].Embedding.format
+	if readable {
+		s.Model, s.Vectors, s.Usage = l.Model, len(l.Data), l.Usage
+		if len(l.Data) > 0 {
+			s.Dimensions, s.EncodingFormat = l.Data[0].Embedding.dims, l.Data[0].Embedding.format
 		}
 	}
 	return mustJSON(s)
 }
 
+// embedSummary reads body and sums it up (summary).
+func embedSummary(body []byte) json.RawMessage {
+	list, readable := readEmbeddings(body)
+	return list.summary(body, readable)
+}
+
 // embedItem is an item of an embeddings answer as embedSummary reads it:
 // its vector's size, not the vector.
 type embedItem struct {
+	Index     *int        `json:"index"`
 	Embedding vectorShape `json:"embedding"`
+}
+
+// problem says what is wrong with a provider's embeddings answer to req,
+// "" when nothing is: one vector for each input, each index once, all of
+// one size and in the encoding asked for. svc passes on, and caches, no
+// answer a client could not use.
+func (l *embedAnswer) problem(readable bool, req *EmbedRequest) string {
+	if !readable {
+		return "does not read as a list of vectors"
+	}
+	if len(l.Data) != req.Inputs {
+		return "has " + strconv.Itoa(len(l.Data)) + " vectors for " + strconv.Itoa(req.Inputs) + " inputs"
+	}
+	want := req.EncodingFormat
+	if want == "" {
+		want = "float"
+	}
+	seen := make([]bool, len(l.Data))
+	for i, item := range l.Data {
+		at := i // a server that numbers none lists them in order
+		if item.Index != nil {
+			at = *item.Index
+		}
+		switch {
+		case at < 0 || at >= len(seen) || seen[at]:
+			return "does not number its vectors 0 to " + strconv.Itoa(len(seen)-1) + ", each once"
+		case item.Embedding.dims == 0 || item.Embedding.format != want:
+			return "has a vector that is not a list of numbers in the encoding asked for (" + want + ")"
+		case item.Embedding.dims != l.Data[0].Embedding.dims:
+			return "has vectors of different sizes"
+		}
+		seen[at] = true
+	}
+	return ""
 }
 
 type vectorShape struct {
@@ -294,9 +352,31 @@ func vectorSize(raw json.RawMessage) (int, string) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) >= 2 && raw[0] == '"':
+		if !isBase64(raw[1 : len(raw)-1]) {
+			return 0, ""
+		}
 		return base64.StdEncoding.DecodedLen(len(raw)-2) / 4, "base64"
 	case len(raw) > 2 && raw[0] == '[':
+		if first := bytes.TrimLeft(raw[1:], " \t\r\n"); len(first) == 0 || first[0] != '-' && (first[0] < '0' || first[0] > '9') {
+			return 0, "" // a list of something else than numbers
+		}
 		return bytes.Count(raw, []byte{','}) + 1, "float"
 	}
 	return 0, ""
+}
+
+// isBase64 says whether s is standard base64 of whole 4-byte groups.
+func isBase64(s []byte) bool {
+	if len(s)%4 != 0 {
+		return false
+	}
+	for i, b := range s {
+		switch {
+		case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '+', b == '/':
+		case b == '=' && i >= len(s)-2:
+		default:
+			return false
+		}
+	}
+	return true
 }

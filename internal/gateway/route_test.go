@@ -552,3 +552,66 @@ func TestAttemptErrorsAreMaskedWhenTheTenantRedacts(t *testing.T) {
 	assert.Equal(t, "cannot answer [email] now", ex["fallback"].(map[string]any)["reason"])
 	assert.Equal(t, "cannot answer [email] now", event(t, r, "provider.failed")["error"])
 }
+
+// answeringEmbedder answers every embeddings call with body.
+type answeringEmbedder struct {
+	*provider
+	body string
+}
+
+func (e answeringEmbedder) Embed(context.Context, pluginapi.EmbedRequest) (pluginapi.EmbedResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	return pluginapi.EmbedResponse{Body: []byte(e.body), Usage: pluginapi.Usage{PromptTokens: 3, TotalTokens: 3}}, nil
+}
+
+// An embeddings answer a client could not use is the provider's fault: a
+// 502, and nothing cached that a later call would be served.
+func TestAnEmbeddingsAnswerNoClientCouldUseIsABadResponse(t *testing.T) {
+	const input = `{"model":"gpt-e","input":["a","b"]}`
+	for name, data := range map[string]string{
+		"fewer vectors":          `[{"index":0,"embedding":[0.1,0.2]}]`,
+		"more vectors":           `[{"index":0,"embedding":[0.1]},{"index":1,"embedding":[0.2]},{"index":2,"embedding":[0.3]}]`,
+		"an index twice":         `[{"index":0,"embedding":[0.1]},{"index":0,"embedding":[0.2]}]`,
+		"an index out of range":  `[{"index":0,"embedding":[0.1]},{"index":5,"embedding":[0.2]}]`,
+		"no index, then a clash": `[{"embedding":[0.1]},{"index":0,"embedding":[0.2]}]`,
+		"strings for numbers":    `[{"index":0,"embedding":["a","b"]},{"index":1,"embedding":["c","d"]}]`,
+		"a null vector":          `[{"index":0,"embedding":null},{"index":1,"embedding":[0.2]}]`,
+		"sizes that differ":      `[{"index":0,"embedding":[0.1,0.2]},{"index":1,"embedding":[0.3]}]`,
+		"base64 not asked for":   `[{"index":0,"embedding":"AAAAAA=="},{"index":1,"embedding":"AAAAAA=="}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{}
+			e := answeringEmbedder{provider: &provider{}, body: `{"object":"list","model":"gpt-e","data":` + data + `}`}
+			set := &providers.Set{Providers: []*providers.Provider{{Name: "e", Plugin: "openai", Impl: e}}}
+			gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec, Cache: cache.New(cache.Options{MaxBytes: 1 << 20, TTL: time.Minute}),
+				Prices: pricing.New(map[string]pricing.Price{"gpt-e": {Input: 1}})})
+			for range 2 {
+				req, err := gateway.ParseEmbedRequest([]byte(input))
+				require.NoError(t, err)
+				_, err = gw.Embed(context.Background(), caller(auth.Optimize), req)
+				require.Error(t, err)
+				assert.Equal(t, "upstream_bad_response", errs.Code(err))
+				assert.Equal(t, 502, rec.last(t).Run.HTTPStatus)
+			}
+			assert.Equal(t, 2, e.called(), "nothing was cached")
+		})
+	}
+	for name, good := range map[string]struct{ request, data string }{
+		"base64 as asked, numbered out of order": {`{"model":"gpt-e","input":["a","b"],"encoding_format":"base64"}`,
+			`[{"index":1,"embedding":"AAAAAA=="},{"index":0,"embedding":"AAAAAA=="}]`},
+		"from a server that numbers none": {input, `[{"embedding":[0.1,-2e-3]},{"embedding":[0.3,0.4]}]`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := answeringEmbedder{provider: &provider{}, body: `{"object":"list","model":"gpt-e","data":` + good.data + `}`}
+			set := &providers.Set{Providers: []*providers.Provider{{Name: "e", Plugin: "openai", Impl: e}}}
+			gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: &recorder{},
+				Prices: pricing.New(map[string]pricing.Price{"gpt-e": {Input: 1}})})
+			req, err := gateway.ParseEmbedRequest([]byte(good.request))
+			require.NoError(t, err)
+			_, err = gw.Embed(context.Background(), caller(auth.Optimize), req)
+			require.NoError(t, err)
+		})
+	}
+}
