@@ -105,6 +105,12 @@ func Believable(counts ...int64) bool {
 	return true
 }
 
+// MaxModels is the most models a provider lists: far more than any real
+// upstream serves, and a bound on what a list an upstream sends can cost
+// svc (each model crosses to svc, and out to every client that asks). A
+// provider stops its list there.
+const MaxModels = 10_000
+
 // Model is one entry of the provider's model list.
 type Model struct {
 	ID      string

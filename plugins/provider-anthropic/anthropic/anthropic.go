@@ -496,7 +496,8 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 	defer cancel()
 	var models []pluginapi.Model
 	after := ""
-	for page := 0; page < maxModelPages; page++ {
+	budget := min(maxModelsBodyBytes, p.maxResponse) // of all the pages together
+	for page := 0; page < maxModelPages && budget > 0; page++ {
 		target := p.modelsURL + "?limit=1000"
 		if after != "" {
 			target += "&after_id=" + url.QueryEscape(after)
@@ -508,10 +509,11 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
 			return nil, p.statusError(resp)
 		}
-		body, err := readBody(resp, min(maxModelsBodyBytes, p.maxResponse))
+		body, err := readBody(resp, budget)
 		if err != nil {
 			return nil, p.readError(ctx, dl, err, "response")
 		}
+		budget -= int64(len(body))
 		var list modelPage
 		if err := json.Unmarshal(body, &list); err != nil {
 			return nil, &pluginapi.ProviderError{
@@ -522,6 +524,9 @@ func (p *Provider) models(ctx context.Context) ([]pluginapi.Model, error) {
 		for _, d := range list.Data {
 			if d.ID == "" {
 				continue
+			}
+			if len(models) == pluginapi.MaxModels {
+				return models, nil
 			}
 			m := pluginapi.Model{ID: d.ID, OwnedBy: "anthropic", Kind: pluginapi.KindChat}
 			if at, err := time.Parse(time.RFC3339, d.CreatedAt); err == nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -607,4 +608,30 @@ func TestUnbelievableCountsAreNoUsage(t *testing.T) {
 			assert.Equal(t, pluginapi.Usage{}, *last.Usage, "streamed, the same")
 		})
 	}
+}
+
+// A model list longer than any real one stops at pluginapi.MaxModels.
+func TestModelsStopAtTheMost(t *testing.T) {
+	f := newFake(t, nil)
+	for i := range pluginapi.MaxModels + 1500 {
+		f.models = append(f.models, "claude-"+strconv.Itoa(i))
+	}
+	models, err := f.provider(t).Models(context.Background())
+	require.NoError(t, err)
+	require.Len(t, models, pluginapi.MaxModels)
+	assert.Equal(t, "claude-0", models[0].ID)
+}
+
+// The bound on a model list's bytes is of all its pages together, not of
+// each: an upstream that pages on and on cannot make svc read more.
+func TestModelsBoundAllThePagesTogether(t *testing.T) {
+	f := newFake(t, nil)
+	for i := range 2500 { // three pages of 1000
+		f.models = append(f.models, "claude-"+strconv.Itoa(i))
+	}
+	p := f.provider(t)
+	page := len(`{"id":"claude-0000","type":"model","display_name":"claude-0000","created_at":"2025-02-19T00:00:00Z"},`) * 1000
+	p.maxResponse = int64(page) * 3 / 2 // more than one page, less than two
+	_, err := p.Models(context.Background())
+	assert.Equal(t, "upstream_response_too_large", requireProviderError(t, err).Code)
 }

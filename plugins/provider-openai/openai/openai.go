@@ -403,11 +403,14 @@ func (u *Upstream) models(ctx context.Context) ([]pluginapi.Model, error) {
 			Message: "provider returned an invalid model list",
 		}
 	}
-	models := make([]pluginapi.Model, 0, len(list.Data))
+	models := make([]pluginapi.Model, 0, min(len(list.Data), pluginapi.MaxModels))
 	for _, d := range list.Data {
 		kind := modelKind(d.ID)
 		if d.ID == "" || kind == "" {
 			continue // svc could not answer it
+		}
+		if len(models) == pluginapi.MaxModels {
+			break
 		}
 		models = append(models, pluginapi.Model{ID: d.ID, OwnedBy: d.OwnedBy, Created: rawInt(d.Created), Kind: kind})
 	}
@@ -727,8 +730,8 @@ func rawInt(raw json.RawMessage) int64 {
 	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 		return n
 	}
-	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return int64(f)
+	if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f > -1<<62 && f < 1<<62 {
+		return int64(f) // a time: one beyond int64 is no time at all
 	}
 	return 0
 }

@@ -1229,3 +1229,21 @@ func TestHeadersTooLargeAreTheUpstreamsFault(t *testing.T) {
 	assert.Equal(t, 502, pe.Status)
 	assert.Equal(t, codeTooLarge, pe.Code)
 }
+
+// A model list longer than any real one stops at pluginapi.MaxModels, and
+// a time beyond any is none.
+func TestModelsStopAtTheMost(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		b.WriteString(`{"object":"list","data":[{"id":"far","created":1e300}`)
+		for i := range pluginapi.MaxModels + 100 {
+			fmt.Fprintf(&b, `,{"id":"m-%d"}`, i)
+		}
+		b.WriteString(`]}`)
+		io.WriteString(w, b.String())
+	})
+	models, err := newUpstream(srv.URL+"/v1", testKey).Models(context.Background())
+	require.NoError(t, err)
+	require.Len(t, models, pluginapi.MaxModels)
+	assert.Equal(t, pluginapi.Model{ID: "far", Kind: pluginapi.KindChat}, models[0])
+}
