@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/svc-gateway/svc/internal/calltime"
 	"github.com/svc-gateway/svc/internal/metrics"
 	"github.com/svc-gateway/svc/internal/pricing"
@@ -36,6 +38,9 @@ type Router struct {
 	// metrics counts the attempts, retries and fallbacks (SetMetrics);
 	// nil counts nothing.
 	metrics *metrics.Metrics
+	// listing shares one listing of the providers' models among the calls
+	// that ask for it at once.
+	listing singleflight.Group
 }
 
 // SetMetrics makes the router count its attempts, retries and fallbacks
@@ -209,33 +214,56 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// maxListing bounds a shared listing of a provider that sets no timeout
+// of its own: no caller is left to end it once they all went away.
+const maxListing = time.Minute
+
 // Models lists the models of every provider (those its models match),
 // the first provider naming a model owning it, and then each route's
 // model that is no glob, owned by svc. A provider that fails to list is
-// left out, unless every one fails.
+// left out, unless every one fails. Calls at once share one listing, which
+// goes on when a caller leaves: a burst of calls costs the upstreams, and
+// svc, one list rather than one each.
 func (r *Router) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	// The wait is the providers' time, not svc's (real time, as attempt
+	// marks it).
+	clock := calltime.From(ctx)
+	clock.AttemptBegan(time.Now())
+	defer func() { clock.AttemptEnded(time.Now()) }()
+	shared := r.listing.DoChan("models", func() (any, error) {
+		return r.listModels(context.WithoutCancel(ctx))
+	})
+	select {
+	case res := <-shared:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return slices.Clone(res.Val.([]pluginapi.Model)), nil // each caller's own
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// listModels asks every provider for its models, at once.
+func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 	set := r.Current()
 	// Every provider is asked at once, each within its own timeout: one
 	// that hangs costs the list its timeout, not the sum of them all.
 	lists := make([][]pluginapi.Model, len(set.Providers))
 	errs := make([]error, len(set.Providers))
-	// The fan-out is the providers' time, not svc's (real time, as
-	// attempt marks it).
-	clock := calltime.From(ctx)
-	clock.AttemptBegan(time.Now())
 	var wg sync.WaitGroup
 	for i, p := range set.Providers {
 		wg.Go(func() {
-			pctx, cancel := ctx, context.CancelFunc(func() {})
-			if p.Timeout > 0 {
-				pctx, cancel = context.WithTimeout(ctx, p.Timeout)
+			timeout := p.Timeout
+			if timeout <= 0 {
+				timeout = maxListing
 			}
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			lists[i], errs[i] = p.Impl.Models(pctx)
 		})
 	}
 	wg.Wait()
-	clock.AttemptEnded(time.Now())
 	var out []pluginapi.Model
 	seen := map[string]bool{}
 	var firstErr error

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1155,4 +1156,59 @@ func TestModelsBoundsEachProviderByItsTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, models, 1)
 	assert.Equal(t, "gpt-4o", models[0].ID)
+}
+
+// gatedModels is a provider whose model list comes once released, and
+// that counts how often it was asked.
+type gatedModels struct {
+	fake
+	asked   atomic.Int32
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedModels) Models(ctx context.Context) ([]pluginapi.Model, error) {
+	if g.asked.Add(1) == 1 {
+		close(g.entered)
+	}
+	select {
+	case <-g.release:
+		return []pluginapi.Model{{ID: "gpt-4o", OwnedBy: "openai"}}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Calls at once share one listing: one that comes while another waits
+// joins it rather than asking the providers again, and one that leaves
+// does not end it for the others. A call after it lists anew, and each
+// caller has a list of its own.
+func TestModelsAtOnceShareOneListing(t *testing.T) {
+	g := &gatedModels{entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRouter(Single("openai", "openai", g), nil)
+	first := make(chan []pluginapi.Model, 1)
+	go func() {
+		models, err := r.Models(context.Background())
+		assert.NoError(t, err)
+		first <- models
+	}()
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		_, err := r.Models(ctx)
+		left <- err
+	}()
+	cancel()
+	require.ErrorIs(t, <-left, context.Canceled, "a caller that leaves returns at once")
+	close(g.release)
+	models := <-first
+	require.Len(t, models, 1)
+	assert.Equal(t, int32(1), g.asked.Load(), "the second caller joined the first listing")
+
+	models[0].ID = "changed"
+	again, err := r.Models(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "gpt-4o", again[0].ID, "each caller's own list")
+	assert.Equal(t, int32(2), g.asked.Load(), "a later call lists anew")
 }
