@@ -225,7 +225,7 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 		if problem := list.problem(readable, req); problem != "" {
 			// Not passed on, nor cached: the provider's fault, billed as it may be.
 			return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, &pluginapi.ProviderError{Status: 502,
-				Type: "upstream_error", Code: "upstream_bad_response", Message: "the provider's embeddings answer " + problem})
+				Type: "upstream_error", Code: pluginapi.CodeBadResponse, Message: "the provider's embeddings answer " + problem})
 		}
 	}
 	c.run.Response = list.summary(body, readable)

@@ -375,12 +375,12 @@ func (g *Gateway) Stream(ctx context.Context, id *auth.Identity, req *Request, c
 const maxKeptStream = 32 << 20
 
 var errStreamTooLarge = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
-	Code: "upstream_response_too_large", Message: "the provider's streamed answer is larger than the 32 MiB svc holds to judge its tool calls"}
+	Code: pluginapi.CodeResponseTooLarge, Message: "the provider's streamed answer is larger than the 32 MiB svc holds to judge its tool calls"}
 
 // errBadChunk ends a stream whose provider sent a chunk that cannot go to
 // the client as one event.
 var errBadChunk = &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
-	Code: "upstream_bad_response", Message: "the provider sent a stream chunk that is not JSON on one line"}
+	Code: pluginapi.CodeBadResponse, Message: "the provider sent a stream chunk that is not JSON on one line"}
 
 // oneLineJSON says whether a chunk can go to the client as one event: JSON,
 // on one line, which no provider, of any origin, may break out of.

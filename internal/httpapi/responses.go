@@ -16,6 +16,7 @@ import (
 	"github.com/svc-gateway/svc/internal/ids"
 	"github.com/svc-gateway/svc/internal/ledger"
 	"github.com/svc-gateway/svc/internal/responses"
+	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
 // createResponse is POST /v1/responses: the request becomes a chat request
@@ -81,7 +82,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := in.Response(responses.ResponseID(res.RunID), createdAt(res.RunID))
 	if err := responses.FromCompletion(&out, res.Body); err != nil {
-		return errs.Wrap(err, errs.Upstream, "upstream_bad_response", "the provider's answer could not be read")
+		return errs.Wrap(err, errs.Upstream, pluginapi.CodeBadResponse, "the provider's answer could not be read")
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -33,7 +33,7 @@ type Stream struct {
 const MaxHeld = 32 << 20
 
 // errTooLarge ends a stream past MaxHeld, the provider's doing.
-var errTooLarge = &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: "upstream_response_too_large",
+var errTooLarge = &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: pluginapi.CodeResponseTooLarge,
 	Message: "the provider's answer is larger than the 32 MiB svc holds to translate it"}
 
 // hold counts n more bytes held, failing past MaxHeld.

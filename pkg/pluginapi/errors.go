@@ -47,6 +47,14 @@ const CodeUnsupported = "unsupported_by_provider"
 // or broke. svc counts the attempt unavailable, with no upstream status.
 const CodeUpstreamUnreachable = "upstream_unreachable"
 
+// Codes of a ProviderError (answered 502) for an answer svc will not pass
+// on: one that is not what the API answers (CodeBadResponse), or larger
+// than svc holds (CodeResponseTooLarge), its body or its headers.
+const (
+	CodeBadResponse      = "upstream_bad_response"
+	CodeResponseTooLarge = "upstream_response_too_large"
+)
+
 // MaxRetryAfter is the longest wait svc passes on from a provider; a
 // longer one is cut to it.
 const MaxRetryAfter = 24 * time.Hour

@@ -35,7 +35,6 @@ func newUpstreamTransport(tlsConfig *tls.Config) *UpstreamTransport {
 		maxIdle          = 256
 		idleTimeout      = 90 * time.Second
 		handshakeTimeout = 10 * time.Second
-		maxHeaderBytes   = 1 << 20 // of an answer's headers; a provider's are a few KB
 	)
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &UpstreamTransport{
@@ -49,13 +48,13 @@ func newUpstreamTransport(tlsConfig *tls.Config) *UpstreamTransport {
 			IdleConnTimeout:        idleTimeout,
 			TLSHandshakeTimeout:    handshakeTimeout,
 			ResponseHeaderTimeout:  UpstreamResponseHeaderTimeout,
-			MaxResponseHeaderBytes: maxHeaderBytes,
+			MaxResponseHeaderBytes: defaultMaxResponseHeaderBytes,
 			ExpectContinueTimeout:  time.Second,
 		},
 		Dialer: dialer, TLSClientConfig: tlsConfig,
 		MaxIdleConnsPerHost: maxIdle, IdleConnTimeout: idleTimeout,
 		TLSHandshakeTimeout: handshakeTimeout, ResponseHeaderTimeout: UpstreamResponseHeaderTimeout,
-		MaxResponseHeaderBytes: maxHeaderBytes,
+		MaxResponseHeaderBytes: defaultMaxResponseHeaderBytes,
 	}
 }
 

@@ -256,7 +256,8 @@ func (t *UpstreamTransport) dial(ctx context.Context, to upstream) (*upstreamCon
 }
 
 // defaultMaxResponseHeaderBytes bounds an answer's headers when the
-// transport does not say.
+// transport does not say, and NewUpstreamClient's: a provider's are a few
+// KB.
 const defaultMaxResponseHeaderBytes = 1 << 20
 
 // ErrHeadersTooLarge ends a call whose answer's headers go past the

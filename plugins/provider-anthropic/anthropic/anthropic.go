@@ -51,8 +51,8 @@ const (
 	codeBilling     = pluginapi.CodeUpstreamBilling
 	codeTimeout     = pluginapi.CodeTimeout
 	codeUnreachable = pluginapi.CodeUpstreamUnreachable
-	codeTooLarge    = "upstream_response_too_large"
-	codeBadResponse = "upstream_bad_response"
+	codeTooLarge    = pluginapi.CodeResponseTooLarge
+	codeBadResponse = pluginapi.CodeBadResponse
 )
 
 // Provider answers chat completions from Anthropic's Messages API. It is

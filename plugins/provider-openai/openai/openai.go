@@ -44,8 +44,8 @@ const (
 	codeAuth         = pluginapi.CodeUpstreamAuthFailed
 	codeTimeout      = pluginapi.CodeTimeout
 	codeUnreachable  = pluginapi.CodeUpstreamUnreachable
-	codeTooLarge     = "upstream_response_too_large"
-	codeBadResponse  = "upstream_bad_response"
+	codeTooLarge     = pluginapi.CodeResponseTooLarge
+	codeBadResponse  = pluginapi.CodeBadResponse
 	userAgent        = "svc-provider-openai"
 	mimeJSON         = "application/json"
 	mimeEventStream  = "text/event-stream"
