@@ -55,12 +55,12 @@ func (h *health) admit(clock func() time.Time, limits bool) (ok, probe bool, rea
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if limits && now.Before(h.rateLimitedUntil) {
-		return false, false, "rate limited until " + h.rateLimitedUntil.UTC().Format(time.RFC3339), h.rateLimitedUntil.Sub(now)
+		return false, false, h.rateLimitedReason(), h.rateLimitedUntil.Sub(now)
 	}
 	switch h.state {
 	case BreakerOpen:
 		if now.Before(h.openUntil) {
-			return false, false, "circuit breaker open until " + h.openUntil.UTC().Format(time.RFC3339), 0
+			return false, false, h.openReason(), 0
 		}
 		h.state = BreakerHalfOpen
 		fallthrough
@@ -72,6 +72,37 @@ func (h *health) admit(clock func() time.Time, limits bool) (ok, probe bool, rea
 		return true, true, "", 0
 	}
 	return true, false, "", 0
+}
+
+// outAfter says, changing nothing, whether the provider will still be out
+// of rotation once wait has passed (its breaker open, or for a call with
+// another provider to go to, its rate limit), and why: a call does not
+// wait before an attempt admit would refuse.
+func (h *health) outAfter(clock func() time.Time, limits bool, wait time.Duration) (out bool, reason string, limitedFor time.Duration) {
+	if !h.troubled.Load() {
+		return false, "", 0
+	}
+	now := clock()
+	at := now.Add(wait)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if limits && at.Before(h.rateLimitedUntil) {
+		return true, h.rateLimitedReason(), h.rateLimitedUntil.Sub(now)
+	}
+	if h.state == BreakerOpen && at.Before(h.openUntil) {
+		return true, h.openReason(), 0
+	}
+	return false, "", 0
+}
+
+// rateLimitedReason and openReason tell why a call skips the provider.
+// Called with mu held.
+func (h *health) rateLimitedReason() string {
+	return "rate limited until " + h.rateLimitedUntil.UTC().Format(time.RFC3339)
+}
+
+func (h *health) openReason() string {
+	return "circuit breaker open until " + h.openUntil.UTC().Format(time.RFC3339)
 }
 
 // Attempt results as the breaker counts them.

@@ -418,6 +418,27 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	assert.Equal(t, int64(3), st.Stats.Failures)
 }
 
+// A provider whose breaker its failure opened is skipped when the call
+// comes back to it, without first waiting out its Retry-After or backoff.
+func TestNoWaitForAProviderWhoseBreakerOpened(t *testing.T) {
+	set := &Set{
+		Providers: []*Provider{{Name: "a", Plugin: "openai", Breaker: BreakerConfig{Failures: 1, Cooldown: time.Minute}}, {Name: "b", Plugin: "openai"}},
+		Retries:   Retries{MaxAttempts: 3, Backoff: 10 * time.Millisecond, MaxBackoff: 2 * time.Second},
+	}
+	h := newHarness(t, set)
+	unavailable := func() error {
+		return &pluginapi.ProviderError{Status: 503, Type: "upstream_error", Message: "down", RetryAfter: time.Second}
+	}
+	h.script("a", unavailable())
+	h.script("b", unavailable(), nil)
+	p, _, err := h.chat(t, "m")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:error", "b:error", "b:ok"}, outcomes(p))
+	assert.Equal(t, []time.Duration{time.Second}, h.waits, "b's Retry-After alone: none spent on a")
+	assert.Equal(t, []Skipped{{Provider: "a", Reason: "circuit breaker open until " + t0.Add(time.Minute).Format(time.RFC3339)}}, p.Skipped)
+	assert.Equal(t, 1, h.fakes["a"].callCount())
+}
+
 func TestHalfOpenBreakerLetsOneProbeAtATime(t *testing.T) {
 	h := newHarness(t, twoProviders(Retries{MaxAttempts: 2}, BreakerConfig{Failures: 1, Cooldown: time.Second}))
 	h.script("a", status(500, "boom"))
