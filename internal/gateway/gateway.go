@@ -599,8 +599,15 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 			Provider: run.Provider, Status: httpstatus.Of(nil), PromptTokens: run.PromptTokens, CompletionTokens: run.CompletionTokens,
 			UsageUnknown: run.UsageUnknown, CostUSD: run.CostUSD, LatencyMS: run.LatencyMS, Attempt: attempt,
 		})})
-	case attempt > 1: // every provider failed: each attempt is told
+	case attempt > 0: // each failed attempt is told
 		events = g.failedAttempts(events, c, end)
+		if last := c.plan.Attempts[attempt-1]; last.Outcome == providers.OutcomeOK {
+			// The provider answered, and its answer failed the call (one
+			// svc does not pass on).
+			events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
+				Provider: last.Provider, Status: status, Error: failure, LatencyMS: last.LatencyMS, Attempt: attempt,
+			})})
+		}
 	default:
 		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
 			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS, Attempt: attempt,

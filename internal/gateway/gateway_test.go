@@ -500,7 +500,11 @@ func TestProviderRefusalKeepsItsStatus(t *testing.T) {
 			rec := f.recorder.last(t)
 			assert.Equal(t, tc.want, rec.Run.HTTPStatus, "the run records the status the caller got")
 			assert.Equal(t, ledger.StatusError, rec.Run.Status)
-			assert.InDelta(t, tc.want, event(t, rec, "provider.failed")["status"], 0)
+			failed := event(t, rec, "provider.failed")
+			assert.InDelta(t, tc.want, failed["status"], 0)
+			assert.InDelta(t, tc.status, failed["upstreamStatus"], 0, "the one attempt, told as any attempt is")
+			assert.Equal(t, "no: [redacted]", failed["error"])
+			assert.InDelta(t, 1, failed["attempt"], 0)
 		})
 	}
 }
@@ -778,6 +782,9 @@ func TestAStreamChunkThatIsNotOneLineOfJSONEndsTheStream(t *testing.T) {
 			run := f.recorder.last(t).Run
 			assert.Equal(t, 502, run.HTTPStatus)
 			assert.True(t, json.Valid(run.Response), "the run keeps what went on: %s", run.Response)
+			failed := events(t, f.recorder.last(t), "provider.failed")
+			require.Len(t, failed, 1)
+			assert.InDelta(t, 502, failed[0]["status"], 0)
 		})
 	}
 }

@@ -236,6 +236,13 @@ calls:
 				}
 			}
 			if wait > 0 {
+				if out, reason, limitedFor := h.outAfter(r.now, n > 1, wait); out {
+					// Its breaker opened (or a rate limit came) since it was
+					// tried: waiting for it would be waiting for nothing.
+					t.out = true
+					p.Skipped = append(p.Skipped, Skipped{Provider: c.Provider, Reason: reason, RetryAfterMS: limitedFor.Milliseconds()})
+					continue
+				}
 				// The wait between attempts is on the provider's account,
 				// not svc's: it counts on the call's clock as provider time.
 				clock := calltime.From(ctx)
@@ -445,6 +452,11 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	var unavailable *pluginapi.UnavailableError
 	var gone *clientGone
 	switch {
+	case errors.As(err, &gone) && errors.As(gone.err, &pe):
+		// The caller refused a chunk as the provider's fault (an answer
+		// svc does not pass on): the stream began, and the provider failed.
+		a.Outcome, a.Error, v = OutcomeError, pe.Message, verdictSent
+		err = gone.err
 	case errors.As(err, &gone):
 		a.Outcome, a.Error, v, result = OutcomeCancelled, "the client went away", verdictSent, resultNeutral
 		err = gone.err
@@ -525,7 +537,8 @@ func releaseProbe(now func() time.Time, h *health) {
 // errTimedOut is an attempt's cause when its Timeout passed.
 var errTimedOut = errors.New("the attempt timed out")
 
-// clientGone is a stream cut because send failed: the client went away.
+// clientGone is a stream cut because send failed: the client went away,
+// or (a ProviderError) the caller refused the chunk as the provider's.
 type clientGone struct{ err error }
 
 func (e *clientGone) Error() string { return e.err.Error() }
