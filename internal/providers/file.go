@@ -214,7 +214,7 @@ func (p *parser) parse(data []byte) *File {
 	}
 	var raw rawDoc
 	if err := json.Unmarshal(doc, &raw); err != nil {
-		p.fail("", "", "not a providers file: %s", typeProblem(err))
+		p.fail("", "", "not a providers file: %s", typeProblem(err, ""))
 		return nil
 	}
 	f := &File{}
@@ -229,20 +229,23 @@ func (p *parser) parse(data []byte) *File {
 	if len(raw.Providers) == 0 {
 		p.fail("", "providers", "at least one provider is required")
 	}
+	// Names are compared as written, valid entry or not, so that a name
+	// used twice is told beside the entries' other problems.
 	names := map[string]int{}
-	declared := map[string]bool{} // every name written, valid entry or not
 	for i, r := range raw.Providers {
-		declared[nameOf(r)] = true
+		name := nameOf(r)
+		first, dup := names[name]
+		if !dup {
+			names[name] = i
+		}
 		s, ok := p.provider(i, r, defaultBreaker)
-		if !ok {
+		if dup && name != "" {
+			p.fail(providerEntry(i, name), "name", "already used by providers[%d]", first)
 			continue
 		}
-		if first, dup := names[s.Name]; dup {
-			p.fail(providerEntry(i, s.Name), "name", "already used by providers[%d]", first)
-			continue
+		if ok {
+			f.Providers = append(f.Providers, s)
 		}
-		names[s.Name] = i
-		f.Providers = append(f.Providers, s)
 	}
 	byName := make(map[string]*Spec, len(f.Providers))
 	for i := range f.Providers {
@@ -250,16 +253,19 @@ func (p *parser) parse(data []byte) *File {
 	}
 	routed := map[string]int{}
 	for i, r := range raw.Routes {
-		route, ok := p.route(i, r, byName, declared)
-		if !ok {
+		model := modelOf(r)
+		first, dup := routed[model]
+		if !dup {
+			routed[model] = i
+		}
+		route, ok := p.route(i, r, byName, names)
+		if dup && model != "" {
+			p.fail(routeEntry(i, model), "model", "already routed by routes[%d], which wins", first)
 			continue
 		}
-		if first, dup := routed[route.Model]; dup {
-			p.fail(routeEntry(i, route.Model), "model", "already routed by routes[%d], which wins", first)
-			continue
+		if ok {
+			f.Routes = append(f.Routes, route)
 		}
-		routed[route.Model] = i
-		f.Routes = append(f.Routes, route)
 	}
 	return f
 }
@@ -509,11 +515,15 @@ func keyProblem(ke *strictjson.KeyError) string {
 	return fmt.Sprintf("unknown field %q", ke.Key)
 }
 
-// typeProblem words a value of the wrong type.
-func typeProblem(err error) string {
+// typeProblem words a value of the wrong type, at the field
+// encoding/json names unless at names one (an item of a list).
+func typeProblem(err error, at string) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
+		if at != "" {
+			field = at + strings.TrimPrefix(te.Field, strings.SplitN(te.Field, ".", 2)[0])
+		}
 		if te.Type.Kind() == reflect.String && durationFields[field[strings.LastIndexByte(field, '.')+1:]] {
 			return fmt.Sprintf("%s: must be a duration written as a string (500ms, 30s), not %s", field, article(te.Value))
 		}
@@ -548,13 +558,85 @@ func article(kind string) string {
 
 // decode reads one entry strictly, recording a wrong type against entry.
 func (p *parser) decode(raw json.RawMessage, v any, entry string) bool {
+	err := decodeInto(raw, v)
+	if err == nil {
+		return true
+	}
+	// encoding/json stops at the first value of the wrong type, and names
+	// a list by its field alone: each field is read again on its own, a
+	// list item by item, so that every problem is told where it is.
+	before := len(p.errs)
+	if fields, ok := objectFields(raw); ok {
+		empty := reflect.TypeOf(v).Elem()
+		for _, f := range fields {
+			p.fieldProblems(entry, f.key, f.value, empty)
+		}
+	}
+	if len(p.errs) == before {
+		p.fail(entry, "", "%s", typeProblem(err, ""))
+	}
+	return false
+}
+
+func decodeInto(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		p.fail(entry, "", "%s", typeProblem(err))
-		return false
+	return dec.Decode(v)
+}
+
+// fieldProblems tells the type problems of one field of an entry read
+// into a value of type t: of each of its items when it is a list.
+func (p *parser) fieldProblems(entry, key string, value json.RawMessage, t reflect.Type) {
+	alone := func(value json.RawMessage) error {
+		doc, _ := json.Marshal(map[string]json.RawMessage{key: value})
+		return decodeInto(doc, reflect.New(t).Interface())
 	}
-	return true
+	err := alone(value)
+	if err == nil {
+		return
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(value, &items) == nil && len(items) > 0 {
+		told := false
+		for j, item := range items {
+			if err := alone(json.RawMessage("[" + string(item) + "]")); err != nil {
+				p.fail(entry, "", "%s", typeProblem(err, fmt.Sprintf("%s[%d]", key, j)))
+				told = true
+			}
+		}
+		if told {
+			return
+		}
+	}
+	p.fail(entry, "", "%s", typeProblem(err, ""))
+}
+
+// field is one key of a JSON object and its value.
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectFields are the fields of a JSON object in their order; ok is
+// false when raw is not an object.
+func objectFields(raw json.RawMessage) (fields []field, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, _ := t.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, false
+		}
+		fields = append(fields, field{key, value})
+	}
+	return fields, true
 }
 
 func providerEntry(i int, name string) string {
@@ -849,7 +931,7 @@ func (p *Provider) Serves(model string) bool {
 // route reads and checks one route entry against the valid providers
 // byName; a target naming a provider whose entry was refused is not
 // refused again.
-func (p *parser) route(i int, raw json.RawMessage, byName map[string]*Spec, declared map[string]bool) (Route, bool) {
+func (p *parser) route(i int, raw json.RawMessage, byName map[string]*Spec, declared map[string]int) (Route, bool) {
 	var fr fileRoute
 	if !p.decode(raw, &fr, routeEntry(i, modelOf(raw))) {
 		return Route{}, false
@@ -874,10 +956,11 @@ func (p *parser) route(i int, raw json.RawMessage, byName map[string]*Spec, decl
 		field := fmt.Sprintf("targets[%d]", j)
 		target := Target{Provider: t.Provider, Model: t.Model}
 		spec, ok := byName[t.Provider]
+		_, written := declared[t.Provider] // by an entry with problems of its own
 		switch {
 		case t.Provider == "":
 			p.fail(entry, field+".provider", "is required")
-		case !ok && !declared[t.Provider]:
+		case !ok && !written:
 			p.fail(entry, field+".provider", "no provider is named %q", clip(t.Provider))
 		}
 		if t.Model != "" {

@@ -276,6 +276,39 @@ routes:
 	}, lines)
 }
 
+// A value of the wrong type is told where it is, an item of a list by its
+// index, beside the entry's other problems; a name used twice is told
+// whatever else is wrong with either entry.
+func TestParseListsEveryTypeProblemAndRepeatedName(t *testing.T) {
+	_, err := parse("p.yaml", `
+providers:
+  - name: dup
+    plugin: mock
+    weight: -1
+  - name: dup
+    plugin: mock
+  - name: c
+    plugin: mock
+    weight: heavy
+    models: [gpt-4o, 5, {a: b}]
+routes:
+  - model: fast
+    targets: [{provider: c}, {provider: 7}]
+  - model: fast
+    targets: [{provider: c}]
+`)
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`p.yaml: providers[0] (name "dup"): weight: must be between 1 and 1000000, not -1`,
+		`p.yaml: providers[1] (name "dup"): name: already used by providers[0]`,
+		`p.yaml: providers[2] (name "c"): models[1]: must be a string, not a number`,
+		`p.yaml: providers[2] (name "c"): models[2]: must be a string, not an object`,
+		`p.yaml: providers[2] (name "c"): weight: must be a whole number, not a string`,
+		`p.yaml: routes[0] (model "fast"): targets[1].provider: must be a string, not a number`,
+		`p.yaml: routes[1] (model "fast"): model: already routed by routes[0], which wins`,
+	}, strings.Split(err.Error(), "\n"))
+}
+
 // A key refused in one entry does not hide those of the others: each
 // section and entry tells its first.
 func TestParseListsTheRefusedKeyOfEveryEntry(t *testing.T) {
