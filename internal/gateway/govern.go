@@ -193,7 +193,8 @@ type verdictEvent struct {
 
 // block records the run as blocked and returns the error to answer with:
 // the 403 of the verdict, or the 429 of the budgets that alone refused it.
-func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
+// also are the alternatives the verdict rejected beside the live route.
+func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict, also ...ledger.Alternative) error {
 	run := c.run
 	run.Route = ledger.RouteBlocked
 	// A blocked cached answer was not served: it saved nothing.
@@ -206,7 +207,7 @@ func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict) error {
 		e, why = b, "a budget's limit is reached"
 	}
 	run.Explanation.Route, run.Explanation.Reason = ledger.RouteBlocked, e.Public
-	run.Explanation.Rejected = []ledger.Alternative{{Route: ledger.RouteLive, Reason: why}}
+	run.Explanation.Rejected = append([]ledger.Alternative{{Route: ledger.RouteLive, Reason: why}}, also...)
 	if err := g.finish(ctx, c, httpstatus.Of(e), e.Public); err != nil {
 		return err
 	}

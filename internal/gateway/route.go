@@ -50,7 +50,7 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 	if err != nil {
 		return g.abort(ctx, c, err)
 	}
-	forbidden := map[string]bool{}
+	forbidden := map[string]string{} // provider → why
 	var denied []policy.RuleResult
 	for _, v := range verdicts {
 		if len(v.Verdict.Rules) == 0 {
@@ -77,17 +77,30 @@ func (g *Gateway) governProviders(ctx context.Context, c *call) error {
 				}
 			}
 		}
-		c.plan.Forbid(v.Provider, "forbidden by policy rule "+strings.Join(ids, ", "))
-		forbidden[v.Provider] = true
+		reason := "forbidden by policy rule " + strings.Join(ids, ", ")
+		c.plan.Forbid(v.Provider, reason)
+		forbidden[v.Provider] = reason
 	}
 	for _, cand := range c.plan.Candidates {
-		if !forbidden[cand.Provider] {
+		if forbidden[cand.Provider] == "" {
 			return nil
 		}
 	}
+	// Every candidate forbidden: the run names each, and why.
+	var each []ledger.Alternative
+	for _, cand := range c.plan.Candidates {
+		if reason := forbidden[cand.Provider]; reason != "" {
+			each = append(each, ledger.Alternative{Route: ledger.RouteLive, Provider: cand.Provider, Reason: reason})
+			delete(forbidden, cand.Provider) // a provider listed twice, named once
+		}
+	}
+	for _, sk := range c.plan.Skipped { // those that were no candidates (a model not served)
+		each = append(each, ledger.Alternative{Route: ledger.RouteLive, Provider: sk.Provider, Reason: sk.Reason})
+	}
+	c.run.Explanation.Candidates = candidateList(c.plan.Candidates)
 	verdict := policy.Verdict{Decision: policy.Deny, Rules: denied}
 	c.run.Explanation.Policy = governance.LedgerVerdict(governance.Decision{Verdict: verdict, Enforced: true})
-	return g.block(ctx, c, verdict)
+	return g.block(ctx, c, verdict, each...)
 }
 
 // providerFallback is a run's routeExplanation.fallback when a provider

@@ -211,6 +211,14 @@ func TestEveryCandidateForbiddenIsBlocked(t *testing.T) {
 	rec := f.recorder.last(t)
 	assert.Equal(t, ledger.RouteBlocked, rec.Run.Route)
 	assert.Equal(t, "deny", rec.Run.Explanation.Policy.Decision)
+	ex := explanation(t, rec)
+	assert.Equal(t, []any{
+		map[string]any{"route": "live", "reason": "a policy does not allow this request"},
+		map[string]any{"route": "live", "provider": "a", "reason": "forbidden by policy rule no-a"},
+		map[string]any{"route": "live", "provider": "b", "reason": "forbidden by policy rule no-b"},
+		map[string]any{"route": "live", "provider": "c", "reason": "model not served"},
+	}, ex["rejected"], "each candidate, and why it was not tried")
+	assert.Len(t, ex["candidates"], 2)
 }
 
 // A rule that forbids every candidate is named once, in the answer and in
@@ -594,6 +602,11 @@ func TestAnEmbeddingsAnswerNoClientCouldUseIsABadResponse(t *testing.T) {
 				require.Error(t, err)
 				assert.Equal(t, "upstream_bad_response", errs.Code(err))
 				assert.Equal(t, 502, rec.last(t).Run.HTTPStatus)
+				failed := events(t, rec.last(t), "provider.failed")
+				require.Len(t, failed, 1, "the provider answered, and its answer failed the call")
+				assert.Equal(t, "e", failed[0]["provider"])
+				assert.InDelta(t, 502, failed[0]["status"], 0)
+				assert.Contains(t, failed[0]["error"], "embedding")
 			}
 			assert.Equal(t, 2, e.called(), "nothing was cached")
 		})
