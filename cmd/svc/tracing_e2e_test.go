@@ -286,7 +286,8 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			policies := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(policies, "rules.yaml"), []byte(denyBigModel), 0o600))
 			p := start(t, append([]string{"PROVIDER_API_KEY=sk-test-0000", "PROVIDER_BASE_URL=" + up.URL + "/v1",
-				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100", "SVC_POLICY_DIR=" + policies}, tc.env...)...)
+				"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=100", "SVC_POLICY_DIR=" + policies,
+				"SVC_MAX_BODY_BYTES=65536"}, tc.env...)...)
 
 			runID := tracedCall(t, p)
 			require.NotEmpty(t, runID)
@@ -365,6 +366,23 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			assert.Equal(t, "chat", refusedCall.attr("gen_ai.operation.name"))
 			assert.Equal(t, "invalid_request_error", refusedCall.attr("error.type"), "the code the answer and its log line name")
 			assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, refusedCall.Status.GetCode())
+			assert.NotEmpty(t, refusedCall.Status.GetMessage(), "the answer's public message")
+
+			// A body refused by its length before the mux still names the
+			// route it was sent to.
+			const largeTrace = "5bf92f3577b34da6a3ce929d0e0e4739"
+			req, err = http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(strings.Repeat("x", 70000)))
+			require.NoError(t, err)
+			req.Header.Set("traceparent", "00-"+largeTrace+"-"+callerSpan+"-01")
+			res, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
+			large := col.trace(t, largeTrace, "POST /v1/chat/completions", "chat")
+			assert.Equal(t, "/v1/chat/completions", one(t, large, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER).attr("http.route"))
+			largeCall := one(t, large, "chat", tracepb.Span_SPAN_KIND_INTERNAL)
+			assert.Equal(t, "body_too_large", largeCall.attr("error.type"))
+			assert.Contains(t, largeCall.Status.GetMessage(), "larger than 65536 bytes")
 
 			// The model list is a gateway answer but no call: its server
 			// span has no call span under it.

@@ -85,11 +85,13 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 		attrs.Add(semconv.GenAIRequestMaxTokens(req.MaxTokens))
 	}
 	attrs.Add(tracing.Route.String(run.Route))
-	if run.Provider != "" {
+	// A blocked call went to no provider: none is named (its run keeps
+	// the one planned first).
+	if run.Provider != "" && run.Route != ledger.RouteBlocked {
 		attrs.Add(tracing.Provider.String(run.Provider))
-	}
-	if plugin := c.plugin(run.Provider); plugin != "" {
-		attrs.Add(semconv.GenAIProviderNameKey.String(plugin))
+		if plugin := c.plugin(run.Provider); plugin != "" {
+			attrs.Add(semconv.GenAIProviderNameKey.String(plugin))
+		}
 	}
 	// A cached or an artifact's answer carries the usage of the call it
 	// stands for: this call used no tokens.

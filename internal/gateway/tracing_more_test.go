@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -111,6 +112,9 @@ func TestTracedBlockedCall(t *testing.T) {
 	assert.Equal(t, codes.Unset, pol.Status().Code, "a deny is a decision")
 	assert.Equal(t, "deny", attrsOf(pol)["svc.policy.decision"].AsString())
 	assert.Equal(t, "chat", attrsOf(pol)["svc.policy.target"].AsString())
+	assert.Equal(t, "blocked", attrsOf(call)["svc.route"].AsString())
+	assert.NotContains(t, attrsOf(call), attribute.Key("gen_ai.provider.name"), "no provider was called")
+	assert.NotContains(t, attrsOf(call), attribute.Key("svc.provider"))
 }
 
 // A client that goes away is no failure of svc's: the call's span says

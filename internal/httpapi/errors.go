@@ -86,7 +86,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e := errs.As(err); e != nil && kind == errs.RateLimited {
 		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(e.Retry)))
 	}
-	info(r).code = errs.Code(err)
+	ri := info(r)
+	ri.code, ri.message = errs.Code(err), errs.Public(err)
 	var detail any
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		detail = providerDetail(err)

@@ -24,7 +24,9 @@ type reqInfo struct {
 	bytes  int64
 	tenant string
 	code   string
-	span   trace.SpanContext // the request's span, or the caller's when svc traces nothing
+	// message is the public text of the error answered with.
+	message string
+	span    trace.SpanContext // the request's span, or the caller's when svc traces nothing
 	// call is the gateway request's record; nil for any other request.
 	call *gatewayCall
 }
@@ -136,7 +138,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			ri.status = http.StatusOK
 		}
 		if ri.call != nil {
-			ri.call.span.End(ri.status, ri.errorClass())
+			ri.call.span.End(ri.status, ri.errorClass(), ri.message)
 			s.observe(ri.call, ri.status, end)
 		}
 		s.endSpan(span, r, ri.status)
@@ -318,6 +320,9 @@ func corsAllowHeadersFor(r *http.Request) string {
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.Config.MaxBodyBytes {
+			// Refused before the mux: the route it would have matched
+			// still names the request's span.
+			_, r.Pattern = s.mux.Handler(r)
 			s.writeError(w, r, errs.E(errs.TooLarge, "body_too_large", "request body is larger than %d bytes", s.Config.MaxBodyBytes))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svc-gateway/svc/internal/httpstatus"
+	"github.com/svc-gateway/svc/internal/redact"
 )
 
 // Call is the span of a gateway call started before the call's model is
@@ -49,9 +50,11 @@ func TakeCall(ctx context.Context) trace.Span {
 
 // End ends the call span when the gateway never took it (a request refused
 // before it: a credential, a body), marked with the answer's error class
-// when status is 400 or more, or as cancelled when the client went away
-// (499). A nil Call, or one taken, is left alone.
-func (c *Call) End(status int, class string) {
+// and public message when status is 400 or more, or as cancelled when the
+// client went away (499). The message is always masked: the tenant's
+// redaction setting is not read before the gateway takes the call. A nil
+// Call, or one taken, is left alone.
+func (c *Call) End(status int, class, message string) {
 	if c == nil || c.taken {
 		return
 	}
@@ -60,7 +63,7 @@ func (c *Call) End(status int, class string) {
 	case status == httpstatus.ClientClosed: // no failure of svc's, as the gateway marks it
 		c.span.SetAttributes(semconv.ErrorTypeKey.String("cancelled"))
 	case status >= 400:
-		Fail(c.span, class, "")
+		Fail(c.span, class, redact.String(message))
 	}
 	c.span.End()
 }

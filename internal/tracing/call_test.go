@@ -37,16 +37,16 @@ func TestCallSpanIsTakenOnceOrEndedByTheRequest(t *testing.T) {
 	require.NotNil(t, span)
 	assert.Nil(t, tracing.TakeCall(callCtx), "taken once")
 	span.SetName("chat gpt-4o-mini")
-	call.End(500, "ignored") // the taker ends it
+	call.End(500, "ignored", "") // the taker ends it
 	assert.True(t, span.IsRecording(), "not ended by the request")
 	span.End()
 
 	_, refused := tracing.StartCall(ctx, "embeddings")
-	refused.End(401, "invalid_api_key")
+	refused.End(401, "invalid_api_key", "the key sk-abcdefghijklmnopqrstuvwxyz0123 of ops@example.com is not valid")
 	_, gone := tracing.StartCall(ctx, "gone")
-	gone.End(499, "499")
+	gone.End(499, "499", "")
 	var nilCall *tracing.Call
-	nilCall.End(400, "x") // a request svc does not trace
+	nilCall.End(400, "x", "") // a request svc does not trace
 	root.End()
 
 	spans := map[string]sdktrace.ReadOnlySpan{}
@@ -61,6 +61,11 @@ func TestCallSpanIsTakenOnceOrEndedByTheRequest(t *testing.T) {
 	assert.Equal(t, codes.Unset, taken.Status().Code)
 	left := spans["embeddings"]
 	assert.Equal(t, codes.Error, left.Status().Code)
+	// The public message, masked whatever the tenant's setting: it is not
+	// read before the gateway takes the call.
+	assert.Contains(t, left.Status().Description, "is not valid")
+	assert.NotContains(t, left.Status().Description, "sk-abcdefghijklmnopqrstuvwxyz0123")
+	assert.NotContains(t, left.Status().Description, "ops@example.com")
 	attrs := map[string]string{}
 	for _, kv := range left.Attributes() {
 		attrs[string(kv.Key)] = kv.Value.String()
