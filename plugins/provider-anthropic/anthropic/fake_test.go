@@ -121,6 +121,9 @@ func (r *wireRequest) validate() string {
 				if m.Role != "user" || !toolUses[b.ToolUseID] {
 					return where + ": tool_result must answer an earlier tool_use"
 				}
+				if j > 0 && m.Content[j-1].Type != "tool_result" {
+					return where + ": tool_result blocks must come first in the content array, any text after them"
+				}
 				sawResult = true
 			default:
 				return where + ".type: unknown content block type " + strconv.Quote(b.Type)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -327,13 +328,22 @@ const (
 
 // appendTurn adds blocks as a turn of role, merged into the last turn when
 // it has the same role: the Messages API wants user and assistant turns to
-// alternate, and tool results to come back in one user turn.
+// alternate, and tool results to come back in one user turn, before any
+// text of it (a tool result after a user's text goes before that text).
 func appendTurn(turns []msgMessage, role string, blocks []msgBlock) []msgMessage {
 	if len(blocks) == 0 {
 		return turns
 	}
 	if n := len(turns); n > 0 && turns[n-1].Role == role {
-		turns[n-1].Content = append(turns[n-1].Content, blocks...)
+		content := turns[n-1].Content
+		at := len(content)
+		if blocks[0].Type == "tool_result" {
+			at = 0
+			for at < len(content) && content[at].Type == "tool_result" {
+				at++
+			}
+		}
+		turns[n-1].Content = slices.Insert(content, at, blocks...)
 		return turns
 	}
 	return append(turns, msgMessage{Role: role, Content: blocks})

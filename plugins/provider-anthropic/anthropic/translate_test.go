@@ -106,6 +106,21 @@ func TestTranslate(t *testing.T) {
 			  "tools":[{"name":"now","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"auto"}}`,
 		},
 		{
+			"a tool result after the user's text: the result first, as the Messages API wants",
+			`{"model":"m","messages":[{"role":"user","content":"Weather?"},
+			  {"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+			  {"role":"user","content":"In Celsius."},
+			  {"role":"tool","tool_call_id":"toolu_1","content":"15 C"}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[
+			  {"role":"user","content":[{"type":"text","text":"Weather?"}]},
+			  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}]},
+			  {"role":"user","content":[
+			    {"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"15 C"}]},
+			    {"type":"text","text":"In Celsius."}]}],
+			  "tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{}}}],
+			  "tool_choice":{"type":"none"}}`,
+		},
+		{
 			"tools, tool_choice required, no parallel calls",
 			`{"model":"m","messages":[{"role":"user","content":"Hi"}],
 			  "tools":[{"type":"function","function":{"name":"get_weather","description":"Get the weather",
