@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/svc-gateway/svc/internal/conffile"
 )
 
 // Key is the ledger's signing key: an Ed25519 key kept in a file outside
@@ -39,6 +41,9 @@ func newKey(priv ed25519.PrivateKey) *Key {
 	return &Key{ID: KeyID(pub), Public: pub, private: priv}
 }
 
+// maxKeyFile bounds the key file: a PEM key is some hundred bytes.
+const maxKeyFile = 64 << 10
+
 // pemPrivate and pemPublic are the PEM block types of the key file (PKCS
 // #8) and of a public key (PKIX), as openssl writes them.
 const (
@@ -52,7 +57,7 @@ const (
 // owner may read, or that does not hold an Ed25519 private key, is refused:
 // the ledger is only as good as its key's secrecy.
 func LoadOrCreateKey(path string) (*Key, bool, error) {
-	b, err := os.ReadFile(path)
+	b, err := conffile.Read(path, maxKeyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		k, err := createKey(path)
 		if errors.Is(err, fs.ErrExist) {

@@ -14,6 +14,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/functions"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/svc-gateway/svc/internal/conffile"
 )
 
 // Rule is one loaded rule.
@@ -147,7 +149,7 @@ func Load(dir string) (*Set, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
+		b, err := conffile.Read(path, maxFile)
 		if err != nil {
 			return nil, err
 		}

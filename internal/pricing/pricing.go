@@ -6,10 +6,14 @@ package pricing
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/svc-gateway/svc/internal/conffile"
 )
+
+// maxPriceFile bounds SVC_PRICE_FILE: some ten thousand models.
+const maxPriceFile = 1 << 20
 
 // Price is a model's price in US dollars per million tokens.
 type Price struct {
@@ -111,7 +115,7 @@ func Load(path string) (*Table, error) {
 	if path == "" {
 		return New(prices), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := conffile.Read(path, maxPriceFile)
 	if err != nil {
 		return nil, err
 	}

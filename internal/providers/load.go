@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/svc-gateway/svc/internal/conffile"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -190,7 +191,8 @@ type ManagerOptions struct {
 	Opener Opener
 	Logger hclog.Logger
 	Now    func() time.Time
-	// Env and ReadFile read the keys; nil are os.LookupEnv and os.ReadFile.
+	// Env and ReadFile read the keys (ReadFile the file too); nil are
+	// os.LookupEnv and conffile.Read of at most maxFileSize bytes.
 	Env      Env
 	ReadFile ReadFile
 }
@@ -210,7 +212,7 @@ func Load(ctx context.Context, o ManagerOptions) (*Manager, error) {
 		o.Env = os.LookupEnv
 	}
 	if o.ReadFile == nil {
-		o.ReadFile = os.ReadFile
+		o.ReadFile = func(name string) ([]byte, error) { return conffile.Read(name, maxFileSize) }
 	}
 	if o.Now == nil {
 		o.Now = time.Now
