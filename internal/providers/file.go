@@ -595,8 +595,12 @@ func (p *parser) fieldProblems(entry, key string, value json.RawMessage, t refle
 	if err == nil {
 		return
 	}
+	// A list whose items are at fault is told item by item; a list where
+	// the field takes none (headers: [a, b]) is one problem.
+	var te *json.UnmarshalTypeError
+	listTaken := !errors.As(err, &te) || te.Value != "array"
 	var items []json.RawMessage
-	if json.Unmarshal(value, &items) == nil && len(items) > 0 {
+	if listTaken && json.Unmarshal(value, &items) == nil && len(items) > 0 {
 		told := false
 		for j, item := range items {
 			if err := alone(json.RawMessage("[" + string(item) + "]")); err != nil {

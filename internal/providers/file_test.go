@@ -307,6 +307,13 @@ routes:
 		`p.yaml: routes[0] (model "fast"): targets[1].provider: must be a string, not a number`,
 		`p.yaml: routes[1] (model "fast"): model: already routed by routes[0], which wins`,
 	}, strings.Split(err.Error(), "\n"))
+
+	_, err = parse("p.yaml", "providers:\n  - name: m\n    plugin: mock\n    headers: [a, b]\n    prices: [1]\n")
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`p.yaml: providers[0] (name "m"): headers: must be an object, not an array`,
+		`p.yaml: providers[0] (name "m"): prices: must be an object, not an array`,
+	}, strings.Split(err.Error(), "\n"), "a list where the field takes none is one problem")
 }
 
 // A key refused in one entry does not hide those of the others: each
