@@ -266,6 +266,7 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 	wg.Wait()
 	var out []pluginapi.Model
 	seen := map[string]bool{}
+	kinds := map[string]string{} // each model listed, by id: what it answers
 	var firstErr error
 	failed := 0
 	for i, p := range set.Providers {
@@ -277,6 +278,9 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 			continue
 		}
 		for _, m := range lists[i] {
+			if _, ok := kinds[m.ID]; !ok {
+				kinds[m.ID] = m.Kind
+			}
 			if !seen[m.ID] && p.Serves(m.ID) {
 				seen[m.ID] = true
 				out = append(out, m)
@@ -289,10 +293,25 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 	for _, rt := range set.Routes {
 		if !isGlob(rt.Model) && !seen[rt.Model] {
 			seen[rt.Model] = true
-			out = append(out, pluginapi.Model{ID: rt.Model, OwnedBy: "svc", Kind: pluginapi.KindChat})
+			out = append(out, pluginapi.Model{ID: rt.Model, OwnedBy: "svc", Kind: routeKind(rt, kinds)})
 		}
 	}
 	return out, nil
+}
+
+// routeKind is what a route's alias answers: what the first of its
+// targets' models a provider listed answers, else chat.
+func routeKind(rt Route, kinds map[string]string) string {
+	for _, t := range rt.Targets {
+		model := t.Model
+		if model == "" {
+			model = rt.Model
+		}
+		if kind, ok := kinds[model]; ok && kind != "" {
+			return kind
+		}
+	}
+	return pluginapi.KindChat
 }
 
 // Cost prices a call of the plan: at the answering provider's own price

@@ -896,6 +896,30 @@ func TestModelsUnitesProvidersAndRoutes(t *testing.T) {
 		{ID: "fast", OwnedBy: "svc", Kind: pluginapi.KindChat}}, models)
 }
 
+// An alias answers what its targets' models answer: an alias of an
+// embedding model is listed as one.
+func TestModelsListsARouteByWhatItsTargetsAnswer(t *testing.T) {
+	set := &Set{
+		Providers: []*Provider{
+			{Name: "a", Plugin: "anthropic", Impl: &fake{models: []pluginapi.Model{{ID: "claude", Kind: pluginapi.KindChat}}}},
+			{Name: "b", Plugin: "openai", Impl: &fake{models: []pluginapi.Model{{ID: "text-embedding-3-small", Kind: pluginapi.KindEmbedding}}}},
+		},
+		Routes: []Route{
+			{Model: "vectors", Targets: []Target{{Provider: "a", Model: "unlisted"}, {Provider: "b", Model: "text-embedding-3-small"}}},
+			{Model: "smart", Targets: []Target{{Provider: "a", Model: "claude"}}},
+			{Model: "unknown", Targets: []Target{{Provider: "a"}}},
+		},
+	}
+	models, err := NewRouter(set, nil).Models(context.Background())
+	require.NoError(t, err)
+	kinds := map[string]string{}
+	for _, m := range models {
+		kinds[m.ID] = m.Kind
+	}
+	assert.Equal(t, map[string]string{"claude": "chat", "text-embedding-3-small": "embedding",
+		"vectors": "embedding", "smart": "chat", "unknown": "chat"}, kinds)
+}
+
 func TestCostPricesTheAnsweringProvider(t *testing.T) {
 	table := pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 2.5, Output: 10}, "fast": {Input: 1, Output: 1}})
 	own := pricing.New(map[string]pricing.Price{"gpt-4o": {Input: 2, Output: 8}})
