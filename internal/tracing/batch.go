@@ -134,7 +134,7 @@ func (b *batcher) loop() {
 		case <-b.full:
 		}
 		if err := b.export(context.Background(), all); err != nil {
-			b.handle(err)
+			b.handle(fmt.Errorf("traces not exported: %w", err))
 		}
 		b.reportDrops()
 		t.Reset(b.o.delay)
@@ -186,7 +186,7 @@ func (b *batcher) exportBatch(ctx context.Context, spans []sdktrace.ReadOnlySpan
 // collector too slow) rather than finding traces with holes.
 func (b *batcher) reportDrops() {
 	if n := b.dropped.Swap(0); n > 0 {
-		b.handle(fmt.Errorf("%d spans dropped: the queue of %d spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", n, b.o.queue))
+		b.handle(fmt.Errorf("traces not exported: %d spans dropped: the queue of %d spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", n, b.o.queue))
 	}
 }
 

@@ -155,7 +155,7 @@ func TestBatcherReportsDroppedSpans(t *testing.T) {
 	unblock.Do(func() { close(k.block) })
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(reported) == 1 }, 10*time.Second, time.Millisecond)
 	mu.Lock()
-	assert.Equal(t, "3 spans dropped: the queue of 4 spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", reported[0])
+	assert.Equal(t, "traces not exported: 3 spans dropped: the queue of 4 spans waiting for export was full (OTEL_BSP_MAX_QUEUE_SIZE)", reported[0])
 	mu.Unlock()
 	assert.Zero(t, b.dropped.Load(), "counted from the report on")
 }

@@ -90,8 +90,8 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	if o.Logger != nil {
 		// The SDK reports through one handler per process; svc has one
 		// tracer provider.
-		log := o.Logger
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("traces not exported", "error", err) }))
+		w := &warnings{log: o.Logger, every: warningInterval, now: time.Now}
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(w.Handle))
 	}
 	exporter, err := newExporter(ctx, protocol(getenv), getenv)
 	if err != nil {
