@@ -157,8 +157,8 @@ const (
 // ReasonNoEmbeddings skips a provider that serves no embeddings.
 const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
 
-// ReasonRemoved skips a candidate whose instance a reload closed and whose
-// name the set serving now no longer holds.
+// ReasonRemoved skips a candidate whose name the set a reload put in
+// place since the call was planned no longer holds.
 const ReasonRemoved = "removed by a reload"
 
 // The reasons a candidate was not tried when the call ended at another's
@@ -210,6 +210,15 @@ calls:
 			}
 			c := &p.Candidates[i]
 			prov, h := set.Providers[p.order[i]], st.health[p.order[i]]
+			if r.state.Load() != st {
+				// A reload since the plan: the attempt goes to the instance
+				// of that name serving now, as configured now.
+				if prov, h = r.reresolve(c.Provider); prov == nil {
+					t.out = true
+					p.skip(c.Provider, ReasonRemoved)
+					continue
+				}
+			}
 			if reason, ok := p.forbidden[c.Provider]; ok {
 				t.out = true
 				p.skip(c.Provider, reason)

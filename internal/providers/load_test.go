@@ -32,7 +32,7 @@ func (o *fakeOpener) Open(_ context.Context, name, plugin, mode string, cfg plug
 	if o.opened == nil {
 		o.opened = map[string][]*fakeInstance{}
 	}
-	i := &fakeInstance{name: name, cfg: cfg, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	i := &fakeInstance{name: name, cfg: cfg, release: make(chan struct{}), entered: make(chan struct{}, 1), pin: make(chan struct{})}
 	o.opened[name] = append(o.opened[name], i)
 	return i, nil
 }
@@ -51,20 +51,30 @@ func (o *fakeOpener) count(name string) int {
 }
 
 // fakeInstance answers chat calls; a call with Model "hold" waits for
-// release.
+// release, then fails when failHeld says so; one with Model "pin" waits
+// for pin to close. Each tells entered when it is in flight.
 type fakeInstance struct {
-	name    string
-	cfg     pluginapi.ProviderConfig
-	release chan struct{}
-	entered chan struct{}
-	mu      sync.Mutex
-	closed  bool
+	name     string
+	cfg      pluginapi.ProviderConfig
+	release  chan struct{}
+	entered  chan struct{}
+	pin      chan struct{}
+	failHeld bool
+	mu       sync.Mutex
+	closed   bool
 }
 
 func (i *fakeInstance) Chat(_ context.Context, req pluginapi.ChatRequest) (pluginapi.ChatResponse, error) {
+	if req.Model == "pin" {
+		i.entered <- struct{}{}
+		<-i.pin
+	}
 	if req.Model == "hold" {
 		i.entered <- struct{}{}
 		<-i.release
+		if i.failHeld {
+			return pluginapi.ChatResponse{}, &pluginapi.ProviderError{Status: 503, Type: "upstream_error", Message: "down"}
+		}
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -283,6 +293,42 @@ func TestACallPlannedBeforeAReloadUsesTheNewInstance(t *testing.T) {
 	assert.Equal(t, "a", string(res.Body))
 	assert.Equal(t, []string{"a:ok"}, outcomes(p), "the closed instance is no attempt")
 	assert.Equal(t, "a", p.Answered)
+}
+
+// A call's attempt after a reload goes to the instance as the reload
+// configured it, its first one having failed on the one it replaced, even
+// while another call keeps that one open.
+func TestARetryAfterAReloadGoesToTheNewInstance(t *testing.T) {
+	m, opener, write := managed(t, "retries: {max_attempts: 3, backoff: 1ms}\nproviders:\n  - name: a\n    plugin: mock\n")
+	old := opener.last("a")
+	old.failHeld = true
+	call := func(model string, done chan<- error) {
+		p, err := m.Router().Plan(model)
+		if err == nil {
+			_, err = m.Router().Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: model})
+		}
+		done <- err
+	}
+	pinned, held := make(chan error, 1), make(chan error, 1)
+	go call("pin", pinned) // keeps the old instance open
+	<-old.entered
+	go call("hold", held)
+	<-old.entered
+	write("retries: {max_attempts: 3, backoff: 1ms}\nproviders:\n  - name: a\n    plugin: mock\n    timeout: 5s\n")
+	require.NoError(t, m.Reload(context.Background()))
+	fresh := opener.last("a")
+	require.NotSame(t, old, fresh)
+	close(old.release) // the held call's first attempt fails
+	select {
+	case <-fresh.entered:
+	case <-old.entered:
+		t.Fatal("the retry went to the instance the reload replaced")
+	}
+	close(fresh.release)
+	require.NoError(t, <-held)
+	assert.Equal(t, 5*time.Second, fresh.cfg.Timeout, "the retry went to a as now configured")
+	close(old.pin)
+	require.NoError(t, <-pinned)
 }
 
 func TestACallPlannedBeforeAReloadSkipsARemovedInstance(t *testing.T) {
