@@ -609,9 +609,8 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 			})})
 		}
 	default:
-		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
-			Provider: run.Provider, Status: status, Error: failure, LatencyMS: run.LatencyMS, Attempt: attempt,
-		})})
+		// No attempt was made (every candidate skipped): no provider
+		// failed, and the route explanation says why none was tried.
 	}
 	if c.hit != nil {
 		g.cache.Served(run.TenantID, cache.ExactResponse)

@@ -401,6 +401,24 @@ func TestEmbeddingsGoToAProviderThatServesThem(t *testing.T) {
 	assert.Contains(t, explanation(t, rec.last(t))["rejected"], map[string]any{"route": "live", "provider": "a", "reason": "model not served: no embeddings"})
 }
 
+// A call no candidate could be tried for tells no provider.failed: no
+// provider failed, and the route explanation says why none was tried.
+func TestACallWithNoAttemptTellsNoProviderFailure(t *testing.T) {
+	rec := &recorder{}
+	set := &providers.Set{
+		Providers: []*providers.Provider{{Name: "a", Plugin: "anthropic", Impl: &provider{}}, {Name: "b", Plugin: "anthropic", Impl: &provider{}}},
+		Retries:   providers.Retries{MaxAttempts: 2},
+	}
+	gw := gateway.New(gateway.Options{Router: providers.NewRouter(set, nil), Recorder: rec})
+	req, err := gateway.ParseEmbedRequest([]byte(`{"model":"gpt-e","input":"hello"}`))
+	require.NoError(t, err)
+	_, err = gw.Embed(context.Background(), caller(auth.Optimize), req)
+	require.Error(t, err)
+	assert.Equal(t, 404, httpstatus.Of(err))
+	assert.Empty(t, events(t, rec.last(t), "provider.failed"))
+	assert.Contains(t, explanation(t, rec.last(t))["rejected"], map[string]any{"route": "live", "provider": "b", "reason": "model not served: no embeddings"})
+}
+
 func TestModelsListEveryProviderAndTheRoutes(t *testing.T) {
 	set := &providers.Set{
 		Providers: []*providers.Provider{{Name: "a", Plugin: "openai", Impl: &listing{models: []pluginapi.Model{{ID: "gpt-4o"}}}},
