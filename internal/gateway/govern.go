@@ -193,7 +193,8 @@ type verdictEvent struct {
 
 // block records the run as blocked and returns the error to answer with:
 // the 403 of the verdict, or the 429 of the budgets that alone refused it.
-// also are the alternatives the verdict rejected beside the live route.
+// The run's rejected alternatives are the live route and then also (the
+// providers the verdict forbade, say).
 func (g *Gateway) block(ctx context.Context, c *call, v policy.Verdict, also ...ledger.Alternative) error {
 	run := c.run
 	run.Route = ledger.RouteBlocked
