@@ -166,7 +166,8 @@ type streamTranslator struct {
 	usage     msgUsage
 	roleSent  bool               // the role chunk, which comes first
 	tools     map[int]*toolBlock // content block index → its tool call
-	finished  bool
+	started   bool               // message_start came
+	finished  bool               // message_delta's stop reason came
 	stopped   bool
 }
 
@@ -186,6 +187,7 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 	}
 	switch ev.Type {
 	case "message_start":
+		t.started = true
 		if ev.Message != nil {
 			t.id, t.model, t.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
 		}
@@ -256,14 +258,16 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			return t.emit(chunkDelta{}, &reason)
 		}
 	case "message_stop":
-		t.stopped = true
-		if !t.finished { // a stop reason never came: end the choice anyway
-			t.finished = true
-			reason := "stop"
-			if err := t.emit(chunkDelta{}, &reason); err != nil {
-				return err
+		if !t.started || !t.finished {
+			// The Messages API always opens with message_start and gives
+			// its stop reason before message_stop: without them the answer
+			// (and its usage) is not whole, whatever it says.
+			return &pluginapi.ProviderError{
+				Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
+				Message: "provider stream stopped without message_start and a stop reason",
 			}
 		}
+		t.stopped = true
 		return t.end()
 	case "error":
 		typ, msg := "", ""

@@ -305,6 +305,33 @@ func TestStreamEndsBeforeMessageStop(t *testing.T) {
 	assert.Contains(t, pe.Message, "message_stop")
 }
 
+// A message_stop without message_start, or without the message_delta
+// that gives the stop reason, ends no whole answer: the Messages API never
+// sends one so. Nothing sent yet, svc may still try another provider.
+func TestStreamStoppedWithoutItsStartOrStopReason(t *testing.T) {
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n"
+	text := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+	stop := "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for name, c := range map[string]struct {
+		body string
+		sent int
+	}{
+		"message_stop alone":         {stop, 0},
+		"no message_delta":           {start + text + stop, 2}, // the role chunk and "Hi"
+		"no message_start, a finish": {text + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n" + stop, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) { writeStream(w, c.body) })
+			chunks, err := collect(t, f.provider(t), streamReq(helloStream, true))
+			pe := requireProviderError(t, err)
+			assert.Equal(t, 502, pe.Status)
+			assert.Equal(t, "upstream_bad_response", pe.Code)
+			assert.Len(t, chunks, c.sent)
+		})
+	}
+}
+
 func TestStreamBadBodies(t *testing.T) {
 	for name, h := range map[string]http.HandlerFunc{
 		"json, not a stream": func(w http.ResponseWriter, _ *http.Request) {
