@@ -233,7 +233,7 @@ func (r *Request) parseInput() error {
 }
 
 func (r *Request) parseTools() error {
-	r.tools = r.w.Tools
+	r.tools = make([]json.RawMessage, 0, len(r.w.Tools))
 	for i, raw := range r.w.Tools {
 		var t wireTool
 		if err := json.Unmarshal(raw, &t); err != nil {
@@ -247,6 +247,13 @@ func (r *Request) parseTools() error {
 		}
 		r.chatTools = append(r.chatTools, chatTool{Type: "function", Function: chatToolSpec{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+		// Echoed in the response as a stored one rebuilds it, every field
+		// present: the answer and a later GET agree.
+		flat, err := json.Marshal(t)
+		if err != nil {
+			return invalid(fmt.Sprintf("tools[%d].parameters", i), "Invalid 'tools[%d].parameters': expected a JSON schema.", i)
+		}
+		r.tools = append(r.tools, flat)
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func TestResponseFromCompletion(t *testing.T) {
 			 "content":[{"type":"output_text","text":"Checking.","annotations":[],"logprobs":[]}]},
 			{"type":"function_call","id":"fc_aaaaaaaaaaaaaaaaaaaa1","call_id":"call_1","name":"f","arguments":"{\"a\":1}","status":"completed"}],
 		"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,
-		"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[{"type":"function","name":"f"}],
+		"temperature":null,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[{"type":"function","name":"f","description":null,"parameters":null,"strict":null}],
 		"top_p":null,"truncation":"disabled","user":null,
 		"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":5,
 		         "output_tokens_details":{"reasoning_tokens":2},"total_tokens":15}}`, string(b))
@@ -330,6 +330,24 @@ func TestStoredRebuildsTheResponseAndItsConversation(t *testing.T) {
 	assert.Equal(t, "failed", resp.Status)
 	assert.Equal(t, "upstream down", resp.Error.Message)
 	assert.Nil(t, history)
+}
+
+// The tools a response echoes read back the same from its run: every
+// field present, whether the request gave it or not.
+func TestStoredToolsAreTheToolsAnswered(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"q","tools":[{"type":"function","name":"f"},
+		{"type":"function","name":"g","description":"G.","parameters":{"type":"object","properties":{}},"strict":true}]}`))
+	require.NoError(t, err)
+	chatBody, err := r.Chat(nil, nil)
+	require.NoError(t, err)
+	stored, _, err := responses.Stored(responses.Run{ID: "run_aaaaaaaaaaaaaaaaaaaa", Succeeded: true, Request: chatBody,
+		Response: []byte(`{"choices":[{"message":{"content":"a"},"finish_reason":"stop"}]}`)})
+	require.NoError(t, err)
+	answered, _ := json.Marshal(r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 0).Tools)
+	readBack, _ := json.Marshal(stored.Tools)
+	assert.JSONEq(t, `[{"type":"function","name":"f","description":null,"parameters":null,"strict":null},
+		{"type":"function","name":"g","description":"G.","parameters":{"type":"object","properties":{}},"strict":true}]`, string(answered))
+	assert.JSONEq(t, string(answered), string(readBack))
 }
 
 // The instructions, metadata, previous_response_id and store read back as
