@@ -121,7 +121,7 @@ func (r *Router) StreamChat(ctx context.Context, p *Plan, req pluginapi.ChatRequ
 			return nil
 		})
 		if sendErr != nil && errors.Is(err, sendErr) {
-			return true, &clientGone{err}
+			return true, &clientGone{err: err, sent: sendErr}
 		}
 		return sent, err
 	})
@@ -160,6 +160,10 @@ const ReasonNoEmbeddings = ReasonNotServed + ": no embeddings"
 // ReasonRemoved skips a candidate whose name the set a reload put in
 // place since the call was planned no longer holds.
 const ReasonRemoved = "removed by a reload"
+
+// ReasonChanged skips a candidate that a reload since the call was
+// planned gave another plugin, or models without the one planned.
+const ReasonChanged = "changed by a reload: another plugin, or the model no longer served"
 
 // The reasons a candidate was not tried when the call ended at another's
 // answer: the client left, or a stream had begun (it is never replayed).
@@ -212,10 +216,17 @@ calls:
 			prov, h := set.Providers[p.order[i]], st.health[p.order[i]]
 			if r.state.Load() != st {
 				// A reload since the plan: the attempt goes to the instance
-				// of that name serving now, as configured now.
+				// of that name serving now, as configured now, when it is
+				// still what was planned (and judged by the provider rules):
+				// the same plugin, serving the model.
 				if prov, h = r.reresolve(c.Provider); prov == nil {
 					t.out = true
 					p.skip(c.Provider, ReasonRemoved)
+					continue
+				}
+				if prov.Plugin != c.Plugin || !prov.Serves(c.Model) {
+					t.out = true
+					p.skip(c.Provider, ReasonChanged)
 					continue
 				}
 			}
@@ -300,7 +311,7 @@ calls:
 			}
 			progressed = true
 			t.n++
-			p.lastTried = i + 1
+			p.lastTried, p.lastProvider = i+1, prov
 			a.WaitedMS = ms(wait)
 			p.Attempts = append(p.Attempts, a)
 			// A retry is a further attempt on a provider this call already
@@ -461,10 +472,15 @@ func (r *Router) attempt(ctx context.Context, prov *Provider, h *health, model s
 	var unavailable *pluginapi.UnavailableError
 	var gone *clientGone
 	switch {
-	case errors.As(err, &gone) && errors.As(gone.err, &pe):
+	case errors.As(err, &gone) && errors.As(gone.sent, &pe):
 		// The caller refused a chunk as the provider's fault (an answer
 		// svc does not pass on): the stream began, and the provider failed.
+		// An answer past svc's own bound on what it holds says nothing of
+		// the provider's health: every tenant's calls share its breaker.
 		a.Outcome, a.Error, v = OutcomeError, pe.Message, verdictSent
+		if pe.Code == pluginapi.CodeResponseTooLarge {
+			result = resultNeutral
+		}
 		err = gone.err
 	case errors.As(err, &gone):
 		a.Outcome, a.Error, v, result = OutcomeCancelled, "the client went away", verdictSent, resultNeutral
@@ -548,7 +564,10 @@ var errTimedOut = errors.New("the attempt timed out")
 
 // clientGone is a stream cut because send failed: the client went away,
 // or (a ProviderError) the caller refused the chunk as the provider's.
-type clientGone struct{ err error }
+type clientGone struct {
+	err  error // the stream's error
+	sent error // send's, which cut it
+}
 
 func (e *clientGone) Error() string { return e.err.Error() }
 func (e *clientGone) Unwrap() error { return e.err }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-gateway/svc/internal/pricing"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
@@ -327,6 +328,49 @@ func TestARetryAfterAReloadGoesToTheNewInstance(t *testing.T) {
 	close(fresh.release)
 	require.NoError(t, <-held)
 	assert.Equal(t, 5*time.Second, fresh.cfg.Timeout, "the retry went to a as now configured")
+	close(old.pin)
+	require.NoError(t, <-pinned)
+}
+
+// After a reload, a planned candidate whose instance now serves other
+// models is skipped, and the call is priced by the instance last tried, as
+// the reload configured it.
+func TestARetryAfterAReloadKeepsToWhatWasPlanned(t *testing.T) {
+	const retries = "retries: {max_attempts: 3, backoff: 1ms}\n"
+	m, opener, write := managed(t, retries+twoMocks)
+	old := opener.last("a")
+	old.failHeld = true
+	plan := make(chan *Plan, 1)
+	held, pinned := make(chan error, 1), make(chan error, 1)
+	go func() {
+		p, _ := m.Router().Plan("pin")
+		_, err := m.Router().Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "pin"})
+		pinned <- err
+	}()
+	<-old.entered // a stays open under this call
+	go func() {
+		p, _ := m.Router().Plan("hold")
+		_, err := m.Router().Chat(context.Background(), p, pluginapi.ChatRequest{Body: []byte(`{}`), Model: "hold"})
+		plan <- p
+		held <- err
+	}()
+	<-old.entered
+	write(retries + "providers:\n  - name: a\n    plugin: mock\n    models: [other]\n" +
+		"  - name: b\n    plugin: mock\n    api_key_env: OPENAI_KEY\n    prices: {hold: {input: 1000000, output: 0}}\n")
+	require.NoError(t, m.Reload(context.Background()))
+	b := opener.last("b")
+	b.failHeld = true
+	close(old.release) // the first attempt fails on the a planned
+	<-b.entered
+	close(b.release) // and the second on the b the reload made
+	p := <-plan
+	var exhausted *ExhaustedError
+	require.ErrorAs(t, <-held, &exhausted)
+	assert.Equal(t, []string{"a:error", "b:error", "b:error"}, outcomes(p))
+	assert.Equal(t, []Skipped{{Provider: "a", Reason: ReasonChanged}}, p.Skipped, "a serves other models now")
+	usd, known := m.Router().Cost(p, pricing.Tokens{Prompt: 3})
+	assert.True(t, known)
+	assert.InDelta(t, 3.0, usd, 1e-9, "priced as the b the reload configured")
 	close(old.pin)
 	require.NoError(t, <-pinned)
 }

@@ -179,6 +179,9 @@ type Plan struct {
 	// may list one provider twice, with two models: the name alone does
 	// not tell which answered.
 	lastTried int
+	// lastProvider is the instance last tried: after a reload, not the
+	// plan's own (its prices price the call).
+	lastProvider *Provider
 	// forbidden are the candidates a policy forbids, with the reason.
 	forbidden map[string]string
 	// st is the router's state the plan was made from: its calls use the

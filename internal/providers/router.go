@@ -266,7 +266,7 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 	wg.Wait()
 	var out []pluginapi.Model
 	seen := map[string]bool{}
-	kinds := map[string]string{} // each model listed, by id: what it answers
+	kinds := map[listed]string{} // each model listed: what it answers
 	var firstErr error
 	failed := 0
 	for i, p := range set.Providers {
@@ -278,9 +278,7 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 			continue
 		}
 		for _, m := range lists[i] {
-			if _, ok := kinds[m.ID]; !ok {
-				kinds[m.ID] = m.Kind
-			}
+			kinds[listed{p.Name, m.ID}] = m.Kind
 			if !seen[m.ID] && p.Serves(m.ID) {
 				seen[m.ID] = true
 				out = append(out, m)
@@ -299,15 +297,18 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 	return out, nil
 }
 
+// listed is a model as one provider listed it.
+type listed struct{ provider, model string }
+
 // routeKind is what a route's alias answers: what the first of its
-// targets' models a provider listed answers, else chat.
-func routeKind(rt Route, kinds map[string]string) string {
+// targets' models answers, as the target's provider listed it, else chat.
+func routeKind(rt Route, kinds map[listed]string) string {
 	for _, t := range rt.Targets {
 		model := t.Model
 		if model == "" {
 			model = rt.Model
 		}
-		if kind, ok := kinds[model]; ok && kind != "" {
+		if kind := kinds[listed{t.Provider, model}]; kind != "" {
 			return kind
 		}
 	}
@@ -324,7 +325,10 @@ func (r *Router) Cost(p *Plan, n pricing.Tokens) (usd float64, known bool) {
 	var prov *Provider
 	if i := max(p.lastTried-1, 0); i < len(p.Candidates) {
 		upstream = p.Candidates[i].Model
-		if p.st != nil {
+		switch {
+		case p.lastProvider != nil:
+			prov = p.lastProvider
+		case p.st != nil:
 			prov = p.st.set.Providers[p.order[i]]
 		}
 	}
