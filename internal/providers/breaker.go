@@ -77,7 +77,8 @@ func (h *health) admit(clock func() time.Time, limits bool) (ok, probe bool, rea
 // outAfter says, changing nothing, whether the provider will still be out
 // of rotation once wait has passed (its breaker open, or for a call with
 // another provider to go to, its rate limit), and why: a call does not
-// wait before an attempt admit would refuse.
+// wait before an attempt admit would refuse. A half-open breaker is not
+// out: whether its probe is free once the wait is over cannot be known now.
 func (h *health) outAfter(clock func() time.Time, limits bool, wait time.Duration) (out bool, reason string, limitedFor time.Duration) {
 	if !h.troubled.Load() {
 		return false, "", 0
