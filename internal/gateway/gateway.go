@@ -149,6 +149,9 @@ type call struct {
 	// embeddings says the call is an embeddings call.
 	embeddings     bool
 	calledProvider bool
+	// answerRefused says that the provider answered and svc refused the
+	// answer (one it does not pass on): the provider's failure, not svc's.
+	answerRefused bool
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -521,6 +524,10 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 		return context.Canceled
 	}
 	perr := g.providerError(err)
+	switch errs.Code(perr) {
+	case pluginapi.CodeBadResponse, pluginapi.CodeResponseTooLarge:
+		c.answerRefused = true
+	}
 	if rerr := g.finish(ctx, c, httpstatus.Of(perr), errs.Public(perr)); rerr != nil {
 		return rerr
 	}
@@ -581,12 +588,8 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 	switch {
 	case !c.calledProvider:
 		// Stopped before the provider, or answered from the cache.
-	case c.providerFailure != nil && attempt > 1: // a cached answer stood in for the failed providers
+	case c.providerFailure != nil: // a cached answer stood in for the failed providers
 		events = g.failedAttempts(events, c, end)
-	case c.providerFailure != nil: // a cached answer stood in for the failed provider
-		events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
-			Provider: run.Provider, Status: httpstatus.Of(c.providerFailure), Error: errs.Public(c.providerFailure), Attempt: attempt,
-		})})
 	case status == httpstatus.ClientClosed: // the call was cut, not failed
 		events = g.failedAttempts(events, c, end)
 		events = append(events, ledger.Event{Type: "provider.cancelled", At: end, Payload: payload(providerEvent{
@@ -601,9 +604,8 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		})})
 	case attempt > 0: // each failed attempt is told
 		events = g.failedAttempts(events, c, end)
-		if last := c.plan.Attempts[attempt-1]; last.Outcome == providers.OutcomeOK {
-			// The provider answered, and its answer failed the call (one
-			// svc does not pass on).
+		if last := c.plan.Attempts[attempt-1]; last.Outcome == providers.OutcomeOK && c.answerRefused {
+			// The provider answered, and svc refused its answer.
 			events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
 				Provider: last.Provider, Status: status, Error: failure, LatencyMS: last.LatencyMS, Attempt: attempt,
 			})})

@@ -449,6 +449,7 @@ func TestProviderFailureFallsBackToACachedAnswer(t *testing.T) {
 		require.NotNil(t, rec.Run.Explanation.Fallback)
 		failed := event(t, rec, "provider.failed")
 		assert.InDelta(t, 502, failed["status"], 0, "the provider's failure is recorded as the 502 it would have been")
+		assert.InDelta(t, 503, failed["upstreamStatus"], 0, "told as any failed attempt")
 		assert.Equal(t, "overloaded", failed["error"])
 		assert.Equal(t, true, event(t, rec, "cache.hit")["fallback"])
 	})

@@ -85,9 +85,10 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 		attrs.Add(semconv.GenAIRequestMaxTokens(req.MaxTokens))
 	}
 	attrs.Add(tracing.Route.String(run.Route))
-	// A blocked call went to no provider: none is named (its run keeps
-	// the one planned first).
-	if run.Provider != "" && run.Route != ledger.RouteBlocked {
+	// A call blocked before any provider was called names none (its run
+	// keeps the one planned first); one blocked on its answer's tool calls
+	// names the provider that answered.
+	if run.Provider != "" && (run.Route != ledger.RouteBlocked || c.plan != nil && len(c.plan.Attempts) > 0) {
 		attrs.Add(tracing.Provider.String(run.Provider))
 		if plugin := c.plugin(run.Provider); plugin != "" {
 			attrs.Add(semconv.GenAIProviderNameKey.String(plugin))

@@ -157,6 +157,9 @@ func TestTracedToolCallPolicy(t *testing.T) {
 	assert.Equal(t, "deny", attrsOf(pol)["svc.policy.decision"].AsString())
 	record := spanNamed(t, spans, "ledger.record", trace.SpanKindInternal)
 	assert.Equal(t, call.SpanContext().SpanID(), record.Parent().SpanID())
+	assert.Equal(t, "blocked", attrsOf(call)["svc.route"].AsString())
+	assert.Contains(t, attrsOf(call), attribute.Key("gen_ai.provider.name"), "blocked on its answer: the provider that answered is named")
+	assert.Contains(t, attrsOf(call), attribute.Key("svc.provider"))
 }
 
 // Captured content is cut at 64 KiB, at a character's boundary.
