@@ -155,7 +155,7 @@ type rawDoc struct {
 // Env looks a variable of svc's environment up (os.LookupEnv).
 type Env func(name string) (string, bool)
 
-// ReadFile reads a file (os.ReadFile): an api_key_file.
+// ReadFile reads a file (conffile.Read): an api_key_file.
 type ReadFile func(name string) ([]byte, error)
 
 // Parse reads the providers file at source, whose contents are data:
@@ -595,12 +595,10 @@ func (p *parser) fieldProblems(entry, key string, value json.RawMessage, t refle
 	if err == nil {
 		return
 	}
-	// A list whose items are at fault is told item by item; a list where
-	// the field takes none (headers: [a, b]) is one problem.
-	var te *json.UnmarshalTypeError
-	listTaken := !errors.As(err, &te) || te.Value != "array"
+	// A list field's items are told one by one; a list where the field
+	// takes none (headers: [a, b]) is one problem.
 	var items []json.RawMessage
-	if listTaken && json.Unmarshal(value, &items) == nil && len(items) > 0 {
+	if isList(t, key) && json.Unmarshal(value, &items) == nil && len(items) > 0 {
 		told := false
 		for j, item := range items {
 			if err := alone(json.RawMessage("[" + string(item) + "]")); err != nil {
@@ -613,6 +611,17 @@ func (p *parser) fieldProblems(entry, key string, value json.RawMessage, t refle
 		}
 	}
 	p.fail(entry, "", "%s", typeProblem(err, ""))
+}
+
+// isList says whether t's field of JSON name key is a list.
+func isList(t reflect.Type, key string) bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f.Type.Kind() == reflect.Slice
+		}
+	}
+	return false
 }
 
 // field is one key of a JSON object and its value.

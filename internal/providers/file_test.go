@@ -314,6 +314,13 @@ routes:
 		`p.yaml: providers[0] (name "m"): headers: must be an object, not an array`,
 		`p.yaml: providers[0] (name "m"): prices: must be an object, not an array`,
 	}, strings.Split(err.Error(), "\n"), "a list where the field takes none is one problem")
+
+	_, err = parse("p.yaml", "providers:\n  - name: m\n    plugin: mock\n    models: [[a], gpt-4o, [b]]\n")
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`p.yaml: providers[0] (name "m"): models[0]: must be a string, not an array`,
+		`p.yaml: providers[0] (name "m"): models[2]: must be a string, not an array`,
+	}, strings.Split(err.Error(), "\n"), "a list's items that are lists, each told")
 }
 
 // A key refused in one entry does not hide those of the others: each
