@@ -27,8 +27,14 @@ func (e *TooLargeError) Error() string { return fmt.Sprintf("larger than %d byte
 // error is an *fs.PathError, as the os package's are: its Err is the os
 // package's, ErrNotRegular or a *TooLargeError.
 func Read(path string, limit int64) ([]byte, error) {
-	// Opened without blocking, so that a pipe with no writer is refused
-	// rather than waited on; a regular file reads as ever.
+	// What is no regular file is not even opened (opening a device may
+	// do something); then opened without blocking, should a pipe have
+	// taken its place since, and checked again.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/svc-gateway/svc/internal/conffile"
 	"github.com/svc-gateway/svc/internal/errs"
 )
 
@@ -112,6 +113,10 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	return &Tracing{provider: sdk, tracer: sdk.Tracer(Name), sdk: sdk}, nil
 }
 
+// readPEM reads a certificate or key file the OTEL_* variables name: a
+// regular file of at most 1 MiB.
+func readPEM(path string) ([]byte, error) { return conffile.Read(path, 1<<20) }
+
 // protocol is the OTLP protocol the variables ask for, http/protobuf by
 // default.
 func protocol(getenv func(string) string) string {
@@ -131,7 +136,7 @@ func newExporter(ctx context.Context, proto string, getenv func(string) string) 
 	case "grpc":
 		return otlptracegrpc.New(ctx)
 	case "http/protobuf":
-		return newHTTPExporter(readHTTPConfig(getenv, os.ReadFile, otel.Handle)), nil
+		return newHTTPExporter(readHTTPConfig(getenv, readPEM, otel.Handle)), nil
 	default:
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not a protocol svc exports with (grpc, http/protobuf)", proto)
 	}
