@@ -91,7 +91,9 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	if o.Logger != nil {
 		// The SDK reports through one handler per process; svc has one
 		// tracer provider.
-		w := &warnings{log: o.Logger, every: warningInterval, now: time.Now}
+		w := &warnings{log: o.Logger, every: warningInterval, now: time.Now, afterFunc: func(d time.Duration, f func()) func() bool {
+			return time.AfterFunc(d, f).Stop
+		}}
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(w.Handle))
 	}
 	exporter, err := newExporter(ctx, protocol(getenv), getenv)
