@@ -102,6 +102,10 @@ func (e providerEvent) appendJSON(b []byte) ([]byte, bool) {
 		b = append(b, `,"upstreamStatus":`...)
 		b = jsonenc.Int(b, int64(e.UpstreamStatus))
 	}
+	if e.Code != "" {
+		b = append(b, `,"code":`...)
+		b = jsonenc.String(b, e.Code)
+	}
 	return append(b, '}'), true
 }
 

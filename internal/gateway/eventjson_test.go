@@ -123,7 +123,7 @@ func TestEventPayloadsAreEncodingJSONs(t *testing.T) {
 		route := routeEvent{Route: g.str(), Reason: g.str(), Policy: g.str()}
 		sameAsMarshal(t, enc(route.appendJSON(nil)), route)
 		prov := providerEvent{Provider: g.str(), Status: int(g.int()), PromptTokens: g.int(), CompletionTokens: g.int(),
-			UsageUnknown: g.bool(), CostUSD: g.float(), LatencyMS: g.float(), Error: g.str(), Attempt: int(g.int()), UpstreamStatus: int(g.int())}
+			UsageUnknown: g.bool(), CostUSD: g.float(), LatencyMS: g.float(), Error: g.str(), Attempt: int(g.int()), UpstreamStatus: int(g.int()), Code: g.str()}
 		sameAsMarshal(t, enc(prov.appendJSON(nil)), prov)
 		hit := cacheHitEvent{Tier: g.str(), SourceRunID: g.str(), StoredAt: g.time(), Fallback: g.bool(), SavedUSD: g.float(), SavedMS: g.float()}
 		sameAsMarshal(t, enc(hit.appendJSON(nil)), hit)
@@ -180,7 +180,7 @@ func FuzzEventJSON(f *testing.F) {
 	f.Add("openai", "the provider <failed> & \u2028", int64(24), 0.0000102, 10.9, int64(1_700_000_000_123), true)
 	f.Fuzz(func(t *testing.T, s1, s2 string, n int64, x, y float64, ms int64, flag bool) {
 		prov := providerEvent{Provider: s1, Status: int(n), PromptTokens: n, CompletionTokens: -n, UsageUnknown: flag, CostUSD: x,
-			LatencyMS: y, Error: s2, Attempt: int(n >> 1), UpstreamStatus: int(n)}
+			LatencyMS: y, Error: s2, Attempt: int(n >> 1), UpstreamStatus: int(n), Code: s1}
 		sameAsMarshal(t, enc(prov.appendJSON(nil)), prov)
 		req := requestEvent{Model: s1, Stream: flag, Messages: int(n), Tools: int(-n), App: s2, Agent: s1, Subject: s2, Mode: s1}
 		sameAsMarshal(t, enc(req.appendJSON(nil)), req)

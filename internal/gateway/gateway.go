@@ -149,9 +149,10 @@ type call struct {
 	// embeddings says the call is an embeddings call.
 	embeddings     bool
 	calledProvider bool
-	// answerRefused says that the provider answered and svc refused the
-	// answer (one it does not pass on): the provider's failure, not svc's.
-	answerRefused bool
+	// failureCode is the error code a call the provider failed was
+	// answered with, told on its last provider.failed event (a stored
+	// response's error reads it back).
+	failureCode string
 }
 
 func (g *Gateway) begin(id *auth.Identity, req *Request) *call {
@@ -524,10 +525,7 @@ func (g *Gateway) fail(ctx context.Context, c *call, err error) error {
 		return context.Canceled
 	}
 	perr := g.providerError(err)
-	switch errs.Code(perr) {
-	case pluginapi.CodeBadResponse, pluginapi.CodeResponseTooLarge:
-		c.answerRefused = true
-	}
+	c.failureCode = errs.Code(perr)
 	if rerr := g.finish(ctx, c, httpstatus.Of(perr), errs.Public(perr)); rerr != nil {
 		return rerr
 	}
@@ -604,10 +602,11 @@ func (g *Gateway) finish(ctx context.Context, c *call, status int, failure strin
 		})})
 	case attempt > 0: // each failed attempt is told
 		events = g.failedAttempts(events, c, end)
-		if last := c.plan.Attempts[attempt-1]; last.Outcome == providers.OutcomeOK && c.answerRefused {
+		refused := c.failureCode == pluginapi.CodeBadResponse || c.failureCode == pluginapi.CodeResponseTooLarge
+		if last := c.plan.Attempts[attempt-1]; last.Outcome == providers.OutcomeOK && refused {
 			// The provider answered, and svc refused its answer.
 			events = append(events, ledger.Event{Type: "provider.failed", At: end, Payload: payload(providerEvent{
-				Provider: last.Provider, Status: status, Error: failure, LatencyMS: last.LatencyMS, Attempt: attempt,
+				Provider: last.Provider, Status: status, Error: failure, Code: c.failureCode, LatencyMS: last.LatencyMS, Attempt: attempt,
 			})})
 		}
 	default:
@@ -681,6 +680,9 @@ type providerEvent struct {
 	// is the status the provider answered that attempt with.
 	Attempt        int `json:"attempt,omitempty"`
 	UpstreamStatus int `json:"upstreamStatus,omitempty"`
+	// Code, on the last provider.failed event of a call that failed, is
+	// the error code the call was answered with.
+	Code string `json:"code,omitempty"`
 }
 
 func mustJSON(v any) json.RawMessage {

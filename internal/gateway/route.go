@@ -180,9 +180,12 @@ func (g *Gateway) failedAttempts(events []ledger.Event, c *call, at time.Time) [
 		if a.Outcome == providers.OutcomeOK || a.Outcome == providers.OutcomeCancelled {
 			continue
 		}
-		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: payload(providerEvent{
-			Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.attemptText(c, a.Error),
-			LatencyMS: a.LatencyMS, Attempt: i + 1})})
+		e := providerEvent{Provider: a.Provider, Status: attemptStatus(a), UpstreamStatus: a.Status, Error: g.attemptText(c, a.Error),
+			LatencyMS: a.LatencyMS, Attempt: i + 1}
+		if i == len(c.plan.Attempts)-1 {
+			e.Code = c.failureCode // the call's, when this attempt ended it failed
+		}
+		events = append(events, ledger.Event{Type: "provider.failed", At: at, Payload: payload(e)})
 	}
 	return events
 }

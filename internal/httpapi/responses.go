@@ -122,6 +122,25 @@ func (s *Server) storedResponse(ctx context.Context, tenantID, id string) (respo
 	return resp, history, nil
 }
 
+// failureCode is the error code a failed run was answered with, as its
+// last provider.failed event tells it; otherwise the run's status (a run
+// recorded before events told it, or blocked).
+func failureCode(events []ledger.Event, status string) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != "provider.failed" {
+			continue
+		}
+		var failed struct {
+			Code string `json:"code"`
+		}
+		if json.Unmarshal(events[i].Payload, &failed) == nil && failed.Code != "" {
+			return failed.Code
+		}
+		break
+	}
+	return status
+}
+
 // storedRun is the run behind one of the tenant's responses that was not
 // deleted, with the origin its request kept.
 func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.Run, error) {
@@ -145,7 +164,7 @@ func (s *Server) storedRun(ctx context.Context, tenantID, id string) (responses.
 	}
 	run := d.Run
 	out := responses.Run{ID: run.ID, CreatedAt: run.CreatedAt.Unix(), Model: run.Model,
-		Succeeded: run.Status == ledger.StatusOK, ErrorCode: run.Status, Error: run.Error,
+		Succeeded: run.Status == ledger.StatusOK, ErrorCode: failureCode(d.Events, run.Status), Error: run.Error,
 		Request: run.Request, Response: run.Response}
 	if len(d.Events) > 0 && d.Events[0].Type == "request.received" {
 		var received struct {

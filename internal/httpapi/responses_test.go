@@ -487,6 +487,8 @@ func TestResponsesStreamCutMidwaySaysSo(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.status, got.body)
 	assert.Equal(t, "failed", got.json["status"])
 	assert.Contains(t, got.json["error"].(map[string]any)["message"], "upstream closed the connection")
+	assert.Equal(t, failed["error"].(map[string]any)["code"], got.json["error"].(map[string]any)["code"], "the code streamed, read back")
+	assert.NotEqual(t, "error", got.json["error"].(map[string]any)["code"])
 	next := ts.call(t, "POST", "/v1/responses", bootstrap, `{"model":"gpt-4o-mini","input":"hi","previous_response_id":"`+failed["id"].(string)+`"}`)
 	assert.Equal(t, http.StatusBadRequest, next.status, next.body)
 	assert.Equal(t, "previous_response_id", next.json["error"].(map[string]any)["param"])
