@@ -246,6 +246,19 @@ func tracedCall(t *testing.T, p *proc) string {
 	return res.Header.Get("x-svc-run-id")
 }
 
+// sendTraced sends a request under the caller's span in trace, and
+// returns its answer's status.
+func sendTraced(t *testing.T, p *proc, method, path, body, trace string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("traceparent", "00-"+trace+"-"+callerSpan+"-01")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // requestLog waits for the request log line of path.
 func requestLog(t *testing.T, p *proc, path string) map[string]any {
 	t.Helper()
@@ -352,13 +365,7 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			// A call refused before the gateway read its model still has
 			// its call span, named by the operation, with its error.
 			const badTrace = "5bf92f3577b34da6a3ce929d0e0e4737"
-			req, err := http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(`{"model":`))
-			require.NoError(t, err)
-			req.Header.Set("traceparent", "00-"+badTrace+"-"+callerSpan+"-01")
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			res.Body.Close()
-			require.Equal(t, http.StatusBadRequest, res.StatusCode)
+			require.Equal(t, http.StatusBadRequest, sendTraced(t, p, "POST", "/v1/chat/completions", `{"model":`, badTrace))
 			refused := col.trace(t, badTrace, "POST /v1/chat/completions", "chat", "authenticate")
 			refusedCall := one(t, refused, "chat", tracepb.Span_SPAN_KIND_INTERNAL)
 			assert.Equal(t, one(t, refused, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER).spanID(), refusedCall.parentID())
@@ -371,13 +378,8 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			// A body refused by its length before the mux still names the
 			// route it was sent to.
 			const largeTrace = "5bf92f3577b34da6a3ce929d0e0e4739"
-			req, err = http.NewRequest("POST", "http://"+p.addr+"/v1/chat/completions", strings.NewReader(strings.Repeat("x", 70000)))
-			require.NoError(t, err)
-			req.Header.Set("traceparent", "00-"+largeTrace+"-"+callerSpan+"-01")
-			res, err = http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			res.Body.Close()
-			require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
+			require.Equal(t, http.StatusRequestEntityTooLarge,
+				sendTraced(t, p, "POST", "/v1/chat/completions", strings.Repeat("x", 70000), largeTrace))
 			large := col.trace(t, largeTrace, "POST /v1/chat/completions", "chat")
 			assert.Equal(t, "/v1/chat/completions", one(t, large, "POST /v1/chat/completions", tracepb.Span_SPAN_KIND_SERVER).attr("http.route"))
 			largeCall := one(t, large, "chat", tracepb.Span_SPAN_KIND_INTERNAL)
@@ -387,13 +389,7 @@ func TestTracesOfAGatewayCall(t *testing.T) {
 			// The model list is a gateway answer but no call: its server
 			// span has no call span under it.
 			const modelsTrace = "6bf92f3577b34da6a3ce929d0e0e4738"
-			req, err = http.NewRequest("GET", "http://"+p.addr+"/v1/models", nil)
-			require.NoError(t, err)
-			req.Header.Set("traceparent", "00-"+modelsTrace+"-"+callerSpan+"-01")
-			res, err = http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			res.Body.Close()
-			require.Equal(t, http.StatusOK, res.StatusCode)
+			require.Equal(t, http.StatusOK, sendTraced(t, p, "GET", "/v1/models", "", modelsTrace))
 			for _, s := range col.trace(t, modelsTrace, "GET /v1/models", "authenticate") {
 				assert.NotEqual(t, "chat", s.attr("gen_ai.operation.name"), "span %s", s.Name)
 				assert.False(t, strings.HasPrefix(s.Name, "chat") || strings.HasPrefix(s.Name, "embeddings"), "span %s", s.Name)

@@ -1,11 +1,9 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,25 +12,8 @@ import (
 
 	"github.com/svc-gateway/svc/internal/app"
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/logtest"
 )
-
-// lockedBuffer is a log sink safe for the goroutines that log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The "listening" line names the mode svc really admits callers in.
 func TestListeningLogNamesTheAuthMode(t *testing.T) {
@@ -53,7 +34,7 @@ func TestListeningLogNamesTheAuthMode(t *testing.T) {
 				return tc.env[k]
 			})
 			require.NoError(t, err)
-			var logs lockedBuffer
+			var logs logtest.Buffer
 			logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
 			a, err := app.New(context.Background(), app.Options{
 				Config: cfg, Logger: logger, DataDir: t.TempDir(), Provider: &heldProvider{}, Mailer: noMail{},

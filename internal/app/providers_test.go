@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/app"
+	"github.com/svc-gateway/svc/internal/logtest"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/testbin"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
@@ -35,7 +36,7 @@ func TestProvidersFile(t *testing.T) {
 	assert.Contains(t, err.Error(), `providers.yaml: providers[0] (name "a"): weight: must be between 1`)
 
 	write("providers:\n  - name: a\n    plugin: mock\n  - name: b\n    plugin: mock\n")
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
 	a, err := app.New(context.Background(), app.Options{Config: configFor(t, map[string]string{"SVC_PROVIDERS_FILE": path}), DataDir: dir, Logger: logger})
 	require.NoError(t, err, "the database was released by the failed start")

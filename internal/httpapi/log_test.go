@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -23,28 +22,17 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/logtest"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/pkg/netguard"
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// jsonLines are the log lines of buf that are JSON objects.
+func jsonLines(buf *logtest.Buffer) []map[string]any {
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range buf.Lines() {
 		var m map[string]any
 		if json.Unmarshal([]byte(l), &m) == nil {
 			out = append(out, m)
@@ -54,7 +42,7 @@ func (s *syncBuffer) lines() []map[string]any {
 }
 
 func TestOneLogLinePerRequest(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
 	cfg, err := config.FromEnv(func(k string) string {
 		if k == "SVC_API_KEY" {
@@ -76,7 +64,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/keys", nil))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/health", nil)) // debug level: not logged
 
-	lines := buf.lines()
+	lines := jsonLines(&buf)
 	require.Len(t, lines, 2)
 	assert.Equal(t, "request", lines[0]["@message"])
 	assert.Equal(t, "GET", lines[0]["method"])
@@ -86,18 +74,12 @@ func TestOneLogLinePerRequest(t *testing.T) {
 	assert.Contains(t, lines[0], "duration_ms")
 	assert.InDelta(t, float64(http.StatusUnauthorized), lines[1]["status"], 0)
 	assert.Equal(t, "missing_credentials", lines[1]["code"])
-	assert.NotContains(t, buf.b.String(), bootstrap, "credentials are never logged")
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	assert.NotContains(t, buf.String(), bootstrap, "credentials are never logged")
 }
 
 // A gateway request's line names its run.
 func TestGatewayLogLineNamesTheRun(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
 	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
 	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
@@ -108,7 +90,7 @@ func TestGatewayLogLineNamesTheRun(t *testing.T) {
 	var chat []map[string]any
 	require.Eventually(t, func() bool {
 		chat = chat[:0]
-		for _, l := range buf.lines() {
+		for _, l := range jsonLines(&buf) {
 			if l["@message"] == "request" && l["path"] == "/v1/chat/completions" {
 				chat = append(chat, l)
 			}
@@ -127,7 +109,7 @@ func TestGatewayLogLineNamesTheRun(t *testing.T) {
 // A scrape is logged at debug level, like a health probe, and its answer
 // is not cached.
 func TestMetricsScrapeIsQuiet(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
 	ts := newServerOptions(t, bootstrap, nil, &fakeProvider{}, func(o *app.Options) { o.Logger = logger })
 	res := ts.call(t, "GET", "/metrics", bootstrap, "")
@@ -136,14 +118,14 @@ func TestMetricsScrapeIsQuiet(t *testing.T) {
 	settings := ts.call(t, "GET", "/api/v1/settings", bootstrap, "")
 	require.Equal(t, http.StatusOK, settings.status)
 	require.Eventually(t, func() bool {
-		for _, l := range buf.lines() {
+		for _, l := range jsonLines(&buf) {
 			if l["@message"] == "request" && l["path"] == "/api/v1/settings" {
 				return true
 			}
 		}
 		return false
 	}, 5*time.Second, 5*time.Millisecond, "the request after the scrape is logged")
-	for _, l := range buf.lines() {
+	for _, l := range jsonLines(&buf) {
 		assert.False(t, l["@message"] == "request" && l["path"] == "/metrics", "a scrape logged at info: %v", l)
 	}
 }
@@ -158,7 +140,7 @@ func (*panickingProvider) Chat(context.Context, pluginapi.ChatRequest) (pluginap
 // A gateway call that panics is still a gateway answer: a 500 with the
 // overhead, counted, and one request line.
 func TestAPanicIsLoggedAndCounted(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
 	ts := newServerOptions(t, bootstrap, nil, &panickingProvider{}, func(o *app.Options) { o.Logger = logger })
 	res := ts.call(t, "POST", "/v1/chat/completions", bootstrap, triage)
@@ -177,7 +159,7 @@ func TestAPanicIsLoggedAndCounted(t *testing.T) {
 	assert.Equal(t, []string{"chat_completions 5xx"}, failed)
 	var line map[string]any
 	require.Eventually(t, func() bool {
-		for _, l := range buf.lines() {
+		for _, l := range jsonLines(&buf) {
 			if l["@message"] == "request" && l["path"] == "/v1/chat/completions" {
 				line = l
 				return true

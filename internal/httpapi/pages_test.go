@@ -14,6 +14,7 @@ import (
 	"github.com/svc-gateway/svc/internal/auth"
 	"github.com/svc-gateway/svc/internal/config"
 	"github.com/svc-gateway/svc/internal/httpapi"
+	"github.com/svc-gateway/svc/internal/logtest"
 	"github.com/svc-gateway/svc/internal/settings"
 	"github.com/svc-gateway/svc/internal/store/storetest"
 	"github.com/svc-gateway/svc/pkg/netguard"
@@ -22,7 +23,7 @@ import (
 
 // pagesHandler is svc's handler over the real embedded console, logging
 // into buf.
-func pagesHandler(t *testing.T, buf *syncBuffer) http.Handler {
+func pagesHandler(t *testing.T, buf *logtest.Buffer) http.Handler {
 	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Output: buf, JSONFormat: true, Level: hclog.Info})
 	cfg, err := config.FromEnv(func(string) string { return "" })
@@ -36,7 +37,7 @@ func pagesHandler(t *testing.T, buf *syncBuffer) http.Handler {
 }
 
 func TestAccountPagesAreServedAtCleanPaths(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	h := pagesHandler(t, &buf)
 	for path, script := range map[string]string{
 		"/accept-invite":  "/accept-invite.js",
@@ -74,7 +75,7 @@ func TestAccountPagesAreServedAtCleanPaths(t *testing.T) {
 // The token in a page's link reaches neither the request log nor a cache,
 // nor another site through the Referer header.
 func TestAccountPageTokensAreNotLoggedOrCached(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	h := pagesHandler(t, &buf)
 	const secret = "tok-0123456789abcdefSECRET"
 	paths := []string{"/accept-invite", "/reset-password", "/verify-email", "/accept-invite.html"}
@@ -85,7 +86,7 @@ func TestAccountPageTokensAreNotLoggedOrCached(t *testing.T) {
 		assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"), path)
 		assert.Equal(t, "no-referrer", rec.Header().Get("Referrer-Policy"), path)
 	}
-	lines := buf.lines()
+	lines := jsonLines(&buf)
 	require.Len(t, lines, len(paths), "one log line per page request")
 	for i, line := range lines {
 		assert.Equal(t, paths[i], line["path"])

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/config"
+	"github.com/svc-gateway/svc/internal/logtest"
 	"github.com/svc-gateway/svc/internal/plugins"
 	"github.com/svc-gateway/svc/internal/testbin"
 	"github.com/svc-gateway/svc/pkg/chromium"
@@ -41,25 +41,6 @@ func TestMain(m *testing.M) {
 	os.Exit(testbin.Main(m))
 }
 
-// syncBuffer collects the host's log output, written from go-plugin's
-// goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func configFor(t *testing.T, env map[string]string) *config.Config {
 	t.Helper()
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
@@ -67,13 +48,13 @@ func configFor(t *testing.T, env map[string]string) *config.Config {
 	return cfg
 }
 
-func startHost(t *testing.T, env map[string]string) (*plugins.Host, *syncBuffer) {
+func startHost(t *testing.T, env map[string]string) (*plugins.Host, *logtest.Buffer) {
 	t.Helper()
 	if env == nil {
 		env = map[string]string{}
 	}
 	env["SVC_PLUGIN_DIR"] = testbin.PluginDir(t)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: logs, Level: hclog.Trace, JSONFormat: true})
 	h, err := plugins.Start(configFor(t, env), logger)
 	require.NoError(t, err)

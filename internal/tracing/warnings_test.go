@@ -1,10 +1,7 @@
 package tracing
 
 import (
-	"bytes"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,41 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-gateway/svc/internal/fakeclock"
+	"github.com/svc-gateway/svc/internal/logtest"
 )
-
-// logLines is a log's output, read while timers write to it.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.buf.Len() == 0 {
-		return nil
-	}
-	return strings.Split(strings.TrimSpace(l.buf.String()), "\n")
-}
 
 // A collector that is down fails every batch: its warnings come at most
 // one an interval, and the interval's end tells how many it held back,
 // with the last of them, even when no error comes after it.
 func TestTracingWarningsAreOneAnInterval(t *testing.T) {
-	out := &logLines{}
+	out := &logtest.Buffer{}
 	clock := fakeclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	w := &warnings{log: hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Warn}), every: time.Minute,
 		now: clock.Now, afterFunc: clock.AfterFunc}
 	waitLines := func(n int) []string {
 		t.Helper()
-		require.Eventually(t, func() bool { return len(out.lines()) == n }, 10*time.Second, time.Millisecond, "%q", out.lines())
-		return out.lines()
+		require.Eventually(t, func() bool { return len(out.Lines()) == n }, 10*time.Second, time.Millisecond, "%q", out.Lines())
+		return out.Lines()
 	}
 	for range 5 {
 		w.Handle(errors.New("traces not exported: connection refused"))
@@ -65,7 +42,7 @@ func TestTracingWarningsAreOneAnInterval(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	w.Handle(errors.New("traces not exported: connection refused"))
 	require.Eventually(t, func() bool { return clock.Timers() == 1 }, 10*time.Second, time.Millisecond)
-	assert.Len(t, out.lines(), 2, "within a minute of the last warning: held back")
+	assert.Len(t, out.Lines(), 2, "within a minute of the last warning: held back")
 	clock.Advance(time.Minute)
 	waitLines(3)
 
