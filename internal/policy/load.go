@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -168,6 +169,19 @@ func Load(dir string) (*Set, error) {
 	return set, nil
 }
 
+// unknownField is the YAML decoder's words for a key no rule has.
+var unknownField = regexp.MustCompile(`^(line \d+): field (.+) not found in type \S+$`)
+
+// typeProblems words the decoder's problems for a person, without the Go
+// types behind them: "line 5: unknown field "efect"".
+func typeProblems(te *yaml.TypeError) string {
+	out := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		out[i] = unknownField.ReplaceAllString(e, `$1: unknown field "$2"`)
+	}
+	return strings.Join(out, "; ")
+}
+
 // maxFile bounds a policy file.
 const maxFile = 1 << 20
 
@@ -180,6 +194,10 @@ func parse(env *cel.Env, impls map[string]*functions.Overload, source string, b 
 	dec.KnownFields(true)
 	var f file
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("not a policy file: %s", typeProblems(te))
+		}
 		return nil, fmt.Errorf("not a policy file: %w", err)
 	}
 	// A second document (after "---") would be silently ignored: refuse it.

@@ -119,7 +119,7 @@ func TestBadFilesAreRefusedNamingFileAndRule(t *testing.T) {
 		"bad target":         {"policies:\n" + rule("tgt", "email", `true`, "deny"), `rule "tgt": target must be`},
 		"no id":              {"policies:\n  - target: chat\n    when: \"true\"\n    effect: deny\n", `rule "#1": id is required`},
 		"no when":            {"policies:\n  - id: empty\n    target: chat\n    effect: deny\n", `rule "empty": when is required`},
-		"unknown rule field": {"policies:\n  - id: x\n    target: chat\n    when: \"true\"\n    effect: deny\n    severity: high\n", "field severity not found"},
+		"unknown rule field": {"policies:\n  - id: x\n    target: chat\n    when: \"true\"\n    effect: deny\n    severity: high\n", `line 6: unknown field "severity"`},
 		"not yaml":           {"policies: [", "not a policy file"},
 		"two documents":      {"policies:\n" + rule("first", "chat", "true", "allow") + "---\npolicies:\n" + rule("hidden", "chat", "true", "deny"), "one document"},
 	}
