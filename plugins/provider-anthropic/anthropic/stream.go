@@ -262,9 +262,13 @@ func (t *streamTranslator) event(p *Provider, name, data []byte) error {
 			// The Messages API always opens with message_start and gives
 			// its stop reason before message_stop: without them the answer
 			// (and its usage) is not whole, whatever it says.
+			missing := "a stop reason"
+			if !t.started {
+				missing = "message_start"
+			}
 			return &pluginapi.ProviderError{
 				Status: http.StatusBadGateway, Type: typeUpstream, Code: codeBadResponse,
-				Message: "provider stream stopped without message_start and a stop reason",
+				Message: "provider stream stopped without " + missing,
 			}
 		}
 		t.stopped = true

@@ -314,12 +314,12 @@ func TestStreamStoppedWithoutItsStartOrStopReason(t *testing.T) {
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
 	stop := "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	for name, c := range map[string]struct {
-		body string
-		sent int
+		body, missing string
+		sent          int
 	}{
-		"message_stop alone":         {stop, 0},
-		"no message_delta":           {start + text + stop, 2}, // the role chunk and "Hi"
-		"no message_start, a finish": {text + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n" + stop, 3},
+		"message_stop alone":         {stop, "message_start", 0},
+		"no message_delta":           {start + text + stop, "a stop reason", 2}, // the role chunk and "Hi"
+		"no message_start, a finish": {text + "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n" + stop, "message_start", 3},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ wireRequest) { writeStream(w, c.body) })
@@ -327,6 +327,7 @@ func TestStreamStoppedWithoutItsStartOrStopReason(t *testing.T) {
 			pe := requireProviderError(t, err)
 			assert.Equal(t, 502, pe.Status)
 			assert.Equal(t, "upstream_bad_response", pe.Code)
+			assert.Equal(t, "provider stream stopped without "+c.missing, pe.Message)
 			assert.Len(t, chunks, c.sent)
 		})
 	}
