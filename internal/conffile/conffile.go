@@ -1,6 +1,7 @@
 // Package conffile reads the files an operator points svc at (the
-// providers file and its keys, the policy files, the price file): regular
-// files only, of a bounded size. A path to a device, a pipe or a file that
+// providers file and its keys, the policy files, the price file, the
+// ledger key, the OTLP certificates): regular files only, of a bounded
+// size. A path to a device, a pipe or a file that
 // keeps growing is refused at once, rather than read without end or waited
 // on, which would hold a reload (and the signals behind it) for ever.
 package conffile

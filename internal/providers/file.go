@@ -567,9 +567,9 @@ func (p *parser) decode(raw json.RawMessage, v any, entry string) bool {
 	// list item by item, so that every problem is told where it is.
 	before := len(p.errs)
 	if fields, ok := objectFields(raw); ok {
-		empty := reflect.TypeOf(v).Elem()
+		typ := reflect.TypeOf(v).Elem()
 		for _, f := range fields {
-			p.fieldProblems(entry, f.key, f.value, empty)
+			p.fieldProblems(entry, f.key, f.value, typ)
 		}
 	}
 	if len(p.errs) == before {
@@ -615,6 +615,9 @@ func (p *parser) fieldProblems(entry, key string, value json.RawMessage, t refle
 
 // isList says whether t's field of JSON name key is a list.
 func isList(t reflect.Type, key string) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
