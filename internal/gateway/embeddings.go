@@ -220,15 +220,15 @@ func (g *Gateway) Embed(ctx context.Context, id *auth.Identity, req *EmbedReques
 			g.price(c, &res.Usage)
 		}
 	}
-	list, readable := readEmbeddings(body)
+	list := readEmbeddings(body)
 	if c.calledProvider {
-		if problem := list.problem(readable, req); problem != "" {
+		if problem := list.problem(req); problem != "" {
 			// Not passed on, nor cached: the provider's fault, billed as it may be.
 			return Result{RunID: c.run.ID, Route: c.run.Route}, g.fail(ctx, c, &pluginapi.ProviderError{Status: 502,
 				Type: "upstream_error", Code: pluginapi.CodeBadResponse, Message: "the provider's embeddings answer " + problem})
 		}
 	}
-	c.run.Response = list.summary(body, readable)
+	c.run.Response = list.summary(body)
 	if err := g.finish(ctx, c, httpstatus.Of(nil), ""); err != nil {
 		return Result{}, err
 	}
@@ -254,22 +254,26 @@ type embedAnswer struct {
 	Model string          `json:"model"`
 	Data  []embedItem     `json:"data"`
 	Usage json.RawMessage `json:"usage"`
+	// readable is false when the answer does not read as a list.
+	readable bool
 }
 
 // readEmbeddings reads an embeddings answer once, for its check and its
-// summary; readable is false when it does not read as a list.
-func readEmbeddings(body []byte) (list embedAnswer, readable bool) {
-	return list, json.Unmarshal(body, &list) == nil
+// summary.
+func readEmbeddings(body []byte) *embedAnswer {
+	var list embedAnswer
+	list.readable = json.Unmarshal(body, &list) == nil
+	return &list
 }
 
 // summary is what a run keeps of the vectors: how many, their size and
 // encoding, the usage, and the SHA-256 of the answer the client got. The
 // vectors themselves are the cache's to keep, not the ledger's, and are
 // never copied here: an answer may be tens of MiB.
-func (l *embedAnswer) summary(body []byte, readable bool) json.RawMessage {
+func (l *embedAnswer) summary(body []byte) json.RawMessage {
 	sum := sha256.Sum256(body)
 	s := embedSummaryJSON{Object: "embeddings.summary", SHA256: hex.EncodeToString(sum[:]), Bytes: len(body)}
-	if readable {
+	if l.readable {
 		s.Model, s.Vectors, s.Usage = l.Model, len(l.Data), l.Usage
 		if len(l.Data) > 0 {
 			s.Dimensions, s.EncodingFormat = l.Data[0].Embedding.dims, l.Data[0].Embedding.format
@@ -278,13 +282,7 @@ func (l *embedAnswer) summary(body []byte, readable bool) json.RawMessage {
 	return mustJSON(s)
 }
 
-// embedSummary reads body and sums it up (summary).
-func embedSummary(body []byte) json.RawMessage {
-	list, readable := readEmbeddings(body)
-	return list.summary(body, readable)
-}
-
-// embedItem is an item of an embeddings answer as embedSummary reads it:
+// embedItem is an item of an embeddings answer as readEmbeddings reads it:
 // its vector's size, not the vector.
 type embedItem struct {
 	Index     *int        `json:"index"`
@@ -295,8 +293,8 @@ type embedItem struct {
 // "" when nothing is: one vector for each input, each index once, all of
 // one size and in the encoding asked for. svc passes on, and caches, no
 // answer a client could not use.
-func (l *embedAnswer) problem(readable bool, req *EmbedRequest) string {
-	if !readable {
+func (l *embedAnswer) problem(req *EmbedRequest) string {
+	if !l.readable {
 		return "does not read as a list of vectors"
 	}
 	if len(l.Data) != req.Inputs {

@@ -91,9 +91,12 @@ func embedList(n, dims int) []byte {
 	return b.Bytes()
 }
 
+// summarize is what a run keeps of an embeddings answer.
+func summarize(body []byte) json.RawMessage { return readEmbeddings(body).summary(body) }
+
 func TestEmbedSummary(t *testing.T) {
 	var got map[string]any
-	require.NoError(t, json.Unmarshal(embedSummary(embedList(3, 4)), &got))
+	require.NoError(t, json.Unmarshal(summarize(embedList(3, 4)), &got))
 	assert.Equal(t, "embeddings.summary", got["object"])
 	assert.Equal(t, "text-embedding-3-large", got["model"])
 	assert.Equal(t, 3.0, got["vectors"])
@@ -101,7 +104,7 @@ func TestEmbedSummary(t *testing.T) {
 	assert.Equal(t, "float", got["encoding_format"])
 
 	b64 := `{"data":[{"embedding":"AAAAAAAAAAA="}],"model":"m"}`
-	require.NoError(t, json.Unmarshal(embedSummary([]byte(b64)), &got))
+	require.NoError(t, json.Unmarshal(summarize([]byte(b64)), &got))
 	assert.Equal(t, 2.0, got["dimensions"])
 	assert.Equal(t, "base64", got["encoding_format"])
 }
@@ -113,7 +116,7 @@ func TestEmbedSummaryDoesNotCopyTheVectors(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	embedSummary(body)
+	summarize(body)
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(body)/10), "of a %d-byte answer", len(body))
 }
@@ -123,6 +126,6 @@ func BenchmarkEmbedSummary(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		embedSummary(body)
+		summarize(body)
 	}
 }
