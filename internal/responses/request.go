@@ -248,11 +248,9 @@ func (r *Request) parseTools() error {
 		r.chatTools = append(r.chatTools, chatTool{Type: "function", Function: chatToolSpec{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
 		// Echoed in the response as a stored one rebuilds it, every field
-		// present: the answer and a later GET agree.
-		flat, err := json.Marshal(t)
-		if err != nil {
-			return invalid(fmt.Sprintf("tools[%d].parameters", i), "Invalid 'tools[%d].parameters': expected a JSON schema.", i)
-		}
+		// present: the answer and a later GET agree. (What was just read
+		// as JSON writes as JSON.)
+		flat, _ := json.Marshal(t)
 		r.tools = append(r.tools, flat)
 	}
 	return nil
