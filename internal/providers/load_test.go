@@ -360,6 +360,9 @@ func TestARetryAfterAReloadKeepsToWhatWasPlanned(t *testing.T) {
 	require.NoError(t, m.Reload(context.Background()))
 	b := opener.last("b")
 	b.failHeld = true
+	// The a the reload made would answer: a call that went to it fails the
+	// test at once rather than hang.
+	close(opener.last("a").release)
 	close(old.release) // the first attempt fails on the a planned
 	<-b.entered
 	close(b.release) // and the second on the b the reload made
