@@ -2,6 +2,7 @@ package providers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,19 +215,11 @@ calls:
 			}
 			c := &p.Candidates[i]
 			prov, h := set.Providers[p.order[i]], st.health[p.order[i]]
-			if r.state.Load() != st {
-				// A reload since the plan: the attempt goes to the instance
-				// of that name serving now, as configured now, when it is
-				// still what was planned (and judged by the provider rules):
-				// the same plugin, serving the model.
-				if prov, h = r.reresolve(c.Provider); prov == nil {
+			if r.state.Load() != st { // a reload since the plan
+				var gone string
+				if prov, h, gone = r.serving(c); gone != "" {
 					t.out = true
-					p.skip(c.Provider, ReasonRemoved)
-					continue
-				}
-				if prov.Plugin != c.Plugin || !prov.Serves(c.Model) {
-					t.out = true
-					p.skip(c.Provider, ReasonChanged)
+					p.skip(c.Provider, gone)
 					continue
 				}
 			}
@@ -285,11 +278,12 @@ calls:
 			}
 			a, v, err := r.attempt(ctx, prov, h, c.Model, probe, kind, try)
 			for tries := 0; v == verdictRetired; tries++ {
-				// The plan's instance was closed by a reload: the instance
-				// of the same name in the set serving now answers instead.
-				if prov, h = r.reresolve(c.Provider); prov == nil || tries == 3 {
+				// The instance was closed by a reload as the attempt began:
+				// the one serving now answers instead.
+				var gone string
+				if prov, h, gone = r.serving(c); gone != "" || tries == 3 {
 					t.out = true
-					p.skip(c.Provider, ReasonRemoved)
+					p.skip(c.Provider, cmp.Or(gone, ReasonRemoved))
 					continue candidates
 				}
 				if ok, probe, reason, limitedFor = h.admit(r.now, n > 1); !ok {
@@ -414,15 +408,20 @@ func Embeds(impl pluginapi.Provider) bool {
 	return ok
 }
 
-// reresolve is the provider named name in the set serving now, and its
-// health; nil when a reload removed it.
-func (r *Router) reresolve(name string) (*Provider, *health) {
+// serving is the instance that serves candidate c after a reload since its
+// plan: the one of that name in the set serving now, as configured now,
+// when it is still what was planned (and judged by the provider rules),
+// the same plugin serving the model; else nil and why c is skipped.
+func (r *Router) serving(c *Candidate) (*Provider, *health, string) {
 	st := r.state.Load()
-	j, ok := st.byName[name]
+	j, ok := st.byName[c.Provider]
 	if !ok {
-		return nil, nil
+		return nil, nil, ReasonRemoved
 	}
-	return st.set.Providers[j], st.health[j]
+	if prov := st.set.Providers[j]; prov.Plugin != c.Plugin || !prov.Serves(c.Model) {
+		return nil, nil, ReasonChanged
+	}
+	return st.set.Providers[j], st.health[j], ""
 }
 
 // attempt makes one attempt and tells its outcome.
