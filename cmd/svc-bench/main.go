@@ -69,6 +69,8 @@ func main() {
 	flag.IntVar(&o.chaosRetryAfter, "chaos-retry-after", 1, "the Retry-After (whole seconds) of the failing provider's 429s; 0 sends none, so that its failures keep reaching it")
 	relayTo := flag.String("relay", "", "serve as a bare relay to this `URL`, printing the relay's own URL (used by the benchmark itself)")
 	recordCalls := flag.Bool("record", false, "with -relay: decode each call and its answer and journal them before answering (used by the benchmark itself)")
+	spansTo := flag.String("spans", "", "make a call's spans, exported to this OTLP/HTTP `URL`, as many calls as each line of the input says, at -obs-rate (used by the benchmark itself)")
+	makeSpans := flag.Bool("spans-make", true, "with -spans: make the spans; false only keeps the pace")
 	flag.Func("env", "`KEY=VALUE` added to svc's environment, to compare settings (repeatable)", func(kv string) error {
 		if !strings.Contains(kv, "=") {
 			return fmt.Errorf("%q is not KEY=VALUE", kv)
@@ -80,6 +82,13 @@ func main() {
 	if *relayTo != "" {
 		if err := serveRelay(*relayTo, *recordCalls); err != nil {
 			fmt.Fprintln(os.Stderr, "svc-bench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *spansTo != "" {
+		if err := serveSpans(*spansTo, o.obsRate, *makeSpans, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "svc-bench spans:", err)
 			os.Exit(1)
 		}
 		return

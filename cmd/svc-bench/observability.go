@@ -36,8 +36,9 @@ type obsConfig struct {
 
 	svc    *svcProcess
 	client *http.Client
-	calls  int       // every call sent, warm-up included: what its spans are counted against
-	rounds []float64 // CPU µs a call, of svc and its plugin, each round
+	spans  *spanProcess // a floor's span process, instead of svc
+	calls  int          // every call sent, warm-up included: what its spans are counted against
+	rounds []float64    // CPU µs a call, of svc and its plugin, each round
 	// note says whether svc served metrics as the configuration asks;
 	// served is whether it did.
 	note   string
@@ -67,6 +68,25 @@ type obsResult struct {
 	warm                    int
 	configs                 []*obsConfig // off, metrics, metrics+tracing
 	spans                   otlpCounts   // what the receiver got from metrics+tracing
+	// floor is the span processes (spans.go): one keeping the calls' pace
+	// alone, one making their spans at it; floorSpans what they exported.
+	floor      []*obsConfig
+	floorSpans otlpCounts
+}
+
+// turn makes n calls to c, or has its span process make n calls' spans.
+func (r *obsResult) turn(c *obsConfig, conns, n int) (*sample, error) {
+	if c.spans != nil {
+		return c.spans.run(n)
+	}
+	return r.calls(c.client, c.svc.url+"/v1/chat/completions", conns, n)
+}
+
+func (c *obsConfig) processes() []namedPID {
+	if c.spans != nil {
+		return c.spans.processes()
+	}
+	return c.svc.processes()
 }
 
 func observabilityPhase(o options, up *upstream) error {
@@ -128,8 +148,32 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 		}
 	}
 
-	for _, c := range res.configs {
-		s, err := closedLoopN(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.warm)
+	floorRecv, err := startReceiver()
+	if err != nil {
+		return nil, err
+	}
+	defer floorRecv.close()
+	for _, makes := range []bool{false, true} {
+		p, err := startSpans(floorRecv.url, o.obsRate, makes)
+		if err != nil {
+			return nil, fmt.Errorf("observability: span process: %w", err)
+		}
+		defer p.stop()
+		name := "pace alone"
+		if makes {
+			name = "spans alone"
+		}
+		res.floor = append(res.floor, &obsConfig{name: name, spans: p})
+	}
+	all := append(slices.Clone(res.configs), res.floor...)
+
+	for _, c := range all {
+		var s *sample
+		if c.spans != nil {
+			s, err = c.spans.run(res.warm)
+		} else {
+			s, err = closedLoopN(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.warm)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("observability (%s): warm-up: %w", c.name, err)
 		}
@@ -139,22 +183,22 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 	// of its next round's calls (the last, to the end of the rounds): the
 	// work svc does after its calls, while the others have their turn (a
 	// batch of spans exported late), counts against the calls that made it.
-	procs := make([][]namedPID, len(res.configs))
-	for i, c := range res.configs {
-		procs[i] = c.svc.processes()
+	procs := make([][]namedPID, len(all))
+	for i, c := range all {
+		procs[i] = c.processes()
 	}
-	mark := make([]time.Duration, len(res.configs)) // CPU at the start of each one's round
-	ok := make([]int, len(res.configs))             // its calls in that round
+	mark := make([]time.Duration, len(all)) // CPU at the start of each one's round
+	ok := make([]int, len(all))             // its calls in that round
 	for r := range res.rounds {
-		for j := range res.configs {
-			i := (r + j) % len(res.configs)
-			c := res.configs[i]
+		for j := range all {
+			i := (r + j) % len(all)
+			c := all[i]
 			now := sumDurations(cpuTimes(procs[i]))
 			if r > 0 {
 				c.rounds = append(c.rounds, perCall(now-mark[i], ok[i]))
 			}
 			mark[i] = now
-			s, err := res.calls(c.client, c.svc.url+"/v1/chat/completions", o.conns, res.perRound)
+			s, err := res.turn(c, o.conns, res.perRound)
 			if err != nil {
 				return nil, fmt.Errorf("observability (%s): %w", c.name, err)
 			}
@@ -162,7 +206,7 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 			ok[i] = s.ok
 		}
 	}
-	for i, c := range res.configs {
+	for i, c := range all {
 		c.rounds = append(c.rounds, perCall(sumDurations(cpuTimes(procs[i]))-mark[i], ok[i]))
 	}
 
@@ -179,6 +223,12 @@ func measureObservability(o options, up *upstream) (*obsResult, error) {
 		c.svc = nil
 	}
 	res.spans = recv.counts()
+	for _, c := range res.floor {
+		if err := c.spans.stop(); err != nil {
+			return nil, fmt.Errorf("observability (%s): %w", c.name, err)
+		}
+	}
+	res.floorSpans = floorRecv.counts()
 	return res, nil
 }
 
@@ -212,6 +262,22 @@ func (r *obsResult) print(w io.Writer) {
 			verdict(median(each), spread(each), d.target, d.active), d.x.name, d.y.name, rounds(each))
 	}
 	fmt.Fprintf(w, "  %s\n", r.spans.report(c.calls))
+	if len(r.floor) < 2 {
+		return
+	}
+	pace, spans := r.floor[0], r.floor[1]
+	fmt.Fprintf(w, "  the floor: a call's eight spans through the SDK and svc's exporter, made in a process of their own at the calls' pace\n")
+	for _, f := range r.floor {
+		fmt.Fprintf(w, "  %-16s %8.1f µs a call   (rounds: %s)\n", f.name, median(f.rounds), rounds(f.rounds))
+	}
+	floor := deltas(spans.rounds, pace.rounds)
+	over := deltas(deltas(c.rounds, b.rounds), floor)
+	fmt.Fprintf(w, "  %-16s %+8.1f µs a call ± %-5.1f (spans alone − pace alone, each round: %s)\n", "the spans cost", median(floor), spread(floor), rounds(floor))
+	fmt.Fprintf(w, "  %-16s %+8.1f µs a call ± %-5.1f (what tracing adds − what the spans cost, each round: %s)\n", "svc's own part", median(over), spread(over), rounds(over))
+	if t := float64(tracingTarget.Microseconds()); median(floor) >= t {
+		fmt.Fprintf(w, "  the spans alone cost more than tracing's target (< %.0f µs) at this pace: the target is below their floor\n", t)
+	}
+	fmt.Fprintf(w, "  floor's %s\n", r.floorSpans.report(spans.calls))
 }
 
 // verdict says how a median delta stands against its target, when what it

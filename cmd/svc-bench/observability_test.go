@@ -49,9 +49,43 @@ func TestObservabilityPhase(t *testing.T) {
 	}
 	assert.True(t, r.configs[0].served, r.configs[0].note)
 	assert.Zero(t, r.spans.refused, "exports the receiver could not read")
+	// The floor's two span processes took their turns like the svcs, and
+	// only the one that makes spans sent any: eight a call, each call a
+	// trace.
+	require.Len(t, r.floor, 2)
+	for _, f := range r.floor {
+		assert.Len(t, f.rounds, 3, f.name)
+		assert.Equal(t, 160, f.calls, f.name)
+	}
+	assert.Equal(t, otlpCounts{exports: r.floorSpans.exports, spans: 8 * 160, traces: 160}, r.floorSpans)
 	var out strings.Builder
 	r.print(&out)
 	assert.Contains(t, out.String(), "tracing adds")
+	assert.Contains(t, out.String(), "the spans cost")
+	assert.Contains(t, out.String(), "floor's spans received 1280")
+}
+
+// A span process makes as many calls' spans as each line asks, at its
+// pace, answers each line once done, and exports them all when its input
+// ends; one that only keeps the pace exports nothing.
+func TestSpanProcess(t *testing.T) {
+	for _, makes := range []bool{true, false} {
+		r, err := startReceiver()
+		require.NoError(t, err)
+		var out strings.Builder
+		start := time.Now()
+		require.NoError(t, serveSpans(r.url, 200, makes, strings.NewReader("3\n0\n10\n"), &out))
+		assert.GreaterOrEqual(t, time.Since(start), 45*time.Millisecond, "13 calls at 200 a second are paced over 60 ms")
+		assert.Equal(t, "3\n0\n10\n", out.String())
+		want := otlpCounts{}
+		if makes {
+			want = otlpCounts{exports: r.counts().exports, spans: 8 * 13, traces: 13}
+			assert.Positive(t, want.exports)
+		}
+		assert.Equal(t, want, r.counts(), "spans made: %v", makes)
+		r.close()
+	}
+	assert.ErrorContains(t, serveSpans("http://127.0.0.1:1", 0, true, strings.NewReader("many\n"), io.Discard), `not a count of calls: "many"`)
 }
 
 // export is an OTLP export of spans, each named by its trace's first byte.

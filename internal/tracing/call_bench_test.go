@@ -31,7 +31,7 @@ func BenchmarkCallSpans(b *testing.B) {
 	b.ReportAllocs()
 	cpu := cputime.Start()
 	for b.Loop() {
-		callSpans(tracer)
+		CallSpans(tracer)
 	}
 	if err := tr.Shutdown(context.Background()); err != nil { // exports what is left
 		b.Fatal(err)
