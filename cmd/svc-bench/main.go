@@ -540,12 +540,26 @@ func streamingPhase(t target, streams int, direct, bare string) error {
 }
 
 func closedPhase(o options, direct string, targets []target, sums []summary) error {
-	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded\n", o.conns)
+	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded", o.conns)
+	if len(targets) > 1 {
+		fmt.Printf("; the modes in turns of %s", closedTurn)
+	}
+	fmt.Println()
 	dt, err := closedLoop(direct, o.conns, o.duration)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  direct %.0f req/s\n", dt.rate)
+	type measured struct {
+		procs      []namedPID // svc, its plugins, and svc-bench (the load and the upstream)
+		client     *http.Client
+		runsBefore int
+		cpu        []time.Duration // used by each of procs in the target's turns
+		st         sample
+		busy       time.Duration // the target's turns
+		profiled   chan error
+	}
+	turns := make([]*measured, len(targets))
 	for i, t := range targets {
 		before, err := t.svc.runCount()
 		if err != nil {
@@ -555,38 +569,74 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		// CPU per request is every process of the closed loop, which the
 		// modes' throughputs follow once the machine's CPU is saturated.
 		procs := append(t.svc.processes(), namedPID{"svc-bench (load, upstream)", os.Getpid()})
-		cpuBefore := cpuTimes(procs)
-		profiled := make(chan error, 1)
+		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, cpu: make([]time.Duration, len(procs)), profiled: make(chan error, 1)}
 		if o.cpuprofile != "" {
 			file := o.cpuprofile
 			if len(targets) > 1 {
 				file = strings.TrimSuffix(file, filepath.Ext(file)) + "." + t.mode + filepath.Ext(file)
 			}
-			go func() { profiled <- t.svc.profile(file, o.duration) }()
+			// Over every turn: svc idles in the others' turns.
+			go func() { turns[i].profiled <- t.svc.profile(file, time.Duration(len(targets))*o.duration+time.Second) }()
 		} else {
-			profiled <- nil
+			turns[i].profiled <- nil
 		}
-		st, err := closedLoop(t.chat(), o.conns, o.duration)
-		if perr := <-profiled; perr != nil {
+	}
+	// The modes take turns, so that a change in the machine's other load
+	// falls on each rather than on the one measured when it came. svc's
+	// CPU counts from the start of its turn to the start of its next (the
+	// last: to the end), so that what it does after its calls (their
+	// batch written) counts against them; svc-bench's only in the turn.
+	took := func(m *measured, mark []time.Duration, upTo int) {
+		for j, now := range cpuTimes(m.procs[:upTo]) {
+			m.cpu[j] += now - mark[j]
+		}
+	}
+	marks := make([][]time.Duration, len(targets))
+	for left := o.duration; left > 0; left -= closedTurn {
+		for i, t := range targets {
+			m := turns[i]
+			if marks[i] != nil {
+				took(m, marks[i], len(m.procs)-1)
+			}
+			marks[i] = cpuTimes(m.procs)
+			start := time.Now()
+			st, err := closedLoopWith(m.client, []string{t.chat()}, o.conns, min(left, closedTurn))
+			if err != nil {
+				return err
+			}
+			m.busy += time.Since(start)
+			load := len(m.procs) - 1
+			m.cpu[load] += cpuTime(m.procs[load].pid) - marks[i][load]
+			m.st.lat = append(m.st.lat, st.lat...)
+			m.st.ok += st.ok
+			m.st.errors += st.errors
+		}
+	}
+	for i, t := range targets {
+		m := turns[i]
+		took(m, marks[i], len(m.procs)-1)
+		if perr := <-m.profiled; perr != nil {
 			return fmt.Errorf("cpu profile: %w", perr)
-		}
-		if err != nil {
-			return err
 		}
 		after, err := t.svc.runCount()
 		if err != nil {
 			return err
 		}
-		sums[i].throughput = st.rate
-		perRequest := time.Duration(max(st.ok, 1))
-		sums[i].machineCPU = totalCPU(procs, cpuBefore) / perRequest
-		sums[i].gatewayCPU = totalCPU(procs[:len(procs)-1], cpuBefore) / perRequest
+		m.st.rate = float64(m.st.ok) / m.busy.Seconds()
+		sums[i].throughput = m.st.rate
+		perRequest := time.Duration(max(m.st.ok, 1))
+		sums[i].machineCPU = sumDurations(m.cpu) / perRequest
+		sums[i].gatewayCPU = sumDurations(m.cpu[:len(m.cpu)-1]) / perRequest
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
-			t.mode, st.rate, ms(st.p(50)), ms(st.p(99)), st.errors, after-before, st.ok)
-		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuPerRequest(procs, cpuBefore, st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
+			t.mode, m.st.rate, ms(m.st.p(50)), ms(m.st.p(99)), m.st.errors, after-m.runsBefore, m.st.ok)
+		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, m.cpu, m.st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
 	}
 	return nil
 }
+
+// closedTurn is how long each mode's turn of the closed loop lasts (a
+// variable for tests).
+var closedTurn = 2 * time.Second
 
 // printSummary is the targets' figures, each mode's against the floors of
 // the same run.
@@ -756,7 +806,12 @@ func closedLoop(url string, conns int, d time.Duration) (*sample, error) {
 // sending to urls[w % len(urls)], as a balancer spreading connections
 // would.
 func closedLoopOver(urls []string, conns int, d time.Duration) (*sample, error) {
-	c := client(conns)
+	return closedLoopWith(client(conns), urls, conns, d)
+}
+
+// closedLoopWith is closedLoopOver through c, whose connections a run
+// before it may have opened.
+func closedLoopWith(c *http.Client, urls []string, conns int, d time.Duration) (*sample, error) {
 	deadline := time.Now().Add(d)
 	results := make([]sample, conns)
 	var wg sync.WaitGroup
@@ -1133,21 +1188,20 @@ func cpuTimes(procs []namedPID) []time.Duration {
 // cpuPerRequest tells the CPU time each of procs used since before, per
 // request of n.
 func cpuPerRequest(procs []namedPID, before []time.Duration, n int) string {
-	parts := make([]string, len(procs))
+	used := make([]time.Duration, len(procs))
 	for i, p := range procs {
-		used := cpuTime(p.pid) - before[i]
-		parts[i] = fmt.Sprintf("%s %.0f µs", p.name, float64(used.Microseconds())/float64(max(n, 1)))
+		used[i] = cpuTime(p.pid) - before[i]
 	}
-	return strings.Join(parts, ", ")
+	return cpuUsed(procs, used, n)
 }
 
-// totalCPU is the CPU time procs used since before, together.
-func totalCPU(procs []namedPID, before []time.Duration) time.Duration {
-	var used time.Duration
+// cpuUsed says what CPU time each of procs used a request, of n.
+func cpuUsed(procs []namedPID, used []time.Duration, n int) string {
+	parts := make([]string, len(procs))
 	for i, p := range procs {
-		used += cpuTime(p.pid) - before[i]
+		parts[i] = fmt.Sprintf("%s %.0f µs", p.name, float64(used[i].Microseconds())/float64(max(n, 1)))
 	}
-	return used
+	return strings.Join(parts, ", ")
 }
 
 // cpuTime reads the user and system CPU time a process has used.

@@ -142,3 +142,30 @@ func TestPick(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The closed loop measures the modes in turns: each gets every turn's
+// share of the phase, and its throughput and CPU come from its turns alone.
+func TestClosedPhaseTakesTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs svc twice")
+	}
+	up, err := startUpstream()
+	require.NoError(t, err)
+	defer up.close()
+	defer func(turn time.Duration) { closedTurn = turn }(closedTurn)
+	closedTurn = 250 * time.Millisecond
+	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), conns: 2, duration: 500 * time.Millisecond, mode: "both"}
+	targets, _, err := startTargets(o, up.url)
+	require.NoError(t, err)
+	for _, tg := range targets {
+		defer tg.svc.stop()
+	}
+	require.Len(t, targets, 2)
+	sums := make([]summary, len(targets))
+	require.NoError(t, closedPhase(o, up.url+"/chat/completions", targets, sums))
+	for i, s := range sums {
+		assert.Positive(t, s.throughput, targets[i].mode)
+		assert.Positive(t, s.gatewayCPU, targets[i].mode)
+		assert.Greater(t, s.machineCPU, s.gatewayCPU, "%s: the load's CPU is counted beside svc's", targets[i].mode)
+	}
+}
