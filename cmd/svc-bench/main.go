@@ -586,8 +586,8 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	// CPU counts from the start of its turn to the start of its next (the
 	// last: to the end), so that what it does after its calls (their
 	// batch written) counts against them; svc-bench's only in the turn.
-	took := func(m *measured, mark []time.Duration, upTo int) {
-		for j, now := range cpuTimes(m.procs[:upTo]) {
+	svcTook := func(m *measured, mark []time.Duration) {
+		for j, now := range cpuTimes(m.procs[:len(m.procs)-1]) {
 			m.cpu[j] += now - mark[j]
 		}
 	}
@@ -596,7 +596,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		for i, t := range targets {
 			m := turns[i]
 			if marks[i] != nil {
-				took(m, marks[i], len(m.procs)-1)
+				svcTook(m, marks[i])
 			}
 			marks[i] = cpuTimes(m.procs)
 			start := time.Now()
@@ -614,7 +614,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	}
 	for i, t := range targets {
 		m := turns[i]
-		took(m, marks[i], len(m.procs)-1)
+		svcTook(m, marks[i])
 		if perr := <-m.profiled; perr != nil {
 			return fmt.Errorf("cpu profile: %w", perr)
 		}
