@@ -182,6 +182,9 @@ type summary struct {
 	addedP99, overTwo               time.Duration // at the last rate: added p99, and its excess over two bare relays
 	firstRate, lastRate             int
 	throughput                      float64
+	// turnRates is the closed loop's throughput in each of its turns, in
+	// the order taken: the modes' turns of one round ran side by side.
+	turnRates []float64
 	// machineCPU is the closed loop's CPU per request, every process's;
 	// gatewayCPU svc's and its plugins' alone, without the load and the
 	// upstream.
@@ -604,7 +607,9 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			if err != nil {
 				return err
 			}
-			m.busy += time.Since(start)
+			took := time.Since(start)
+			m.busy += took
+			sums[i].turnRates = append(sums[i].turnRates, float64(st.ok)/took.Seconds())
 			load := len(m.procs) - 1
 			m.cpu[load] += cpuTime(m.procs[load].pid) - marks[i][load]
 			m.st.lat = append(m.st.lat, st.lat...)
@@ -662,7 +667,13 @@ func printSummary(o options, sums []summary) {
 		}
 	}
 	if plugin != nil && inProcess != nil && plugin.throughput > 0 && inProcess.throughput > 0 {
-		fmt.Printf("  throughput in_process / plugin: %.2f×\n", inProcess.throughput/plugin.throughput)
+		fmt.Printf("  throughput in_process / plugin: %.2f×", inProcess.throughput/plugin.throughput)
+		if r := turnRatios(plugin.turnRates, inProcess.turnRates); len(r) > 1 {
+			// The host's other load moves from turn to turn: the ratios of
+			// the rounds say how far the one above can be trusted.
+			fmt.Printf(" (round by round: %.2f× ± %.2f over %d rounds)", median(r), spread(r), len(r))
+		}
+		fmt.Println()
 		// On a machine of svc's own, without the load and the upstream
 		// beside it, the throughputs would follow the second ratio.
 		cpuRatio("every process", plugin.machineCPU, inProcess.machineCPU)
@@ -674,6 +685,18 @@ func printSummary(o options, sums []summary) {
 			fmt.Printf("  %-11s p50 over the recording relay's: %+.3f ms\n", s.mode, float64(s.overRecording)/1e6)
 		}
 	}
+}
+
+// turnRatios is the in-process throughput over plugin mode's in each
+// round of turns both took.
+func turnRatios(plugin, inProcess []float64) []float64 {
+	var r []float64
+	for k := range min(len(plugin), len(inProcess)) {
+		if plugin[k] > 0 {
+			r = append(r, inProcess[k]/plugin[k])
+		}
+	}
+	return r
 }
 
 // cpuRatio prints the closed loop's CPU per request of whom, in plugin

@@ -167,5 +167,17 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 		assert.Positive(t, s.throughput, targets[i].mode)
 		assert.Positive(t, s.gatewayCPU, targets[i].mode)
 		assert.Greater(t, s.machineCPU, s.gatewayCPU, "%s: the load's CPU is counted beside svc's", targets[i].mode)
+		if assert.Len(t, s.turnRates, 2, "%s: a rate for each of its turns", targets[i].mode) {
+			assert.Positive(t, s.turnRates[0])
+			assert.Positive(t, s.turnRates[1])
+		}
 	}
+}
+
+// Each round's ratio is of the two modes' turns in that round, and a round
+// one mode has no rate for is left out.
+func TestTurnRatios(t *testing.T) {
+	assert.Equal(t, []float64{1.5, 1.25}, turnRatios([]float64{100, 200, 50}, []float64{150, 250}))
+	assert.Equal(t, []float64{2}, turnRatios([]float64{0, 100}, []float64{100, 200}), "a turn without calls has no ratio")
+	assert.Empty(t, turnRatios(nil, []float64{1}))
 }
