@@ -183,7 +183,8 @@ type summary struct {
 	firstRate, lastRate             int
 	throughput                      float64
 	// turnRates is the closed loop's throughput in each of its turns, in
-	// the order taken: the modes' turns of one round ran side by side.
+	// the order taken: the modes' k-th turns, one right after the other,
+	// are a round.
 	turnRates []float64
 	// machineCPU is the closed loop's CPU per request, every process's;
 	// gatewayCPU svc's and its plugins' alone, without the load and the

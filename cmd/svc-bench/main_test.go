@@ -174,8 +174,8 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 	}
 }
 
-// Each round's ratio is of the two modes' turns in that round, and a round
-// one mode has no rate for is left out.
+// Each round's ratio is of the two modes' turns in that round; a round
+// without both turns, or whose plugin turn made no call, has none.
 func TestTurnRatios(t *testing.T) {
 	assert.Equal(t, []float64{1.5, 1.25}, turnRatios([]float64{100, 200, 50}, []float64{150, 250}))
 	assert.Equal(t, []float64{2}, turnRatios([]float64{0, 100}, []float64{100, 200}), "a turn without calls has no ratio")
