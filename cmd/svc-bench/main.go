@@ -559,6 +559,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		client     *http.Client
 		runsBefore int
 		cpu        []time.Duration // used by each of procs in the target's turns
+		io         []ioCount       // svc's and its plugins', as their CPU
 		st         sample
 		busy       time.Duration // the target's turns
 		profiled   chan error
@@ -573,7 +574,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		// CPU per request is every process of the closed loop, which the
 		// modes' throughputs follow once the machine's CPU is saturated.
 		procs := append(t.svc.processes(), namedPID{"svc-bench (load, upstream)", os.Getpid()})
-		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, cpu: make([]time.Duration, len(procs)), profiled: make(chan error, 1)}
+		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, cpu: make([]time.Duration, len(procs)), io: make([]ioCount, len(procs)-1), profiled: make(chan error, 1)}
 		if o.cpuprofile != "" {
 			file := o.cpuprofile
 			if len(targets) > 1 {
@@ -590,19 +591,22 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	// CPU counts from the start of its turn to the start of its next (the
 	// last: to the end), so that what it does after its calls (their
 	// batch written) counts against them; svc-bench's only in the turn.
-	svcTook := func(m *measured, mark []time.Duration) {
+	svcTook := func(m *measured, mark []time.Duration, ioMark []ioCount) {
 		for j, now := range cpuTimes(m.procs[:len(m.procs)-1]) {
 			m.cpu[j] += now - mark[j]
 		}
+		for j, now := range ioCounts(m.procs[:len(m.procs)-1]) {
+			m.io[j] = m.io[j].add(now.sub(ioMark[j]))
+		}
 	}
-	marks := make([][]time.Duration, len(targets))
+	marks, ioMarks := make([][]time.Duration, len(targets)), make([][]ioCount, len(targets))
 	for left := o.duration; left > 0; left -= closedTurn {
 		for i, t := range targets {
 			m := turns[i]
 			if marks[i] != nil {
-				svcTook(m, marks[i])
+				svcTook(m, marks[i], ioMarks[i])
 			}
-			marks[i] = cpuTimes(m.procs)
+			marks[i], ioMarks[i] = cpuTimes(m.procs), ioCounts(m.procs[:len(m.procs)-1])
 			start := time.Now()
 			st, err := closedLoopWith(m.client, []string{t.chat()}, o.conns, min(left, closedTurn))
 			if err != nil {
@@ -620,7 +624,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	}
 	for i, t := range targets {
 		m := turns[i]
-		svcTook(m, marks[i])
+		svcTook(m, marks[i], ioMarks[i])
 		if perr := <-m.profiled; perr != nil {
 			return fmt.Errorf("cpu profile: %w", perr)
 		}
@@ -636,6 +640,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 			t.mode, m.st.rate, ms(m.st.p(50)), ms(m.st.p(99)), m.st.errors, after-m.runsBefore, m.st.ok)
 		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, m.cpu, m.st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
+		fmt.Printf("  reads / writes per request: %s\n", ioUsed(m.procs, m.io, m.st.ok))
 	}
 	return nil
 }
@@ -1244,6 +1249,52 @@ func cpuTime(pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// ioCount is a process's read and write system calls (syscr and syscw of
+// /proc/PID/io: read, pread and readv, and their writes, of sockets and
+// files alike): a call's network exchanges and the database's page writes.
+type ioCount struct{ reads, writes int64 }
+
+func (c ioCount) add(d ioCount) ioCount { return ioCount{c.reads + d.reads, c.writes + d.writes} }
+func (c ioCount) sub(d ioCount) ioCount { return ioCount{c.reads - d.reads, c.writes - d.writes} }
+
+// ioCounts reads the system calls each of procs has made; a process it
+// cannot read counts none.
+func ioCounts(procs []namedPID) []ioCount {
+	out := make([]ioCount, len(procs))
+	for i, p := range procs {
+		out[i] = ioCountOf(p.pid)
+	}
+	return out
+}
+
+func ioCountOf(pid int) ioCount {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return ioCount{}
+	}
+	var c ioCount
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		switch name {
+		case "syscr":
+			c.reads = n
+		case "syscw":
+			c.writes = n
+		}
+	}
+	return c
+}
+
+// ioUsed says what reads and writes each of procs made a request, of n.
+func ioUsed(procs []namedPID, used []ioCount, n int) string {
+	parts := make([]string, len(used))
+	for i, u := range used {
+		parts[i] = fmt.Sprintf("%s %.2f / %.2f", procs[i].name, float64(u.reads)/float64(max(n, 1)), float64(u.writes)/float64(max(n, 1)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // memory reads a process's resident and peak resident set in MB.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,4 +181,25 @@ func TestTurnRatios(t *testing.T) {
 	assert.Equal(t, []float64{1.5, 1.25}, turnRatios([]float64{100, 200, 50}, []float64{150, 250}))
 	assert.Equal(t, []float64{2}, turnRatios([]float64{0, 100}, []float64{100, 200}), "a turn without calls has no ratio")
 	assert.Empty(t, turnRatios(nil, []float64{1}))
+}
+
+// A process's reads and writes are read from /proc: a write made here
+// counts, and a process that is not there counts none.
+func TestIOCounts(t *testing.T) {
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		t.Skip("no /proc/self/io here: the counts are Linux's")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	require.NoError(t, err)
+	defer f.Close()
+	self := []namedPID{{"self", os.Getpid()}}
+	before := ioCounts(self)[0]
+	for range 3 {
+		_, err := f.Write([]byte("x"))
+		require.NoError(t, err)
+	}
+	made := ioCounts(self)[0].sub(before)
+	assert.GreaterOrEqual(t, made.writes, int64(3))
+	assert.Equal(t, ioCount{}, ioCountOf(-1), "no such process")
+	assert.Equal(t, "self 1.50 / 2.00", ioUsed(self, []ioCount{{reads: 3, writes: 4}}, 2))
 }
