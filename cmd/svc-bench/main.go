@@ -558,8 +558,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		procs      []namedPID // svc, its plugins, and svc-bench (the load and the upstream)
 		client     *http.Client
 		runsBefore int
-		cpu        []time.Duration // used by each of procs in the target's turns
-		io         []ioCount       // svc's and its plugins', as their CPU
+		used       []usage // by each of procs in the target's turns
 		st         sample
 		busy       time.Duration // the target's turns
 		profiled   chan error
@@ -574,7 +573,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		// CPU per request is every process of the closed loop, which the
 		// modes' throughputs follow once the machine's CPU is saturated.
 		procs := append(t.svc.processes(), namedPID{"svc-bench (load, upstream)", os.Getpid()})
-		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, cpu: make([]time.Duration, len(procs)), io: make([]ioCount, len(procs)-1), profiled: make(chan error, 1)}
+		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, used: make([]usage, len(procs)), profiled: make(chan error, 1)}
 		if o.cpuprofile != "" {
 			file := o.cpuprofile
 			if len(targets) > 1 {
@@ -591,22 +590,20 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	// CPU counts from the start of its turn to the start of its next (the
 	// last: to the end), so that what it does after its calls (their
 	// batch written) counts against them; svc-bench's only in the turn.
-	svcTook := func(m *measured, mark []time.Duration, ioMark []ioCount) {
-		for j, now := range cpuTimes(m.procs[:len(m.procs)-1]) {
-			m.cpu[j] += now - mark[j]
-		}
-		for j, now := range ioCounts(m.procs[:len(m.procs)-1]) {
-			m.io[j] = m.io[j].add(now.sub(ioMark[j]))
+	// Their system calls count the same way.
+	svcTook := func(m *measured, mark []usage) {
+		for j, now := range usages(m.procs[:len(m.procs)-1]) {
+			m.used[j] = m.used[j].add(now.sub(mark[j]))
 		}
 	}
-	marks, ioMarks := make([][]time.Duration, len(targets)), make([][]ioCount, len(targets))
+	marks := make([][]usage, len(targets))
 	for left := o.duration; left > 0; left -= closedTurn {
 		for i, t := range targets {
 			m := turns[i]
 			if marks[i] != nil {
-				svcTook(m, marks[i], ioMarks[i])
+				svcTook(m, marks[i])
 			}
-			marks[i], ioMarks[i] = cpuTimes(m.procs), ioCounts(m.procs[:len(m.procs)-1])
+			marks[i] = usages(m.procs)
 			start := time.Now()
 			st, err := closedLoopWith(m.client, []string{t.chat()}, o.conns, min(left, closedTurn))
 			if err != nil {
@@ -616,7 +613,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			m.busy += took
 			sums[i].turnRates = append(sums[i].turnRates, float64(st.ok)/took.Seconds())
 			load := len(m.procs) - 1
-			m.cpu[load] += cpuTime(m.procs[load].pid) - marks[i][load]
+			m.used[load] = m.used[load].add(usageOf(m.procs[load].pid).sub(marks[i][load]))
 			m.st.lat = append(m.st.lat, st.lat...)
 			m.st.ok += st.ok
 			m.st.errors += st.errors
@@ -624,7 +621,7 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 	}
 	for i, t := range targets {
 		m := turns[i]
-		svcTook(m, marks[i], ioMarks[i])
+		svcTook(m, marks[i])
 		if perr := <-m.profiled; perr != nil {
 			return fmt.Errorf("cpu profile: %w", perr)
 		}
@@ -635,12 +632,16 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		m.st.rate = float64(m.st.ok) / m.busy.Seconds()
 		sums[i].throughput = m.st.rate
 		perRequest := time.Duration(max(m.st.ok, 1))
-		sums[i].machineCPU = sumDurations(m.cpu) / perRequest
-		sums[i].gatewayCPU = sumDurations(m.cpu[:len(m.cpu)-1]) / perRequest
+		cpu := make([]time.Duration, len(m.used))
+		for j, u := range m.used {
+			cpu[j] = u.cpu
+		}
+		sums[i].machineCPU = sumDurations(cpu) / perRequest
+		sums[i].gatewayCPU = sumDurations(cpu[:len(cpu)-1]) / perRequest
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 			t.mode, m.st.rate, ms(m.st.p(50)), ms(m.st.p(99)), m.st.errors, after-m.runsBefore, m.st.ok)
-		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, m.cpu, m.st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
-		fmt.Printf("  reads / writes per request: %s\n", ioUsed(m.procs, m.io, m.st.ok))
+		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, cpu, m.st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
+		fmt.Printf("  reads / writes per request: %s\n", ioUsed(m.procs[:len(m.procs)-1], m.used, m.st.ok))
 	}
 	return nil
 }
@@ -1251,48 +1252,57 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// ioCount is a process's read and write system calls (syscr and syscw of
-// /proc/PID/io: read, pread and readv, and their writes, of sockets and
-// files alike): a call's network exchanges and the database's page writes.
-type ioCount struct{ reads, writes int64 }
+// usage is what a process has used: its CPU time, and its read and write
+// system calls (syscr and syscw of /proc/PID/io: read, pread and readv,
+// and their writes, of sockets and files alike), a call's network
+// exchanges and the database's page writes.
+type usage struct {
+	cpu           time.Duration
+	reads, writes int64
+}
 
-func (c ioCount) add(d ioCount) ioCount { return ioCount{c.reads + d.reads, c.writes + d.writes} }
-func (c ioCount) sub(d ioCount) ioCount { return ioCount{c.reads - d.reads, c.writes - d.writes} }
+func (u usage) add(d usage) usage {
+	return usage{u.cpu + d.cpu, u.reads + d.reads, u.writes + d.writes}
+}
+func (u usage) sub(d usage) usage {
+	return usage{u.cpu - d.cpu, u.reads - d.reads, u.writes - d.writes}
+}
 
-// ioCounts reads the system calls each of procs has made; a process it
-// cannot read counts none.
-func ioCounts(procs []namedPID) []ioCount {
-	out := make([]ioCount, len(procs))
+// usages reads what each of procs has used.
+func usages(procs []namedPID) []usage {
+	out := make([]usage, len(procs))
 	for i, p := range procs {
-		out[i] = ioCountOf(p.pid)
+		out[i] = usageOf(p.pid)
 	}
 	return out
 }
 
-func ioCountOf(pid int) ioCount {
+// usageOf reads what a process has used; of a process it cannot read,
+// the system calls count none.
+func usageOf(pid int) usage {
+	u := usage{cpu: cpuTime(pid)}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
-		return ioCount{}
+		return u
 	}
-	var c ioCount
 	for _, line := range strings.Split(string(b), "\n") {
 		name, value, _ := strings.Cut(line, ":")
 		n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 		switch name {
 		case "syscr":
-			c.reads = n
+			u.reads = n
 		case "syscw":
-			c.writes = n
+			u.writes = n
 		}
 	}
-	return c
+	return u
 }
 
 // ioUsed says what reads and writes each of procs made a request, of n.
-func ioUsed(procs []namedPID, used []ioCount, n int) string {
-	parts := make([]string, len(used))
-	for i, u := range used {
-		parts[i] = fmt.Sprintf("%s %.2f / %.2f", procs[i].name, float64(u.reads)/float64(max(n, 1)), float64(u.writes)/float64(max(n, 1)))
+func ioUsed(procs []namedPID, used []usage, n int) string {
+	parts := make([]string, len(procs))
+	for i, p := range procs {
+		parts[i] = fmt.Sprintf("%s %.2f / %.2f", p.name, float64(used[i].reads)/float64(max(n, 1)), float64(used[i].writes)/float64(max(n, 1)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -185,7 +185,7 @@ func TestTurnRatios(t *testing.T) {
 
 // A process's reads and writes are read from /proc: a write made here
 // counts, and a process that is not there counts none.
-func TestIOCounts(t *testing.T) {
+func TestUsage(t *testing.T) {
 	if _, err := os.Stat("/proc/self/io"); err != nil {
 		t.Skip("no /proc/self/io here: the counts are Linux's")
 	}
@@ -193,13 +193,13 @@ func TestIOCounts(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	self := []namedPID{{"self", os.Getpid()}}
-	before := ioCounts(self)[0]
+	before := usages(self)[0]
 	for range 3 {
 		_, err := f.Write([]byte("x"))
 		require.NoError(t, err)
 	}
-	made := ioCounts(self)[0].sub(before)
+	made := usages(self)[0].sub(before)
 	assert.GreaterOrEqual(t, made.writes, int64(3))
-	assert.Equal(t, ioCount{}, ioCountOf(-1), "no such process")
-	assert.Equal(t, "self 1.50 / 2.00", ioUsed(self, []ioCount{{reads: 3, writes: 4}}, 2))
+	assert.Equal(t, usage{}, usageOf(-1), "no such process")
+	assert.Equal(t, "self 1.50 / 2.00", ioUsed(self, []usage{{reads: 3, writes: 4}}, 2))
 }
