@@ -51,7 +51,8 @@ func main() {
 	flag.StringVar(&o.rates, "rates", "100,1000", "open-loop request rates (req/s), comma-separated")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.latency, "latency", 10*time.Millisecond, "the upstream's fixed latency in the open-loop phases")
-	flag.IntVar(&o.conns, "conns", 10, "connections of the closed-loop phase")
+	flag.IntVar(&o.conns, "conns", 10, "connections of the observability and replicas phases' closed loops")
+	flag.StringVar(&o.closedConns, "closed-conns", "1,4,10,32", "the closed-loop phase's connections, comma-separated: one closed loop each")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with two modes, one file each: name.<mode>.ext)")
 	flag.StringVar(&o.svcLog, "svc-log", "", "also append svc's standard error (its log; the runtime's, with -env GODEBUG=gctrace=1) to this file")
@@ -101,6 +102,7 @@ func main() {
 
 type options struct {
 	svc, plugins, rates string
+	closedConns         string
 	duration, latency   time.Duration
 	conns, streams      int
 	cpuprofile, phases  string
@@ -181,25 +183,30 @@ type summary struct {
 	overRecording, recordingOverOne time.Duration
 	addedP99, overTwo               time.Duration // at the last rate: added p99, and its excess over two bare relays
 	firstRate, lastRate             int
-	throughput                      float64
-	// turnRates is the closed loop's throughput in each of its turns, in
-	// the order taken: the modes' k-th turns, one right after the other,
-	// are a round.
+	closed                          []closedFigures // one for each of -closed-conns
+}
+
+// closedFigures are one mode's figures of one closed loop.
+type closedFigures struct {
+	conns      int
+	throughput float64
+	// turnRates is the throughput in each of the loop's turns, in the
+	// order taken: the modes' k-th turns, one right after the other, are
+	// a round.
 	turnRates []float64
-	// machineCPU is the closed loop's CPU per request, every process's;
-	// gatewayCPU svc's and its plugins' alone, without the load and the
-	// upstream.
-	machineCPU, gatewayCPU time.Duration
+	// machineCPU is the CPU per request of every process; gatewayCPU of
+	// svc and its plugins alone, without the load and the upstream; svcCPU
+	// of svc alone.
+	machineCPU, gatewayCPU, svcCPU time.Duration
 }
 
 func run(o options) error {
-	var rates []int
-	for _, f := range strings.Split(o.rates, ",") {
-		r, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || r <= 0 {
-			return fmt.Errorf("bad rate %q", f)
-		}
-		rates = append(rates, r)
+	rates, err := positiveInts("-rates", o.rates)
+	if err != nil {
+		return err
+	}
+	if _, err := positiveInts("-closed-conns", o.closedConns); err != nil {
+		return err
 	}
 	if o.chaosRate <= 0 || o.chaosDuration <= 0 || o.chaosTimeout <= 0 {
 		return fmt.Errorf("-chaos-rate, -chaos-duration and -chaos-timeout must be positive")
@@ -242,6 +249,19 @@ func (o options) checkPhases() error {
 		}
 	}
 	return nil
+}
+
+// positiveInts parses a flag's comma-separated list of positive integers.
+func positiveInts(flagName, list string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive whole number", flagName, f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
 }
 
 // measuresTargets says whether the run measures svc in each mode beside
@@ -543,15 +563,42 @@ func streamingPhase(t target, streams int, direct, bare string) error {
 	return nil
 }
 
+// closedPhase runs a closed loop for each of -closed-conns. Few
+// connections leave the CPU idle between calls, so that the throughput
+// follows each call's latency; many saturate it, so that the throughput
+// follows each call's CPU.
 func closedPhase(o options, direct string, targets []target, sums []summary) error {
-	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded", o.conns)
+	loads, err := positiveInts("-closed-conns", o.closedConns)
+	if err != nil {
+		return err
+	}
+	for _, conns := range loads {
+		profile := o.cpuprofile
+		if profile != "" && len(loads) > 1 {
+			profile = strings.TrimSuffix(profile, filepath.Ext(profile)) + ".c" + strconv.Itoa(conns) + filepath.Ext(profile)
+		}
+		figs, err := closedLoad(o, conns, profile, direct, targets)
+		if err != nil {
+			return err
+		}
+		for i := range sums {
+			sums[i].closed = append(sums[i].closed, figs[i])
+		}
+	}
+	return nil
+}
+
+// closedLoad is one closed loop of conns connections: the upstream called
+// directly, then each target in turns, their figures in targets' order.
+func closedLoad(o options, conns int, profile, direct string, targets []target) ([]closedFigures, error) {
+	fmt.Printf("\nclosed loop: %d connections, upstream without latency, every run recorded", conns)
 	if len(targets) > 1 {
 		fmt.Printf("; the modes in turns of %s", closedTurn)
 	}
 	fmt.Println()
-	dt, err := closedLoop(direct, o.conns, o.duration)
+	dt, err := closedLoop(direct, conns, o.duration)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Printf("  direct %.0f req/s\n", dt.rate)
 	type measured struct {
@@ -561,21 +608,22 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 		used       []usage // by each of procs in the target's turns
 		st         sample
 		busy       time.Duration // the target's turns
+		turnRates  []float64
 		profiled   chan error
 	}
 	turns := make([]*measured, len(targets))
 	for i, t := range targets {
 		before, err := t.svc.runCount()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// svc-bench's own CPU is the load and the upstream: with it, the
 		// CPU per request is every process of the closed loop, which the
 		// modes' throughputs follow once the machine's CPU is saturated.
 		procs := append(t.svc.processes(), namedPID{"svc-bench (load, upstream)", os.Getpid()})
-		turns[i] = &measured{procs: procs, client: client(o.conns), runsBefore: before, used: make([]usage, len(procs)), profiled: make(chan error, 1)}
-		if o.cpuprofile != "" {
-			file := o.cpuprofile
+		turns[i] = &measured{procs: procs, client: client(conns), runsBefore: before, used: make([]usage, len(procs)), profiled: make(chan error, 1)}
+		if profile != "" {
+			file := profile
 			if len(targets) > 1 {
 				file = strings.TrimSuffix(file, filepath.Ext(file)) + "." + t.mode + filepath.Ext(file)
 			}
@@ -605,13 +653,13 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			}
 			marks[i] = usages(m.procs)
 			start := time.Now()
-			st, err := closedLoopWith(m.client, []string{t.chat()}, o.conns, min(left, closedTurn))
+			st, err := closedLoopWith(m.client, []string{t.chat()}, conns, min(left, closedTurn))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			took := time.Since(start)
 			m.busy += took
-			sums[i].turnRates = append(sums[i].turnRates, float64(st.ok)/took.Seconds())
+			m.turnRates = append(m.turnRates, float64(st.ok)/took.Seconds())
 			load := len(m.procs) - 1
 			m.used[load] = m.used[load].add(usageOf(m.procs[load].pid).sub(marks[i][load]))
 			m.st.lat = append(m.st.lat, st.lat...)
@@ -619,31 +667,35 @@ func closedPhase(o options, direct string, targets []target, sums []summary) err
 			m.st.errors += st.errors
 		}
 	}
+	figs := make([]closedFigures, len(targets))
 	for i, t := range targets {
 		m := turns[i]
 		svcTook(m, marks[i])
 		if perr := <-m.profiled; perr != nil {
-			return fmt.Errorf("cpu profile: %w", perr)
+			return nil, fmt.Errorf("cpu profile: %w", perr)
 		}
 		after, err := t.svc.runCount()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m.st.rate = float64(m.st.ok) / m.busy.Seconds()
-		sums[i].throughput = m.st.rate
 		perRequest := time.Duration(max(m.st.ok, 1))
 		cpu := make([]time.Duration, len(m.used))
 		for j, u := range m.used {
 			cpu[j] = u.cpu
 		}
-		sums[i].machineCPU = sumDurations(cpu) / perRequest
-		sums[i].gatewayCPU = sumDurations(cpu[:len(cpu)-1]) / perRequest
+		figs[i] = closedFigures{
+			conns: conns, throughput: m.st.rate, turnRates: m.turnRates,
+			machineCPU: sumDurations(cpu) / perRequest,
+			gatewayCPU: sumDurations(cpu[:len(cpu)-1]) / perRequest,
+			svcCPU:     cpu[0] / perRequest,
+		}
 		fmt.Printf("  svc %-11s %.0f req/s (p50 %s, p99 %s, %d errors); runs recorded %d of %d\n",
 			t.mode, m.st.rate, ms(m.st.p(50)), ms(m.st.p(99)), m.st.errors, after-m.runsBefore, m.st.ok)
-		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, cpu, m.st.ok), float64(sums[i].machineCPU.Nanoseconds())/1e3)
+		fmt.Printf("  CPU per request: %s; all %.0f µs\n", cpuUsed(m.procs, cpu, m.st.ok), float64(figs[i].machineCPU.Nanoseconds())/1e3)
 		fmt.Printf("  reads / writes per request: %s\n", ioUsed(m.procs[:len(m.procs)-1], m.used, m.st.ok))
 	}
-	return nil
+	return figs, nil
 }
 
 // closedTurn is how long each mode's turn of the closed loop lasts (a
@@ -654,18 +706,8 @@ var closedTurn = 2 * time.Second
 // the same run.
 func printSummary(o options, sums []summary) {
 	fmt.Println("\nsummary (floors from the same run)")
-	fmt.Printf("  %-11s %-30s %-30s %s\n", "mode", "added p50 (over 1 relay)", "added p99 (over 2 relays)", "closed-loop req/s")
 	var plugin, inProcess *summary
 	for i, s := range sums {
-		p50, p99, tp := "-", "-", "-"
-		if o.has("latency") {
-			p50 = fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP50), float64(s.overOne)/1e6, s.firstRate)
-			p99 = fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP99), float64(s.overTwo)/1e6, s.lastRate)
-		}
-		if o.has("closed") {
-			tp = fmt.Sprintf("%.0f", s.throughput)
-		}
-		fmt.Printf("  %-11s %-30s %-30s %s\n", s.mode, p50, p99, tp)
 		switch s.mode {
 		case modePlugin:
 			plugin = &sums[i]
@@ -673,25 +715,62 @@ func printSummary(o options, sums []summary) {
 			inProcess = &sums[i]
 		}
 	}
-	if plugin != nil && inProcess != nil && plugin.throughput > 0 && inProcess.throughput > 0 {
-		fmt.Printf("  throughput in_process / plugin: %.2f×", inProcess.throughput/plugin.throughput)
-		if r := turnRatios(plugin.turnRates, inProcess.turnRates); len(r) > 1 {
-			// The host's other load moves from turn to turn: the ratios of
-			// the rounds say how far the one above can be trusted.
-			fmt.Printf(" (round by round: %.2f× ± %.2f over %d rounds)", median(r), spread(r), len(r))
+	if o.has("latency") {
+		fmt.Printf("  %-11s %-30s %s\n", "mode", "added p50 (over 1 relay)", "added p99 (over 2 relays)")
+		for _, s := range sums {
+			fmt.Printf("  %-11s %-30s %s\n", s.mode,
+				fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP50), float64(s.overOne)/1e6, s.firstRate),
+				fmt.Sprintf("%s (%+.3f) at %d/s", ms(s.addedP99), float64(s.overTwo)/1e6, s.lastRate))
 		}
-		fmt.Println()
-		// On a machine of svc's own, without the load and the upstream
-		// beside it, the throughputs would follow the second ratio.
-		cpuRatio("every process", plugin.machineCPU, inProcess.machineCPU)
-		cpuRatio("svc and its plugins", plugin.gatewayCPU, inProcess.gatewayCPU)
-	}
-	if o.has("latency") && len(sums) > 0 {
 		fmt.Printf("  the recording relay's p50 over the bare relay's at %d/s: %+.3f ms\n", sums[0].firstRate, float64(sums[0].recordingOverOne)/1e6)
 		for _, s := range sums {
 			fmt.Printf("  %-11s p50 over the recording relay's: %+.3f ms\n", s.mode, float64(s.overRecording)/1e6)
 		}
 	}
+	if !o.has("closed") {
+		return
+	}
+	if plugin == nil || inProcess == nil {
+		for _, s := range sums {
+			for _, c := range s.closed {
+				fmt.Printf("  %-11s closed loop of %d connections: %.0f req/s\n", s.mode, c.conns, c.throughput)
+			}
+		}
+		return
+	}
+	fmt.Println("  closed loop, in_process / plugin, at each number of connections:")
+	fmt.Println("    the throughputs' ratio (round by round: median ± half the interquartile range);")
+	fmt.Println("    CPU per request, plugin / in_process, of every process, and of svc and its plugins;")
+	fmt.Println("    the ceiling: the ratio were the plugin's CPU gone and svc's as in plugin mode")
+	for k := range min(len(plugin.closed), len(inProcess.closed)) {
+		p, ip := plugin.closed[k], inProcess.closed[k]
+		if p.throughput <= 0 || ip.throughput <= 0 {
+			continue
+		}
+		fmt.Printf("    %3d: %.2f×", p.conns, ip.throughput/p.throughput)
+		if r := turnRatios(p.turnRates, ip.turnRates); len(r) > 1 {
+			// The host's other load moves from turn to turn: the ratios of
+			// the rounds say how far the one above can be trusted.
+			fmt.Printf(" (%.2f× ± %.2f over %d rounds)", median(r), spread(r), len(r))
+		}
+		fmt.Printf("; CPU %s, %s; ceiling %.2f×\n", cpuRatio(p.machineCPU, ip.machineCPU), cpuRatio(p.gatewayCPU, ip.gatewayCPU), p.ceiling())
+	}
+}
+
+// ceiling is the in-process throughput over plugin mode's that these
+// figures of plugin mode allow were svc's own CPU per request the same in
+// both modes: all that running the provider in svc's process can save is
+// the plugin process's CPU. Once the machine's CPU is saturated, in
+// process svc costs more than in plugin mode (it makes the upstream's
+// exchange in place of its gRPC leg), so that this bounds the ratio; with
+// the CPU idle between calls the throughput follows latency instead, and
+// it bounds nothing.
+func (c closedFigures) ceiling() float64 {
+	left := c.machineCPU - (c.gatewayCPU - c.svcCPU)
+	if left <= 0 {
+		return 0
+	}
+	return float64(c.machineCPU) / float64(left)
 }
 
 // turnRatios is the in-process throughput over plugin mode's in each
@@ -706,14 +785,13 @@ func turnRatios(plugin, inProcess []float64) []float64 {
 	return r
 }
 
-// cpuRatio prints the closed loop's CPU per request of whom, in plugin
-// mode and in process, and their ratio.
-func cpuRatio(whom string, plugin, inProcess time.Duration) {
+// cpuRatio is a CPU per request in plugin mode and in process, and their
+// ratio.
+func cpuRatio(plugin, inProcess time.Duration) string {
 	if plugin <= 0 || inProcess <= 0 {
-		return
+		return "-"
 	}
-	fmt.Printf("  CPU per request of %s, plugin / in_process: %.0f / %.0f µs (%.2f×)\n",
-		whom, float64(plugin.Nanoseconds())/1e3, float64(inProcess.Nanoseconds())/1e3, float64(plugin)/float64(inProcess))
+	return fmt.Sprintf("%.0f / %.0f µs (%.2f×)", float64(plugin.Nanoseconds())/1e3, float64(inProcess.Nanoseconds())/1e3, float64(plugin)/float64(inProcess))
 }
 
 func numCPU() int {

@@ -155,7 +155,7 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 	defer up.close()
 	defer func(turn time.Duration) { closedTurn = turn }(closedTurn)
 	closedTurn = 250 * time.Millisecond
-	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), conns: 2, duration: 500 * time.Millisecond, mode: "both"}
+	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), closedConns: "1,2", duration: 500 * time.Millisecond, mode: "both"}
 	targets, _, err := startTargets(o, up.url)
 	require.NoError(t, err)
 	for _, tg := range targets {
@@ -165,14 +165,32 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 	sums := make([]summary, len(targets))
 	require.NoError(t, closedPhase(o, up.url+"/chat/completions", targets, sums))
 	for i, s := range sums {
-		assert.Positive(t, s.throughput, targets[i].mode)
-		assert.Positive(t, s.gatewayCPU, targets[i].mode)
-		assert.Greater(t, s.machineCPU, s.gatewayCPU, "%s: the load's CPU is counted beside svc's", targets[i].mode)
-		if assert.Len(t, s.turnRates, 2, "%s: a rate for each of its turns", targets[i].mode) {
-			assert.Positive(t, s.turnRates[0])
-			assert.Positive(t, s.turnRates[1])
+		mode := targets[i].mode
+		require.Len(t, s.closed, 2, "%s: a closed loop for each number of connections", mode)
+		for k, c := range s.closed {
+			assert.Equal(t, k+1, c.conns, mode)
+			assert.Positive(t, c.throughput, mode)
+			assert.Positive(t, c.svcCPU, mode)
+			assert.GreaterOrEqual(t, c.gatewayCPU, c.svcCPU, "%s: svc's CPU is part of svc's and its plugins'", mode)
+			assert.Greater(t, c.machineCPU, c.gatewayCPU, "%s: the load's CPU is counted beside svc's", mode)
+			if assert.Len(t, c.turnRates, 2, "%s: a rate for each of its turns", mode) {
+				assert.Positive(t, c.turnRates[0])
+				assert.Positive(t, c.turnRates[1])
+			}
 		}
 	}
+	require.Equal(t, modePlugin, targets[0].mode)
+	plugin := sums[0].closed[0]
+	assert.Greater(t, plugin.gatewayCPU, plugin.svcCPU, "plugin mode: the plugin's CPU is counted")
+	assert.Greater(t, plugin.ceiling(), 1.0, "without the plugin's CPU, plugin mode's calls would cost less")
+}
+
+// The ceiling is plugin mode's CPU per request over the same without the
+// plugin process's.
+func TestCeiling(t *testing.T) {
+	c := closedFigures{machineCPU: 500 * time.Microsecond, gatewayCPU: 350 * time.Microsecond, svcCPU: 250 * time.Microsecond}
+	assert.InDelta(t, 1.25, c.ceiling(), 1e-9, "500 / (500 - 100)")
+	assert.Zero(t, closedFigures{}.ceiling(), "no figures, no ceiling")
 }
 
 // Each round's ratio is of the two modes' turns in that round; a round
