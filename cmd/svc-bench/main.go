@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 10, "connections of the observability and replicas phases' closed loops")
 	flag.StringVar(&o.closedConns, "closed-conns", "1,4,10,32", "the closed-loop phase's connections, comma-separated: one closed loop each")
 	flag.IntVar(&o.streams, "streams", 300, "sequential streams for time to first byte")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with two modes, one file each: name.<mode>.ext)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write svc's CPU profile of the closed-loop phase to this file (with several loops, one file each: name.c<conns>.ext; with two modes, one each: name[.c<conns>].<mode>.ext)")
 	flag.StringVar(&o.svcLog, "svc-log", "", "also append svc's standard error (its log; the runtime's, with -env GODEBUG=gctrace=1) to this file")
 	flag.StringVar(&o.phases, "phases", strings.Join(phaseNames, ","), "the phases to run, comma-separated (none: \"\")")
 	flag.StringVar(&o.mode, "mode", "", "the providers' mode: plugin, in_process or both (default: both when this svc reads a providers file, else plugin)")
