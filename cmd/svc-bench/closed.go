@@ -137,6 +137,8 @@ func closedLoad(o options, conns int, profile, direct string, targets []target) 
 	for i, t := range targets {
 		m := turns[i]
 		svcTook(m, marks[i])
+		// The next loop has a client of its own: svc need not keep these.
+		m.client.CloseIdleConnections()
 		if perr := <-m.profiled; perr != nil {
 			return nil, fmt.Errorf("cpu profile: %w", perr)
 		}
