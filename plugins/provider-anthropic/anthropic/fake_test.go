@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,6 +73,9 @@ type wireBlock struct {
 
 // validate checks what the documentation says a request must be; the
 // message is what the fake answers a 400 with.
+// toolUseIDPattern is what the Messages API takes as a tool_use id.
+var toolUseIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
 func (r *wireRequest) validate() string {
 	switch {
 	case r.Model == "":
@@ -97,8 +103,11 @@ func (r *wireRequest) validate() string {
 			where := fmt.Sprintf("messages.%d.content.%d", i, j)
 			switch b.Type {
 			case "text":
-				if b.Text == "" {
-					return where + ": text content blocks must be non-empty"
+				if strings.TrimSpace(b.Text) == "" {
+					return where + ": text content blocks must contain non-whitespace text"
+				}
+				if i == len(r.Messages)-1 && j == len(m.Content)-1 && m.Role == "assistant" && strings.TrimRightFunc(b.Text, unicode.IsSpace) != b.Text {
+					return "final assistant content cannot end with trailing whitespace"
 				}
 			case "image":
 				s := b.Source
@@ -115,6 +124,9 @@ func (r *wireRequest) validate() string {
 			case "tool_use":
 				if m.Role != "assistant" || b.ID == "" || b.Name == "" || !isObject(b.Input) {
 					return where + ": tool_use needs an id, a name and an object input, in an assistant turn"
+				}
+				if !toolUseIDPattern.MatchString(b.ID) {
+					return where + ".id: String should match pattern '^[a-zA-Z0-9_-]+$'"
 				}
 				toolUses[b.ID] = true
 			case "tool_result":

@@ -2,12 +2,16 @@ package anthropic
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/svc-gateway/svc/pkg/pluginapi"
 )
@@ -221,7 +225,7 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 			if err != nil {
 				return nil, err
 			}
-			if text != "" {
+			if !blank(text) {
 				system = append(system, text)
 			}
 		case "user":
@@ -244,8 +248,8 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 			if err != nil {
 				return nil, err
 			}
-			res := msgBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
-			if text != "" {
+			res := msgBlock{Type: "tool_result", ToolUseID: toolUseID(m.ToolCallID)}
+			if !blank(text) {
 				res.Content = []msgBlock{{Type: "text", Text: text}}
 			}
 			out.Messages = appendTurn(out.Messages, "user", []msgBlock{res})
@@ -253,8 +257,9 @@ func translate(body []byte, stream bool) (*msgRequest, error) {
 			return nil, invalid(param+".role", "unsupported role "+strconv.Quote(m.Role))
 		}
 	}
+	out.Messages = trimPrefill(out.Messages)
 	if len(out.Messages) == 0 {
-		return nil, invalid("messages", "at least one user or assistant message is required")
+		return nil, invalid("messages", "at least one user or assistant message with text, images or tool calls is required")
 	}
 
 	if len(in.Tools) > 0 {
@@ -391,7 +396,7 @@ func userBlocks(raw json.RawMessage, param string) ([]msgBlock, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, invalid(param, "content must be a string or an array of parts")
 		}
-		if s == "" {
+		if blank(s) {
 			return nil, nil
 		}
 		return []msgBlock{{Type: "text", Text: s}}, nil
@@ -405,7 +410,7 @@ func userBlocks(raw json.RawMessage, param string) ([]msgBlock, error) {
 		pp := param + "[" + strconv.Itoa(j) + "]"
 		switch p.Type {
 		case "text":
-			if p.Text != "" {
+			if !blank(p.Text) {
 				blocks = append(blocks, msgBlock{Type: "text", Text: p.Text})
 			}
 		case "image_url":
@@ -454,7 +459,7 @@ func assistantBlocks(m chatMessage, param string) ([]msgBlock, error) {
 		return nil, err
 	}
 	blocks := make([]msgBlock, 0, 1+len(m.ToolCalls))
-	if text != "" {
+	if !blank(text) {
 		blocks = append(blocks, msgBlock{Type: "text", Text: text})
 	}
 	for j, tc := range m.ToolCalls {
@@ -469,9 +474,54 @@ func assistantBlocks(m chatMessage, param string) ([]msgBlock, error) {
 			}
 			input = json.RawMessage(args)
 		}
-		blocks = append(blocks, msgBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		blocks = append(blocks, msgBlock{Type: "tool_use", ID: toolUseID(tc.ID), Name: tc.Function.Name, Input: input})
 	}
 	return blocks, nil
+}
+
+// blank says whether text has nothing but white space: the Messages API
+// refuses a text block without a visible character, so such text is
+// dropped, as empty text is.
+func blank(text string) bool { return strings.TrimSpace(text) == "" }
+
+// toolUseID is the id a tool call goes to the Messages API with, which
+// takes only letters, digits, "_" and "-": other providers' ids (such as
+// "functions.get_weather:0"), met in a history that crossed providers,
+// have every other byte replaced and a digest of the whole id appended,
+// so that two ids stay two. The call and its result are given the same.
+func toolUseID(id string) string {
+	valid := func(r rune) bool {
+		return r == '_' || r == '-' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
+	}
+	if id != "" && !strings.ContainsFunc(id, func(r rune) bool { return !valid(r) }) {
+		return id
+	}
+	clean := strings.Map(func(r rune) rune {
+		if valid(r) {
+			return r
+		}
+		return '_'
+	}, id)
+	sum := sha256.Sum256([]byte(id))
+	return clean + "_" + hex.EncodeToString(sum[:6])
+}
+
+// trimPrefill takes the trailing white space off a conversation's last
+// turn when it is the assistant's: the Messages API continues such a turn
+// (a prefill) and refuses one that ends in white space. Its text is never
+// left empty: blank text was dropped before.
+func trimPrefill(turns []msgMessage) []msgMessage {
+	n := len(turns)
+	if n == 0 || turns[n-1].Role != "assistant" {
+		return turns
+	}
+	content := turns[n-1].Content
+	last := &content[len(content)-1]
+	if last.Type != "text" {
+		return turns
+	}
+	last.Text = strings.TrimRightFunc(last.Text, unicode.IsSpace)
+	return turns
 }
 
 // stopSequences reads stop: a string or an array of strings.

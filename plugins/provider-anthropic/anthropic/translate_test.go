@@ -37,6 +37,31 @@ func TestTranslate(t *testing.T) {
 			  {"role":"assistant","content":[{"type":"text","text":"I can't help with that."}]},{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
 		},
 		{
+			"another provider's tool call id: the bytes the API refuses replaced, a digest of the id added, the same for the call and its result",
+			`{"model":"m","messages":[{"role":"user","content":"Weather?"},
+			  {"role":"assistant","tool_calls":[{"id":"functions.get_weather:0","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+			  {"role":"tool","tool_call_id":"functions.get_weather:0","content":"sunny"}],
+			  "tools":[{"type":"function","function":{"name":"get_weather"}}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Weather?"}]},
+			  {"role":"assistant","content":[{"type":"tool_use","id":"functions_get_weather_0_79ac1aaab216","name":"get_weather","input":{}}]},
+			  {"role":"user","content":[{"type":"tool_result","tool_use_id":"functions_get_weather_0_79ac1aaab216","content":[{"type":"text","text":"sunny"}]}]}],
+			  "tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{}}}]}`,
+		},
+		{
+			"text of white space alone is dropped like empty text, from every role",
+			`{"model":"m","messages":[{"role":"system","content":" "},{"role":"user","content":"  "},
+			  {"role":"user","content":[{"type":"text","text":"\n"},{"type":"text","text":"Hi"}]},
+			  {"role":"assistant","content":" \n"},{"role":"assistant","content":"Hello"},{"role":"user","content":"Bye"}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]},
+			  {"role":"assistant","content":[{"type":"text","text":"Hello"}]},{"role":"user","content":[{"type":"text","text":"Bye"}]}]}`,
+		},
+		{
+			"a last assistant turn, which the API continues, loses its trailing white space",
+			`{"model":"m","messages":[{"role":"user","content":"Say it."},{"role":"assistant","content":"Sure: "}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Say it."}]},
+			  {"role":"assistant","content":[{"type":"text","text":"Sure:"}]}]}`,
+		},
+		{
 			"max_tokens is kept",
 			`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"Hi"}]}`,
 			`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`,
@@ -229,6 +254,7 @@ func TestTranslateRefuses(t *testing.T) {
 		{"max_tokens 0", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"Hi"}]}`, "max_tokens"},
 		{"no model", `{"messages":[{"role":"user","content":"Hi"}]}`, "model"},
 		{"only a system message", `{"model":"m","messages":[{"role":"system","content":"Hi"}]}`, "messages"},
+		{"only white space", `{"model":"m","messages":[{"role":"user","content":" \t\n"}]}`, "messages"},
 		{"an unknown role", `{"model":"m","messages":[{"role":"function","content":"Hi"}]}`, "messages[0].role"},
 		{"an audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, "messages[0].content[0].type"},
 		{"an ftp image", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, "messages[0].content[0].image_url.url"},
@@ -278,6 +304,10 @@ func TestTranslatedRequestsAreValid(t *testing.T) {
 		`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":"c"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":""}]}`,
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":""},{"type":"image_url","image_url":{"url":"data:image/webp;base64,UklGR"}}]}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`,
+		// Another provider's tool call ids, blank text, and a prefill
+		// ending in white space: each one the Messages API refuses as is.
+		`{"model":"m","messages":[{"role":"user","content":"Weather?"},{"role":"assistant","content":" \n","tool_calls":[{"id":"functions.get_weather:0","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},{"role":"tool","tool_call_id":"functions.get_weather:0","content":"  "}]}`,
+		`{"model":"m","messages":[{"role":"system","content":"  "},{"role":"user","content":"   "},{"role":"user","content":[{"type":"text","text":"\t"},{"type":"text","text":"Hi"}]},{"role":"assistant","content":"Sure: "}]}`,
 	} {
 		r, err := translate([]byte(in), false)
 		require.NoError(t, err, in)
@@ -291,6 +321,18 @@ func TestTranslatedRequestsAreValid(t *testing.T) {
 
 // Anthropic refuses an input_schema without "type":"object"; OpenAI takes
 // one, so it is added.
+// Ids the Messages API takes are kept; any other becomes one it takes,
+// and two ids that differ stay two.
+func TestToolUseID(t *testing.T) {
+	assert.Equal(t, "toolu_01A-b_9", toolUseID("toolu_01A-b_9"))
+	for _, id := range []string{"functions.get_weather:0", "call é 1", "", "a/b"} {
+		assert.Regexp(t, toolUseIDPattern, toolUseID(id), id)
+		assert.Equal(t, toolUseID(id), toolUseID(id), "the same id every time")
+	}
+	assert.NotEqual(t, toolUseID("a.b"), toolUseID("a:b"))
+	assert.NotEqual(t, toolUseID("a.b"), toolUseID("a_b"))
+}
+
 func TestToolParametersWithoutTypeBecomeAnObjectSchema(t *testing.T) {
 	for in, want := range map[string]string{
 		`{}`: `{"type":"object"}`,
