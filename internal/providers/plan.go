@@ -115,6 +115,11 @@ func (st *state) resolve(model string) *resolved {
 			p := set.Providers[i]
 			upstream := t.Model
 			if upstream == "" {
+				// As the caller named it, which a glob route's instance
+				// may not serve: the loader could check only exact names.
+				if !p.Serves(model) {
+					continue
+				}
 				upstream = model
 			}
 			w := t.Weight

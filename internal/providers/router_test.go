@@ -750,7 +750,7 @@ func TestPlanRoutesModels(t *testing.T) {
 		Providers: []*Provider{
 			{Name: "openai", Plugin: "openai", Models: []string{"gpt-4o*", "gpt-4.1-mini"}},
 			{Name: "groq", Plugin: "openai", Models: []string{"llama-*"}},
-			{Name: "local", Plugin: "openai", Models: []string{"llama-3.1-8b", "qwen?"}},
+			{Name: "local", Plugin: "openai", Models: []string{"llama-3.1-8b", "llama-3.2-1b", "qwen?"}},
 		},
 		Routes: []Route{
 			{Model: "fast", Targets: []Target{{Provider: "groq", Model: "llama-3.1-8b-instant"}, {Provider: "openai", Model: "gpt-4o-mini"}}},
@@ -766,7 +766,10 @@ func TestPlanRoutesModels(t *testing.T) {
 	}{
 		{"fast", "fast", []string{"groq=llama-3.1-8b-instant", "openai=gpt-4o-mini"}, []string{"local"}},
 		{"llama-3.1-8b", "llama-3.1-8b", []string{"groq=llama-3.1-8b"}, []string{"openai", "local (not routed)"}},
-		{"llama-3.3-70b", "llama-*", []string{"local=llama-3.3-70b", "groq=llama-3.3-70b"}, []string{"openai"}},
+		{"llama-3.2-1b", "llama-*", []string{"local=llama-3.2-1b", "groq=llama-3.2-1b"}, []string{"openai"}},
+		// A glob route's target without a model of its own gets the
+		// model as the caller named it, which it need not serve.
+		{"llama-3.3-70b", "llama-*", []string{"groq=llama-3.3-70b"}, []string{"openai", "local"}},
 		{"gpt-4o-2024-08-06", "", []string{"openai=gpt-4o-2024-08-06"}, []string{"groq", "local"}},
 		{"gpt-4.1-mini", "", []string{"openai=gpt-4.1-mini"}, []string{"groq", "local"}},
 		{"qwen3", "", []string{"local=qwen3"}, []string{"openai", "groq"}},
