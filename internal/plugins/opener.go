@@ -45,6 +45,24 @@ func ProviderPluginPath(cfg *config.Config, plugin string) string {
 	return filepath.Join(cfg.PluginDir, BinaryPrefix+"provider-"+plugin)
 }
 
+// CheckPlugin says whether Open could find plugin in mode: a built-in
+// provider in process, an executable binary otherwise.
+func (o *Opener) CheckPlugin(plugin, mode string) error {
+	if mode == providers.ModeInProcess {
+		if _, ok := Builtins[plugin]; !ok {
+			return noBuiltin(plugin)
+		}
+		return nil
+	}
+	return checkExecutable(ProviderPluginPath(o.cfg, plugin))
+}
+
+var _ providers.PluginChecker = (*Opener)(nil)
+
+func noBuiltin(plugin string) error {
+	return fmt.Errorf("the %s provider cannot run in_process: this svc has no built-in %s provider", plugin, plugin)
+}
+
 // Open starts one instance. A plugin starts at once, so that a binary that
 // is missing or does not run fails the load with its name.
 func (o *Opener) Open(ctx context.Context, name, plugin, mode string, pc pluginapi.ProviderConfig) (providers.Instance, error) {
@@ -56,7 +74,7 @@ func (o *Opener) Open(ctx context.Context, name, plugin, mode string, pc plugina
 	if mode == providers.ModeInProcess {
 		newProvider, ok := Builtins[plugin]
 		if !ok {
-			return nil, fmt.Errorf("the %s provider cannot run in_process: this svc has no built-in %s provider", plugin, plugin)
+			return nil, noBuiltin(plugin)
 		}
 		p, err := newProvider(pc, logger)
 		if err != nil {

@@ -76,6 +76,24 @@ func TestOpenerRefusesABrokenBinaryByName(t *testing.T) {
 	assert.Contains(t, err.Error(), broken)
 }
 
+// CheckPlugin finds what Open would: a binary in the plugin folder, or a
+// built-in provider in process.
+func TestOpenerChecksAPluginBeforeOpening(t *testing.T) {
+	dir := t.TempDir()
+	o := plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": dir}), hclog.NewNullLogger())
+	err := o.CheckPlugin("openai", providers.ModePlugin)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "svc-provider-openai")+" not found")
+	assert.NoError(t, o.CheckPlugin("openai", providers.ModeInProcess), "built in: no binary needed")
+	assert.ErrorContains(t, o.CheckPlugin("vllm", providers.ModeInProcess), "the vllm provider cannot run in_process")
+
+	o = plugins.NewOpener(configFor(t, map[string]string{"SVC_PLUGIN_DIR": testbin.PluginDir(t)}), hclog.NewNullLogger())
+	assert.NoError(t, o.CheckPlugin("openai", providers.ModePlugin))
+	notExecutable := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(notExecutable, []byte("x"), 0o644))
+	assert.ErrorContains(t, o.CheckPlugin(notExecutable, providers.ModePlugin), "is not executable")
+}
+
 // echoProvider is a built-in provider a test registers.
 type echoProvider struct{ cfg pluginapi.ProviderConfig }
 

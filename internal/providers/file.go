@@ -164,7 +164,15 @@ type ReadFile func(name string) ([]byte, error)
 // readFile. The error lists every problem found, each naming the file,
 // the entry and the field.
 func Parse(source string, data []byte, env Env, readFile ReadFile) (*File, error) {
-	p := &parser{file: filepath.Base(source), dir: filepath.Dir(source), env: env, readFile: readFile}
+	return ParseChecked(source, data, env, readFile, nil)
+}
+
+// ParseChecked is Parse that also asks checkPlugin (when not nil) about
+// each entry's plugin and mode: a plugin binary that is missing is then
+// listed with the file's other problems, rather than found only once they
+// are fixed and the instance opened.
+func ParseChecked(source string, data []byte, env Env, readFile ReadFile, checkPlugin func(plugin, mode string) error) (*File, error) {
+	p := &parser{file: filepath.Base(source), dir: filepath.Dir(source), env: env, readFile: readFile, checkPlugin: checkPlugin}
 	f := p.parse(data)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -175,11 +183,12 @@ func Parse(source string, data []byte, env Env, readFile ReadFile) (*File, error
 
 // parser collects the problems of one file.
 type parser struct {
-	file     string // the file's name, which every message starts with
-	dir      string // relative plugin paths are read from here
-	env      Env
-	readFile ReadFile
-	errs     []error
+	file        string // the file's name, which every message starts with
+	dir         string // relative plugin paths are read from here
+	env         Env
+	readFile    ReadFile
+	checkPlugin func(plugin, mode string) error // may be nil
+	errs        []error
 }
 
 // fail records a problem of the entry (may be "") and field (may be "").
@@ -754,6 +763,7 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 	case !namePattern.MatchString(fp.Name):
 		p.fail(entry, "name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters")
 	}
+	pluginOK := len(p.errs)
 	switch {
 	case fp.Plugin == "":
 		p.fail(entry, "plugin", "is required: openai, anthropic, mock, or the path of a provider plugin binary")
@@ -775,6 +785,11 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 		}
 	default:
 		p.fail(entry, "mode", "must be plugin or in_process, not %q", clip(fp.Mode))
+	}
+	if p.checkPlugin != nil && len(p.errs) == pluginOK {
+		if err := p.checkPlugin(s.Plugin, s.Mode); err != nil {
+			p.fail(entry, "plugin", "%v", err)
+		}
 	}
 	if fp.BaseURL != "" {
 		u, err := url.Parse(fp.BaseURL)

@@ -270,7 +270,11 @@ func (m *Manager) buildLocked(ctx context.Context, old *Set) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot be read: %w", baseName(m.o.Path), pathless(err))
 	}
-	f, err := Parse(m.o.Path, data, m.o.Env, m.o.ReadFile)
+	var check func(plugin, mode string) error
+	if c, ok := m.o.Opener.(PluginChecker); ok {
+		check = c.CheckPlugin
+	}
+	f, err := ParseChecked(m.o.Path, data, m.o.Env, m.o.ReadFile, check)
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,40 @@ func TestLoadClosesWhatItOpenedWhenAnInstanceFails(t *testing.T) {
 	assert.True(t, opener.last("a").isClosed(), "the instance opened before is closed")
 }
 
+// checkingOpener is a fakeOpener that can tell a plugin it cannot open
+// before it is asked to.
+type checkingOpener struct {
+	fakeOpener
+	missing string // the plugin it has no binary of
+	checked []string
+}
+
+func (o *checkingOpener) CheckPlugin(plugin, mode string) error {
+	o.checked = append(o.checked, plugin+" "+mode)
+	if plugin == o.missing {
+		return errors.New("plugin binary svc-provider-" + plugin + " not found")
+	}
+	return nil
+}
+
+// A missing plugin binary is listed with the file's other problems, and
+// nothing is opened; a plugin whose name is already wrong is not asked
+// about.
+func TestLoadListsAMissingPluginWithTheOtherProblems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	doc := "providers:\n  - name: a\n    plugin: anthropic\n  - name: b\n    plugin: mock\n    api_key_env: UNSET_KEY\n" +
+		"  - name: c\n    plugin: nope\n  - name: d\n    plugin: openai\n    mode: in_process\n"
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	opener := &checkingOpener{missing: "anthropic"}
+	_, err := Load(context.Background(), ManagerOptions{Path: path, Opener: opener, Env: testEnv})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[0] (name "a"): plugin: plugin binary svc-provider-anthropic not found`)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[1] (name "b"): api_key_env:`)
+	assert.Contains(t, err.Error(), `providers.yaml: providers[2] (name "c"): plugin: must be`)
+	assert.Equal(t, []string{"anthropic plugin", "mock plugin", "openai in_process"}, opener.checked)
+	assert.Zero(t, opener.count("a")+opener.count("b")+opener.count("d"), "nothing opened")
+}
+
 func TestReloadKeepsUnchangedInstances(t *testing.T) {
 	m, opener, write := managed(t, twoMocks)
 	before := m.Router().Current()

@@ -103,6 +103,13 @@ type Opener interface {
 	Open(ctx context.Context, name, plugin, mode string, cfg pluginapi.ProviderConfig) (Instance, error)
 }
 
+// PluginChecker is an Opener that can tell, without opening anything,
+// whether a plugin in a mode could be opened: the Manager lists what it
+// finds with the file's other problems.
+type PluginChecker interface {
+	CheckPlugin(plugin, mode string) error
+}
+
 // Instance is an opened provider: Close stops its process (a plugin) or
 // releases what it holds.
 type Instance interface {
