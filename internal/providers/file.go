@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/url"
 	"path"
@@ -868,11 +869,21 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 // nameOf is an entry's name, when it has a string one, for the message
 // about a value of a wrong type.
 func nameOf(raw json.RawMessage) string {
-	var n struct {
-		Name any `json:"name"`
+	// By its exact key when there is one: decoding into a field would
+	// take the last of "name" and "Name", the entry's refused duplicate.
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &fields)
+	v, ok := fields["name"]
+	if !ok {
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			if strings.EqualFold(k, "name") {
+				v = fields[k]
+				break
+			}
+		}
 	}
-	_ = json.Unmarshal(raw, &n)
-	s, _ := n.Name.(string)
+	var s string
+	_ = json.Unmarshal(v, &s)
 	return s
 }
 

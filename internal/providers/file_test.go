@@ -176,6 +176,7 @@ func TestParseErrors(t *testing.T) {
 		{"case variant", "p.json", `{"providers":[{"Name":"m","plugin":"mock"}]}`, `p.json: providers[0] (name "m"): unknown field "Name" (did you mean "name"?)`},
 		{"duplicate key yaml", "p.yaml", "providers:\n  - name: m\n    name: n\n    plugin: mock\n", `p.yaml: providers[0] (name "m"): line 3: mapping key "name" already defined at line 2`},
 		{"duplicate key json", "p.json", `{"providers":[{"name":"m","name":"n","plugin":"mock"}]}`, `p.json: providers[0] (name "n"): duplicate key "name"`},
+		{"duplicate key json in another case", "p.json", `{"providers":[{"name":"a","plugin":"mock","Name":"b"}]}`, `p.json: providers[0] (name "a"): duplicate key "Name"`},
 		{"non-string key", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    headers: {1: x}\n", "p.yaml: providers[0].headers: keys must be strings"},
 		{"wrong type", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    weight: heavy\n", `p.yaml: providers[0] (name "m"): weight: must be a whole number, not a string`},
 		{"fraction", "p.yaml", "providers:\n  - name: m\n    plugin: mock\n    weight: 2.5\n", `p.yaml: providers[0] (name "m"): weight: must be a whole number, not 2.5`},
