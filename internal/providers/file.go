@@ -764,7 +764,7 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 	case !namePattern.MatchString(fp.Name):
 		p.fail(entry, "name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters")
 	}
-	pluginOK := len(p.errs)
+	beforePlugin := len(p.errs) // the plugin is checked only when its name and mode are right
 	switch {
 	case fp.Plugin == "":
 		p.fail(entry, "plugin", "is required: openai, anthropic, mock, or the path of a provider plugin binary")
@@ -787,7 +787,7 @@ func (p *parser) provider(i int, raw json.RawMessage, defaultBreaker BreakerConf
 	default:
 		p.fail(entry, "mode", "must be plugin or in_process, not %q", clip(fp.Mode))
 	}
-	if p.checkPlugin != nil && len(p.errs) == pluginOK {
+	if p.checkPlugin != nil && len(p.errs) == beforePlugin {
 		if err := p.checkPlugin(s.Plugin, s.Mode); err != nil {
 			p.fail(entry, "plugin", "%v", err)
 		}
