@@ -158,15 +158,23 @@ func (resp *Response) finish(reason string) {
 		resp.Usage = &Usage{}
 	}
 	resp.Status = "completed"
-	switch reason {
-	case "length":
-		resp.Status, resp.IncompleteDetails = "incomplete", &Incomplete{Reason: "max_output_tokens"}
-	case "content_filter":
-		resp.Status, resp.IncompleteDetails = "incomplete", &Incomplete{Reason: "content_filter"}
-	}
-	if resp.Status == "incomplete" {
-		for i := range resp.Output {
-			resp.Output[i].Status = "incomplete"
+	if cut := cutShort(reason); cut != "" {
+		resp.Status, resp.IncompleteDetails = "incomplete", &Incomplete{Reason: cut}
+		// The item the answer stopped in: the ones before it were whole.
+		if n := len(resp.Output); n > 0 {
+			resp.Output[n-1].Status = "incomplete"
 		}
 	}
+}
+
+// cutShort is why a chat finish reason leaves a response incomplete, or
+// "" when it does not.
+func cutShort(reason string) string {
+	switch reason {
+	case "length":
+		return "max_output_tokens"
+	case "content_filter":
+		return "content_filter"
+	}
+	return ""
 }

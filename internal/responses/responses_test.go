@@ -291,11 +291,38 @@ func TestStreamOfRefusal(t *testing.T) {
 }
 
 func TestStreamOfNothingIsAnEmptyMessage(t *testing.T) {
-	names, _, resp := events(t, `{"choices":[{"delta":{},"finish_reason":"length"}]}`)
+	names, data, resp := events(t, `{"choices":[{"delta":{},"finish_reason":"length"}]}`)
 	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
 		"response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done",
 		"response.incomplete"}, names)
 	assert.Equal(t, "incomplete", resp.Status)
+	assert.Equal(t, "incomplete", data[7]["item"].(map[string]any)["status"], "the item done says what the response says of it")
+}
+
+// An answer cut short leaves the item it stopped in incomplete, streamed
+// or not, and the items before it whole; each stream item's done event
+// says what the response says of it.
+func TestACutAnswerLeavesItsLastItemIncomplete(t *testing.T) {
+	r, err := responses.Parse([]byte(`{"model":"m","input":"x"}`))
+	require.NoError(t, err)
+	resp := r.Response("resp_aaaaaaaaaaaaaaaaaaaa", 7)
+	require.NoError(t, responses.FromCompletion(&resp, []byte(`{"choices":[{"message":{"content":"Let me look.",
+		"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"q\":"}}]},"finish_reason":"length"}]}`)))
+	require.Len(t, resp.Output, 2)
+	assert.Equal(t, []string{"completed", "incomplete"}, []string{resp.Output[0].Status, resp.Output[1].Status})
+
+	names, data, streamed := events(t, `{"choices":[{"delta":{"content":"Let me look."}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"q\":"}}]},"finish_reason":"length"}]}`)
+	assert.Equal(t, "response.incomplete", names[len(names)-1])
+	var done []string
+	for i, n := range names {
+		if n == "response.output_item.done" {
+			done = append(done, data[i]["item"].(map[string]any)["status"].(string))
+		}
+	}
+	assert.Equal(t, []string{"completed", "incomplete"}, done)
+	require.Len(t, streamed.Output, 2)
+	assert.Equal(t, []string{"completed", "incomplete"}, []string{streamed.Output[0].Status, streamed.Output[1].Status})
 }
 
 func TestStoredRebuildsTheResponseAndItsConversation(t *testing.T) {

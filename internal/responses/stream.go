@@ -262,7 +262,7 @@ func (s *Stream) call(tc chatToolCall) error {
 	si := s.calls[idx]
 	if si == nil {
 		if s.msg != nil && !s.msg.done {
-			if err := s.close(s.msg); err != nil {
+			if err := s.close(s.msg, "completed"); err != nil {
 				return err
 			}
 		}
@@ -285,10 +285,10 @@ func (s *Stream) call(tc chatToolCall) error {
 	return nil
 }
 
-// close sends the done events of an item.
-func (s *Stream) close(si *streamItem) error {
+// close sends the done events of an item, ended with status.
+func (s *Stream) close(si *streamItem, status string) error {
 	si.done = true
-	si.item.Status = "completed"
+	si.item.Status = status
 	if si.item.Type == "function_call" {
 		text := si.text.String()
 		si.item.Arguments = text
@@ -331,9 +331,15 @@ func (s *Stream) Finish() error {
 			return err
 		}
 	}
-	for _, si := range s.items {
+	for i, si := range s.items {
 		if !si.done {
-			if err := s.close(si); err != nil {
+			// The last item is the one a cut answer stopped in, as the
+			// response will say.
+			status := "completed"
+			if i == len(s.items)-1 && cutShort(s.finish) != "" {
+				status = "incomplete"
+			}
+			if err := s.close(si, status); err != nil {
 				return err
 			}
 		}
