@@ -77,3 +77,26 @@ func TestServerSpanNamesPeerAndClient(t *testing.T) {
 	assert.Equal(t, "192.0.2.5", direct["network.peer.address"])
 	assert.Equal(t, "192.0.2.5", direct["client.address"])
 }
+
+// A server span is named by its route, and by its method alone when no
+// route took the request: only an API fallback, or the console's files
+// without the file, matched it.
+func TestServerSpanNameIsItsRoute(t *testing.T) {
+	s := &Server{Deps: Deps{Config: &config.Config{}}}
+	nameOf := func(method, pattern string, status int) string {
+		rec := tracetest.NewSpanRecorder()
+		_, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("t").Start(context.Background(), method)
+		r := httptest.NewRequest(method, "http://svc.example/x", nil)
+		r.Pattern = pattern
+		s.endSpan(span, r, status)
+		return rec.Ended()[0].Name()
+	}
+	assert.Equal(t, "POST /v1/chat/completions", nameOf("POST", "POST /v1/chat/completions", 200))
+	assert.Equal(t, "HEAD /metrics", nameOf("HEAD", "GET /metrics", 200), "a GET pattern answers HEAD")
+	assert.Equal(t, "GET /", nameOf("GET", "/", 200), "the console's files")
+	assert.Equal(t, "POST", nameOf("POST", "/", 405), "no route: /metrics with another method")
+	assert.Equal(t, "GET", nameOf("GET", "/", 404), "no such file")
+	assert.Equal(t, "DELETE", nameOf("DELETE", "/v1/", 405))
+	assert.Equal(t, "GET", nameOf("GET", "/api/", 404))
+	assert.Equal(t, "OPTIONS", nameOf("OPTIONS", "", 204), "a preflight")
+}

@@ -57,7 +57,7 @@ func (s *Server) endSpan(span trace.Span, r *http.Request, status int) {
 	if method, route, ok := strings.Cut(r.Pattern, " "); ok && method == r.Method {
 		span.SetName(r.Pattern) // the pattern is the name: nothing to build
 		attrs.Add(semconv.HTTPRoute(route))
-	} else if route := routeOf(r.Pattern); route != "" {
+	} else if route := routeOf(r.Pattern); route != "" && !routeless(r.Pattern, status) {
 		span.SetName(r.Method + " " + route)
 		attrs.Add(semconv.HTTPRoute(route))
 	}
@@ -69,6 +69,19 @@ func (s *Server) endSpan(span trace.Span, r *http.Request, status int) {
 	}
 	attrs.SetOn(span)
 	span.End()
+}
+
+// routeless says whether a request that only a catch-all pattern matched
+// took no route, and keeps the span named by its method alone: the API's
+// fallbacks always, the console's files when none answered.
+func routeless(pattern string, status int) bool {
+	switch pattern {
+	case "/api/", "/v1/":
+		return true
+	case "/":
+		return status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+	}
+	return false
 }
 
 // routeOf is the path of a mux pattern ("POST /v1/models" → "/v1/models").
