@@ -85,10 +85,12 @@ func (g *Gateway) end(ctx context.Context, c *call, res *Result, errp *error) {
 		attrs.Add(semconv.GenAIRequestMaxTokens(req.MaxTokens))
 	}
 	attrs.Add(tracing.Route.String(run.Route))
-	// A call blocked before any provider was called names none (its run
-	// keeps the one planned first); one blocked on its answer's tool calls
-	// names the provider that answered.
-	if run.Provider != "" && (run.Route != ledger.RouteBlocked || c.plan != nil && len(c.plan.Attempts) > 0) {
+	// Only a call that asked a provider names one: not one blocked before
+	// any was called, nor one the cache or an artifact answered (their runs
+	// keep the one planned first). One blocked on its answer's tool calls
+	// names the provider that answered; one a cached answer stood in for,
+	// the last that failed.
+	if run.Provider != "" && c.plan != nil && len(c.plan.Attempts) > 0 {
 		attrs.Add(tracing.Provider.String(run.Provider))
 		if plugin := c.plugin(run.Provider); plugin != "" {
 			attrs.Add(semconv.GenAIProviderNameKey.String(plugin))

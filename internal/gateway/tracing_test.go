@@ -296,8 +296,9 @@ func TestEveryStepHasItsSpan(t *testing.T) {
 	}
 }
 
-// An answer from the exact cache used no tokens: its call's span has no
-// usage, where the call it stands for has its own.
+// An answer from the exact cache used no tokens and asked no provider:
+// its call's span has neither usage nor a provider, where the call it
+// stands for has its own.
 func TestTracedCacheHitHasNoUsage(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -324,4 +325,8 @@ func TestTracedCacheHitHasNoUsage(t *testing.T) {
 	assert.NotContains(t, hit, attribute.Key("gen_ai.usage.input_tokens"))
 	assert.NotContains(t, hit, attribute.Key("gen_ai.usage.output_tokens"))
 	assert.Equal(t, model, hit["gen_ai.response.model"].AsString(), "the answer is still the model's")
+	assert.NotEmpty(t, live["gen_ai.provider.name"].AsString())
+	assert.NotEmpty(t, live["svc.provider"].AsString())
+	assert.NotContains(t, hit, attribute.Key("gen_ai.provider.name"), "no provider answered")
+	assert.NotContains(t, hit, attribute.Key("svc.provider"))
 }
