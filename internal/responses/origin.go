@@ -25,7 +25,7 @@ type Origin struct {
 // request; nil when there is nothing a stored run would not say itself.
 func (r *Request) Origin() json.RawMessage {
 	o := Origin{Metadata: r.w.Metadata, PreviousResponseID: r.w.PreviousResponseID, Store: r.w.Store, InputFrom: r.inputFrom}
-	if instr := r.w.Instructions; len(instr) > 0 && string(instr) != "null" {
+	if instr := r.w.Instructions; !absent(instr) {
 		o.Instructions = instr
 	}
 	if o.Instructions == nil && len(o.Metadata) == 0 && o.PreviousResponseID == nil && o.Store == nil && o.InputFrom == 0 {

@@ -51,7 +51,11 @@ type wireRequest struct {
 	PreviousResponseID *string           `json:"previous_response_id"`
 	Stream             *bool             `json:"stream"`
 	Background         *bool             `json:"background"`
-	Reasoning          *struct {
+	// Conversation and Prompt name what OpenAI keeps and svc does not:
+	// a request naming one is refused rather than answered without it.
+	Conversation json.RawMessage `json:"conversation"`
+	Prompt       json.RawMessage `json:"prompt"`
+	Reasoning    *struct {
 		Effort *string `json:"effort"`
 	} `json:"reasoning"`
 }
@@ -107,6 +111,9 @@ type inputPart struct {
 	Filename *string `json:"filename"`
 }
 
+// absent says whether a field was left out or sent as null.
+func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
 // invalid is a validation error in the provider's shape, as the gateway's.
 func invalid(param, format string, args ...any) error {
 	e := errs.Invalidf(param, format, args...)
@@ -143,6 +150,10 @@ func Parse(body []byte) (*Request, error) {
 		return nil, invalid("model", "Invalid value for 'model': expected a model name.")
 	case w.Background != nil && *w.Background:
 		return nil, invalid("background", "svc does not run responses in the background; send 'background': false.")
+	case !absent(w.Conversation):
+		return nil, invalid("conversation", "svc keeps no conversations: send the earlier turns in 'input', or continue a stored response with 'previous_response_id'.")
+	case !absent(w.Prompt):
+		return nil, invalid("prompt", "svc keeps no prompt templates: send the instructions and input themselves.")
 	}
 	r.Model = *w.Model
 	r.Stream = w.Stream != nil && *w.Stream
@@ -170,7 +181,7 @@ func Parse(body []byte) (*Request, error) {
 func (r *Request) parseInput() error {
 	raw := r.w.Input
 	switch {
-	case len(raw) == 0 || string(raw) == "null":
+	case absent(raw):
 		if r.PreviousResponseID == "" {
 			return invalid("input", "Missing required parameter: 'input'.")
 		}
@@ -206,7 +217,7 @@ func (r *Request) parseInput() error {
 			if !inputRoles[it.Role] {
 				return invalid(fmt.Sprintf("input[%d].role", i), "Invalid value for 'input[%d].role': expected one of user, system, developer, assistant.", i)
 			}
-			if len(it.Content) == 0 || string(it.Content) == "null" {
+			if absent(it.Content) {
 				return invalid(fmt.Sprintf("input[%d].content", i), "Missing required parameter: 'input[%d].content'.", i)
 			}
 		case "function_call":
@@ -258,7 +269,7 @@ func (r *Request) parseTools() error {
 
 func (r *Request) parseToolChoice() error {
 	raw := r.w.ToolChoice
-	if len(raw) == 0 || string(raw) == "null" {
+	if absent(raw) {
 		return nil
 	}
 	var s string
@@ -282,7 +293,7 @@ func (r *Request) parseToolChoice() error {
 
 func (r *Request) parseFormat() error {
 	r.format = json.RawMessage(`{"type":"text"}`)
-	if r.w.Text == nil || len(r.w.Text.Format) == 0 || string(r.w.Text.Format) == "null" {
+	if r.w.Text == nil || absent(r.w.Text.Format) {
 		return nil
 	}
 	var f wireFormat
@@ -345,7 +356,7 @@ type includeUsage struct {
 // output item refs holds for its id.
 func (r *Request) Chat(history []json.RawMessage, refs map[string]Item) ([]byte, error) {
 	var msgs []json.RawMessage
-	if instr := r.w.Instructions; len(instr) > 0 && string(instr) != "null" {
+	if instr := r.w.Instructions; !absent(instr) {
 		m, err := r.instructions()
 		if err != nil {
 			return nil, err

@@ -88,7 +88,7 @@ func (resp Response) defaults() Response {
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
-	if len(resp.ToolChoice) == 0 || string(resp.ToolChoice) == "null" {
+	if absent(resp.ToolChoice) {
 		resp.ToolChoice = json.RawMessage(`"auto"`)
 	}
 	if resp.Tools == nil {
@@ -117,7 +117,7 @@ func FromCompletion(resp *Response, body []byte) error {
 	}
 	suffix := strings.TrimPrefix(resp.ID, "resp_")
 	var text *string
-	if len(msg.Content) > 0 && string(msg.Content) != "null" {
+	if !absent(msg.Content) {
 		var s string
 		if err := json.Unmarshal(msg.Content, &s); err == nil {
 			text = &s
