@@ -138,7 +138,11 @@ func Parse(body []byte) (*Request, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, strictjson.TypeWords(typeErr.Type))
+			want := strictjson.TypeWords(typeErr.Type)
+			if typeErr.Field == "metadata" { // a value of it, not the field, had the wrong type
+				want = "an object whose values are strings"
+			}
+			return nil, invalid(typeErr.Field, "Invalid type for '%s': expected %s.", typeErr.Field, want)
 		}
 		return nil, invalid("", "We could not parse the JSON body of your request. The body must be a JSON object.")
 	}
@@ -193,8 +197,23 @@ func (r *Request) parseInput() error {
 		c, _ := json.Marshal(s)
 		r.items = []wireItem{{Type: "message", Role: "user", Content: c}}
 	case raw[0] == '[':
-		if err := json.Unmarshal(raw, &r.items); err != nil {
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
 			return invalid("input", "Invalid 'input': expected a string or an array of input items.")
+		}
+		r.items = make([]wireItem, len(items))
+		for i, item := range items {
+			if err := json.Unmarshal(item, &r.items[i]); err != nil {
+				// Name the item, and its field when the item is an object
+				// with a field of the wrong type.
+				param := fmt.Sprintf("input[%d]", i)
+				var typeErr *json.UnmarshalTypeError
+				if errors.As(err, &typeErr) && typeErr.Field != "" {
+					param += "." + typeErr.Field
+					return invalid(param, "Invalid type for '%s': expected %s.", param, strictjson.TypeWords(typeErr.Type))
+				}
+				return invalid(param, "Invalid '%s': expected an input item (an object).", param)
+			}
 		}
 	default:
 		return invalid("input", "Invalid 'input': expected a string or an array of input items.")

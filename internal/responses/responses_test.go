@@ -572,3 +572,18 @@ func TestAStreamPastWhatSvcHoldsFails(t *testing.T) {
 	assert.Equal(t, "upstream_response_too_large", pe.Code)
 	assert.Equal(t, 502, pe.Status)
 }
+
+// A field of the wrong type is named where it is: an input item's field
+// by the item's index, a metadata value as metadata's.
+func TestParseNamesTheFieldOfTheWrongType(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"item_reference","id":5}]}`: "Invalid type for 'input[1].id': expected a string.",
+		`{"model":"m","input":[7]}`:                          "Invalid 'input[0]': expected an input item (an object).",
+		`{"model":"m","input":"hi","metadata":{"a":5}}`:      "Invalid type for 'metadata': expected an object whose values are strings.",
+		`{"model":"m","input":"hi","max_output_tokens":"9"}`: "Invalid type for 'max_output_tokens': expected a number.",
+	} {
+		_, err := responses.Parse([]byte(body))
+		require.Error(t, err, body)
+		assert.Equal(t, want, errs.Public(err), body)
+	}
+}
