@@ -2,7 +2,9 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -286,7 +288,7 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 		}
 	}
 	if failed == len(set.Providers) && firstErr != nil {
-		return nil, firstErr
+		return nil, listingFailed(firstErr)
 	}
 	for _, rt := range set.Routes {
 		if !isGlob(rt.Model) && !seen[rt.Model] {
@@ -295,6 +297,19 @@ func (r *Router) listModels(ctx context.Context) ([]pluginapi.Model, error) {
 		}
 	}
 	return out, nil
+}
+
+// listingFailed is the answer to a model list no provider could give. A
+// provider's refusal of its own listing (an upstream without /models
+// answers 404 model_not_found) is the provider failing, not the caller
+// naming a model: a 502 that says so, with the provider's words.
+func listingFailed(err error) error {
+	var pe *pluginapi.ProviderError
+	if !errors.As(err, &pe) || pe.Status >= 500 {
+		return err
+	}
+	return &pluginapi.ProviderError{Status: http.StatusBadGateway, Type: "upstream_error",
+		Message: "no provider's model list could be read: " + pe.Message}
 }
 
 // listed is a model as one provider listed it.

@@ -899,6 +899,42 @@ func TestModelsUnitesProvidersAndRoutes(t *testing.T) {
 		{ID: "fast", OwnedBy: "svc", Kind: pluginapi.KindChat}}, models)
 }
 
+// unlisted is a fake whose model list fails with err.
+type unlisted struct {
+	*fake
+	err error
+}
+
+func (u unlisted) Models(context.Context) ([]pluginapi.Model, error) { return nil, u.err }
+
+// A provider whose list fails is left out of the list; when every one
+// fails, the list is a provider failure, even when a provider's own words
+// were a 404 model_not_found about its listing.
+func TestModelsWhenListingsFail(t *testing.T) {
+	notFound := &pluginapi.ProviderError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Message: "no /models here"}
+	ok := &fake{models: []pluginapi.Model{{ID: "gpt-4o", OwnedBy: "openai"}}}
+	r := NewRouter(&Set{Providers: []*Provider{
+		{Name: "a", Plugin: "openai", Impl: unlisted{&fake{}, notFound}},
+		{Name: "b", Plugin: "openai", Impl: ok},
+	}}, nil)
+	models, err := r.Models(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []pluginapi.Model{{ID: "gpt-4o", OwnedBy: "openai"}}, models)
+
+	r = NewRouter(&Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: unlisted{&fake{}, notFound}}}}, nil)
+	_, err = r.Models(context.Background())
+	var pe *pluginapi.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 502, pe.Status)
+	assert.Empty(t, pe.Code, "not the caller's model_not_found")
+	assert.Contains(t, pe.Message, "no /models here")
+
+	down := &pluginapi.ProviderError{Status: 502, Type: "upstream_error", Code: pluginapi.CodeUpstreamUnreachable, Message: "refused"}
+	r = NewRouter(&Set{Providers: []*Provider{{Name: "a", Plugin: "openai", Impl: unlisted{&fake{}, down}}}}, nil)
+	_, err = r.Models(context.Background())
+	assert.Equal(t, down, err, "a provider failure stays as it was")
+}
+
 // An alias answers what its targets' models answer: an alias of an
 // embedding model is listed as one.
 func TestModelsListsARouteByWhatItsTargetsAnswer(t *testing.T) {
