@@ -29,15 +29,11 @@ type closedFigures struct {
 	machineCPU, gatewayCPU, svcCPU time.Duration
 }
 
-// closedPhase runs a closed loop for each of -closed-conns. Few
-// connections leave the CPU idle between calls, so that the throughput
-// follows each call's latency; many saturate it, so that the throughput
-// follows each call's CPU.
-func closedPhase(o options, direct string, targets []target, sums []summary) error {
-	loads, err := positiveInts("-closed-conns", o.closedConns)
-	if err != nil {
-		return err
-	}
+// closedPhase runs a closed loop for each of loads, a number of
+// connections (-closed-conns). Few connections leave the CPU idle between
+// calls, so that the throughput follows each call's latency; many
+// saturate it, so that the throughput follows each call's CPU.
+func closedPhase(o options, loads []int, direct string, targets []target, sums []summary) error {
 	for _, conns := range loads {
 		profile := o.cpuprofile
 		if profile != "" && len(loads) > 1 {

@@ -21,7 +21,7 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 	defer up.close()
 	defer func(turn time.Duration) { closedTurn = turn }(closedTurn)
 	closedTurn = 250 * time.Millisecond
-	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), closedConns: "1,2", duration: 500 * time.Millisecond, mode: "both"}
+	o := options{svc: testbin.SVC(t), plugins: testbin.PluginDir(t), duration: 500 * time.Millisecond, mode: "both"}
 	targets, _, err := startTargets(o, up.url)
 	require.NoError(t, err)
 	for _, tg := range targets {
@@ -29,7 +29,7 @@ func TestClosedPhaseTakesTurns(t *testing.T) {
 	}
 	require.Len(t, targets, 2)
 	sums := make([]summary, len(targets))
-	require.NoError(t, closedPhase(o, up.url+"/chat/completions", targets, sums))
+	require.NoError(t, closedPhase(o, []int{1, 2}, up.url+"/chat/completions", targets, sums))
 	for i, s := range sums {
 		mode := targets[i].mode
 		require.Len(t, s.closed, 2, "%s: a closed loop for each number of connections", mode)

@@ -191,7 +191,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := positiveInts("-closed-conns", o.closedConns); err != nil {
+	loads, err := positiveInts("-closed-conns", o.closedConns)
+	if err != nil {
 		return err
 	}
 	if o.chaosRate <= 0 || o.chaosDuration <= 0 || o.chaosTimeout <= 0 {
@@ -206,7 +207,7 @@ func run(o options) error {
 	}
 	defer up.close()
 	if o.measuresTargets() {
-		if err := targetPhases(o, rates, up); err != nil {
+		if err := targetPhases(o, rates, loads, up); err != nil {
 			return err
 		}
 	}
@@ -262,7 +263,7 @@ func (o options) measuresTargets() bool {
 // targetPhases are the phases that measure svc in each mode against the
 // upstream called directly and the bare relays, then the chaos case, then
 // the memory of each svc.
-func targetPhases(o options, rates []int, up *upstream) error {
+func targetPhases(o options, rates, loads []int, up *upstream) error {
 	targets, files, err := startTargets(o, up.url)
 	for _, t := range targets {
 		defer t.svc.stop()
@@ -325,7 +326,7 @@ func targetPhases(o options, rates []int, up *upstream) error {
 	}
 	if o.has("closed") {
 		up.latency.Store(0)
-		if err := closedPhase(o, direct, targets, sums); err != nil {
+		if err := closedPhase(o, loads, direct, targets, sums); err != nil {
 			return err
 		}
 		up.latency.Store(int64(o.latency))
